@@ -1,0 +1,101 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import type { AppContext } from './context.js';
+import { requireBearerToken } from './http/auth.js';
+import { registerErrorHandling } from './http/error-handler.js';
+import { ErrorBody } from './http/schemas.js';
+import { validatorCompiler } from './http/validation.js';
+import { fieldRoutes } from './modules/fields/routes.js';
+import { Field } from './modules/fields/schemas.js';
+import { folderRoutes } from './modules/folders/routes.js';
+import { Folder } from './modules/folders/schemas.js';
+import { formRoutes } from './modules/forms/routes.js';
+import { Form } from './modules/forms/schemas.js';
+
+export const API_PREFIX = '/api/v2025';
+
+/**
+ * Older clients call /api/v2/... and may end any path in .json; both are served by the
+ * v2025 routes, so there is one implementation and one OpenAPI document.
+ */
+export function rewriteLegacyUrl(url: string): string {
+  if (!/^\/api\/v2(\/|$|\?|\.json)/.test(url)) return url;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const rest = q === -1 ? '' : url.slice(q);
+  return `${path.replace(/\.json$/, '').replace(/^\/api\/v2/, API_PREFIX)}${rest}`;
+}
+
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: ctx.config.logLevel,
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers.cookie',
+          'req.headers["x-formwork-encryption-password"]',
+          'req.headers["x-fs-encryption-password"]',
+        ],
+        censor: '[redacted]',
+      },
+    },
+    bodyLimit: ctx.config.bodyLimit,
+    rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  registerErrorHandling(app);
+
+  // Clients that send Content-Type: application/json on every request also send it with no body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '') return done(null, undefined);
+    parseJson(req, body as string, done);
+  });
+
+  for (const schema of [ErrorBody, Field, Form, Folder]) app.addSchema(schema);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Formwork API',
+        version: '2025.0',
+        description:
+          'Forms, fields, folders and submissions. Every operation needs `Authorization: Bearer <token>`. ' +
+          'The same operations answer under /api/v2, where any path may end in .json.',
+      },
+      servers: [{ url: `${ctx.config.publicUrl}${API_PREFIX}` }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: ({ schema, url }) => ({ schema, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
+    hiddenTag: 'internal',
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => {
+    await sql`select 1`.execute(ctx.db);
+    return { status: 'ok' };
+  });
+  // The API description holds no account data, so it is public like /docs.
+  app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
+
+  await app.register(
+    async (api) => {
+      requireBearerToken(api, ctx.db);
+      await api.register(formRoutes(ctx));
+      await api.register(fieldRoutes(ctx));
+      await api.register(folderRoutes(ctx));
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return app;
+}

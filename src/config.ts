@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+
+/** Settings of one process, read from the environment once at start. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** A postgres:// URL, or undefined for the SQLite file in dataDir. */
+  databaseUrl: string | undefined;
+  publicUrl: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Signs URLs and wraps keys; a random one is made per process when unset (dev only). */
+  secretKey: string;
+  /** Largest JSON request body in bytes. */
+  bodyLimit: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`${setting}: ${message}`);
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function url(env: NodeJS.ProcessEnv, name: string, protocols: string[]): URL | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return parsed;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0';
+  const dataDir = resolve(env.DATA_DIR && env.DATA_DIR !== '' ? env.DATA_DIR : './data');
+  const database = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']);
+
+  const logLevel = (env.LOG_LEVEL && env.LOG_LEVEL !== '' ? env.LOG_LEVEL : 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+
+  let secretKey = env.SECRET_KEY ?? '';
+  if (secretKey === '') {
+    secretKey = randomBytes(32).toString('hex');
+  } else if (secretKey.length < 32) {
+    throw new ConfigError('SECRET_KEY', 'must be at least 32 characters long');
+  }
+
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl: database?.toString(),
+    publicUrl: (publicUrl?.toString() ?? `http://localhost:${port}/`).replace(/\/+$/, ''),
+    logLevel,
+    secretKey,
+    bodyLimit: integer(env, 'BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
+  };
+}

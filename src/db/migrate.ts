@@ -1,0 +1,33 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Db } from './database.js';
+import type { Dialect } from './dialect.js';
+import * as foundation from './migrations/0001_foundation.js';
+
+interface MigrationModule {
+  up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
+}
+
+// Listed here rather than read from a folder so that the same set runs from source and from dist.
+const migrations: Record<string, MigrationModule> = {
+  '0001_foundation': foundation,
+};
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return Object.fromEntries(
+      Object.entries(migrations).map(([name, m]) => [name, { up: (db: Kysely<unknown>) => m.up(db, this.dialect) }]),
+    );
+  }
+}
+
+/** Brings the schema up to date; returns the names of the migrations it applied. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({
+    db: db.kysely as unknown as Kysely<unknown>,
+    provider: new StaticProvider(db.dialect),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,102 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Row types of every table. Timestamps are epoch milliseconds (bigint on PostgreSQL,
+ * parsed to number), flags are 0/1 integers and structured values are JSON text, so
+ * that one migration set and one set of queries serve SQLite and PostgreSQL alike.
+ */
+export interface Database {
+  accounts: AccountsTable;
+  users: UsersTable;
+  access_tokens: AccessTokensTable;
+  folders: FoldersTable;
+  forms: FormsTable;
+  fields: FieldsTable;
+}
+
+type Id = Generated<number>;
+type Flag = ColumnType<number, number | undefined, number>;
+
+export interface AccountsTable {
+  id: Id;
+  name: string;
+  created_at: number;
+}
+
+export interface UsersTable {
+  id: Id;
+  account_id: number;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  role: 'owner' | 'admin' | 'member';
+  created_at: number;
+}
+
+export interface AccessTokensTable {
+  id: Id;
+  account_id: number;
+  user_id: number;
+  token_hash: string;
+  kind: string;
+  name: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface FoldersTable {
+  id: Id;
+  account_id: number;
+  parent_id: number | null;
+  name: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface FormsTable {
+  id: Id;
+  account_id: number;
+  folder_id: number | null;
+  name: string;
+  submit_button_title: string;
+  settings: string;
+  view_key: string;
+  is_encrypted: Flag;
+  inactive: Flag;
+  submissions_count: ColumnType<number, number | undefined, number>;
+  deleted_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface FieldsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  type: string;
+  label: string;
+  hide_label: Flag;
+  description: string;
+  default_value: string | null;
+  required: Flag;
+  read_only: Flag;
+  hidden: Flag;
+  is_unique: Flag;
+  column_span: number;
+  display_order: number;
+  attributes: string;
+  options: string;
+  logic: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type FolderRow = Selectable<FoldersTable>;
+export type FormRow = Selectable<FormsTable>;
+export type NewFormRow = Insertable<FormsTable>;
+export type FormUpdate = Updateable<FormsTable>;
+export type FieldRow = Selectable<FieldsTable>;
+export type NewFieldRow = Insertable<FieldsTable>;
+export type FieldUpdate = Updateable<FieldsTable>;
+export type UserRow = Selectable<UsersTable>;

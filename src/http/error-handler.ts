@@ -1,0 +1,43 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { AppError, type ErrorDetail } from '../errors.js';
+import { validationDetails } from './validation.js';
+
+function send(reply: FastifyReply, status: number, code: string, error: string, details?: ErrorDetail[]) {
+  return reply.status(status).send(details ? { status: 'error', error, code, details } : { status: 'error', error, code });
+}
+
+// Fastify's own client errors, by their code, as stable codes and plain messages.
+const fastifyErrors: Record<string, [string, string]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty but the content type says JSON'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the request body as application/json'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['bad_request', 'The Content-Length header does not match the body'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than this service accepts'],
+};
+
+/** The one place where errors become HTTP responses. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof AppError) {
+      return send(reply, error.statusCode, error.code, error.message, error.details);
+    }
+    if (error.validation) {
+      const details = validationDetails(error.validation as never, error.validationContext);
+      const first = details[0];
+      const message = first ? `${first.property}: ${first.message}` : 'The request is invalid';
+      return send(reply, 400, 'validation_failed', message, details);
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const known = (error.code && fastifyErrors[error.code]) || (error instanceof SyntaxError ? fastifyErrors.FST_ERR_CTP_INVALID_JSON_BODY : undefined);
+      const [code, message] = known ?? ['bad_request', 'The request could not be read'];
+      return send(reply, status, code, message);
+    }
+    request.log.error({ err: error }, 'request failed');
+    return send(reply, 500, 'internal_error', 'Something went wrong on our side; it has been logged');
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    send(reply, 404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
+  );
+}

@@ -1,0 +1,76 @@
+import { Type, type TArray, type TInteger, type TObject, type TSchema } from '@sinclair/typebox';
+
+/** Largest id we hand out: PostgreSQL's integer. */
+export const MAX_ID = 2_147_483_647;
+
+/** A string from a fixed list, as a plain JSON Schema enum (clear errors, clear OpenAPI). */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { default?: T[number]; description?: string } = {}) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+export const Id = Type.Integer({ minimum: 1, maximum: MAX_ID });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
+
+export const ErrorBody = Type.Object(
+  {
+    status: Type.Literal('error'),
+    error: Type.String({ description: 'What went wrong, for a person' }),
+    code: Type.String({ description: 'Stable snake_case code, for a program' }),
+    details: Type.Optional(
+      Type.Array(Type.Object({ property: Type.String(), message: Type.String() }), {
+        description: 'On 400: each offending input, by path',
+      }),
+    ),
+  },
+  { $id: 'ErrorBody', title: 'Error' },
+);
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Invalid parameters or body',
+  401: 'Missing, malformed, unknown, expired or revoked access token',
+  403: 'Not permitted',
+  404: 'Not found, or not visible to this account',
+  409: 'Conflicts with the current state',
+  413: 'Request body too large',
+  500: 'Internal error',
+};
+
+/** The error responses a route declares; 400, 401 and 500 are possible on every API route. */
+export function errors(...statuses: number[]): Record<number, TSchema> {
+  const all = new Set([400, 401, 500, ...statuses]);
+  return Object.fromEntries([...all].map((s) => [s, Type.Ref(ErrorBody, { description: errorDescriptions[s] })]));
+}
+
+export function idParams<K extends string>(...names: K[]): TObject<Record<K, typeof Id>> {
+  const props = Object.fromEntries(names.map((n) => [n, Id])) as Record<K, typeof Id>;
+  return Type.Object(props, { additionalProperties: false });
+}
+
+export const PageNumber = Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Starts at 1' });
+export const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 25 });
+export const Flag = Type.Boolean({ default: false, description: 'true or false' });
+
+/** The list body of DESIGN.md: the resource-named array plus paging numbers. */
+export function listBody<K extends string, T extends TSchema>(name: K, item: T) {
+  const items = { [name]: Type.Array(item) } as Record<K, TArray<T>>;
+  const paging: Record<'total' | 'pages' | 'pageNumber' | 'pageSize', TInteger> = {
+    total: Type.Integer({ description: 'Matching records in all' }),
+    pages: Type.Integer(),
+    pageNumber: Type.Integer(),
+    pageSize: Type.Integer(),
+  };
+  return Type.Object({ ...items, ...paging });
+}
+
+export interface Page {
+  total: number;
+  pages: number;
+  pageNumber: number;
+  pageSize: number;
+}
+
+export function page(total: number, pageNumber: number, pageSize: number): Page {
+  return { total, pages: Math.ceil(total / pageSize), pageNumber, pageSize };
+}
+
+export const isoTime = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,82 @@
+import type { Executor } from '../../db/transaction.js';
+import type { UserRow } from '../../db/schema.js';
+
+export interface TokenOwner {
+  tokenId: number;
+  accountId: number;
+  userId: number;
+  role: UserRow['role'];
+}
+
+export async function insertAccount(db: Executor, name: string, now: number): Promise<number> {
+  const row = await db.insertInto('accounts').values({ name, created_at: now }).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function insertUser(
+  db: Executor,
+  user: { accountId: number; email: string; name: string; passwordHash: string | null; role: UserRow['role'] },
+  now: number,
+): Promise<number> {
+  const row = await db
+    .insertInto('users')
+    .values({
+      account_id: user.accountId,
+      email: user.email,
+      name: user.name,
+      password_hash: user.passwordHash,
+      role: user.role,
+      created_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function findUser(db: Executor, userId: number): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+}
+
+export async function insertToken(
+  db: Executor,
+  token: { accountId: number; userId: number; hash: string; kind: string; name: string; expiresAt: number | null },
+  now: number,
+): Promise<number> {
+  const row = await db
+    .insertInto('access_tokens')
+    .values({
+      account_id: token.accountId,
+      user_id: token.userId,
+      token_hash: token.hash,
+      kind: token.kind,
+      name: token.name,
+      created_at: now,
+      expires_at: token.expiresAt,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** The live token with this hash and whom it acts for, or undefined. */
+export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
+  const row = await db
+    .selectFrom('access_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .select(['t.id as tokenId', 't.account_id as accountId', 't.user_id as userId', 'u.role as role', 't.expires_at as expiresAt'])
+    .where('t.token_hash', '=', hash)
+    .where('t.revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row || (row.expiresAt !== null && row.expiresAt <= now)) return undefined;
+  return { tokenId: row.tokenId, accountId: row.accountId, userId: row.userId, role: row.role };
+}
+
+export async function revokeToken(db: Executor, tokenId: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', tokenId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import { hashPassword, hashToken, newToken } from '../../crypto/secrets.js';
+import type { Database } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
+import { invalid, NotFoundError } from '../../errors.js';
+import * as repo from './repository.js';
+
+export const PAT_PREFIX = 'fw_pat_';
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export interface CreatedAccount {
+  accountId: number;
+  userId: number;
+  token: string;
+}
+
+export async function createAccount(
+  db: Kysely<Database>,
+  input: { name: string; email: string; password?: string },
+): Promise<CreatedAccount> {
+  const name = input.name.trim();
+  const email = input.email.trim().toLowerCase();
+  if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
+  if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
+  if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const token = newToken(PAT_PREFIX);
+  const now = Date.now();
+  return transact(db, async (trx) => {
+    const accountId = await repo.insertAccount(trx, name, now);
+    const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
+    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null }, now);
+    return { accountId, userId, token };
+  });
+}
+
+export async function createPersonalToken(
+  db: Kysely<Database>,
+  userId: number,
+  name = 'personal',
+): Promise<{ tokenId: number; token: string }> {
+  const token = newToken(PAT_PREFIX);
+  const now = Date.now();
+  return transact(db, async (trx) => {
+    const user = await repo.findUser(trx, userId);
+    if (!user) throw new NotFoundError('User');
+    const tokenId = await repo.insertToken(
+      trx,
+      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null },
+      now,
+    );
+    return { tokenId, token };
+  });
+}

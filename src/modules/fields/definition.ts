@@ -1,0 +1,206 @@
+import type { ValidateFunction } from 'ajv';
+import type { FieldRow, NewFieldRow } from '../../db/schema.js';
+import { BadRequestError, type ErrorDetail } from '../../errors.js';
+import { isoTime } from '../../http/schemas.js';
+import { compileBodySchema, validationDetails } from '../../http/validation.js';
+import type { Field, FieldCreate, FieldLogic } from './schemas.js';
+import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from './types.js';
+
+/** A field as it is stored: every property present, attributes with their defaults. */
+export type FieldDefinition = Required<Omit<FieldCreate, 'displayOrder'>> & { displayOrder: number | undefined };
+
+/** Another field of the same form, as logic checks see it. */
+export interface Sibling {
+  id: number;
+  type: FieldType;
+  options: { value: string }[];
+}
+
+const attributeValidators = new Map<FieldType, ValidateFunction>();
+function attributeValidator(type: FieldType): ValidateFunction {
+  let validate = attributeValidators.get(type);
+  if (!validate) {
+    validate = compileBodySchema(TYPE_RULES[type].attributes);
+    attributeValidators.set(type, validate);
+  }
+  return validate;
+}
+
+export function withDefaults(input: FieldCreate): FieldDefinition {
+  return {
+    type: input.type,
+    label: input.label,
+    hideLabel: input.hideLabel ?? false,
+    description: input.description ?? '',
+    defaultValue: input.defaultValue ?? null,
+    required: input.required ?? false,
+    readOnly: input.readOnly ?? false,
+    hidden: input.hidden ?? false,
+    unique: input.unique ?? false,
+    columnSpan: input.columnSpan ?? 12,
+    displayOrder: input.displayOrder,
+    attributes: input.attributes ?? {},
+    options: input.options ?? [],
+    logic: input.logic ?? null,
+  };
+}
+
+function defaultValueProblem(def: FieldDefinition): string | undefined {
+  const value = def.defaultValue;
+  if (value === null) return undefined;
+  const optionValues = new Set(def.options.map((o) => o.value));
+  switch (TYPE_RULES[def.type].defaultValue) {
+    case 'string':
+      return typeof value === 'string' ? undefined : 'must be a string';
+    case 'number':
+      return typeof value === 'number' ? undefined : 'must be a number';
+    case 'option':
+      return typeof value === 'string' && optionValues.has(value) ? undefined : 'must be the value of one of the options';
+    case 'options':
+      return Array.isArray(value) && value.every((v) => optionValues.has(v)) ? undefined : 'must be a list of option values';
+    case 'name':
+    case 'address': {
+      const allowed: readonly string[] = def.type === 'name' ? NAME_SUBFIELDS : ADDRESS_SUBFIELDS;
+      if (typeof value !== 'object' || Array.isArray(value)) return `must be an object of ${allowed.join(', ')}`;
+      const unknown = Object.keys(value).find((k) => !allowed.includes(k));
+      return unknown ? `has no subfield "${unknown}" (use ${allowed.join(', ')})` : undefined;
+    }
+    case 'none':
+      return `a ${def.type} field has no default value`;
+  }
+}
+
+function logicProblems(logic: FieldLogic, path: string, siblings: Map<number, Sibling>, selfId: number | undefined): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  logic.checks.forEach((check, i) => {
+    const at = `${path}.logic.checks[${i}]`;
+    const target = siblings.get(check.field);
+    if (check.field === selfId) {
+      problems.push({ property: `${at}.field`, message: 'a field cannot depend on itself' });
+    } else if (!target) {
+      problems.push({ property: `${at}.field`, message: `must be a field of this form; ${check.field} is not` });
+    } else if (!TYPE_RULES[target.type].input) {
+      problems.push({ property: `${at}.field`, message: `a ${target.type} field holds no value to check` });
+    } else if (
+      (check.condition === 'equals' || check.condition === 'notequals') &&
+      target.options.length > 0 &&
+      !target.options.some((o) => o.value === check.option)
+    ) {
+      problems.push({ property: `${at}.option`, message: 'must be the value of one of the checked field\'s options' });
+    } else if ((check.condition === 'greaterthan' || check.condition === 'lessthan') && !Number.isFinite(Number(check.option))) {
+      problems.push({ property: `${at}.option`, message: 'must be a number for greaterthan and lessthan' });
+    }
+  });
+  return problems;
+}
+
+/**
+ * Checks that a field definition makes sense as a whole and fills in attribute defaults.
+ * Throws one 400 that names every offending property under `path`.
+ */
+export function checkDefinition(def: FieldDefinition, path: string, siblings: Map<number, Sibling>, selfId?: number): FieldDefinition {
+  const rule = TYPE_RULES[def.type];
+  const problems: ErrorDetail[] = [];
+
+  const attributes = structuredClone(def.attributes);
+  const validate = attributeValidator(def.type);
+  if (!validate(attributes)) {
+    problems.push(...validationDetails(validate.errors ?? [], 'body').map((d) => ({ ...d, property: d.property.replace(/^body/, `${path}.attributes`) })));
+  } else {
+    const broken = rule.check?.(attributes);
+    if (broken) problems.push({ property: `${path}.attributes.${broken[0]}`, message: broken[1] });
+  }
+
+  if (rule.options) {
+    if (def.options.length === 0) problems.push({ property: `${path}.options`, message: `a ${def.type} field needs at least one option` });
+    const seen = new Set<string>();
+    def.options.forEach((o, i) => {
+      if (seen.has(o.value)) problems.push({ property: `${path}.options[${i}].value`, message: `"${o.value}" is used twice` });
+      seen.add(o.value);
+    });
+  } else if (def.options.length > 0) {
+    problems.push({ property: `${path}.options`, message: `a ${def.type} field has no options` });
+  }
+
+  if (!rule.input) {
+    for (const flag of ['required', 'unique', 'readOnly'] as const) {
+      if (def[flag]) problems.push({ property: `${path}.${flag}`, message: `a ${def.type} field takes no input` });
+    }
+  } else if (def.unique && !rule.uniqueAllowed) {
+    problems.push({ property: `${path}.unique`, message: `values of a ${def.type} field cannot be kept unique` });
+  }
+
+  const defaultProblem = defaultValueProblem(def);
+  if (defaultProblem) problems.push({ property: `${path}.defaultValue`, message: defaultProblem });
+
+  if (def.logic) problems.push(...logicProblems(def.logic, path, siblings, selfId));
+
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw new BadRequestError(`${first.property}: ${first.message}`, problems, 'invalid_field');
+  }
+  return { ...def, attributes };
+}
+
+export function toFieldRow(def: FieldDefinition, ids: { accountId: number; formId: number; displayOrder: number }, now: number): NewFieldRow {
+  return {
+    account_id: ids.accountId,
+    form_id: ids.formId,
+    ...toFieldColumns(def),
+    display_order: ids.displayOrder,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+export function toFieldColumns(def: FieldDefinition) {
+  return {
+    type: def.type,
+    label: def.label,
+    hide_label: Number(def.hideLabel),
+    description: def.description,
+    default_value: def.defaultValue === null ? null : JSON.stringify(def.defaultValue),
+    required: Number(def.required),
+    read_only: Number(def.readOnly),
+    hidden: Number(def.hidden),
+    is_unique: Number(def.unique),
+    column_span: def.columnSpan,
+    attributes: JSON.stringify(def.attributes),
+    options: JSON.stringify(def.options),
+    logic: def.logic === null ? null : JSON.stringify(def.logic),
+  };
+}
+
+export function toDefinition(row: FieldRow): FieldDefinition {
+  return {
+    type: row.type as FieldType,
+    label: row.label,
+    hideLabel: row.hide_label === 1,
+    description: row.description,
+    defaultValue: row.default_value === null ? null : (JSON.parse(row.default_value) as FieldDefinition['defaultValue']),
+    required: row.required === 1,
+    readOnly: row.read_only === 1,
+    hidden: row.hidden === 1,
+    unique: row.is_unique === 1,
+    columnSpan: row.column_span,
+    displayOrder: row.display_order,
+    attributes: JSON.parse(row.attributes) as Record<string, unknown>,
+    options: JSON.parse(row.options) as FieldDefinition['options'],
+    logic: row.logic === null ? null : (JSON.parse(row.logic) as FieldLogic),
+  };
+}
+
+export function toSibling(row: FieldRow): Sibling {
+  return { id: row.id, type: row.type as FieldType, options: JSON.parse(row.options) as { value: string }[] };
+}
+
+export function toField(row: FieldRow): Field {
+  return {
+    id: row.id,
+    formId: row.form_id,
+    ...toDefinition(row),
+    displayOrder: row.display_order,
+    created: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+  };
+}

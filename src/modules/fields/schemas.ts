@@ -1,0 +1,103 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, StringEnum, Timestamp } from '../../http/schemas.js';
+import { FIELD_TYPES, LOGIC_CONDITIONS } from './types.js';
+
+export const MAX_FIELDS_PER_FORM = 500;
+
+const FieldTypeSchema = StringEnum(FIELD_TYPES, { description: 'Field type; decides which attributes, options and default value make sense' });
+
+export const FieldOption = Type.Object(
+  { label: Type.String({ minLength: 1, maxLength: 500 }), value: Type.String({ minLength: 1, maxLength: 500 }) },
+  { additionalProperties: false },
+);
+
+export const FieldLogic = Type.Object(
+  {
+    action: StringEnum(['show', 'hide']),
+    conditional: StringEnum(['all', 'any']),
+    checks: Type.Array(
+      Type.Object(
+        {
+          field: Id,
+          condition: StringEnum(LOGIC_CONDITIONS),
+          option: Type.String({ maxLength: 500, default: '' }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 50 },
+    ),
+  },
+  { additionalProperties: false, description: 'Shows or hides the field when all or any checks on other fields of the form hold' },
+);
+
+export const DefaultValue = Type.Union(
+  [
+    Type.String({ maxLength: 10_000 }),
+    Type.Number(),
+    Type.Array(Type.String({ maxLength: 500 }), { maxItems: 500 }),
+    Type.Record(Type.String({ maxLength: 20 }), Type.String({ maxLength: 500 })),
+    Type.Null(),
+  ],
+  { description: 'A string, a number, a list of option values (checkbox) or subfield values (name, address)' },
+);
+
+const fieldProperties = {
+  type: FieldTypeSchema,
+  label: Type.String({ minLength: 1, maxLength: 1000 }),
+  hideLabel: Type.Boolean({ default: false }),
+  description: Type.String({ maxLength: 10_000, default: '' }),
+  defaultValue: DefaultValue,
+  required: Type.Boolean({ default: false }),
+  readOnly: Type.Boolean({ default: false }),
+  hidden: Type.Boolean({ default: false }),
+  unique: Type.Boolean({ default: false, description: 'Two submissions may not hold the same value' }),
+  columnSpan: Type.Integer({ minimum: 1, maximum: 12, default: 12, description: 'Width on a 12-column grid' }),
+  displayOrder: Type.Integer({ minimum: 0, maximum: 100_000, description: 'Position; appended after the last field when left out' }),
+  attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), { description: 'Type-specific settings, see the field types' }),
+  options: Type.Array(FieldOption, { maxItems: 1000, description: 'Choices of select, radio and checkbox fields' }),
+  logic: Type.Union([FieldLogic, Type.Null()]),
+};
+
+const { type, label, ...optionalProperties } = fieldProperties;
+
+export const FieldCreate = Type.Composite([Type.Object({ type, label }), Type.Partial(Type.Object(optionalProperties))], {
+  additionalProperties: false,
+  title: 'FieldCreate',
+});
+export type FieldCreate = Static<typeof FieldCreate>;
+
+export const FieldUpdate = Type.Partial(Type.Object(fieldProperties), {
+  additionalProperties: false,
+  minProperties: 1,
+  title: 'FieldUpdate',
+  description: 'Only the properties sent change',
+});
+export type FieldUpdate = Static<typeof FieldUpdate>;
+
+export const Field = Type.Object(
+  {
+    id: Id,
+    formId: Id,
+    type: FieldTypeSchema,
+    label: Type.String(),
+    hideLabel: Type.Boolean(),
+    description: Type.String(),
+    defaultValue: DefaultValue,
+    required: Type.Boolean(),
+    readOnly: Type.Boolean(),
+    hidden: Type.Boolean(),
+    unique: Type.Boolean(),
+    columnSpan: Type.Integer(),
+    displayOrder: Type.Integer(),
+    attributes: Type.Record(Type.String(), Type.Unknown()),
+    options: Type.Array(FieldOption),
+    logic: Type.Union([FieldLogic, Type.Null()]),
+    created: Timestamp,
+    updated: Timestamp,
+  },
+  { $id: 'Field', title: 'Field' },
+);
+export type Field = Static<typeof Field>;
+export type FieldLogic = Static<typeof FieldLogic>;
+
+export const FieldPreview = Type.Object({ id: Id, formId: Id, type: FieldTypeSchema, label: Type.String() });

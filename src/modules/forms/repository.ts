@@ -1,0 +1,69 @@
+import type { Dialect } from '../../db/dialect.js';
+import { containsInsensitive } from '../../db/dialect.js';
+import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
+import type { Executor } from '../../db/transaction.js';
+
+const ORDER_COLUMNS = {
+  id: 'id',
+  name: 'name',
+  created: 'created_at',
+  updated: 'updated_at',
+  submissionsCount: 'submissions_count',
+} as const;
+
+export interface FormListFilter {
+  search?: string;
+  folderId?: number;
+  deleted: boolean;
+  orderBy: keyof typeof ORDER_COLUMNS;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+/** A form of the account; deleted forms only when asked for. */
+export async function findForm(db: Executor, accountId: number, formId: number, deleted = false): Promise<FormRow | undefined> {
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', deleted ? 'is not' : 'is', null)
+    .executeTakeFirst();
+}
+
+export async function listForms(db: Executor, dialect: Dialect, accountId: number, filter: FormListFilter): Promise<{ rows: FormRow[]; total: number }> {
+  let query = db
+    .selectFrom('forms')
+    .where('account_id', '=', accountId)
+    .where('deleted_at', filter.deleted ? 'is not' : 'is', null);
+  if (filter.folderId !== undefined) query = query.where('folder_id', '=', filter.folderId);
+  if (filter.search) {
+    const search = filter.search;
+    query = query.where((eb) => containsInsensitive(dialect, eb.ref('name'), search));
+  }
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy(ORDER_COLUMNS[filter.orderBy], filter.order)
+      .orderBy('id', filter.order)
+      .limit(filter.limit)
+      .offset(filter.offset)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow> {
+  return db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateForm(db: Executor, formId: number, update: FormUpdate): Promise<FormRow> {
+  return db.updateTable('forms').set(update).where('id', '=', formId).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Marks the form as changed when something inside it (a field) changes. */
+export async function touchForm(db: Executor, formId: number, now: number): Promise<void> {
+  await db.updateTable('forms').set({ updated_at: now }).where('id', '=', formId).execute();
+}

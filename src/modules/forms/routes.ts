@@ -1,0 +1,97 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { principal } from '../../http/auth.js';
+import { errors, idParams } from '../../http/schemas.js';
+import { CopyQuery, Form, FormCreate, FormList, FormListQuery, FormPreview, FormUpdate, WithFieldsQuery } from './schemas.js';
+import * as service from './service.js';
+
+const tags = ['Forms'];
+const params = idParams('formId');
+
+export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      '/forms',
+      {
+        schema: {
+          tags,
+          summary: 'List forms',
+          description: 'Live forms of the account; with deleted=true, its deleted forms instead. An unknown folder gives 404.',
+          querystring: FormListQuery,
+          response: { 200: FormList, ...errors(404) },
+        },
+      },
+      (req) => service.listForms(ctx, principal(req).accountId, req.query),
+    );
+
+    app.post(
+      '/forms',
+      {
+        schema: {
+          tags,
+          summary: 'Create a form, optionally with its fields',
+          body: FormCreate,
+          response: { 200: Form, ...errors(403, 404) },
+        },
+      },
+      (req) => service.createForm(ctx, principal(req).accountId, req.body),
+    );
+
+    app.get(
+      '/forms/:formId',
+      {
+        schema: { tags, summary: 'Read a form', params, querystring: WithFieldsQuery, response: { 200: Form, ...errors(403, 404) } },
+      },
+      (req) => service.getForm(ctx, principal(req).accountId, req.params.formId, req.query.withFields),
+    );
+
+    app.put(
+      '/forms/:formId',
+      {
+        schema: { tags, summary: 'Update a form', params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
+      },
+      (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
+    );
+
+    app.delete(
+      '/forms/:formId',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a form (soft)',
+          description:
+            'The form leaves listings and reads and takes no submissions; its fields and data stay. ' +
+            'GET /forms?deleted=true lists deleted forms and POST /forms/{formId}/restore brings one back.',
+          params,
+          response: { 200: FormPreview, ...errors(404) },
+        },
+      },
+      (req) => service.deleteForm(ctx, principal(req).accountId, req.params.formId),
+    );
+
+    app.post(
+      '/forms/:formId/restore',
+      {
+        schema: { tags, summary: 'Restore a deleted form', params, response: { 200: Form, ...errors(403, 404) } },
+      },
+      (req) => service.restoreForm(ctx, principal(req).accountId, req.params.formId),
+    );
+
+    app.post(
+      '/forms/:formId/copy',
+      {
+        schema: {
+          tags,
+          summary: 'Copy a form with its fields',
+          description:
+            'The copy is named "<name> (copy)" and sits in the same folder unless folder is given. template names another ' +
+            'form of the account whose settings and submit button the copy takes instead of the original\'s.',
+          params,
+          querystring: CopyQuery,
+          response: { 200: Form, ...errors(403, 404) },
+        },
+      },
+      (req) => service.copyForm(ctx, principal(req).accountId, req.params.formId, req.query),
+    );
+  };
+}

@@ -1,0 +1,111 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Flag, Id, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
+import { Field, FieldCreate, MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
+
+export const FormSettings = Type.Object(
+  {
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    language: Type.Optional(Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', description: 'BCP 47 language, such as en or pt-BR' })),
+    timezone: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone, such as America/New_York' })),
+    labelPosition: Type.Optional(Type.Union([Type.Literal('top'), Type.Literal('left'), Type.Literal('right')])),
+    successMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
+    redirectUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' })),
+    closedMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
+    submissionLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'The form closes after this many submissions' })),
+    saveAndResume: Type.Optional(Type.Boolean({ description: 'Keep unfinished entries as partial submissions' })),
+  },
+  { additionalProperties: false, title: 'FormSettings' },
+);
+
+const name = Type.String({ minLength: 1, maxLength: 200 });
+const folder = Type.Union([Id, Type.Null()], { description: 'Folder id; null for the top level' });
+const submitButtonTitle = Type.String({ minLength: 1, maxLength: 100 });
+const inactive = Type.Boolean({ description: 'An inactive form takes no submissions' });
+
+export const FormCreate = Type.Object(
+  {
+    name,
+    folder: Type.Optional(folder),
+    submitButtonTitle: Type.Optional(submitButtonTitle),
+    inactive: Type.Optional(inactive),
+    settings: Type.Optional(FormSettings),
+    fields: Type.Optional(
+      Type.Array(FieldCreate, {
+        maxItems: MAX_FIELDS_PER_FORM,
+        description: 'Fields created with the form, in order. Logic that refers to other fields is added afterwards, once they have ids.',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'FormCreate' },
+);
+export type FormCreate = Static<typeof FormCreate>;
+
+export const FormUpdate = Type.Object(
+  {
+    name: Type.Optional(name),
+    folder: Type.Optional(folder),
+    submitButtonTitle: Type.Optional(submitButtonTitle),
+    inactive: Type.Optional(inactive),
+    settings: Type.Optional(Type.Union([FormSettings], { description: 'Replaces the settings as a whole' })),
+  },
+  { additionalProperties: false, minProperties: 1, title: 'FormUpdate', description: 'Only the properties sent change' },
+);
+export type FormUpdate = Static<typeof FormUpdate>;
+
+export const Form = Type.Object(
+  {
+    id: Id,
+    name: Type.String(),
+    created: Timestamp,
+    updated: Timestamp,
+    folder: Type.Union([Id, Type.Null()]),
+    url: Type.String({ description: 'Address of the hosted form' }),
+    viewKey: Type.String(),
+    isEncrypted: Type.Boolean(),
+    inactive: Type.Boolean(),
+    submissionsCount: Type.Integer(),
+    submitButtonTitle: Type.String(),
+    settings: FormSettings,
+    deleted: Type.Optional(Type.String({ format: 'date-time', description: 'When the form was deleted; only in listings of deleted forms' })),
+    fields: Type.Optional(Type.Array(Type.Ref(Field))),
+  },
+  { $id: 'Form', title: 'Form' },
+);
+export type Form = Static<typeof Form>;
+
+export const FormPreview = Type.Object({
+  id: Id,
+  name: Type.String(),
+  deleted: Type.String({ format: 'date-time', description: 'When the form was deleted; restore it with POST /forms/{formId}/restore' }),
+});
+
+export const ORDER_BY = ['id', 'name', 'created', 'updated', 'submissionsCount'] as const;
+
+export const FormListQuery = Type.Object(
+  {
+    pageNumber: PageNumber,
+    pageSize: PageSize,
+    search: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the form name, case-insensitive' })),
+    orderBy: Type.Union(ORDER_BY.map((c) => Type.Literal(c)), { default: 'id' }),
+    order: Type.Union([Type.Literal('asc'), Type.Literal('desc'), Type.Literal('ASC'), Type.Literal('DESC')], { default: 'asc' }),
+    folder: Type.Optional(Id),
+    deleted: Type.Boolean({ default: false, description: 'true lists the deleted forms instead, newest deletion first unless orderBy is given' }),
+  },
+  { additionalProperties: false },
+);
+export type FormListQuery = Static<typeof FormListQuery>;
+
+export const FormList = listBody('forms', Type.Ref(Form));
+
+export const WithFieldsQuery = Type.Object({ withFields: Flag }, { additionalProperties: false });
+
+export const CopyQuery = Type.Object(
+  {
+    includeIntegrations: Type.Boolean({ default: false, description: 'Copy webhooks and document merges (once the form has them)' }),
+    includeEmails: Type.Boolean({ default: false, description: 'Copy confirmation and notification emails (once the form has them)' }),
+    template: Type.Optional(Id),
+    folder: Type.Optional(Id),
+  },
+  { additionalProperties: false },
+);
+export type CopyQuery = Static<typeof CopyQuery>;

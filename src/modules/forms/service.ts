@@ -1,0 +1,169 @@
+import type { AppContext } from '../../context.js';
+import { newKey } from '../../crypto/secrets.js';
+import type { FormRow } from '../../db/schema.js';
+import { transact, type Executor } from '../../db/transaction.js';
+import { NotFoundError } from '../../errors.js';
+import { isoTime, page, type Page } from '../../http/schemas.js';
+import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
+import * as fieldsRepo from '../fields/repository.js';
+import type { Field } from '../fields/schemas.js';
+import { requireFolderId } from '../folders/service.js';
+import * as repo from './repository.js';
+import type { CopyQuery, Form, FormCreate, FormListQuery, FormUpdate } from './schemas.js';
+
+const DEFAULT_SUBMIT_TITLE = 'Submit';
+
+export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
+  const form: Form = {
+    id: row.id,
+    name: row.name,
+    created: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+    folder: row.folder_id,
+    url: `${ctx.config.publicUrl}/f/${row.view_key}`,
+    viewKey: row.view_key,
+    isEncrypted: row.is_encrypted === 1,
+    inactive: row.inactive === 1,
+    submissionsCount: row.submissions_count,
+    submitButtonTitle: row.submit_button_title,
+    settings: JSON.parse(row.settings) as Form['settings'],
+  };
+  if (row.deleted_at !== null) form.deleted = isoTime(row.deleted_at);
+  if (fields) form.fields = fields;
+  return form;
+}
+
+/** A live form of the account, or 404: the one gate for every form-scoped route. */
+export async function requireForm(db: Executor, accountId: number, formId: number): Promise<FormRow> {
+  const form = await repo.findForm(db, accountId, formId);
+  if (!form) throw new NotFoundError('Form');
+  return form;
+}
+
+export async function listForms(ctx: AppContext, accountId: number, q: FormListQuery): Promise<Page & { forms: Form[] }> {
+  if (q.folder !== undefined) await requireFolderId(ctx.db, accountId, q.folder);
+  const { rows, total } = await repo.listForms(ctx.db, ctx.dialect, accountId, {
+    search: q.search,
+    folderId: q.folder,
+    deleted: q.deleted,
+    orderBy: q.orderBy,
+    order: q.order.toLowerCase() as 'asc' | 'desc',
+    limit: q.pageSize,
+    offset: (q.pageNumber - 1) * q.pageSize,
+  });
+  return { forms: rows.map((r) => toForm(ctx, r)), ...page(total, q.pageNumber, q.pageSize) };
+}
+
+export async function getForm(ctx: AppContext, accountId: number, formId: number, withFields: boolean): Promise<Form> {
+  const row = await requireForm(ctx.db, accountId, formId);
+  const fields = withFields ? (await fieldsRepo.listFields(ctx.db, accountId, formId)).map(toField) : undefined;
+  return toForm(ctx, row, fields);
+}
+
+export async function createForm(ctx: AppContext, accountId: number, input: FormCreate): Promise<Form> {
+  // Check every field before touching the database, so that a bad field costs no write.
+  const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
+  return transact(ctx.db, async (trx) => {
+    await requireFolderId(trx, accountId, input.folder);
+    const now = Date.now();
+    const form = await repo.insertForm(trx, {
+      account_id: accountId,
+      folder_id: input.folder ?? null,
+      name: input.name,
+      submit_button_title: input.submitButtonTitle ?? DEFAULT_SUBMIT_TITLE,
+      settings: JSON.stringify(input.settings ?? {}),
+      view_key: newKey(),
+      inactive: Number(input.inactive ?? false),
+      created_at: now,
+      updated_at: now,
+    });
+    const fields: Field[] = [];
+    for (const [i, def] of definitions.entries()) {
+      const row = await fieldsRepo.insertField(trx, toFieldRow(def, { accountId, formId: form.id, displayOrder: def.displayOrder ?? i }, now));
+      fields.push(toField(row));
+    }
+    fields.sort((a, b) => a.displayOrder - b.displayOrder || a.id - b.id);
+    return toForm(ctx, form, fields);
+  });
+}
+
+export async function updateForm(ctx: AppContext, accountId: number, formId: number, input: FormUpdate): Promise<Form> {
+  return transact(ctx.db, async (trx) => {
+    await requireForm(trx, accountId, formId);
+    await requireFolderId(trx, accountId, input.folder);
+    const row = await repo.updateForm(trx, formId, {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.folder !== undefined && { folder_id: input.folder }),
+      ...(input.submitButtonTitle !== undefined && { submit_button_title: input.submitButtonTitle }),
+      ...(input.inactive !== undefined && { inactive: Number(input.inactive) }),
+      ...(input.settings !== undefined && { settings: JSON.stringify(input.settings) }),
+      updated_at: Date.now(),
+    });
+    return toForm(ctx, row);
+  });
+}
+
+export async function deleteForm(ctx: AppContext, accountId: number, formId: number): Promise<{ id: number; name: string; deleted: string }> {
+  return transact(ctx.db, async (trx) => {
+    const form = await requireForm(trx, accountId, formId);
+    const now = Date.now();
+    await repo.updateForm(trx, formId, { deleted_at: now });
+    return { id: form.id, name: form.name, deleted: isoTime(now) };
+  });
+}
+
+export async function restoreForm(ctx: AppContext, accountId: number, formId: number): Promise<Form> {
+  return transact(ctx.db, async (trx) => {
+    const form = await repo.findForm(trx, accountId, formId, true);
+    if (!form) throw new NotFoundError('Deleted form');
+    // The folder may have been deleted since; the form then comes back at the top level.
+    const row = await repo.updateForm(trx, formId, { deleted_at: null, updated_at: Date.now() });
+    return toForm(ctx, row);
+  });
+}
+
+export async function copyForm(ctx: AppContext, accountId: number, formId: number, q: CopyQuery): Promise<Form> {
+  return transact(ctx.db, async (trx) => {
+    const source = await requireForm(trx, accountId, formId);
+    const look = q.template === undefined ? source : await requireForm(trx, accountId, q.template);
+    if (q.folder !== undefined) await requireFolderId(trx, accountId, q.folder);
+    const now = Date.now();
+    const copy = await repo.insertForm(trx, {
+      account_id: accountId,
+      folder_id: q.folder ?? source.folder_id,
+      name: `${source.name} (copy)`.slice(0, 200),
+      submit_button_title: look.submit_button_title,
+      settings: look.settings,
+      view_key: newKey(),
+      inactive: source.inactive,
+      is_encrypted: 0,
+      created_at: now,
+      updated_at: now,
+    });
+    // Copy the fields, then point the copies' logic at the copied fields rather than the originals.
+    const originals = await fieldsRepo.listFields(trx, accountId, formId);
+    const newIds = new Map<number, number>();
+    const copies = [];
+    for (const original of originals) {
+      const row = await fieldsRepo.insertField(trx, { ...withoutId(original), form_id: copy.id, logic: null, created_at: now, updated_at: now });
+      newIds.set(original.id, row.id);
+      copies.push(row);
+    }
+    const fields: Field[] = [];
+    for (const [i, row] of copies.entries()) {
+      const logic = toDefinition(originals[i]!).logic;
+      if (logic) {
+        const remapped = { ...logic, checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })) };
+        row.logic = JSON.stringify(remapped);
+        await fieldsRepo.setLogic(trx, row.id, row.logic, now);
+      }
+      fields.push(toField(row));
+    }
+    return toForm(ctx, copy, fields);
+  });
+}
+
+function withoutId<T extends { id: number }>(row: T): Omit<T, 'id'> {
+  const { id: _id, ...rest } = row;
+  return rest;
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import { openDatabase, type Db } from './db/database.js';
+import { migrateToLatest } from './db/migrate.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  db: Db;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Opens the database, brings its schema up to date and starts listening. */
+export async function startServer(config: Config, options: { sqliteFile?: string } = {}): Promise<RunningServer> {
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: options.sqliteFile });
+  try {
+    await migrateToLatest(db);
+    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config };
+    const app = await buildApp(ctx);
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    return {
+      app,
+      db,
+      url: `http://${host}:${port}`,
+      async close() {
+        await app.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}
