@@ -1,4 +1,5 @@
 import { Type, type TObject } from '@sinclair/typebox';
+import { StringEnum } from '../../http/schemas.js';
 
 /**
  * What each field type is: whether it takes input, whether it has options, which
@@ -34,7 +35,7 @@ export const ADDRESS_SUBFIELDS = ['address', 'address2', 'city', 'state', 'zip',
 const placeholder = Type.String({ maxLength: 200 });
 const length = Type.Integer({ minimum: 0, maximum: 100_000 });
 const date = Type.String({ format: 'date' });
-const layout = Type.Union([Type.Literal('vertical'), Type.Literal('horizontal')]);
+const layout = StringEnum(['vertical', 'horizontal']);
 const html = Type.String({ maxLength: 100_000 });
 const strict = { additionalProperties: false } as const;
 
@@ -113,7 +114,7 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     defaultValue: 'address',
     attributes: Type.Object(
       {
-        format: Type.Optional(Type.Union([Type.Literal('us'), Type.Literal('international')])),
+        format: Type.Optional(StringEnum(['us', 'international'])),
         showAddress2: Type.Optional(Type.Boolean()),
         showCountry: Type.Optional(Type.Boolean()),
         defaultCountry: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2' })),
@@ -134,7 +135,7 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     uniqueAllowed: true,
     defaultValue: 'string',
     attributes: Type.Object(
-      { placeholder: Type.Optional(placeholder), format: Type.Optional(Type.Union([Type.Literal('us'), Type.Literal('international')])) },
+      { placeholder: Type.Optional(placeholder), format: Type.Optional(StringEnum(['us', 'international'])) },
       strict,
     ),
   },
@@ -146,7 +147,7 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     attributes: Type.Object(
       {
         cardTypes: Type.Optional(
-          Type.Array(Type.Union(['visa', 'mastercard', 'amex', 'discover', 'dinersclub', 'jcb'].map((c) => Type.Literal(c))), {
+          Type.Array(StringEnum(['visa', 'mastercard', 'amex', 'discover', 'dinersclub', 'jcb']), {
             minItems: 1,
             uniqueItems: true,
           }),
@@ -162,7 +163,7 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     defaultValue: 'string',
     attributes: Type.Object(
       {
-        format: Type.Optional(Type.Union([Type.Literal('date'), Type.Literal('time'), Type.Literal('datetime')])),
+        format: Type.Optional(StringEnum(['date', 'time', 'datetime'])),
         minDate: Type.Optional(date),
         maxDate: Type.Optional(date),
       },

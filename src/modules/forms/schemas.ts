@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Flag, Id, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
+import { Flag, Id, StringEnum, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
 import { Field, FieldCreate, MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
 
 export const FormSettings = Type.Object(
@@ -7,7 +7,7 @@ export const FormSettings = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     language: Type.Optional(Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', description: 'BCP 47 language, such as en or pt-BR' })),
     timezone: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone, such as America/New_York' })),
-    labelPosition: Type.Optional(Type.Union([Type.Literal('top'), Type.Literal('left'), Type.Literal('right')])),
+    labelPosition: Type.Optional(StringEnum(['top', 'left', 'right'])),
     successMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
     redirectUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' })),
     closedMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
@@ -86,8 +86,8 @@ export const FormListQuery = Type.Object(
     pageNumber: PageNumber,
     pageSize: PageSize,
     search: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the form name, case-insensitive' })),
-    orderBy: Type.Union(ORDER_BY.map((c) => Type.Literal(c)), { default: 'id' }),
-    order: Type.Union([Type.Literal('asc'), Type.Literal('desc'), Type.Literal('ASC'), Type.Literal('DESC')], { default: 'asc' }),
+    orderBy: StringEnum(ORDER_BY, { default: 'id' }),
+    order: StringEnum(['asc', 'desc', 'ASC', 'DESC'], { default: 'asc' }),
     folder: Type.Optional(Id),
     deleted: Type.Boolean({ default: false, description: 'true lists the deleted forms instead, newest deletion first unless orderBy is given' }),
   },
