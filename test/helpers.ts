@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig, type Config } from '../src/config.js';
+import { createAccount, type CreatedAccount } from '../src/modules/accounts/service.js';
+import { startServer, type RunningServer } from '../src/server.js';
+
+/**
+ * The suite runs on SQLite by default. With FORMWORK_TEST_DATABASE_URL set to a PostgreSQL
+ * URL, each test app gets a database of its own on that server, dropped at the end.
+ */
+export const TEST_PG_URL = process.env.FORMWORK_TEST_DATABASE_URL;
+export const dialectName = TEST_PG_URL ? 'postgres' : 'sqlite';
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Sent as is, with Content-Type: application/json unless headers say otherwise. */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestApp {
+  url: string;
+  server: RunningServer;
+  config: Config;
+  /** A new account with its owner and a token, and a client bound to that token. */
+  account(name?: string): Promise<TestAccount>;
+  /** A request to a full path (/healthz, /api/v2/forms.json ...). */
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>;
+  close(): Promise<void>;
+}
+
+export interface TestAccount extends CreatedAccount {
+  /** Requests under /api/v2025 with this account's token. */
+  get<T = any>(path: string, options?: RequestOptions): Promise<Reply<T>>;
+  post<T = any>(path: string, body?: unknown, options?: RequestOptions): Promise<Reply<T>>;
+  put<T = any>(path: string, body?: unknown, options?: RequestOptions): Promise<Reply<T>>;
+  delete<T = any>(path: string, options?: RequestOptions): Promise<Reply<T>>;
+}
+
+async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `fw_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(TEST_PG_URL!);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: TEST_PG_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-test-'));
+  const pgDb = TEST_PG_URL ? await createPgDatabase() : undefined;
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    PUBLIC_URL: 'http://forms.test',
+    ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
+    ...env,
+  });
+  const server = await startServer(config);
+
+  async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined;
+    if (options.raw !== undefined) body = options.raw;
+    else if (options.body !== undefined) body = JSON.stringify(options.body);
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    const res = await fetch(`${server.url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  }
+
+  let accounts = 0;
+  return {
+    url: server.url,
+    server,
+    config,
+    request,
+    async account(name = `Account ${++accounts}`) {
+      const created = await createAccount(server.db.kysely, { name, email: `${randomBytes(6).toString('hex')}@example.com` });
+      const api = (method: string, path: string, options: RequestOptions = {}) =>
+        request(method, `/api/v2025${path}`, { token: created.token, ...options });
+      return {
+        ...created,
+        get: (path, options) => api('GET', path, options),
+        post: (path, body, options) => api('POST', path, { body, ...options }),
+        put: (path, body, options) => api('PUT', path, { body, ...options }),
+        delete: (path, options) => api('DELETE', path, options),
+      };
+    },
+    async close() {
+      await server.close();
+      await pgDb?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
