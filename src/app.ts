@@ -53,7 +53,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers(); // JSON only: any other body type gets a clear 415
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '') return done(null, undefined);
     parseJson(req, body as string, done);

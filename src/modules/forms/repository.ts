@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import { containsInsensitive } from '../../db/dialect.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
@@ -45,7 +46,8 @@ export async function listForms(db: Executor, dialect: Dialect, accountId: numbe
   const [rows, count] = await Promise.all([
     query
       .selectAll()
-      .orderBy(ORDER_COLUMNS[filter.orderBy], filter.order)
+      // Names sort as people read them, without regard to case, the same on both databases.
+      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
       .orderBy('id', filter.order)
       .limit(filter.limit)
       .offset(filter.offset)

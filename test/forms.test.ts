@@ -1,0 +1,242 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+
+const contactFields = [
+  { type: 'name', label: 'Your name', required: true },
+  { type: 'email', label: 'Email', unique: true },
+  { type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }], defaultValue: 'sales' },
+];
+
+describe(`forms (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account('A');
+  });
+  after(() => app.close());
+
+  it('creates a form with its fields in one request and reads it back', async () => {
+    const created = await a.post('/forms', { name: 'Contact', submitButtonTitle: 'Send', settings: { language: 'en', labelPosition: 'left' }, fields: contactFields });
+    assert.equal(created.status, 200);
+    const form = created.body;
+    assert.equal(form.name, 'Contact');
+    assert.equal(form.submitButtonTitle, 'Send');
+    assert.equal(form.isEncrypted, false);
+    assert.equal(form.submissionsCount, 0);
+    assert.equal(form.folder, null);
+    assert.deepEqual(form.settings, { language: 'en', labelPosition: 'left' });
+    assert.match(form.viewKey, /^[A-Za-z0-9_-]{16}$/);
+    assert.equal(form.url, `http://forms.test/f/${form.viewKey}`);
+    assert.match(form.created, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.deepEqual(form.fields.map((f: any) => [f.type, f.label, f.displayOrder]), [
+      ['name', 'Your name', 0],
+      ['email', 'Email', 1],
+      ['select', 'Topic', 2],
+    ]);
+
+    const read = await a.get(`/forms/${form.id}`);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.fields, undefined, 'fields only when asked for');
+    const withFields = await a.get(`/forms/${form.id}?withFields=true`);
+    assert.deepEqual(withFields.body.fields, form.fields);
+    assert.equal((await a.get(`/forms/${form.id}?withFields=false`)).body.fields, undefined);
+  });
+
+  it('writes nothing when one inline field is bad', async () => {
+    const before = (await a.get('/forms')).body.total;
+    const res = await a.post('/forms', {
+      name: 'Broken',
+      fields: [{ type: 'text', label: 'ok' }, { type: 'text', label: 'bad', options: [{ label: 'x', value: 'x' }] }],
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'invalid_field');
+    assert.deepEqual(res.body.details, [{ property: 'body.fields[1].options', message: 'a text field has no options' }]);
+    assert.equal((await a.get('/forms')).body.total, before);
+  });
+
+  it('updates only what is sent and rejects read-only and unknown properties', async () => {
+    const form = (await a.post('/forms', { name: 'Before', settings: { successMessage: 'Thanks' } })).body;
+    const updated = await a.put(`/forms/${form.id}`, { name: 'After', inactive: true });
+    assert.equal(updated.status, 200);
+    assert.equal(updated.body.name, 'After');
+    assert.equal(updated.body.inactive, true);
+    assert.deepEqual(updated.body.settings, { successMessage: 'Thanks' });
+    assert.ok(updated.body.updated >= form.updated);
+
+    for (const body of [{}, { id: 99 }, { submissionsCount: 5 }, { viewKey: 'x' }, { name: '' }, { name: 'x'.repeat(201) }, { settings: { colour: 'red' } }]) {
+      const res = await a.put(`/forms/${form.id}`, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.status, 'error');
+    }
+    assert.equal((await a.get(`/forms/${form.id}`)).body.name, 'After');
+  });
+
+  it('lists with paging, search, ordering and folder filter', async () => {
+    const b = await app.account('Lister');
+    const folder = (await b.post('/folders', { name: 'Marketing' })).body;
+    for (const name of ['Alpha survey', 'beta SURVEY', 'Gamma', 'Delta 100%', 'Epsilon_x']) {
+      await b.post('/forms', { name, ...(name.startsWith('G') || name.startsWith('D') ? { folder: folder.id } : {}) });
+    }
+    const page1 = await b.get('/forms?pageSize=2&pageNumber=1');
+    assert.equal(page1.status, 200);
+    assert.deepEqual({ ...page1.body, forms: page1.body.forms.map((f: any) => f.name) }, {
+      forms: ['Alpha survey', 'beta SURVEY'],
+      total: 5,
+      pages: 3,
+      pageNumber: 1,
+      pageSize: 2,
+    });
+    const page3 = await b.get('/forms?pageSize=2&pageNumber=3');
+    assert.deepEqual(page3.body.forms.map((f: any) => f.name), ['Epsilon_x']);
+    assert.deepEqual((await b.get('/forms?pageSize=2&pageNumber=4')).body.forms, []);
+
+    assert.deepEqual((await b.get('/forms?search=survey')).body.forms.map((f: any) => f.name), ['Alpha survey', 'beta SURVEY']);
+    assert.deepEqual((await b.get('/forms?search=100%25')).body.forms.map((f: any) => f.name), ['Delta 100%']);
+    assert.deepEqual((await b.get('/forms?search=n_x')).body.forms.map((f: any) => f.name), ['Epsilon_x'], 'LIKE wildcards match literally');
+    assert.deepEqual((await b.get('/forms?search=%25')).body.forms.map((f: any) => f.name), ['Delta 100%']);
+
+    assert.deepEqual((await b.get('/forms?orderBy=name&order=desc')).body.forms.map((f: any) => f.name), [
+      'Gamma',
+      'Epsilon_x',
+      'Delta 100%',
+      'beta SURVEY',
+      'Alpha survey',
+    ].sort((x, y) => (x < y ? 1 : -1)));
+    assert.deepEqual((await b.get('/forms?orderBy=id&order=DESC')).body.forms.map((f: any) => f.name)[0], 'Epsilon_x');
+    assert.deepEqual((await b.get(`/forms?folder=${folder.id}`)).body.forms.map((f: any) => f.name), ['Gamma', 'Delta 100%']);
+
+    for (const query of ['orderBy=colour', 'order=sideways', 'pageSize=0', 'pageSize=101', 'pageNumber=0', 'folder=abc', 'search=' + 'x'.repeat(201), 'unknown=1']) {
+      const res = await b.get(`/forms?${query}`);
+      assert.equal(res.status, 400, query);
+      assert.equal(res.body.code, 'validation_failed', query);
+    }
+    const missingFolder = await b.get('/forms?folder=999999');
+    assert.equal(missingFolder.status, 404);
+    assert.equal(missingFolder.body.code, 'folder_not_found');
+  });
+
+  it('soft-deletes: the form leaves listings and reads, can be listed as deleted and restored', async () => {
+    const form = (await a.post('/forms', { name: 'Temporary', fields: [{ type: 'text', label: 'Q' }] })).body;
+    const del = await a.delete(`/forms/${form.id}`);
+    assert.equal(del.status, 200);
+    assert.equal(del.body.id, form.id);
+    assert.equal(del.body.name, 'Temporary');
+    assert.match(del.body.deleted, /Z$/);
+
+    assert.equal((await a.get(`/forms/${form.id}`)).status, 404);
+    assert.equal((await a.get(`/forms/${form.id}/fields`)).status, 404);
+    assert.equal((await a.put(`/forms/${form.id}`, { name: 'x' })).status, 404);
+    assert.equal((await a.post(`/forms/${form.id}/copy`)).status, 404);
+    assert.equal((await a.delete(`/forms/${form.id}`)).status, 404, 'deleting twice');
+    assert.ok(!(await a.get('/forms?pageSize=100')).body.forms.some((f: any) => f.id === form.id));
+
+    const deleted = (await a.get('/forms?deleted=true')).body.forms;
+    const listed = deleted.find((f: any) => f.id === form.id);
+    assert.ok(listed, 'listed among deleted forms');
+    assert.equal(listed.deleted, del.body.deleted);
+
+    const restored = await a.post(`/forms/${form.id}/restore`);
+    assert.equal(restored.status, 200);
+    assert.equal(restored.body.deleted, undefined);
+    const again = await a.get(`/forms/${form.id}?withFields=true`);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.fields.length, 1, 'fields survive the delete');
+    assert.equal((await a.post(`/forms/${form.id}/restore`)).status, 404, 'a live form cannot be restored');
+  });
+
+  it('copies a form with its fields, remapping logic to the copied fields', async () => {
+    const folder = (await a.post('/folders', { name: 'Copies' })).body;
+    const form = (await a.post('/forms', { name: 'Original', settings: { successMessage: 'Hi' }, fields: contactFields })).body;
+    const topic = form.fields.find((f: any) => f.label === 'Topic');
+    const email = form.fields.find((f: any) => f.label === 'Email');
+    await a.put(`/forms/${form.id}/fields/${email.id}`, {
+      logic: { action: 'show', conditional: 'all', checks: [{ field: topic.id, condition: 'equals', option: 'support' }] },
+    });
+
+    const copy = await a.post(`/forms/${form.id}/copy?folder=${folder.id}&includeEmails=true&includeIntegrations=false`);
+    assert.equal(copy.status, 200);
+    assert.notEqual(copy.body.id, form.id);
+    assert.equal(copy.body.name, 'Original (copy)');
+    assert.equal(copy.body.folder, folder.id);
+    assert.notEqual(copy.body.viewKey, form.viewKey);
+    assert.deepEqual(copy.body.settings, { successMessage: 'Hi' });
+    assert.equal(copy.body.fields.length, 3);
+    const copiedTopic = copy.body.fields.find((f: any) => f.label === 'Topic');
+    const copiedEmail = copy.body.fields.find((f: any) => f.label === 'Email');
+    assert.ok(!form.fields.some((f: any) => f.id === copiedTopic.id), 'new field ids');
+    assert.deepEqual(copiedEmail.logic.checks, [{ field: copiedTopic.id, condition: 'equals', option: 'support' }]);
+    // The original is untouched.
+    const original = (await a.get(`/forms/${form.id}?withFields=true`)).body;
+    assert.equal(original.fields.find((f: any) => f.label === 'Email').logic.checks[0].field, topic.id);
+
+    const template = (await a.post('/forms', { name: 'Look', submitButtonTitle: 'Go', settings: { labelPosition: 'right' } })).body;
+    const styled = await a.post(`/forms/${form.id}/copy?template=${template.id}`);
+    assert.equal(styled.status, 200);
+    assert.equal(styled.body.submitButtonTitle, 'Go');
+    assert.deepEqual(styled.body.settings, { labelPosition: 'right' });
+    assert.equal(styled.body.fields.length, 3);
+
+    assert.equal((await a.post(`/forms/${form.id}/copy?folder=999999`)).status, 404);
+    assert.equal((await a.post(`/forms/${form.id}/copy?template=999999`)).status, 404);
+    assert.equal((await a.post(`/forms/${form.id}/copy?includeEmails=maybe`)).status, 400);
+    assert.equal((await a.post('/forms/999999/copy')).status, 404);
+  });
+
+  it('accepts an empty body sent with Content-Type: application/json on a body-less route', async () => {
+    const form = (await a.post('/forms', { name: 'Empty body' })).body;
+    const res = await a.post(`/forms/${form.id}/copy`, undefined, { raw: '' });
+    assert.equal(res.status, 200);
+  });
+
+  it('answers bad bodies with 400 and the error body', async () => {
+    const cases: [string, string][] = [
+      ['{bad', 'invalid_json'],
+      ['[]', 'validation_failed'],
+      ['"form"', 'validation_failed'],
+      ['{"name": 5}', 'validation_failed'],
+      ['{"name": "x", "folder": "1"}', 'validation_failed'],
+      ['{"name": "x", "fields": [{"type": "hologram", "label": "x"}]}', 'validation_failed'],
+      ['{"name": "x", "fields": {}}', 'validation_failed'],
+      ['{"name": "x", "settings": {"redirectUrl": "javascript:alert(1)"}}', 'validation_failed'],
+    ];
+    for (const [raw, code] of cases) {
+      const res = await a.post('/forms', undefined, { raw });
+      assert.equal(res.status, 400, raw);
+      assert.equal(res.body.status, 'error');
+      assert.equal(res.body.code, code, raw);
+      assert.equal(typeof res.body.error, 'string');
+    }
+    const unknown = await a.post('/forms', { name: 'x', colour: 'red' });
+    assert.deepEqual(unknown.body.details, [{ property: 'body.colour', message: 'is not a known property' }]);
+    const wrongType = await a.post('/forms', undefined, { raw: '{"name":"x"}', headers: { 'content-type': 'text/plain' } });
+    assert.equal(wrongType.status, 415);
+    assert.equal(wrongType.body.code, 'unsupported_media_type');
+  });
+
+  it('refuses a body over the configured limit with 413', async () => {
+    const small = await startTestApp({ BODY_LIMIT: '2048' });
+    try {
+      const s = await small.account();
+      const res = await s.post('/forms', { name: 'x', settings: { description: 'y'.repeat(5000) } });
+      assert.equal(res.status, 413);
+      assert.equal(res.body.code, 'payload_too_large');
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('serves /api/v2 paths with an optional .json suffix', async () => {
+    const form = (await a.post('/forms', { name: 'Legacy' })).body;
+    const legacy = await app.request('GET', `/api/v2/forms/${form.id}.json?withFields=true`, { token: a.token });
+    assert.equal(legacy.status, 200);
+    assert.equal(legacy.body.id, form.id);
+    assert.equal((await app.request('GET', `/api/v2/forms/${form.id}`, { token: a.token })).status, 200);
+    const created = await app.request('POST', '/api/v2/forms.json', { token: a.token, body: { name: 'Via v2' } });
+    assert.equal(created.status, 200);
+    assert.equal(created.body.name, 'Via v2');
+    assert.equal((await app.request('GET', '/api/v2/forms.json')).status, 401);
+  });
+});
