@@ -103,14 +103,14 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     request,
     async account(name = `Account ${++accounts}`) {
       const created = await createAccount(server.db.kysely, { name, email: `${randomBytes(6).toString('hex')}@example.com` });
-      const api = (method: string, path: string, options: RequestOptions = {}) =>
-        request(method, `/api/v2025${path}`, { token: created.token, ...options });
+      const api = <T,>(method: string, path: string, options: RequestOptions = {}) =>
+        request<T>(method, `/api/v2025${path}`, { token: created.token, ...options });
       return {
         ...created,
-        get: (path, options) => api('GET', path, options),
-        post: (path, body, options) => api('POST', path, { body, ...options }),
-        put: (path, body, options) => api('PUT', path, { body, ...options }),
-        delete: (path, options) => api('DELETE', path, options),
+        get: <T,>(path: string, options?: RequestOptions) => api<T>('GET', path, options),
+        post: <T,>(path: string, body?: unknown, options?: RequestOptions) => api<T>('POST', path, { body, ...options }),
+        put: <T,>(path: string, body?: unknown, options?: RequestOptions) => api<T>('PUT', path, { body, ...options }),
+        delete: <T,>(path: string, options?: RequestOptions) => api<T>('DELETE', path, options),
       };
     },
     async close() {
