@@ -35,8 +35,7 @@ function joinPath(base: string, pointer: string): string {
 /** ajv's errors as the `details` of the error body, one per offending input. */
 export function validationDetails(errors: ErrorObject[], context: string | undefined): ErrorDetail[] {
   const base = contextNames[context ?? 'body'] ?? 'body';
-  const seen = new Set<string>();
-  const details: ErrorDetail[] = [];
+  const all: ErrorDetail[] = [];
   for (const e of errors) {
     let property = joinPath(base, e.instancePath);
     let message = e.message ?? 'is invalid';
@@ -48,13 +47,21 @@ export function validationDetails(errors: ErrorObject[], context: string | undef
       message = 'is required';
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`;
+    } else if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
+      message = 'does not match any allowed shape';
     }
-    // anyOf/oneOf repeat each branch's failure; the first one per property reads best.
-    const key = `${property}\u0000${e.keyword === 'anyOf' || e.keyword === 'oneOf' ? '' : message}`;
-    if (seen.has(property) || seen.has(key)) continue;
-    seen.add(property);
-    seen.add(key);
-    details.push({ property, message });
+    all.push({ property, message });
+  }
+  // A failed union reports every branch. The most specific complaint is the useful one: a
+  // detail is dropped when another points inside it, "must be null" and the union summary
+  // give way to any other message, and each property is named once.
+  const inside = (d: ErrorDetail) => all.some((o) => o.property.startsWith(`${d.property}.`) || o.property.startsWith(`${d.property}[`));
+  const weak = (d: ErrorDetail) => d.message === 'must be null' || d.message === 'does not match any allowed shape';
+  const details: ErrorDetail[] = [];
+  for (const d of all) {
+    if (inside(d) || details.some((o) => o.property === d.property)) continue;
+    if (weak(d) && all.some((o) => o.property === d.property && !weak(o))) continue;
+    details.push(d);
   }
   return details;
 }

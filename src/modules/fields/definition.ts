@@ -84,7 +84,7 @@ function logicProblems(logic: FieldLogic, path: string, siblings: Map<number, Si
     } else if (
       (check.condition === 'equals' || check.condition === 'notequals') &&
       target.options.length > 0 &&
-      !target.options.some((o) => o.value === check.option)
+      !target.options.some((o) => o.value === (check.option ?? ''))
     ) {
       problems.push({ property: `${at}.option`, message: 'must be the value of one of the checked field\'s options' });
     } else if ((check.condition === 'greaterthan' || check.condition === 'lessthan') && !Number.isFinite(Number(check.option))) {

@@ -20,7 +20,7 @@ export const FieldLogic = Type.Object(
         {
           field: Id,
           condition: StringEnum(LOGIC_CONDITIONS),
-          option: Type.String({ maxLength: 500, default: '' }),
+          option: Type.Optional(Type.String({ maxLength: 500, description: 'The value compared with; not needed for empty and notempty' })),
         },
         { additionalProperties: false },
       ),
@@ -41,17 +41,19 @@ export const DefaultValue = Type.Union(
   { description: 'A string, a number, a list of option values (checkbox) or subfield values (name, address)' },
 );
 
+// No `default` keywords here: the validator would fill them into updates and overwrite stored
+// values. withDefaults() applies the defaults on create.
 const fieldProperties = {
   type: FieldTypeSchema,
   label: Type.String({ minLength: 1, maxLength: 1000 }),
-  hideLabel: Type.Boolean({ default: false }),
-  description: Type.String({ maxLength: 10_000, default: '' }),
+  hideLabel: Type.Boolean({ description: 'default false' }),
+  description: Type.String({ maxLength: 10_000, description: 'Help text; default empty' }),
   defaultValue: DefaultValue,
-  required: Type.Boolean({ default: false }),
-  readOnly: Type.Boolean({ default: false }),
-  hidden: Type.Boolean({ default: false }),
-  unique: Type.Boolean({ default: false, description: 'Two submissions may not hold the same value' }),
-  columnSpan: Type.Integer({ minimum: 1, maximum: 12, default: 12, description: 'Width on a 12-column grid' }),
+  required: Type.Boolean({ description: 'default false; a field hidden by its logic is not required' }),
+  readOnly: Type.Boolean({ description: 'default false' }),
+  hidden: Type.Boolean({ description: 'default false' }),
+  unique: Type.Boolean({ description: 'Two submissions may not hold the same value; default false' }),
+  columnSpan: Type.Integer({ minimum: 1, maximum: 12, description: 'Width on a 12-column grid; default 12' }),
   displayOrder: Type.Integer({ minimum: 0, maximum: 100_000, description: 'Position; appended after the last field when left out' }),
   attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), { description: 'Type-specific settings, see the field types' }),
   options: Type.Array(FieldOption, { maxItems: 1000, description: 'Choices of select, radio and checkbox fields' }),

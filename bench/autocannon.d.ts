@@ -1,0 +1,61 @@
+/**
+ * The part of autocannon's programmatic API the benchmark uses. autocannon ships no types
+ * and @types/autocannon is not a dependency, so they are declared here.
+ */
+declare module 'autocannon' {
+  import type { EventEmitter } from 'node:events';
+
+  namespace autocannon {
+    interface Request {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
+    }
+
+    interface Options {
+      url: string;
+      connections?: number;
+      duration?: number;
+      timeout?: number;
+      pipelining?: number;
+      method?: string;
+      headers?: Record<string, string>;
+      requests?: Request[];
+    }
+
+    /** Percentiles of a histogram, as autocannon reports them (latency in ms). */
+    interface Histogram {
+      average: number;
+      mean: number;
+      stddev: number;
+      min: number;
+      max: number;
+      total: number;
+      p50: number;
+      p90: number;
+      p97_5: number;
+      p99: number;
+    }
+
+    interface Result {
+      duration: number;
+      errors: number;
+      timeouts: number;
+      non2xx: number;
+      resets: number;
+      '2xx': number;
+      statusCodeStats: Record<string, { count: number }>;
+      latency: Histogram & { totalCount: number };
+      requests: Histogram & { sent: number };
+      throughput: Histogram;
+    }
+
+    interface Instance extends EventEmitter, PromiseLike<Result> {
+      stop(): void;
+    }
+  }
+
+  function autocannon(options: autocannon.Options): autocannon.Instance;
+  export = autocannon;
+}
