@@ -232,11 +232,14 @@ function shuffled<T>(items: T[]): T[] {
 
 const fmt = (n: number, digits: number) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
+/** autocannon keeps latencies in whole milliseconds. */
+const ms = (n: number) => (n < 1 ? '<1' : fmt(n, 0));
+
 function table(measured: Measured[]): string {
   const ceiling = measured[0]!.result.requests.mean;
   const rows = measured.map(({ scenario, result }) => {
     const share = ceiling > 0 ? `${fmt((100 * result.requests.mean) / ceiling, 1)}%` : 'n/a';
-    return `| ${scenario.name} | ${fmt(result.requests.mean, 0)} | ${fmt(result.latency.p50, 0)} | ${fmt(result.latency.p99, 0)} | ${share} | ${result.non2xx} |`;
+    return `| ${scenario.name} | ${fmt(result.requests.mean, 0)} | ${ms(result.latency.p50)} | ${ms(result.latency.p99)} | ${share} | ${result.non2xx} |`;
   });
   return [
     '| scenario | req/s (mean) | p50 ms | p99 ms | % of ceiling | non-2xx |',

@@ -48,7 +48,7 @@ export interface TestAccount extends CreatedAccount {
   delete<T = any>(path: string, options?: RequestOptions): Promise<Reply<T>>;
 }
 
-async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `fw_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_PG_URL });
   await admin.connect();

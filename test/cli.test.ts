@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL } from './helpers.js';
+
+const run = promisify(execFile);
+const dataDir = mkdtempSync(join(tmpdir(), 'formwork-cli-'));
+let database: { url: string; drop(): Promise<void> } | undefined;
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(database ? { DATABASE_URL: database.url } : {}), ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error: any) {
+    return { code: error.code, stdout: error.stdout, stderr: error.stderr };
+  }
+}
+
+describe(`formwork command (${dialectName})`, () => {
+  before(async () => {
+    if (TEST_PG_URL) database = await createPgDatabase();
+  });
+  after(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
+  });
+
+  it('creates an account, its owner and a token, and another token for the user', async () => {
+    const created = await cli(['admin', 'create-account', '--name', 'Acme', '--email', 'Owner@Example.com', '--password', 'correct horse', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const account = JSON.parse(created.stdout);
+    assert.deepEqual(Object.keys(account).sort(), ['accountId', 'token', 'userId']);
+    assert.match(account.token, /^fw_pat_[A-Za-z0-9_-]{43}$/);
+
+    const token = await cli(['admin', 'create-token', '--user', String(account.userId), '--json']);
+    assert.equal(token.code, 0, token.stderr);
+    const second = JSON.parse(token.stdout);
+    assert.equal(second.userId, account.userId);
+    assert.notEqual(second.token, account.token);
+
+    // Only hashes are stored: the database holds neither token nor the password.
+    const secrets = [account.token.slice(7), second.token.slice(7), 'correct horse'];
+    let stored: string;
+    if (database) {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      const rows = await client.query('SELECT u.*, t.* FROM users u JOIN access_tokens t ON t.user_id = u.id');
+      await client.end();
+      stored = JSON.stringify(rows.rows);
+      assert.equal(rows.rows.length, 2);
+    } else {
+      stored = readFileSync(join(dataDir, 'formwork.db')).toString('latin1');
+    }
+    for (const secret of secrets) assert.ok(!stored.includes(secret), 'no secret in the database');
+  });
+
+  it('refuses bad admin input with one clear line', async () => {
+    const dup = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /^formwork: .*already exists/m);
+    assert.equal((await cli(['admin', 'create-account', '--name', 'x'])).code, 1);
+    assert.match((await cli(['admin', 'create-token', '--user', '999999'])).stderr, /User not found/);
+    assert.match((await cli(['admin', 'create-token', '--user', 'abc'])).stderr, /--user/);
+    assert.match((await cli(['frobnicate'])).stderr, /unknown command "frobnicate"/);
+    assert.match((await cli(['admin', 'create-account', '--colour', 'red'])).stderr, /colour/);
+  });
+
+  it('names the bad setting', () => {
+    for (const [env, name] of [
+      [{ PORT: 'eighty' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
+      [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
+      [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
+    ] as const) {
+      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.setting === name, name);
+    }
+  });
+
+  it('stops on a bad setting with one line naming it', async () => {
+    const res = await cli(['serve'], { PORT: 'eighty' });
+    assert.equal(res.code, 1);
+    assert.equal(res.stderr, 'formwork: configuration error: PORT: must be a whole number, got "eighty"\n');
+  });
+
+  it('reads settings with their defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.databaseUrl, undefined);
+    assert.match(config.dataDir, /\/data$/);
+    assert.equal(config.publicUrl, 'http://localhost:8080');
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://forms.example.com/' }).publicUrl, 'https://forms.example.com');
+  });
+
+  it('migrates an empty database and says so the second time', async () => {
+    const fresh = TEST_PG_URL ? await createPgDatabase() : undefined;
+    const env: Record<string, string> = fresh ? { DATABASE_URL: fresh.url } : { DATA_DIR: mkdtempSync(join(tmpdir(), 'formwork-migrate-')) };
+    try {
+      const first = await cli(['migrate'], env);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /applied: 0001_foundation/);
+      assert.match((await cli(['migrate'], env)).stdout, /schema is up to date/);
+    } finally {
+      await fresh?.drop();
+      if (env.DATA_DIR) rmSync(env.DATA_DIR, { recursive: true, force: true });
+    }
+  });
+});
+
+describe(`access tokens (${dialectName})`, () => {
+  it('accepts a live token and answers missing, malformed and unknown ones with 401', async () => {
+    const app = await startTestApp();
+    try {
+      const a = await app.account();
+      assert.equal((await a.get('/forms')).status, 200);
+      for (const [authorization, code] of [
+        [undefined, 'token_missing'],
+        ['Bearer', 'token_malformed'],
+        [`Basic ${Buffer.from('a:b').toString('base64')}`, 'token_malformed'],
+        [`Bearer ${a.token} extra`, 'token_malformed'],
+        [`Bearer fw_pat_${'A'.repeat(43)}`, 'token_invalid'],
+      ] as const) {
+        const res = await app.request('GET', '/api/v2025/forms', { headers: authorization ? { authorization } : {} });
+        assert.equal(res.status, 401, String(authorization));
+        assert.deepEqual(Object.keys(res.body).sort(), ['code', 'error', 'status']);
+        assert.equal(res.body.code, code);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,613 @@
+/**
+ * Checks generated from the route table: every operation of the OpenAPI document is run
+ * through the authentication, cross-account and bad-input matrices, so a route added later
+ * is covered without touching this file — unless it has a path parameter, an id-shaped
+ * body/query property or a JSON body this file does not know yet, in which case the
+ * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import { API_PREFIX } from '../src/app.js';
+import { hashToken, newToken } from '../src/crypto/secrets.js';
+import { insertToken, revokeToken } from '../src/modules/accounts/repository.js';
+import { createPersonalToken, PAT_PREFIX } from '../src/modules/accounts/service.js';
+import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './helpers.js';
+
+type Schema = Record<string, any>;
+type Ids = Record<string, number>;
+
+interface Operation {
+  key: string; // "PUT /forms/{formId}"
+  method: string;
+  path: string; // relative to API_PREFIX, with {params}
+  pathParams: string[];
+  query: { name: string; schema: Schema }[];
+  body: Schema | undefined;
+}
+
+const MAX_ID = 2_147_483_647;
+const MIN_OPERATIONS = 15;
+const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
+
+/**
+ * A body each operation accepts. Kept minimal and free of ids so that it is valid for any
+ * account; the cross-account matrix adds foreign ids to it where the body can hold one.
+ */
+const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
+  'POST /forms': () => ({ name: 'Matrix form' }),
+  'PUT /forms/{formId}': () => ({ name: 'Renamed by the matrix' }),
+  'POST /forms/{formId}/fields': () => ({ type: 'text', label: 'Matrix field' }),
+  'PUT /forms/{formId}/fields/{fieldId}': () => ({ label: 'Relabelled by the matrix' }),
+  'POST /folders': () => ({ name: 'Matrix folder' }),
+  'PUT /folders/{folderId}': () => ({ name: 'Renamed by the matrix' }),
+};
+
+/** Body and query properties that hold an id, by the path parameter whose ids they take. */
+const ID_PROPERTIES: Record<string, string> = { folder: 'folderId', parent: 'folderId', template: 'formId' };
+const idKindOf = (name: string): string | undefined => ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
+
+const BAD_PATH_IDS = ['abc', '1.5', '0', '-1', '99999999999'];
+const ERROR_KEYS = new Set(['status', 'error', 'code', 'details']);
+
+// ---------------------------------------------------------------- schema helpers
+
+function makeAjv(coerceTypes: boolean | 'array') {
+  const ajv = new Ajv.default({ coerceTypes, allErrors: true, strict: false });
+  addFormats.default(ajv);
+  return ajv;
+}
+const bodyAjv = makeAjv(false);
+const queryAjv = makeAjv('array');
+
+/** The JSON types a schema accepts, or 'any' when it does not restrict them. */
+function acceptedTypes(s: Schema): Set<string> | 'any' {
+  if (s.type !== undefined) return new Set(Array.isArray(s.type) ? s.type : [s.type]);
+  const branches = s.anyOf ?? s.oneOf;
+  if (Array.isArray(branches)) {
+    const all = new Set<string>();
+    for (const b of branches as Schema[]) {
+      const t = acceptedTypes(b);
+      if (t === 'any') return 'any';
+      t.forEach((x) => all.add(x));
+    }
+    return all;
+  }
+  if (s.const !== undefined) return new Set([jsonType(s.const)]);
+  if (Array.isArray(s.enum)) return new Set((s.enum as unknown[]).map(jsonType));
+  return 'any';
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+function accepts(types: Set<string>, v: unknown): boolean {
+  const t = jsonType(v);
+  return types.has(t) || (t === 'integer' && types.has('number'));
+}
+
+function isIdSchema(s: Schema): boolean {
+  if (s.type === 'integer' && s.maximum === MAX_ID) return true;
+  return ((s.anyOf ?? s.oneOf ?? []) as Schema[]).some(isIdSchema);
+}
+
+/** Paths to every string with a maxLength, through nested objects (and object/string branches of unions). */
+function boundedStrings(s: Schema, path: string[] = [], out = new Map<string, { path: string[]; maxLength: number }>()) {
+  if (typeof s.maxLength === 'number' && path.length > 0) {
+    const key = path.join('.');
+    if (!out.has(key)) out.set(key, { path, maxLength: s.maxLength });
+  }
+  for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, Schema>)) boundedStrings(sub, [...path, name], out);
+  for (const branch of (s.anyOf ?? s.oneOf ?? []) as Schema[]) boundedStrings(branch, path, out);
+  return [...out.values()];
+}
+
+function setAt(obj: Record<string, any>, path: string[], value: unknown): Record<string, any> {
+  const copy = structuredClone(obj);
+  let at = copy;
+  for (const p of path.slice(0, -1)) {
+    if (typeof at[p] !== 'object' || at[p] === null || Array.isArray(at[p])) at[p] = {};
+    at = at[p];
+  }
+  at[path[path.length - 1]!] = value;
+  return copy;
+}
+
+// ---------------------------------------------------------------- the app and its route table
+
+const app = await startTestApp();
+const docReply = await app.request('GET', `${API_PREFIX}/openapi.json`);
+assert.equal(docReply.status, 200, 'the OpenAPI document is served');
+const doc = docReply.body as Schema;
+
+/** Resolves #/components/... refs against the document. */
+function compileBody(ajv: ReturnType<typeof makeAjv>, schema: Schema) {
+  return ajv.compile({ ...schema, components: doc.components });
+}
+
+const operations: Operation[] = [];
+for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Schema>)) {
+  for (const [method, op] of Object.entries(item)) {
+    if (!HTTP_METHODS.has(method)) continue;
+    const parameters = ((op as Schema).parameters ?? []) as Schema[];
+    operations.push({
+      key: `${method.toUpperCase()} ${path}`,
+      method: method.toUpperCase(),
+      path,
+      pathParams: [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
+      query: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name as string, schema: p.schema as Schema })),
+      body: (op as Schema).requestBody?.content?.['application/json']?.schema as Schema | undefined,
+    });
+  }
+}
+const bodyValidators = new Map(operations.filter((o) => o.body).map((o) => [o.key, compileBody(bodyAjv, o.body!)]));
+
+// ---------------------------------------------------------------- fixture state (filled in `before`)
+
+const MARK = `secret${randomBytes(4).toString('hex')}`; // in every name of A's: must never reach B
+let a: TestAccount;
+let b: TestAccount;
+/** Path parameter → A's ids; the first is the one used for A's own requests. */
+const aIds: Record<string, number[]> = {};
+/** Path parameter → B's own id. */
+const bIds: Ids = {};
+let revokedToken = '';
+let expiredToken = '';
+const unknownToken = `${PAT_PREFIX}${randomBytes(32).toString('base64url')}`;
+let baselineA: unknown;
+let baselineB: unknown;
+
+const first = (ids: Record<string, number[]>): Ids => Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v[0]!]));
+
+function fillPath(op: Operation, values: Record<string, number | string>): string {
+  return op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const v = values[name];
+    if (v === undefined) {
+      throw new Error(`No fixture id for path parameter {${name}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`);
+    }
+    return encodeURIComponent(String(v));
+  });
+}
+
+function validBody(op: Operation, ids: Ids): Record<string, unknown> | undefined {
+  if (!op.body) return undefined;
+  const make = VALID_BODIES[op.key];
+  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/route-matrix.test.ts has no valid body for it`);
+  return make(ids);
+}
+
+/** Every request goes through here: nothing may ever answer 5xx. */
+async function call(method: string, path: string, options: RequestOptions, what: string): Promise<Reply> {
+  const res = await app.request(method, path, options);
+  assert.ok(res.status < 500, `${what}: ${method} ${path} answered ${res.status} ${res.text.slice(0, 500)}`);
+  return res;
+}
+
+function assertError(res: Reply, status: number, what: string, code?: string): void {
+  const where = `${what} (got ${res.status} ${res.text.slice(0, 300)})`;
+  assert.equal(res.status, status, where);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/json/, where);
+  const body = res.body;
+  assert.ok(body && typeof body === 'object' && !Array.isArray(body), where);
+  assert.equal(body.status, 'error', where);
+  assert.equal(typeof body.error, 'string', where);
+  assert.ok(body.error.length > 0, where);
+  assert.match(body.code, /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/, where);
+  if (code !== undefined) assert.equal(body.code, code, where);
+  for (const k of Object.keys(body)) assert.ok(ERROR_KEYS.has(k), `${where}: unexpected key ${k}`);
+  if (body.details !== undefined) {
+    assert.ok(Array.isArray(body.details) && body.details.length > 0, where);
+    for (const d of body.details) {
+      assert.deepEqual(Object.keys(d).sort(), ['message', 'property'], where);
+      assert.equal(typeof d.property, 'string', where);
+      assert.equal(typeof d.message, 'string', where);
+    }
+  }
+}
+
+function assertDetail(res: Reply, property: string, what: string): void {
+  const props = ((res.body?.details ?? []) as { property: string }[]).map((d) => d.property);
+  assert.ok(props.includes(property), `${what}: details should name ${property}, got ${JSON.stringify(props)}`);
+}
+
+async function ok(res: Promise<Reply>, what: string): Promise<any> {
+  const r = await res;
+  assert.equal(r.status, 200, `${what}: ${r.status} ${r.text.slice(0, 300)}`);
+  return r.body;
+}
+
+/** Everything an account can read about itself. */
+async function snapshot(acc: TestAccount): Promise<unknown> {
+  const forms = await ok(acc.get('/forms?pageSize=100'), 'list forms');
+  const deleted = await ok(acc.get('/forms?deleted=true&pageSize=100'), 'list deleted forms');
+  const formDetails: unknown[] = [];
+  for (const f of forms.forms) {
+    formDetails.push(await ok(acc.get(`/forms/${f.id}?withFields=true`), 'read form'));
+    formDetails.push(await ok(acc.get(`/forms/${f.id}/fields`), 'list fields'));
+  }
+  const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
+  const folderDetails: unknown[] = [];
+  const walk = async (list: any[]): Promise<void> => {
+    for (const f of list) {
+      folderDetails.push(await ok(acc.get(`/folders/${f.id}`), 'read folder'));
+      await walk(f.subfolders);
+    }
+  };
+  await walk(folders.folders);
+  return { forms, deleted, formDetails, folders, folderDetails };
+}
+
+async function assertUnchanged(): Promise<void> {
+  assert.deepEqual(await snapshot(a), baselineA, "account A's data changed");
+  assert.deepEqual(await snapshot(b), baselineB, "account B's data changed");
+}
+
+/** Each combination of A's and B's ids for the path parameters with at least one of A's. */
+function crossPathVariants(op: Operation): Ids[] {
+  let combos: { ids: Ids; foreign: boolean }[] = [{ ids: {}, foreign: false }];
+  for (const p of op.pathParams) {
+    const options = [...(aIds[p] ?? []).map((id) => ({ id, foreign: true })), ...(bIds[p] !== undefined ? [{ id: bIds[p], foreign: false }] : [])];
+    if (options.length === 0) throw new Error(`No fixture id for path parameter {${p}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`);
+    combos = combos.flatMap((c) => options.map((o) => ({ ids: { ...c.ids, [p]: o.id }, foreign: c.foreign || o.foreign })));
+  }
+  return combos.filter((c) => c.foreign).map((c) => c.ids);
+}
+
+function bodyIdProperties(op: Operation): { name: string; kind: string | undefined }[] {
+  return Object.entries((op.body?.properties ?? {}) as Record<string, Schema>)
+    .filter(([, s]) => isIdSchema(s))
+    .map(([name]) => ({ name, kind: idKindOf(name) }));
+}
+
+function queryIdProperties(op: Operation): { name: string; kind: string | undefined }[] {
+  return op.query.filter((q) => isIdSchema(q.schema)).map((q) => ({ name: q.name, kind: idKindOf(q.name) }));
+}
+
+// ---------------------------------------------------------------- the matrices
+
+describe(`route matrix (${dialectName})`, () => {
+  before(async () => {
+    a = await app.account(`A ${MARK}`);
+    b = await app.account('B');
+    const db = app.server.db.kysely;
+
+    // A: a folder with a subfolder, a form in the folder with fields (one select, one with
+    // logic on it), a second form in the subfolder, and a deleted form.
+    const folder = await ok(a.post('/folders', { name: `Folder ${MARK}` }), 'create folder');
+    const subfolder = await ok(a.post('/folders', { name: `Subfolder ${MARK}`, parent: folder.id }), 'create subfolder');
+    const form = await ok(
+      a.post('/forms', {
+        name: `Form ${MARK}`,
+        folder: folder.id,
+        submitButtonTitle: 'Send',
+        settings: { description: `About ${MARK}`, language: 'en', labelPosition: 'left' },
+        fields: [
+          { type: 'name', label: `Name ${MARK}`, required: true },
+          { type: 'email', label: `Email ${MARK}`, unique: true },
+          { type: 'select', label: `Topic ${MARK}`, options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }], defaultValue: 'sales' },
+          { type: 'number', label: `Age ${MARK}`, attributes: { min: 0, max: 130 } },
+        ],
+      }),
+      'create form',
+    );
+    const select = form.fields.find((f: any) => f.type === 'select');
+    const withLogic = await ok(
+      a.post(`/forms/${form.id}/fields`, {
+        type: 'textarea',
+        label: `Ticket ${MARK}`,
+        logic: { action: 'show', conditional: 'all', checks: [{ field: select.id, condition: 'equals', option: 'support' }] },
+      }),
+      'create field with logic',
+    );
+    const second = await ok(a.post('/forms', { name: `Second ${MARK}`, folder: subfolder.id, fields: [{ type: 'text', label: `Note ${MARK}` }] }), 'create form');
+    const gone = await ok(a.post('/forms', { name: `Deleted ${MARK}` }), 'create form');
+    await ok(a.delete(`/forms/${gone.id}`), 'delete form');
+    Object.assign(aIds, { formId: [form.id, second.id, gone.id], fieldId: [select.id, withLogic.id], folderId: [folder.id, subfolder.id] });
+
+    // B: not empty, so that "not found" cannot come from an empty account.
+    const bFolder = await ok(b.post('/folders', { name: 'B folder' }), 'create B folder');
+    const bForm = await ok(b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }), 'create B form');
+    Object.assign(bIds, { formId: bForm.id, fieldId: bForm.fields[0].id, folderId: bFolder.id });
+
+    // A revoked and an expired token of A's; each worked before.
+    const extra = await createPersonalToken(db, a.userId, 'to revoke');
+    await ok(app.request('GET', `${API_PREFIX}/forms`, { token: extra.token }), 'extra token works');
+    assert.equal(await revokeToken(db, extra.tokenId, Date.now()), true);
+    revokedToken = extra.token;
+    expiredToken = newToken(PAT_PREFIX);
+    const now = Date.now();
+    await insertToken(db, { accountId: a.accountId, userId: a.userId, hash: hashToken(expiredToken), kind: 'pat', name: 'expired', expiresAt: now - 60_000 }, now - 120_000);
+
+    baselineA = await snapshot(a);
+    baselineB = await snapshot(b);
+  });
+  after(() => app.close());
+
+  describe('route table', () => {
+    it(`lists at least ${MIN_OPERATIONS} operations`, () => {
+      assert.ok(operations.length >= MIN_OPERATIONS, `only ${operations.length} operations in the OpenAPI document: ${operations.map((o) => o.key).join(', ')}`);
+      for (const op of operations) assert.ok(op.path.startsWith('/'), op.key);
+    });
+
+    it('has a fixture id for every path parameter', () => {
+      const missing = operations.flatMap((op) => op.pathParams.filter((p) => !aIds[p] || bIds[p] === undefined).map((p) => `{${p}} of ${op.key}`));
+      assert.deepEqual(missing, [], `extend the fixture of test/route-matrix.test.ts for: ${missing.join(', ')}`);
+    });
+
+    it('knows what every id-shaped body and query property refers to', () => {
+      const unknown = operations.flatMap((op) =>
+        [...bodyIdProperties(op).map((p) => ({ ...p, in: 'body' })), ...queryIdProperties(op).map((p) => ({ ...p, in: 'query' }))]
+          .filter((p) => !p.kind || !aIds[p.kind])
+          .map((p) => `${p.in}.${p.name} of ${op.key}`),
+      );
+      assert.deepEqual(unknown, [], `add to ID_PROPERTIES in test/route-matrix.test.ts: ${unknown.join(', ')}`);
+    });
+
+    it('has a valid body for every operation that takes one, and no stale ones', () => {
+      const withBody = operations.filter((o) => o.body);
+      const missing = withBody.filter((o) => !VALID_BODIES[o.key]).map((o) => o.key);
+      assert.deepEqual(missing, [], `add to VALID_BODIES in test/route-matrix.test.ts: ${missing.join(', ')}`);
+      const stale = Object.keys(VALID_BODIES).filter((k) => !withBody.some((o) => o.key === k));
+      assert.deepEqual(stale, [], `VALID_BODIES entries that match no operation with a body: ${stale.join(', ')}`);
+      for (const op of withBody) {
+        const validate = bodyValidators.get(op.key)!;
+        assert.ok(validate(validBody(op, first(aIds))), `the valid body of ${op.key} does not match its schema: ${JSON.stringify(validate.errors)}`);
+      }
+    });
+  });
+
+  describe('authentication', () => {
+    const variants: { name: string; headers: Record<string, string>; code: string }[] = [
+      { name: 'no Authorization header', headers: {}, code: 'token_missing' },
+      { name: 'Bearer nope', headers: { authorization: 'Bearer nope' }, code: 'token_malformed' },
+      { name: 'Basic abc', headers: { authorization: 'Basic abc' }, code: 'token_malformed' },
+      { name: 'empty Bearer', headers: { authorization: 'Bearer ' }, code: 'token_malformed' },
+    ];
+    const tokenVariants = (): { name: string; token: string }[] => [
+      { name: 'unknown token', token: unknownToken },
+      { name: 'revoked token', token: revokedToken },
+      { name: 'expired token', token: expiredToken },
+    ];
+
+    for (const op of operations) {
+      it(`${op.key} answers 401 without a live token`, async () => {
+        const url = `${API_PREFIX}${fillPath(op, first(aIds))}`;
+        const body = validBody(op, first(aIds));
+        for (const v of variants) {
+          const res = await call(op.method, url, { headers: v.headers, body }, v.name);
+          assertError(res, 401, `${op.key} with ${v.name}`, v.code);
+        }
+        for (const v of tokenVariants()) {
+          const res = await call(op.method, url, { token: v.token, body }, v.name);
+          assertError(res, 401, `${op.key} with an ${v.name}`, 'token_invalid');
+        }
+        // Authentication comes first: bad input says nothing to a caller without a token.
+        const badUrl = `${API_PREFIX}${fillPath(op, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;
+        const res = await call(op.method, `${badUrl}?bogus=1`, op.body ? { raw: '{bad' } : {}, 'no token, bad input');
+        assertError(res, 401, `${op.key} with no token and bad input`, 'token_missing');
+      });
+    }
+
+    it('changed nothing', assertUnchanged);
+  });
+
+  describe('cross-account', () => {
+    for (const op of operations) {
+      it(`${op.key} with A's ids answers 404 to B`, async (t) => {
+        let checked = 0;
+        const expect404 = async (ids: Ids, query: string, body: unknown, what: string) => {
+          const url = `${API_PREFIX}${fillPath(op, ids)}${query}`;
+          const res = await call(op.method, url, { token: b.token, body }, what);
+          assertError(res, 404, `${op.key} by B ${what} (${url})`);
+          assert.ok(!res.text.includes(MARK), `${op.key} by B ${what} shows A's data`);
+          checked++;
+        };
+
+        // A's ids in the path, alone or mixed with B's own.
+        if (op.pathParams.length > 0) {
+          for (const ids of crossPathVariants(op)) await expect404(ids, '', validBody(op, bIds), `path ${JSON.stringify(ids)}`);
+        }
+        // A's ids in an id-valued query or body property, on B's own resources.
+        for (const q of queryIdProperties(op)) {
+          for (const id of aIds[q.kind!] ?? []) await expect404(bIds, `?${q.name}=${id}`, validBody(op, bIds), `query ${q.name}=${id}`);
+        }
+        for (const p of bodyIdProperties(op)) {
+          for (const id of aIds[p.kind!] ?? []) await expect404(bIds, '', { ...validBody(op, bIds), [p.name]: id }, `body ${p.name}=${id}`);
+        }
+        // Listings take no ids: B sees only its own.
+        if (op.method === 'GET' && op.pathParams.length === 0) {
+          const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
+          for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
+            const res = await call('GET', `${API_PREFIX}${op.path}${query}`, { token: b.token }, 'B lists');
+            assert.equal(res.status, 200, `${op.key}${query} by B: ${res.text.slice(0, 300)}`);
+            assert.ok(!res.text.includes(MARK), `${op.key}${query} by B shows A's data`);
+            checked++;
+          }
+        }
+        if (checked === 0) t.diagnostic(`${op.key} takes no account-scoped ids; nothing to cross`);
+      });
+    }
+
+    it("changed nothing of A's or B's", assertUnchanged);
+  });
+
+  describe('bad input', () => {
+    for (const op of operations) {
+      const ids = () => first(aIds);
+      const url = () => `${API_PREFIX}${fillPath(op, ids())}`;
+
+      if (op.pathParams.length > 0) {
+        it(`${op.key} rejects bad path ids`, async () => {
+          for (const param of op.pathParams) {
+            for (const bad of BAD_PATH_IDS) {
+              const path = `${API_PREFIX}${fillPath(op, { ...ids(), [param]: bad })}`;
+              const res = await call(op.method, path, { token: a.token, body: validBody(op, ids()) }, `${param}=${bad}`);
+              assertError(res, 400, `${op.key} with ${param}=${bad}`, 'validation_failed');
+              assertDetail(res, `path.${param}`, `${op.key} with ${param}=${bad}`);
+            }
+          }
+        });
+      }
+
+      if (op.body) {
+        it(`${op.key} rejects bodies that are not a valid JSON object`, async () => {
+          const valid = JSON.stringify(validBody(op, ids()));
+          const cases: { what: string; raw: string; code: string; status?: number; headers?: Record<string, string> }[] = [
+            { what: 'malformed JSON', raw: '{bad', code: 'invalid_json' },
+            { what: 'truncated JSON', raw: valid.slice(0, -1), code: 'invalid_json' },
+            { what: 'a __proto__ key', raw: `{"__proto__":{"admin":true},${valid.slice(1)}`, code: 'invalid_json' },
+            { what: 'a constructor.prototype key', raw: `{"constructor":{"prototype":{"admin":true}},${valid.slice(1)}`, code: 'invalid_json' },
+            { what: 'an empty body', raw: '', code: 'validation_failed' },
+            { what: 'a JSON array', raw: `[${valid}]`, code: 'validation_failed' },
+            { what: 'a JSON string', raw: '"hello"', code: 'validation_failed' },
+            { what: 'JSON null', raw: 'null', code: 'validation_failed' },
+            { what: 'a JSON number', raw: '42', code: 'validation_failed' },
+            { what: 'JSON true', raw: 'true', code: 'validation_failed' },
+            { what: 'a text/plain body', raw: valid, code: 'unsupported_media_type', status: 415, headers: { 'content-type': 'text/plain' } },
+          ];
+          for (const c of cases) {
+            const res = await call(op.method, url(), { token: a.token, raw: c.raw, headers: c.headers }, c.what);
+            assertError(res, c.status ?? 400, `${op.key} with ${c.what}`, c.code);
+          }
+        });
+
+        it(`${op.key} rejects unknown and wrongly typed properties`, async () => {
+          const valid = validBody(op, ids())!;
+          const validate = bodyValidators.get(op.key)!;
+          const send = async (body: unknown, what: string, property: string) => {
+            assert.equal(validate(body), false, `generator bug: ${what} is valid for ${op.key}`);
+            const res = await call(op.method, url(), { token: a.token, body }, what);
+            assertError(res, 400, `${op.key} with ${what}`, 'validation_failed');
+            assertDetail(res, property, `${op.key} with ${what}`);
+          };
+          await send({ ...valid, surprise: 1 }, 'an unknown property', 'body.surprise');
+          const candidates: [string, unknown][] = [
+            ['a number', 12345],
+            ['a fractional number', 1.5],
+            ['a string', 'wrong'],
+            ['a boolean', true],
+            ['an object', {}],
+            ['an array', []],
+            ['null', null],
+          ];
+          for (const [name, schema] of Object.entries((op.body!.properties ?? {}) as Record<string, Schema>)) {
+            const types = acceptedTypes(schema);
+            if (types === 'any') continue;
+            let sent = 0;
+            for (const [label, value] of candidates) {
+              if (accepts(types, value)) continue;
+              await send({ ...valid, [name]: value }, `${label} as ${name}`, `body.${name}`);
+              sent++;
+            }
+            assert.ok(sent > 0, `${op.key}: no wrong type found for ${name}`);
+          }
+        });
+
+        const strings = boundedStrings(op.body);
+        if (strings.length > 0) {
+          it(`${op.key} rejects over-long strings`, async () => {
+            const valid = validBody(op, ids())!;
+            const validate = bodyValidators.get(op.key)!;
+            for (const s of strings) {
+              const property = `body.${s.path.join('.')}`;
+              for (const length of new Set([s.maxLength + 1, Math.max(s.maxLength + 1, 100_001)])) {
+                const body = setAt(valid, s.path, 'x'.repeat(length));
+                if (validate(body)) continue; // another branch of a union takes it
+                const res = await call(op.method, url(), { token: a.token, body }, `${property} of ${length}`);
+                assertError(res, 400, `${op.key} with ${length} characters in ${property}`, 'validation_failed');
+                assertDetail(res, property, `${op.key} with ${length} characters in ${property}`);
+              }
+            }
+          });
+        }
+      }
+
+      if (op.query.length > 0) {
+        it(`${op.key} rejects unknown query values`, async () => {
+          const body = validBody(op, ids());
+          const send = async (query: string, what: string, property: string) => {
+            const res = await call(op.method, `${url()}?${query}`, { token: a.token, body }, what);
+            assertError(res, 400, `${op.key} with ${what}`, 'validation_failed');
+            assertDetail(res, property, `${op.key} with ${what}`);
+          };
+          await send('bogus=1', 'an unknown query parameter', 'query.bogus');
+          for (const q of op.query) {
+            const types = acceptedTypes(q.schema);
+            const values = new Set<string>();
+            if (Array.isArray(q.schema.enum)) values.add('sideways');
+            if (types !== 'any' && types.has('boolean')) ['maybe', 'yes', '2'].forEach((v) => values.add(v));
+            if (types !== 'any' && types.has('integer')) {
+              ['-5', 'abc', '1.5', '', '1e400'].forEach((v) => values.add(v));
+              if (typeof q.schema.maximum === 'number') values.add(String(q.schema.maximum + 1));
+            }
+            if (typeof q.schema.maxLength === 'number') values.add('x'.repeat(q.schema.maxLength + 1));
+            const validate = queryAjv.compile({ type: 'object', properties: { [q.name]: q.schema } });
+            for (const v of values) {
+              if (validate({ [q.name]: v })) continue; // coerced into something valid
+              await send(`${q.name}=${encodeURIComponent(v)}`, `${q.name}=${v.slice(0, 20)}`, `query.${q.name}`);
+            }
+            // The same parameter twice is not one value.
+            const twice = queryAjv.compile({ type: 'object', properties: { [q.name]: q.schema } });
+            const pair = types !== 'any' && types.has('boolean') ? ['true', 'false'] : ['1', '2'];
+            if (!twice({ [q.name]: [...pair] })) await send(`${q.name}=${pair[0]}&${q.name}=${pair[1]}`, `${q.name} twice`, `query.${q.name}`);
+          }
+        });
+      }
+    }
+
+    it("changed nothing of A's", assertUnchanged);
+  });
+
+  describe('legacy /api/v2 aliases', () => {
+    const legacy = (op: Operation, ids: Record<string, number | string>, json: boolean) => `/api/v2${fillPath(op, ids)}${json ? '.json' : ''}`;
+
+    for (const op of operations.filter((o) => o.method === 'GET')) {
+      it(`${op.key} reads the same under /api/v2, with and without .json`, async () => {
+        const ids = first(aIds);
+        const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
+        for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
+          const current = await call('GET', `${API_PREFIX}${fillPath(op, ids)}${query}`, { token: a.token }, 'v2025');
+          assert.equal(current.status, 200, `${op.key}${query}: ${current.text.slice(0, 300)}`);
+          for (const json of [true, false]) {
+            const url = `${legacy(op, ids, json)}${query}`;
+            const old = await call('GET', url, { token: a.token }, 'legacy');
+            assert.equal(old.status, 200, `${url}: ${old.text.slice(0, 300)}`);
+            assert.deepEqual(old.body, current.body, url);
+          }
+        }
+      });
+    }
+
+    for (const op of operations) {
+      it(`${op.key} under /api/v2 checks tokens, accounts and ids too`, async () => {
+        const ids = first(aIds);
+        const body = validBody(op, ids);
+        const url = legacy(op, ids, true);
+        assertError(await call(op.method, url, { body }, 'legacy, no token'), 401, `${url} without a token`, 'token_missing');
+        assertError(await call(op.method, url, { token: revokedToken, body }, 'legacy, revoked'), 401, `${url} with a revoked token`, 'token_invalid');
+        if (op.pathParams.length > 0) {
+          const res = await call(op.method, url, { token: b.token, body: validBody(op, bIds) }, 'legacy, B');
+          assertError(res, 404, `${url} by B`);
+          assert.ok(!res.text.includes(MARK), `${url} by B shows A's data`);
+          for (const param of op.pathParams) {
+            const bad = legacy(op, { ...ids, [param]: 'abc' }, true);
+            assertError(await call(op.method, bad, { token: a.token, body }, 'legacy, bad id'), 400, bad, 'validation_failed');
+          }
+        }
+        if (op.body) {
+          assertError(await call(op.method, url, { token: a.token, raw: '{bad' }, 'legacy, bad JSON'), 400, `${url} with malformed JSON`, 'invalid_json');
+          const extra = { ...body, surprise: 1 };
+          assertError(await call(op.method, url, { token: a.token, body: extra }, 'legacy, unknown property'), 400, `${url} with an unknown property`, 'validation_failed');
+        }
+      });
+    }
+
+    it("changed nothing of A's", assertUnchanged);
+  });
+});
