@@ -40,14 +40,14 @@ export async function insertField(db: Executor, row: NewFieldRow): Promise<Field
   return db.insertInto('fields').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateField(db: Executor, fieldId: number, update: FieldUpdate): Promise<FieldRow> {
-  return db.updateTable('fields').set(update).where('id', '=', fieldId).returningAll().executeTakeFirstOrThrow();
+export async function updateField(db: Executor, accountId: number, fieldId: number, update: FieldUpdate): Promise<FieldRow> {
+  return db.updateTable('fields').set(update).where('id', '=', fieldId).where('account_id', '=', accountId).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function setLogic(db: Executor, fieldId: number, logic: string | null, now: number): Promise<void> {
-  await db.updateTable('fields').set({ logic, updated_at: now }).where('id', '=', fieldId).execute();
+export async function setLogic(db: Executor, accountId: number, fieldId: number, logic: string | null, now: number): Promise<void> {
+  await db.updateTable('fields').set({ logic, updated_at: now }).where('id', '=', fieldId).where('account_id', '=', accountId).execute();
 }
 
-export async function deleteField(db: Executor, fieldId: number): Promise<void> {
-  await db.deleteFrom('fields').where('id', '=', fieldId).execute();
+export async function deleteField(db: Executor, accountId: number, fieldId: number): Promise<void> {
+  await db.deleteFrom('fields').where('id', '=', fieldId).where('account_id', '=', accountId).execute();
 }

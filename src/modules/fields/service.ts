@@ -41,7 +41,7 @@ export async function createField(ctx: AppContext, accountId: number, formId: nu
     const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;
     const now = Date.now();
     const row = await repo.insertField(trx, toFieldRow(def, { accountId, formId, displayOrder }, now));
-    await touchForm(trx, formId, now);
+    await touchForm(trx, accountId, formId, now);
     return toField(row);
   });
 }
@@ -60,8 +60,8 @@ export async function updateField(ctx: AppContext, accountId: number, formId: nu
     }
     const def = checkDefinition(merged, 'body', siblingsOf(all, fieldId), fieldId);
     const now = Date.now();
-    const row = await repo.updateField(trx, fieldId, { ...toFieldColumns(def), display_order: def.displayOrder ?? current.display_order, updated_at: now });
-    await touchForm(trx, formId, now);
+    const row = await repo.updateField(trx, accountId, fieldId, { ...toFieldColumns(def), display_order: def.displayOrder ?? current.display_order, updated_at: now });
+    await touchForm(trx, accountId, formId, now);
     return toField(row);
   });
 }
@@ -76,10 +76,10 @@ export async function deleteField(ctx: AppContext, accountId: number, formId: nu
       const logic = toDefinition(other).logic;
       if (!logic || !logic.checks.some((c) => c.field === fieldId)) continue;
       const checks = logic.checks.filter((c) => c.field !== fieldId);
-      await repo.setLogic(trx, other.id, checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null, now);
+      await repo.setLogic(trx, accountId, other.id, checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null, now);
     }
-    await repo.deleteField(trx, fieldId);
-    await touchForm(trx, formId, now);
+    await repo.deleteField(trx, accountId, fieldId);
+    await touchForm(trx, accountId, formId, now);
     return { id: field.id, formId, type: toField(field).type, label: field.label };
   });
 }

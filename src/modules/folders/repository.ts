@@ -31,13 +31,13 @@ export async function insertFolder(db: Executor, row: { accountId: number; paren
     .executeTakeFirstOrThrow();
 }
 
-export async function updateFolder(db: Executor, folderId: number, update: { name?: string; parent_id?: number | null }, now: number): Promise<void> {
-  await db.updateTable('folders').set({ ...update, updated_at: now }).where('id', '=', folderId).execute();
+export async function updateFolder(db: Executor, accountId: number, folderId: number, update: { name?: string; parent_id?: number | null }, now: number): Promise<void> {
+  await db.updateTable('folders').set({ ...update, updated_at: now }).where('id', '=', folderId).where('account_id', '=', accountId).execute();
 }
 
 /** Deletes a folder after moving its subfolders and forms (deleted ones too) to newParent. */
 export async function deleteFolderMovingContents(db: Executor, accountId: number, folderId: number, newParent: number | null, now: number): Promise<void> {
   await db.updateTable('folders').set({ parent_id: newParent, updated_at: now }).where('account_id', '=', accountId).where('parent_id', '=', folderId).execute();
   await db.updateTable('forms').set({ folder_id: newParent }).where('account_id', '=', accountId).where('folder_id', '=', folderId).execute();
-  await db.deleteFrom('folders').where('id', '=', folderId).execute();
+  await db.deleteFrom('folders').where('id', '=', folderId).where('account_id', '=', accountId).execute();
 }

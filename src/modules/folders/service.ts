@@ -118,7 +118,7 @@ export async function updateFolder(ctx: AppContext, accountId: number, folderId:
       checkDepth(tree, input.parent, tree.height(folderId));
       update.parent_id = input.parent;
     }
-    await repo.updateFolder(trx, folderId, update, Date.now());
+    await repo.updateFolder(trx, accountId, folderId, update, Date.now());
     const updated = await requireFolder(trx, accountId, folderId);
     return (await FolderTree.load(trx, accountId)).record(updated);
   });

@@ -61,11 +61,11 @@ export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow
   return db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateForm(db: Executor, formId: number, update: FormUpdate): Promise<FormRow> {
-  return db.updateTable('forms').set(update).where('id', '=', formId).returningAll().executeTakeFirstOrThrow();
+export async function updateForm(db: Executor, accountId: number, formId: number, update: FormUpdate): Promise<FormRow> {
+  return db.updateTable('forms').set(update).where('id', '=', formId).where('account_id', '=', accountId).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Marks the form as changed when something inside it (a field) changes. */
-export async function touchForm(db: Executor, formId: number, now: number): Promise<void> {
-  await db.updateTable('forms').set({ updated_at: now }).where('id', '=', formId).execute();
+export async function touchForm(db: Executor, accountId: number, formId: number, now: number): Promise<void> {
+  await db.updateTable('forms').set({ updated_at: now }).where('id', '=', formId).where('account_id', '=', accountId).execute();
 }

@@ -91,7 +91,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, accountId, formId);
     await requireFolderId(trx, accountId, input.folder);
-    const row = await repo.updateForm(trx, formId, {
+    const row = await repo.updateForm(trx, accountId, formId, {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.folder !== undefined && { folder_id: input.folder }),
       ...(input.submitButtonTitle !== undefined && { submit_button_title: input.submitButtonTitle }),
@@ -107,7 +107,7 @@ export async function deleteForm(ctx: AppContext, accountId: number, formId: num
   return transact(ctx.db, async (trx) => {
     const form = await requireForm(trx, accountId, formId);
     const now = Date.now();
-    await repo.updateForm(trx, formId, { deleted_at: now });
+    await repo.updateForm(trx, accountId, formId, { deleted_at: now });
     return { id: form.id, name: form.name, deleted: isoTime(now) };
   });
 }
@@ -117,7 +117,7 @@ export async function restoreForm(ctx: AppContext, accountId: number, formId: nu
     const form = await repo.findForm(trx, accountId, formId, true);
     if (!form) throw new NotFoundError('Deleted form');
     // The folder may have been deleted since; the form then comes back at the top level.
-    const row = await repo.updateForm(trx, formId, { deleted_at: null, updated_at: Date.now() });
+    const row = await repo.updateForm(trx, accountId, formId, { deleted_at: null, updated_at: Date.now() });
     return toForm(ctx, row);
   });
 }
@@ -155,7 +155,7 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
       if (logic) {
         const remapped = { ...logic, checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })) };
         row.logic = JSON.stringify(remapped);
-        await fieldsRepo.setLogic(trx, row.id, row.logic, now);
+        await fieldsRepo.setLogic(trx, accountId, row.id, row.logic, now);
       }
       fields.push(toField(row));
     }
