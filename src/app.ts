@@ -77,6 +77,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     transform: ({ schema, url }) => ({ schema, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
     hiddenTag: 'internal',
+    // Shared schemas keep their names (Form, Field, ...) as OpenAPI components.
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
