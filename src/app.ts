@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from './context.js';
@@ -60,6 +61,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   for (const schema of [ErrorBody, Field, Form, Folder]) app.addSchema(schema);
+
+  // A route without query parameters still refuses unknown ones, as routes with them do.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith(API_PREFIX) && route.schema && !route.schema.querystring) {
+      route.schema.querystring = Type.Object({}, { additionalProperties: false });
+    }
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -63,6 +63,9 @@ describe(`fields (${dialectName})`, () => {
 
     const one = await a.get(`/forms/${formId}/fields/${created[0].id}`);
     assert.deepEqual(one.body, created[0]);
+    const unknownQuery = await a.get(`/forms/${formId}/fields?pageSize=5`);
+    assert.equal(unknownQuery.status, 400, 'routes without query parameters refuse unknown ones');
+    assert.equal(unknownQuery.body.details[0].property, 'query.pageSize');
   });
 
   it('answers definitions that make no sense with 400 naming the property', async () => {
