@@ -44,7 +44,11 @@ function shorten(url: string, root: string): string {
 
 /** Where a frame belongs: an npm package, Node's own code, a file of ours, or V8's pseudo frames. */
 function area(frame: CallFrame, root: string): string {
-  if (frame.url === '') return frame.functionName.startsWith('(') ? frame.functionName : '(native)';
+  if (frame.url === '') {
+    if (frame.functionName.startsWith('(')) return frame.functionName;
+    // fast-json-stringify names the serializers it generates anonymous0, anonymous1, ...
+    return /^anonymous\d+$/.test(frame.functionName) ? 'fast-json-stringify (generated)' : '(native)';
+  }
   const u = shorten(frame.url, root);
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(u);
   if (pkg?.[1]) return pkg[1];
@@ -60,6 +64,8 @@ function pct(part: number, whole: number): string {
 export function summarizeProfile(file: string, root: string, window?: Window, top = 25): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
   let t = profile.startTime;
   let total = 0;
@@ -77,12 +83,30 @@ export function summarizeProfile(file: string, root: string, window?: Window, to
     return [...lines, summarizeProfile(file, root, undefined, top)].join('\n');
   }
 
+  const keyOf = (frame: CallFrame) =>
+    `${frame.functionName || '(anonymous)'}${frame.url === '' ? '' : ` ${shorten(frame.url, root)}`}` +
+    // Code loaded through tsx reports line 0 for everything; only real line numbers are shown.
+    (frame.lineNumber > 0 ? `:${frame.lineNumber + 1}` : '');
+
+  // Inclusive time of our own functions: each sample counts once for every src/ function on its stack.
+  const ownInclusive = new Map<string, number>();
+  for (const [id, us] of self) {
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)!.callFrame;
+      if (!frame.url.includes('/src/')) continue;
+      const key = keyOf(frame);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      ownInclusive.set(key, (ownInclusive.get(key) ?? 0) + us);
+    }
+  }
+
   const fnSelf = new Map<string, number>();
   const areaSelf = new Map<string, number>();
   for (const [id, us] of self) {
     const frame = byId.get(id)!.callFrame;
-    const where = frame.url === '' ? '' : ` ${shorten(frame.url, root)}:${frame.lineNumber + 1}`;
-    const key = `${frame.functionName || '(anonymous)'}${where}`;
+    const key = keyOf(frame);
     fnSelf.set(key, (fnSelf.get(key) ?? 0) + us);
     const a = area(frame, root);
     areaSelf.set(a, (areaSelf.get(a) ?? 0) + us);
@@ -98,6 +122,10 @@ export function summarizeProfile(file: string, root: string, window?: Window, to
   }
   lines.push(`Top ${top} functions by self time:`);
   for (const [key, us] of [...fnSelf].sort((x, y) => y[1] - x[1]).slice(0, top)) {
+    lines.push(`  ${pct(us, total).padStart(5)}%  ${key}`);
+  }
+  lines.push('Inclusive time of src/ functions (with everything they call):');
+  for (const [key, us] of [...ownInclusive].sort((x, y) => y[1] - x[1]).slice(0, 12)) {
     lines.push(`  ${pct(us, total).padStart(5)}%  ${key}`);
   }
   return lines.join('\n');
