@@ -14,6 +14,8 @@ export interface Config {
   secretKey: string;
   /** Largest JSON request body in bytes. */
   bodyLimit: number;
+  /** Memory for serialized form reads kept per process, in bytes; 0 turns the cache off. */
+  readCacheBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -79,5 +81,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     secretKey,
     bodyLimit: integer(env, 'BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    readCacheBytes: integer(env, 'READ_CACHE_MB', 64, 0, 65536) * 1024 * 1024,
   };
 }

@@ -229,6 +229,55 @@ describe(`forms (${dialectName})`, () => {
     }
   });
 
+  it('serves reads with an ETag, answers If-None-Match with 304, and never serves a stale read', async () => {
+    const form = (await a.post('/forms', { name: 'Cached', fields: [{ type: 'text', label: 'Before' }] })).body;
+    const first = await a.get(`/forms/${form.id}?withFields=true`);
+    const etag = first.headers.get('etag');
+    assert.match(etag ?? '', /^"\d+\.[\d.]+f?"$/);
+    assert.equal(first.headers.get('cache-control'), 'private, no-cache');
+    const again = await a.get(`/forms/${form.id}?withFields=true`, { headers: { 'if-none-match': etag! } });
+    assert.equal(again.status, 304);
+    assert.equal(again.text, '');
+    assert.notEqual((await a.get(`/forms/${form.id}`)).headers.get('etag'), etag, 'with and without fields differ');
+
+    // Every kind of change shows at once, with a new ETag.
+    const seen = new Set([etag]);
+    const changes: [string, () => Promise<unknown>, (f: any) => boolean][] = [
+      ['field label', () => a.put(`/forms/${form.id}/fields/${form.fields[0].id}`, { label: 'After' }), (f) => f.fields[0].label === 'After'],
+      ['field added', () => a.post(`/forms/${form.id}/fields`, { type: 'email', label: 'Mail' }), (f) => f.fields.length === 2],
+      ['field deleted', () => a.delete(`/forms/${form.id}/fields/${form.fields[0].id}`), (f) => f.fields.length === 1],
+      ['form renamed', () => a.put(`/forms/${form.id}`, { name: 'Renamed' }), (f) => f.name === 'Renamed'],
+    ];
+    const folder = (await a.post('/folders', { name: 'Holder' })).body;
+    changes.push(
+      ['moved into folder', () => a.put(`/forms/${form.id}`, { folder: folder.id }), (f) => f.folder === folder.id],
+      ['folder deleted', () => a.delete(`/folders/${folder.id}`), (f) => f.folder === null],
+    );
+    for (const [what, change, holds] of changes) {
+      await change();
+      const read = await a.get(`/forms/${form.id}?withFields=true`, { headers: { 'if-none-match': [...seen].join(', ') } });
+      assert.equal(read.status, 200, what);
+      assert.ok(holds(read.body), what);
+      seen.add(read.headers.get('etag'));
+      assert.equal(seen.size, changes.indexOf(changes.find((c) => c[0] === what)!) + 2, `${what}: new ETag`);
+    }
+    await a.delete(`/forms/${form.id}`);
+    assert.equal((await a.get(`/forms/${form.id}?withFields=true`)).status, 404, 'deleted forms are not served from the cache');
+  });
+
+  it('never serves a read cached by one server after another server changed the form', async () => {
+    const second = await startTestApp({}, app);
+    try {
+      const form = (await a.post('/forms', { name: 'Shared', fields: [{ type: 'text', label: 'Q' }] })).body;
+      const viaSecond = () => second.request('GET', `/api/v2025/forms/${form.id}?withFields=true`, { token: a.token });
+      assert.equal((await viaSecond()).body.fields[0].label, 'Q');
+      await a.put(`/forms/${form.id}/fields/${form.fields[0].id}`, { label: 'Changed elsewhere' });
+      assert.equal((await viaSecond()).body.fields[0].label, 'Changed elsewhere');
+    } finally {
+      await second.close();
+    }
+  });
+
   it('serves /api/v2 paths with an optional .json suffix', async () => {
     const form = (await a.post('/forms', { name: 'Legacy' })).body;
     const legacy = await app.request('GET', `/api/v2/forms/${form.id}.json?withFields=true`, { token: a.token });

@@ -67,9 +67,15 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
   };
 }
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-test-'));
-  const pgDb = TEST_PG_URL ? await createPgDatabase() : undefined;
+/**
+ * A service on a database of its own, or, with share, a second process-like instance on
+ * the same database as another test app (as when several servers run behind a balancer).
+ */
+export async function startTestApp(env: Record<string, string> = {}, share?: TestApp): Promise<TestApp> {
+  const owned = !share;
+  const dataDir = share ? share.config.dataDir : mkdtempSync(join(tmpdir(), 'formwork-test-'));
+  const pgDb = owned && TEST_PG_URL ? await createPgDatabase() : undefined;
+  const sharedDb = share?.config.databaseUrl;
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -77,6 +83,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     LOG_LEVEL: 'silent',
     PUBLIC_URL: 'http://forms.test',
     ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
+    ...(sharedDb ? { DATABASE_URL: sharedDb } : {}),
     ...env,
   });
   const server = await startServer(config);
@@ -116,7 +123,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     async close() {
       await server.close();
       await pgDb?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (owned) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -28,6 +28,30 @@ const pgTypes = {
   },
 };
 
+/**
+ * Kysely prepares every query anew, which costs more than running it for the small
+ * indexed reads that most requests make. Statements are reused per SQL text instead;
+ * Kysely runs one query at a time on this single connection, so a statement is never in
+ * use twice at once, and SQLite re-prepares a reused statement itself after a schema change.
+ */
+function withStatementCache(sqlite: SQLite.Database, limit = 500) {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = statements.get(sql);
+      if (statement) {
+        statements.delete(sql); // re-insert below: the map's order is least recently used first
+      } else {
+        statement = sqlite.prepare(sql);
+        if (statements.size >= limit) statements.delete(statements.keys().next().value as string);
+      }
+      statements.set(sql, statement);
+      return statement;
+    },
+  };
+}
+
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
     const pool = new pg.Pool({
@@ -46,6 +70,6 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
 }

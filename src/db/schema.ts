@@ -65,6 +65,8 @@ export interface FormsTable {
   is_encrypted: Flag;
   inactive: Flag;
   submissions_count: ColumnType<number, number | undefined, number>;
+  /** Goes up with every change to the form or its fields: the version that cached reads check. */
+  revision: ColumnType<number, number | undefined, number>;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;

@@ -58,6 +58,7 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addColumn('is_encrypted', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('inactive', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('submissions_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('deleted_at', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())

@@ -38,6 +38,11 @@ export async function updateFolder(db: Executor, accountId: number, folderId: nu
 /** Deletes a folder after moving its subfolders and forms (deleted ones too) to newParent. */
 export async function deleteFolderMovingContents(db: Executor, accountId: number, folderId: number, newParent: number | null, now: number): Promise<void> {
   await db.updateTable('folders').set({ parent_id: newParent, updated_at: now }).where('account_id', '=', accountId).where('parent_id', '=', folderId).execute();
-  await db.updateTable('forms').set({ folder_id: newParent }).where('account_id', '=', accountId).where('folder_id', '=', folderId).execute();
+  await db
+    .updateTable('forms')
+    .set((eb) => ({ folder_id: newParent, revision: eb('revision', '+', 1) }))
+    .where('account_id', '=', accountId)
+    .where('folder_id', '=', folderId)
+    .execute();
   await db.deleteFrom('folders').where('id', '=', folderId).where('account_id', '=', accountId).execute();
 }

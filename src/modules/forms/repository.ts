@@ -62,10 +62,33 @@ export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow
 }
 
 export async function updateForm(db: Executor, accountId: number, formId: number, update: FormUpdate): Promise<FormRow> {
-  return db.updateTable('forms').set(update).where('id', '=', formId).where('account_id', '=', accountId).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('forms')
+    .set((eb) => ({ ...update, revision: eb('revision', '+', 1) }))
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Marks the form as changed when something inside it (a field) changes. */
 export async function touchForm(db: Executor, accountId: number, formId: number, now: number): Promise<void> {
-  await db.updateTable('forms').set({ updated_at: now }).where('id', '=', formId).where('account_id', '=', accountId).execute();
+  await db
+    .updateTable('forms')
+    .set((eb) => ({ updated_at: now, revision: eb('revision', '+', 1) }))
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
+/** What a cached read of a live form must match to be served: its revision and submission count. */
+export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('forms')
+    .select(['revision', 'submissions_count'])
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row && `${row.revision}.${row.submissions_count}`;
 }

@@ -1,7 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
+import { etagMatches, VersionedCache } from '../../http/versioned-cache.js';
 import { CopyQuery, Form, FormCreate, FormList, FormListQuery, FormPreview, FormUpdate, WithFieldsQuery } from './schemas.js';
 import * as service from './service.js';
 
@@ -9,6 +12,7 @@ const tags = ['Forms'];
 const params = idParams('formId');
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  const readCache = new VersionedCache(ctx.config.readCacheBytes);
   return async (app) => {
     app.get(
       '/forms',
@@ -40,9 +44,25 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId',
       {
-        schema: { tags, summary: 'Read a form', params, querystring: WithFieldsQuery, response: { 200: Form, ...errors(403, 404) } },
+        schema: {
+          tags,
+          summary: 'Read a form',
+          description: 'Answers with an ETag; a request whose If-None-Match names the current one gets 304 and no body.',
+          params,
+          querystring: WithFieldsQuery,
+          response: { 200: Form, 304: Type.Null({ description: 'Not modified since the ETag in If-None-Match' }), ...errors(403, 404) },
+        },
       },
-      (req) => service.getForm(ctx, principal(req).accountId, req.params.formId, req.query.withFields),
+      async (req, reply) => {
+        const { etag, body } = await service.readFormJson(ctx, readCache, principal(req).accountId, req.params.formId, req.query.withFields, (form) =>
+          String(reply.serialize(form)),
+        );
+        // The body is already JSON text, so the reply is sent untyped rather than re-serialized.
+        const raw = reply as FastifyReply;
+        raw.header('etag', etag).header('cache-control', 'private, no-cache');
+        if (etagMatches(req.headers['if-none-match'], etag)) return raw.code(304).send();
+        return raw.type('application/json; charset=utf-8').send(body);
+      },
     );
 
     app.put(

@@ -4,6 +4,7 @@ import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
+import type { VersionedCache } from '../../http/versioned-cache.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import type { Field } from '../fields/schemas.js';
@@ -58,6 +59,32 @@ export async function getForm(ctx: AppContext, accountId: number, formId: number
   const row = await requireForm(ctx.db, accountId, formId);
   const fields = withFields ? (await fieldsRepo.listFields(ctx.db, accountId, formId)).map(toField) : undefined;
   return toForm(ctx, row, fields);
+}
+
+/**
+ * A form read as JSON with its entity tag, from the cache when the form has not changed
+ * since it was serialized. serialize is the route's own response serializer.
+ */
+export async function readFormJson(
+  ctx: AppContext,
+  cache: VersionedCache,
+  accountId: number,
+  formId: number,
+  withFields: boolean,
+  serialize: (form: Form) => string,
+): Promise<{ etag: string; body: string }> {
+  const version = await repo.findFormVersion(ctx.db, accountId, formId);
+  if (version === undefined) throw new NotFoundError('Form');
+  const key = `${formId}:${withFields ? 'f' : ''}`;
+  const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
+  let body = cache.get(key, version);
+  if (body === undefined) {
+    body = serialize(await getForm(ctx, accountId, formId, withFields));
+    // Built after the version was read, so the body is as new as the version or newer;
+    // versions only go up, so a newer body under an older version is never served again.
+    cache.set(key, version, body);
+  }
+  return { etag, body };
 }
 
 export async function createForm(ctx: AppContext, accountId: number, input: FormCreate): Promise<Form> {
