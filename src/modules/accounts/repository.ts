@@ -1,3 +1,4 @@
+import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
 import type { UserRow } from '../../db/schema.js';
 
@@ -58,15 +59,18 @@ export async function insertToken(
   return row.id;
 }
 
-/** The live token with this hash and whom it acts for, or undefined. */
-export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
-  const row = await db
+const selectToken = hotQuery(1, (db, hash: string) =>
+  db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
     .select(['t.id as tokenId', 't.account_id as accountId', 't.user_id as userId', 'u.role as role', 't.expires_at as expiresAt'])
     .where('t.token_hash', '=', hash)
-    .where('t.revoked_at', 'is', null)
-    .executeTakeFirst();
+    .where('t.revoked_at', 'is', null),
+);
+
+/** The live token with this hash and whom it acts for, or undefined. Runs on every request. */
+export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
+  const [row] = await selectToken(db, hash);
   if (!row || (row.expiresAt !== null && row.expiresAt <= now)) return undefined;
   return { tokenId: row.tokenId, accountId: row.accountId, userId: row.userId, role: row.role };
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import { containsInsensitive } from '../../db/dialect.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
+import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
 
 const ORDER_COLUMNS = {
@@ -81,14 +82,17 @@ export async function touchForm(db: Executor, accountId: number, formId: number,
     .execute();
 }
 
-/** What a cached read of a live form must match to be served: its revision and submission count. */
-export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
-  const row = await db
+const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
+  db
     .selectFrom('forms')
     .select(['revision', 'submissions_count'])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+    .where('deleted_at', 'is', null),
+);
+
+/** What a cached read of a live form must match to be served: its revision and submission count. */
+export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
+  const [row] = await selectFormVersion(db, accountId, formId);
   return row && `${row.revision}.${row.submissions_count}`;
 }
