@@ -35,14 +35,10 @@ export async function updateFolder(db: Executor, accountId: number, folderId: nu
   await db.updateTable('folders').set({ ...update, updated_at: now }).where('id', '=', folderId).where('account_id', '=', accountId).execute();
 }
 
-/** Deletes a folder after moving its subfolders and forms (deleted ones too) to newParent. */
-export async function deleteFolderMovingContents(db: Executor, accountId: number, folderId: number, newParent: number | null, now: number): Promise<void> {
-  await db.updateTable('folders').set({ parent_id: newParent, updated_at: now }).where('account_id', '=', accountId).where('parent_id', '=', folderId).execute();
-  await db
-    .updateTable('forms')
-    .set((eb) => ({ folder_id: newParent, revision: eb('revision', '+', 1) }))
-    .where('account_id', '=', accountId)
-    .where('folder_id', '=', folderId)
-    .execute();
+export async function moveSubfolders(db: Executor, accountId: number, fromParent: number, toParent: number | null, now: number): Promise<void> {
+  await db.updateTable('folders').set({ parent_id: toParent, updated_at: now }).where('account_id', '=', accountId).where('parent_id', '=', fromParent).execute();
+}
+
+export async function deleteFolder(db: Executor, accountId: number, folderId: number): Promise<void> {
   await db.deleteFrom('folders').where('id', '=', folderId).where('account_id', '=', accountId).execute();
 }

@@ -3,6 +3,7 @@ import type { FolderRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
+import { moveFormsOfFolder } from '../forms/repository.js';
 import * as repo from './repository.js';
 import { MAX_FOLDER_DEPTH, type Folder, type FolderCreate, type FolderListQuery, type FolderUpdate } from './schemas.js';
 
@@ -127,7 +128,9 @@ export async function updateFolder(ctx: AppContext, accountId: number, folderId:
 export async function deleteFolder(ctx: AppContext, accountId: number, folderId: number): Promise<{ id: number }> {
   return transact(ctx.db, async (trx) => {
     const folder = await requireFolder(trx, accountId, folderId);
-    await repo.deleteFolderMovingContents(trx, accountId, folderId, folder.parent_id, Date.now());
+    await repo.moveSubfolders(trx, accountId, folderId, folder.parent_id, Date.now());
+    await moveFormsOfFolder(trx, accountId, folderId, folder.parent_id);
+    await repo.deleteFolder(trx, accountId, folderId);
     return { id: folderId };
   });
 }

@@ -72,6 +72,16 @@ export async function updateForm(db: Executor, accountId: number, formId: number
     .executeTakeFirstOrThrow();
 }
 
+/** Moves every form of a folder (deleted ones too) to another folder or the top level. */
+export async function moveFormsOfFolder(db: Executor, accountId: number, fromFolder: number, toFolder: number | null): Promise<void> {
+  await db
+    .updateTable('forms')
+    .set((eb) => ({ folder_id: toFolder, revision: eb('revision', '+', 1) }))
+    .where('account_id', '=', accountId)
+    .where('folder_id', '=', fromFolder)
+    .execute();
+}
+
 /** Marks the form as changed when something inside it (a field) changes. */
 export async function touchForm(db: Executor, accountId: number, formId: number, now: number): Promise<void> {
   await db
