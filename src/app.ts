@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireBearerToken } from './http/auth.js';
 import { registerErrorHandling } from './http/error-handler.js';
+import { parseQueryString } from './http/querystring.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { fieldRoutes } from './modules/fields/routes.js';
@@ -15,6 +16,8 @@ import { folderRoutes } from './modules/folders/routes.js';
 import { Folder } from './modules/folders/schemas.js';
 import { formRoutes } from './modules/forms/routes.js';
 import { Form } from './modules/forms/schemas.js';
+import { submissionRoutes } from './modules/submissions/routes.js';
+import { Submission, SubmissionListItem } from './modules/submissions/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
@@ -46,7 +49,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     bodyLimit: ctx.config.bodyLimit,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -60,7 +63,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     parseJson(req, body as string, done);
   });
 
-  for (const schema of [ErrorBody, Field, Form, Folder]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem]) app.addSchema(schema);
 
   // A route without query parameters still refuses unknown ones, as routes with them do.
   app.addHook('onRoute', (route) => {
@@ -103,6 +106,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(formRoutes(ctx));
       await api.register(fieldRoutes(ctx));
       await api.register(folderRoutes(ctx));
+      await api.register(submissionRoutes(ctx));
     },
     { prefix: API_PREFIX },
   );

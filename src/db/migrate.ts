@@ -2,6 +2,7 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import type { Db } from './database.js';
 import type { Dialect } from './dialect.js';
 import * as foundation from './migrations/0001_foundation.js';
+import * as submissions from './migrations/0002_submissions.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -10,6 +11,7 @@ interface MigrationModule {
 // Listed here rather than read from a folder so that the same set runs from source and from dist.
 const migrations: Record<string, MigrationModule> = {
   '0001_foundation': foundation,
+  '0002_submissions': submissions,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, RawBuilder, Selectable, Updateable } from 'kysely';
 
 /**
  * Row types of every table. Timestamps are epoch milliseconds (bigint on PostgreSQL,
@@ -12,6 +12,10 @@ export interface Database {
   folders: FoldersTable;
   forms: FormsTable;
   fields: FieldsTable;
+  submissions: SubmissionsTable;
+  submission_values: SubmissionValuesTable;
+  submissions_fts: SubmissionsFtsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 type Id = Generated<number>;
@@ -94,6 +98,49 @@ export interface FieldsTable {
   updated_at: number;
 }
 
+export interface SubmissionsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  created_at: number;
+  updated_at: number;
+  user_agent: string;
+  remote_addr: string;
+  latitude: number | null;
+  longitude: number | null;
+  /** JSON object: field id → stored value (see modules/submissions/values.ts). */
+  data: string;
+  pretty_name: string | null;
+  /** PostgreSQL only: the keyword index, written as to_tsvector(...) and never read back. */
+  search_vector: ColumnType<never, never, RawBuilder<unknown>>;
+}
+
+export interface SubmissionValuesTable {
+  submission_id: number;
+  form_id: number;
+  field_id: number;
+  value_norm: string;
+  /** value_norm again for fields marked unique, else null; a unique index guards it. */
+  unique_key: string | null;
+}
+
+/** SQLite only: the FTS5 index, rowid = submission id. PostgreSQL keeps a tsvector column instead. */
+export interface SubmissionsFtsTable {
+  rowid: number;
+  content: string;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: number;
+  idem_key: string;
+  request_hash: string;
+  state: 'running' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: number;
+}
+
+export type SubmissionRow = Selectable<SubmissionsTable>;
 export type FolderRow = Selectable<FoldersTable>;
 export type FormRow = Selectable<FormsTable>;
 export type NewFormRow = Insertable<FormsTable>;

@@ -1,16 +1,20 @@
 /**
- * Serialized responses kept in process memory, each under the version of the record it
- * was built from. A read looks the version up in the database (one indexed read) and is
+ * Values built from a record (serialized responses, parsed definitions) kept in process
+ * memory, each under the version of the record it was built from. A read looks the version up in the database (one indexed read) and is
  * served from here only when it still matches, so every process may keep its own cache
  * and none ever serves a stale body. Least recently used entries go first.
  */
-export class VersionedCache {
-  private readonly entries = new Map<string, { version: string; body: string }>();
+export class VersionedCache<T = string> {
+  private readonly entries = new Map<string, { version: string; body: T; size: number }>();
   private bytes = 0;
 
-  constructor(private readonly maxBytes: number) {}
+  /** sizeOf estimates an entry's memory in bytes; a string's length by default. */
+  constructor(
+    private readonly maxBytes: number,
+    private readonly sizeOf: (value: T) => number = (value) => String(value).length,
+  ) {}
 
-  get(key: string, version: string): string | undefined {
+  get(key: string, version: string): T | undefined {
     const entry = this.entries.get(key);
     if (!entry || entry.version !== version) return undefined;
     this.entries.delete(key);
@@ -18,11 +22,12 @@ export class VersionedCache {
     return entry.body;
   }
 
-  set(key: string, version: string, body: string): void {
-    if (body.length > this.maxBytes / 4) return;
+  set(key: string, version: string, body: T): void {
+    const size = this.sizeOf(body);
+    if (size > this.maxBytes / 4) return;
     this.remove(key);
-    this.entries.set(key, { version, body });
-    this.bytes += body.length;
+    this.entries.set(key, { version, body, size });
+    this.bytes += size;
     while (this.bytes > this.maxBytes) this.remove(this.entries.keys().next().value as string);
   }
 
@@ -30,7 +35,7 @@ export class VersionedCache {
     const entry = this.entries.get(key);
     if (!entry) return;
     this.entries.delete(key);
-    this.bytes -= entry.body.length;
+    this.bytes -= entry.size;
   }
 }
 

@@ -82,6 +82,16 @@ export async function moveFormsOfFolder(db: Executor, accountId: number, fromFol
     .execute();
 }
 
+/** Keeps the form's submission counter right; the counter is part of a cached read's version. */
+export async function adjustSubmissionCount(db: Executor, accountId: number, formId: number, delta: number): Promise<void> {
+  await db
+    .updateTable('forms')
+    .set((eb) => ({ submissions_count: eb('submissions_count', '+', delta) }))
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
 /** Marks the form as changed when something inside it (a field) changes. */
 export async function touchForm(db: Executor, accountId: number, formId: number, now: number): Promise<void> {
   await db
@@ -102,7 +112,7 @@ const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
 );
 
 /** What a cached read of a live form must match to be served: its revision and submission count. */
-export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
+export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<{ revision: number; submissionsCount: number } | undefined> {
   const [row] = await selectFormVersion(db, accountId, formId);
-  return row && `${row.revision}.${row.submissions_count}`;
+  return row && { revision: row.revision, submissionsCount: row.submissions_count };
 }

@@ -16,6 +16,7 @@ export const FormSettings = Type.Object(
   },
   { additionalProperties: false, title: 'FormSettings' },
 );
+export type FormSettings = Static<typeof FormSettings>;
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
 const folder = Type.Union([Id, Type.Null()], { description: 'Folder id; null for the top level' });

@@ -73,8 +73,9 @@ export async function readFormJson(
   withFields: boolean,
   serialize: (form: Form) => string,
 ): Promise<{ etag: string; body: string }> {
-  const version = await repo.findFormVersion(ctx.db, accountId, formId);
-  if (version === undefined) throw new NotFoundError('Form');
+  const found = await repo.findFormVersion(ctx.db, accountId, formId);
+  if (found === undefined) throw new NotFoundError('Form');
+  const version = `${found.revision}.${found.submissionsCount}`;
   const key = `${formId}:${withFields ? 'f' : ''}`;
   const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
   let body = cache.get(key, version);

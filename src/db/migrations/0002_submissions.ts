@@ -1,0 +1,61 @@
+import { sql, type Kysely } from 'kysely';
+import { idColumn, type Dialect } from '../dialect.js';
+
+export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
+  const float = dialect === 'postgres' ? 'double precision' : 'real';
+  await db.schema
+    .createTable('submissions')
+    .$call((t) => idColumn(t, dialect))
+    .addColumn('account_id', 'integer', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('form_id', 'integer', (c) => c.notNull().references('forms.id').onDelete('cascade'))
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    .addColumn('user_agent', 'text', (c) => c.notNull())
+    .addColumn('remote_addr', 'text', (c) => c.notNull())
+    .addColumn('latitude', float)
+    .addColumn('longitude', float)
+    .addColumn('data', 'text', (c) => c.notNull())
+    .addColumn('pretty_name', 'text')
+    .execute();
+  await db.schema.createIndex('submissions_form_id').on('submissions').columns(['form_id', 'id']).execute();
+  await db.schema.createIndex('submissions_form_created').on('submissions').columns(['form_id', 'created_at', 'id']).execute();
+  await db.schema.createIndex('submissions_account_id').on('submissions').columns(['account_id', 'id']).execute();
+
+  // One row per searchable value of a field: field search and unique checks are index lookups.
+  await db.schema
+    .createTable('submission_values')
+    .addColumn('submission_id', 'integer', (c) => c.notNull().references('submissions.id').onDelete('cascade'))
+    .addColumn('form_id', 'integer', (c) => c.notNull())
+    .addColumn('field_id', 'integer', (c) => c.notNull())
+    .addColumn('value_norm', 'text', (c) => c.notNull())
+    .addColumn('unique_key', 'text')
+    .execute();
+  await db.schema
+    .createIndex('submission_values_lookup')
+    .on('submission_values')
+    .columns(['form_id', 'field_id', 'value_norm', 'submission_id'])
+    .execute();
+  await db.schema.createIndex('submission_values_unique').on('submission_values').columns(['form_id', 'field_id', 'unique_key']).unique().execute();
+  await db.schema.createIndex('submission_values_submission').on('submission_values').column('submission_id').execute();
+
+  // Keyword search: a full-text index over every field's displayed value.
+  if (dialect === 'postgres') {
+    await sql`ALTER TABLE submissions ADD COLUMN search_vector tsvector NOT NULL DEFAULT ''::tsvector`.execute(db);
+    await sql`CREATE INDEX submissions_search ON submissions USING gin (search_vector)`.execute(db);
+  } else {
+    await sql`CREATE VIRTUAL TABLE submissions_fts USING fts5(content, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2')`.execute(db);
+  }
+
+  await db.schema
+    .createTable('idempotency_keys')
+    .addColumn('account_id', 'integer', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('idem_key', 'text', (c) => c.notNull())
+    .addColumn('request_hash', 'text', (c) => c.notNull())
+    .addColumn('state', 'text', (c) => c.notNull())
+    .addColumn('response_status', 'integer')
+    .addColumn('response_body', 'text')
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('idempotency_keys_pk', ['account_id', 'idem_key'])
+    .execute();
+  await db.schema.createIndex('idempotency_keys_created').on('idempotency_keys').column('created_at').execute();
+}

@@ -1,0 +1,32 @@
+import { parse } from 'node:querystring';
+
+/**
+ * Query strings as usual, plus the bracket form that the submission search uses:
+ * `search[0][fieldId]=5&search[0][value]=x` becomes `{search: {"0": {fieldId: "5", value: "x"}}}`.
+ * Keys stay strings, so the route schema decides which indexes and names it accepts.
+ */
+export function parseQueryString(text: string): Record<string, unknown> {
+  const flat = parse(text);
+  const out: Record<string, unknown> = Object.create(null);
+  for (const [key, value] of Object.entries(flat)) {
+    const m = /^([^[\]]+)((?:\[[^[\]]*\])+)$/.exec(key);
+    if (!m) {
+      out[key] = value;
+      continue;
+    }
+    const path = [m[1]!, ...[...m[2]!.matchAll(/\[([^[\]]*)\]/g)].map((p) => p[1]!)];
+    if (path.length > 3) continue; // deeper nesting is never meaningful here
+    let node = out;
+    for (const [i, part] of path.entries()) {
+      if (part === '__proto__' || part === 'constructor' || part === 'prototype') break;
+      if (i === path.length - 1) {
+        node[part] = value;
+      } else {
+        const next = node[part];
+        if (typeof next !== 'object' || next === null || Array.isArray(next)) node[part] = Object.create(null);
+        node = node[part] as Record<string, unknown>;
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { principal } from '../../http/auth.js';
+import { errors, idParams } from '../../http/schemas.js';
+import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
+import {
+  AccountSearchQuery,
+  CountQuery,
+  CountRecord,
+  ExportQuery,
+  Submission,
+  SubmissionCreate,
+  SubmissionDeleted,
+  SubmissionList,
+  SubmissionListQuery,
+  SubmissionUpdate,
+} from './schemas.js';
+import * as service from './service.js';
+
+const tags = ['Submissions'];
+const formParams = idParams('formId');
+const submissionParams = idParams('submissionId');
+const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({ description: 'Makes retries safe: the same key and body within 24 hours return the first response without a second submission' }),
+  ),
+});
+
+export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  const deps = service.submissionsDeps(ctx);
+  return async (app) => {
+    app.post(
+      '/forms/:formId/submissions',
+      {
+        schema: {
+          tags,
+          summary: 'Submit a form',
+          description:
+            'Every value is checked against its field (required unless hidden by logic, formats, bounds, options, subfields, unique). ' +
+            'An inactive form answers 409 form_inactive, one at its submissionLimit 409 form_full. With Idempotency-Key: a retry with the same ' +
+            'key and body returns the first response (header Idempotent-Replayed: true), another body with the key 422, a retry while the first runs 409.',
+          params: formParams,
+          headers: IdempotencyHeaders,
+          body: SubmissionCreate,
+          response: { 200: Submission, ...errors(403, 404, 409, 422) },
+        },
+      },
+      async (req, reply) => {
+        const accountId = principal(req).accountId;
+        const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
+        const outcome = await withIdempotencyKey(ctx.db, accountId, req.headers['idempotency-key'], requestHash('POST', req.url, req.body), (save) =>
+          service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
+            save(trx, { status: 200, body: JSON.stringify(submission) }),
+          ),
+        );
+        if (!outcome.replayed) return outcome.result;
+        const raw = reply as FastifyReply;
+        return raw.code(outcome.response.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(outcome.response.body);
+      },
+    );
+
+    app.get(
+      '/forms/:formId/submissions',
+      {
+        schema: {
+          tags,
+          summary: 'List and search the submissions of a form',
+          params: formParams,
+          querystring: SubmissionListQuery,
+          response: { 200: SubmissionList, ...errors(403, 404) },
+        },
+      },
+      (req) => service.listSubmissions(deps, principal(req).accountId, req.params.formId, req.query),
+    );
+
+    app.get(
+      '/forms/:formId/submissions/count',
+      {
+        schema: {
+          tags,
+          summary: 'Count the submissions of a form',
+          description:
+            'Without parameters, all of them. startDate alone: from then on. lookbackPeriod (1 to 7): the whole Eastern Time days ' +
+            'ending with startDate\'s day (or today), counted backwards.',
+          params: formParams,
+          querystring: CountQuery,
+          response: { 200: CountRecord, ...errors(403, 404) },
+        },
+      },
+      (req) => service.countSubmissions(deps, principal(req).accountId, req.params.formId, req.query),
+    );
+
+    app.get(
+      '/forms/:formId/submissions/export',
+      {
+        schema: {
+          tags,
+          summary: 'Export every matching submission as CSV or NDJSON',
+          description: 'Takes the list filters. Streams, with memory that does not grow with the number of rows. CSV cells that start like a formula get a leading \'.',
+          params: formParams,
+          querystring: ExportQuery,
+          response: { 200: Type.String({ description: 'text/csv or application/x-ndjson' }), ...errors(403, 404) },
+        },
+      },
+      async (req, reply) => {
+        const out = await service.exportSubmissions(deps, principal(req).accountId, req.params.formId, req.query);
+        const raw = reply as FastifyReply;
+        raw.type(out.contentType).header('content-disposition', `attachment; filename="${out.filename}"`);
+        return raw.send(Readable.from(out.lines));
+      },
+    );
+
+    app.get(
+      '/submissions/:submissionId',
+      { schema: { tags, summary: 'Read a submission', params: submissionParams, response: { 200: Submission, ...errors(403, 404) } } },
+      (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId),
+    );
+
+    app.put(
+      '/submissions/:submissionId',
+      {
+        schema: {
+          tags,
+          summary: 'Edit a submission',
+          description: 'Only the fields named change (null clears one); the result is checked as on create.',
+          params: submissionParams,
+          body: SubmissionUpdate,
+          response: { 200: Submission, ...errors(403, 404, 409) },
+        },
+      },
+      (req) => service.updateSubmission(deps, principal(req).accountId, req.params.submissionId, req.body),
+    );
+
+    app.delete(
+      '/submissions/:submissionId',
+      {
+        schema: { tags, summary: 'Delete a submission permanently, with all its data', params: submissionParams, response: { 200: SubmissionDeleted, ...errors(403, 404) } },
+      },
+      (req) => service.deleteSubmission(deps, principal(req).accountId, req.params.submissionId),
+    );
+
+    app.get(
+      '/submissions',
+      {
+        schema: {
+          tags,
+          summary: 'Search submissions across all forms',
+          description: 'Keyword search over every live form of the account, newest first, each with its standardized data.',
+          querystring: AccountSearchQuery,
+          response: { 200: SubmissionList, ...errors() },
+        },
+      },
+      (req) => service.searchAccount(deps, principal(req).accountId, req.query),
+    );
+  };
+}

@@ -1,0 +1,386 @@
+import type { Transaction } from 'kysely';
+import type { AppContext } from '../../context.js';
+import type { Database, FormRow, SubmissionRow } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
+import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { isoTime, page, type Page } from '../../http/schemas.js';
+import { VersionedCache } from '../../http/versioned-cache.js';
+import { toDefinition } from '../fields/definition.js';
+import * as fieldsRepo from '../fields/repository.js';
+import { TYPE_RULES } from '../fields/types.js';
+import * as formsRepo from '../forms/repository.js';
+import type { FormSettings } from '../forms/schemas.js';
+import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
+import { queryWords, words } from './keywords.js';
+import * as repo from './repository.js';
+import type {
+  AccountSearchQuery,
+  CountQuery,
+  Submission,
+  SubmissionCreate,
+  SubmissionDataEntry,
+  SubmissionFilters,
+  SubmissionListItem,
+  SubmissionListQuery,
+  SubmissionUpdate,
+} from './schemas.js';
+import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
+
+/** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
+export interface FormDefinition {
+  form: FormRow;
+  fields: FieldForValues[];
+  byId: Map<number, FieldForValues>;
+}
+
+export interface SubmissionsDeps {
+  ctx: AppContext;
+  definitions: VersionedCache<FormDefinition>;
+}
+
+export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
+  // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
+  return { ctx, definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024) };
+}
+
+type DataMap = Map<number, StoredValue>;
+
+async function loadDefinition(deps: SubmissionsDeps, accountId: number, formId: number): Promise<{ def: FormDefinition; submissionsCount: number }> {
+  const { db } = deps.ctx;
+  const version = await formsRepo.findFormVersion(db, accountId, formId);
+  if (!version) throw new NotFoundError('Form');
+  const key = `${accountId}:${formId}`;
+  let def = deps.definitions.get(key, String(version.revision));
+  if (!def) {
+    const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
+    if (!form) throw new NotFoundError('Form');
+    const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
+    def = { form, fields, byId: new Map(fields.map((f) => [f.id, f])) };
+    deps.definitions.set(key, String(version.revision), def);
+  }
+  return { def, submissionsCount: version.submissionsCount };
+}
+
+function parseData(row: Pick<SubmissionRow, 'data'>): DataMap {
+  return new Map(Object.entries(JSON.parse(row.data) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
+}
+
+function fail(problems: ErrorDetail[], code = 'invalid_submission'): never {
+  const first = problems[0]!;
+  throw new BadRequestError(`${first.property}: ${first.message}`, problems, code);
+}
+
+/** Reads the values sent into data (in place); every problem is collected before failing. */
+function applyValues(def: FormDefinition, inputs: SubmissionCreate['fields'], data: DataMap): void {
+  const problems: ErrorDetail[] = [];
+  const seen = new Set<number>();
+  inputs.forEach((input, i) => {
+    const id = Number(input.id);
+    const field = def.byId.get(id);
+    if (!field) {
+      problems.push({ property: `body.fields[${i}].id`, message: `this form has no field ${id}` });
+      return;
+    }
+    if (seen.has(id)) {
+      problems.push({ property: `body.fields[${i}].id`, message: `field ${id} is given twice` });
+      return;
+    }
+    seen.add(id);
+    try {
+      const value = readValue(field, input.value);
+      if (value === null) data.delete(id);
+      else data.set(id, value);
+    } catch (error) {
+      if (!(error instanceof ValueError)) throw error;
+      problems.push({ property: `body.fields[${i}].value`, message: `${field.label} (${id}): ${error.message}` });
+    }
+  });
+  if (problems.length > 0) fail(problems);
+}
+
+function checkRequired(def: FormDefinition, data: DataMap): void {
+  const visible = visibleFields(def.fields, data);
+  const problems = def.fields
+    .filter((f) => f.required && TYPE_RULES[f.type].input && visible.has(f.id) && !data.has(f.id))
+    .map((f) => ({ property: `body.fields(id=${f.id})`, message: `${f.label} (${f.id}) is required` }));
+  if (problems.length > 0) fail(problems, 'required_field_missing');
+}
+
+function searchable(def: FormDefinition, data: DataMap, now: number): repo.SubmissionWrite {
+  const values: repo.SearchValue[] = [];
+  const texts: string[] = [];
+  let prettyName: string | null = null;
+  let email: string | null = null;
+  for (const field of def.fields) {
+    const value = data.get(field.id);
+    if (value === undefined) continue;
+    const keys = searchKeys(field, value);
+    const uniqueKey = normalize(displayValue(field, value));
+    for (const key of keys) values.push({ fieldId: field.id, norm: key, unique: field.unique && key === uniqueKey });
+    texts.push(displayValue(field, value), ...keys);
+    if (field.type === 'name' && prettyName === null) prettyName = displayValue(field, value);
+    if (field.type === 'email' && email === null) email = String(value);
+  }
+  return {
+    data: JSON.stringify(Object.fromEntries(data)),
+    prettyName: prettyName ?? email,
+    words: [...new Set(words(texts.join(' ')))].join(' '),
+    values,
+    now,
+  };
+}
+
+async function checkUnique(trx: Transaction<Database>, def: FormDefinition, write: repo.SubmissionWrite, except?: number): Promise<void> {
+  const problems: ErrorDetail[] = [];
+  for (const v of write.values.filter((x) => x.unique)) {
+    if ((await repo.findUniqueHolder(trx, def.form.id, v.fieldId, v.norm, except)) !== undefined) {
+      const field = def.byId.get(v.fieldId)!;
+      problems.push({ property: `body.fields(id=${field.id})`, message: `${field.label} (${field.id}) must be unique; this value was already submitted` });
+    }
+  }
+  if (problems.length > 0) fail(problems, 'not_unique');
+}
+
+function entries(def: FormDefinition, data: DataMap): SubmissionDataEntry[] {
+  const out: SubmissionDataEntry[] = [];
+  for (const field of def.fields) {
+    const value = data.get(field.id);
+    if (value === undefined) continue;
+    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, value), parsedValue: value });
+  }
+  return out;
+}
+
+function baseRecord(row: SubmissionRow) {
+  return {
+    id: row.id,
+    formId: row.form_id,
+    timestamp: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+    userAgent: row.user_agent,
+    remoteAddr: row.remote_addr,
+    latitude: row.latitude,
+    longitude: row.longitude,
+  };
+}
+
+function toSubmission(def: FormDefinition, row: SubmissionRow): Submission {
+  return { ...baseRecord(row), prettyName: row.pretty_name, data: entries(def, parseData(row)) };
+}
+
+export interface RequestMeta {
+  userAgent: string;
+  remoteAddr: string;
+}
+
+/** Runs inside the creating transaction, after the insert: how idempotency records its response atomically. */
+export type OnCreated = (trx: Transaction<Database>, submission: Submission) => Promise<void>;
+
+export async function createSubmission(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  input: SubmissionCreate,
+  meta: RequestMeta,
+  onCreated?: OnCreated,
+): Promise<Submission> {
+  const { def, submissionsCount } = await loadDefinition(deps, accountId, formId);
+  if (def.form.inactive === 1) throw new ConflictError('This form is inactive and takes no submissions', 'form_inactive');
+  const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
+  if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
+
+  const data: DataMap = new Map();
+  applyValues(def, input.fields, data);
+  checkRequired(def, data);
+  const write = searchable(def, data, Date.now());
+
+  const { ctx } = deps;
+  return transact(ctx.db, async (trx) => {
+    await checkUnique(trx, def, write);
+    const row = await repo.insertSubmission(
+      trx,
+      ctx.dialect,
+      { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
+      write,
+    );
+    await formsRepo.adjustSubmissionCount(trx, accountId, formId, 1);
+    const submission = toSubmission(def, row);
+    await onCreated?.(trx, submission);
+    return submission;
+  });
+}
+
+async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ row: SubmissionRow; def: FormDefinition }> {
+  const row = await repo.findSubmission(deps.ctx.db, accountId, id);
+  if (!row) throw new NotFoundError('Submission');
+  const { def } = await loadDefinition(deps, accountId, row.form_id);
+  return { row, def };
+}
+
+export async function getSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<Submission> {
+  const { row, def } = await requireSubmission(deps, accountId, id);
+  return toSubmission(def, row);
+}
+
+export async function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate): Promise<Submission> {
+  const { row, def } = await requireSubmission(deps, accountId, id);
+  const data = parseData(row);
+  applyValues(def, input.fields, data);
+  checkRequired(def, data);
+  const write = searchable(def, data, Date.now());
+  const { ctx } = deps;
+  return transact(ctx.db, async (trx) => {
+    await checkUnique(trx, def, write, id);
+    return toSubmission(def, await repo.updateSubmission(trx, ctx.dialect, accountId, row, write));
+  });
+}
+
+export async function deleteSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ id: number; formId: number; deleted: true }> {
+  const { ctx } = deps;
+  return transact(ctx.db, async (trx) => {
+    const row = await repo.findSubmission(trx, accountId, id);
+    if (!row) throw new NotFoundError('Submission');
+    await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
+    await formsRepo.adjustSubmissionCount(trx, accountId, row.form_id, -1);
+    return { id, formId: row.form_id, deleted: true };
+  });
+}
+
+function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {
+  if (text === undefined) return undefined;
+  const t = parseWallTime(text);
+  if (!t) fail([{ property, message: 'is not a real date and time' }], 'validation_failed');
+  return bound === 'lower' ? lowerBound(t) : upperBound(t);
+}
+
+/** The list filters as the repository takes them; field criteria must name fields of the form. */
+function resolveFilter(def: FormDefinition | undefined, q: SubmissionFilters): repo.ResolvedFilter {
+  const from = timeBound(q.minTime, 'query.minTime', 'lower');
+  const to = timeBound(q.maxTime, 'query.maxTime', 'upper');
+  const criteria = Object.entries(q.search ?? {})
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([n, c]) => {
+      if (def && !def.byId.has(c.fieldId)) fail([{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }], 'validation_failed');
+      const prefix = c.value.endsWith('*');
+      return { fieldId: c.fieldId, value: normalize(prefix ? c.value.slice(0, -1) : c.value), prefix };
+    });
+  return { from, to, keywords: q.keyword === undefined ? undefined : queryWords(q.keyword), criteria };
+}
+
+function isUnfiltered(f: repo.ResolvedFilter): boolean {
+  return f.from === undefined && f.to === undefined && f.keywords === undefined && f.criteria.length === 0;
+}
+
+function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionListQuery, 'data' | 'expandData' | 'prettyName' | 'dataFormat'>): SubmissionListItem {
+  const item: SubmissionListItem = baseRecord(row);
+  if (q.prettyName) item.prettyName = row.pretty_name;
+  if (q.data || q.expandData || q.dataFormat === 'standardized') {
+    const list = entries(def, parseData(row));
+    item.data =
+      q.dataFormat === 'standardized'
+        ? list
+        : Object.fromEntries(list.map((e) => [String(e.field), q.expandData ? e : { field: e.field, value: e.value }]));
+  }
+  return item;
+}
+
+export async function listSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: SubmissionListQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
+  const { def, submissionsCount } = await loadDefinition(deps, accountId, formId);
+  const filter = resolveFilter(def, q);
+  const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, formId, filter, {
+    order: q.order.toLowerCase() as 'asc' | 'desc',
+    limit: q.pageSize,
+    offset: (q.pageNumber - 1) * q.pageSize,
+    knownTotal: isUnfiltered(filter) ? submissionsCount : undefined,
+  });
+  return { submissions: rows.map((r) => listItem(def, r, q)), ...page(total, q.pageNumber, q.pageSize) };
+}
+
+/** Across every live form of the account: keyword search, newest first, with the standardized data. */
+export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
+  const filter: repo.ResolvedFilter = { keywords: queryWords(q.search), criteria: [] };
+  const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, undefined, filter, {
+    order: 'desc',
+    limit: q.pageSize,
+    offset: (q.pageNumber - 1) * q.pageSize,
+  });
+  const submissions: SubmissionListItem[] = [];
+  for (const row of rows) {
+    const { def } = await loadDefinition(deps, accountId, row.form_id);
+    submissions.push(listItem(def, row, { data: true, expandData: true, prettyName: true, dataFormat: 'standardized' }));
+  }
+  return { submissions, ...page(total, q.pageNumber, q.pageSize) };
+}
+
+const DAY = 24 * 3_600_000;
+
+export async function countSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: CountQuery): Promise<{ formId: number; count: number; from: string | null; to: string | null }> {
+  const { submissionsCount } = await loadDefinition(deps, accountId, formId);
+  let from: number | undefined;
+  let to: number | undefined;
+  const start = q.startDate === undefined ? undefined : parseWallTime(q.startDate);
+  if (q.startDate !== undefined && !start) fail([{ property: 'query.startDate', message: 'is not a real date and time' }], 'validation_failed');
+  if (q.lookbackPeriod !== undefined) {
+    // The lookback counts whole Eastern days: the day of startDate (or today) and the days before it.
+    const day = start ?? { ...easternDay(Date.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
+    const last = start && !start.dateOnly ? upperBound(start) : upperBound({ ...day, hour: 0, minute: 0, second: 0, dateOnly: true });
+    const first = new Date(Date.UTC(day.year, day.month - 1, day.day - q.lookbackPeriod + 1));
+    from = lowerBound({ year: first.getUTCFullYear(), month: first.getUTCMonth() + 1, day: first.getUTCDate(), hour: 0, minute: 0, second: 0, dateOnly: true });
+    to = last;
+  } else if (start) {
+    from = lowerBound(start);
+  }
+  const count = from === undefined && to === undefined ? submissionsCount : await repo.countSubmissions(deps.ctx.db, accountId, formId, from, to);
+  return { formId, count, from: from === undefined ? null : isoTime(from), to: to === undefined ? null : isoTime(to) };
+}
+
+function csvCell(text: string): string {
+  // A cell that a spreadsheet would run as a formula is prefixed with a quote mark.
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+export interface ExportStream {
+  contentType: string;
+  filename: string;
+  lines: AsyncGenerator<string>;
+}
+
+/**
+ * Every matching submission as CSV (one column per input field, displayed values) or as
+ * NDJSON (detailed records). Checks the form and the filters first, so that errors come
+ * before any byte is sent; then reads in batches of 500 by id, so memory stays flat.
+ */
+export async function exportSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: SubmissionFilters & { format: 'csv' | 'ndjson' }): Promise<ExportStream> {
+  const { def } = await loadDefinition(deps, accountId, formId);
+  const filter = resolveFilter(def, q);
+  const order = q.order.toLowerCase() as 'asc' | 'desc';
+  const columns = def.fields.filter((f) => TYPE_RULES[f.type].input);
+  const { db, dialect } = deps.ctx;
+  async function* lines(): AsyncGenerator<string> {
+    if (q.format === 'csv') yield `${['id', 'timestamp', 'remoteAddr', 'userAgent', ...columns.map((f) => f.label)].map(csvCell).join(',')}\r\n`;
+    let after: number | undefined;
+    for (;;) {
+      const rows = await repo.nextBatch(db, dialect, accountId, formId, filter, after, order, 500);
+      let chunk = '';
+      for (const row of rows) {
+        const record = toSubmission(def, row);
+        if (q.format === 'ndjson') {
+          chunk += `${JSON.stringify(record)}\n`;
+        } else {
+          const shown = new Map(record.data.map((e) => [e.field, e.displayValue]));
+          const cells = [String(record.id), record.timestamp, record.remoteAddr, record.userAgent, ...columns.map((f) => shown.get(f.id) ?? '')];
+          chunk += `${cells.map(csvCell).join(',')}\r\n`;
+        }
+      }
+      if (chunk) yield chunk;
+      if (rows.length < 500) return;
+      after = rows[rows.length - 1]!.id;
+    }
+  }
+  return {
+    contentType: q.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+    filename: `form-${formId}-submissions.${q.format}`,
+    lines: lines(),
+  };
+}

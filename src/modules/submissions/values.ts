@@ -1,0 +1,336 @@
+import type { FieldDefinition } from '../fields/definition.js';
+import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from '../fields/types.js';
+
+/**
+ * What a submission holds for one field, once checked: the shapes below, per type.
+ * Everything about reading, showing and searching field values lives here.
+ *
+ * text, textarea, email, phone, datetime, radio: string
+ * number, product (the quantity): number
+ * select, checkbox: string[] (option values)
+ * name, address, matrix: Record<string, string> (subfield or row → value)
+ * creditcard: { brand, last4, expMonth, expYear } (never the full number)
+ */
+export type StoredValue = string | number | string[] | Record<string, string>;
+
+export interface FieldForValues extends Pick<FieldDefinition, 'type' | 'label' | 'attributes' | 'options' | 'required' | 'unique' | 'logic'> {
+  id: number;
+}
+
+export class ValueError extends Error {}
+
+const MAX_TEXT = 100_000;
+const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+
+function record(raw: unknown): Record<string, unknown> | undefined {
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+}
+
+/**
+ * The plain value a client sent for a field: `{"value": x}`, a bare string or number, or
+ * `{"subvalues": [{"subvalue": x}]}` (select, checkbox); name and address fields send
+ * their subfields instead. Returns what to check, or throws ValueError with the problem.
+ */
+function unwrap(type: FieldType, raw: unknown): unknown {
+  const obj = record(raw);
+  if (!obj) return raw;
+  const keys = Object.keys(obj);
+  if (keys.length === 1 && keys[0] === 'value') return obj.value;
+  if (keys.length === 1 && keys[0] === 'subvalues') {
+    if (!Array.isArray(obj.subvalues)) throw new ValueError('subvalues must be a list');
+    return obj.subvalues.map((s) => {
+      const sub = record(s);
+      if (!sub || Object.keys(sub).length !== 1 || !('subvalue' in sub)) throw new ValueError('each subvalue must be {"subvalue": ...}');
+      return sub.subvalue;
+    });
+  }
+  if (type === 'name' || type === 'address' || type === 'matrix' || type === 'creditcard') return obj;
+  throw new ValueError('must be {"value": ...}, {"subvalues": [...]} or a plain string or number');
+}
+
+function text(value: unknown, max = MAX_TEXT): string {
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value !== 'string') throw new ValueError('must be a string');
+  if (value.length > max) throw new ValueError(`must be at most ${max} characters`);
+  return value;
+}
+
+function subfields(value: unknown, allowed: readonly string[]): Record<string, string> {
+  const obj = record(value);
+  if (!obj) throw new ValueError(`must be an object of ${allowed.join(', ')}`);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (!allowed.includes(k)) throw new ValueError(`has no subfield "${k}" (use ${allowed.join(', ')})`);
+    if (v === null || v === undefined || v === '') continue;
+    out[k] = text(v, 500).trim();
+  }
+  return out;
+}
+
+function checkDate(value: string, format: string, attributes: Record<string, unknown>): string {
+  const patterns: Record<string, RegExp> = {
+    date: /^(\d{4})-(\d{2})-(\d{2})$/,
+    time: /^(\d{2}):(\d{2})(?::(\d{2}))?$/,
+    datetime: /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?$/,
+  };
+  const m = patterns[format]!.exec(value);
+  const ok = (() => {
+    if (!m) return false;
+    if (format === 'time') return Number(m[1]) < 24 && Number(m[2]) < 60 && Number(m[3] ?? 0) < 60;
+    const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    const date = new Date(Date.UTC(y, mo - 1, d));
+    if (date.getUTCFullYear() !== y || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d) return false;
+    return format === 'date' || (Number(m[4]) < 24 && Number(m[5]) < 60 && Number(m[6] ?? 0) < 60);
+  })();
+  const shapes: Record<string, string> = { date: 'YYYY-MM-DD', time: 'HH:MM or HH:MM:SS', datetime: 'YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS' };
+  if (!ok) throw new ValueError(`must be a ${format} as ${shapes[format]}`);
+  if (format !== 'time') {
+    const day = value.slice(0, 10);
+    if (typeof attributes.minDate === 'string' && day < attributes.minDate) throw new ValueError(`must not be before ${attributes.minDate}`);
+    if (typeof attributes.maxDate === 'string' && day > attributes.maxDate) throw new ValueError(`must not be after ${attributes.maxDate}`);
+  }
+  return value.replace('T', ' ');
+}
+
+function checkNumber(value: unknown, attributes: Record<string, unknown>): number {
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isFinite(n)) throw new ValueError('must be a number');
+  if (typeof attributes.min === 'number' && n < attributes.min) throw new ValueError(`must be at least ${attributes.min}`);
+  if (typeof attributes.max === 'number' && n > attributes.max) throw new ValueError(`must be at most ${attributes.max}`);
+  if (typeof attributes.decimals === 'number' && Math.abs(n * 10 ** attributes.decimals - Math.round(n * 10 ** attributes.decimals)) > 1e-6) {
+    throw new ValueError(`must have at most ${attributes.decimals} decimals`);
+  }
+  return n;
+}
+
+function luhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+const CARD_BRANDS: [string, RegExp][] = [
+  ['amex', /^3[47]\d{13}$/],
+  ['visa', /^4\d{12}(\d{3})?(\d{3})?$/],
+  ['mastercard', /^(5[1-5]\d{14}|2(2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12})$/],
+  ['discover', /^6(011|5\d\d)\d{12,15}$/],
+  ['dinersclub', /^3(0[0-5]|[68]\d)\d{11,16}$/],
+  ['jcb', /^35(2[89]|[3-8]\d)\d{12,15}$/],
+];
+
+/** Card numbers are checked and then reduced to brand and last four digits: no full number is stored. */
+function checkCard(value: unknown, attributes: Record<string, unknown>): Record<string, string> {
+  const obj = record(value);
+  if (!obj) throw new ValueError('must be an object with number, expMonth and expYear');
+  const allowed = ['number', 'expMonth', 'expYear', 'cvv', 'name'];
+  const unknown = Object.keys(obj).find((k) => !allowed.includes(k));
+  if (unknown) throw new ValueError(`has no part "${unknown}" (use number, expMonth, expYear, cvv, name)`);
+  const digits = typeof obj.number === 'string' || typeof obj.number === 'number' ? String(obj.number).replace(/[\s-]/g, '') : '';
+  if (!/^\d{12,19}$/.test(digits) || !luhn(digits)) throw new ValueError('number is not a valid card number');
+  const brand = CARD_BRANDS.find(([, re]) => re.test(digits))?.[0] ?? 'other';
+  const types = attributes.cardTypes as string[] | undefined;
+  if (types && !types.includes(brand)) throw new ValueError(`this form takes ${types.join(', ')} cards`);
+  const month = Number(obj.expMonth);
+  const year = Number(obj.expYear);
+  if (!Number.isInteger(month) || month < 1 || month > 12) throw new ValueError('expMonth must be 1 to 12');
+  if (!Number.isInteger(year) || year < 2000 || year > 2100) throw new ValueError('expYear must be a four-digit year');
+  const now = new Date();
+  if (year < now.getUTCFullYear() || (year === now.getUTCFullYear() && month < now.getUTCMonth() + 1)) throw new ValueError('the card has expired');
+  if (obj.cvv !== undefined && !/^\d{3,4}$/.test(String(obj.cvv))) throw new ValueError('cvv must be 3 or 4 digits');
+  return { brand, last4: digits.slice(-4), expMonth: String(month).padStart(2, '0'), expYear: String(year) };
+}
+
+function optionValues(field: FieldForValues, value: unknown): string[] {
+  const list = Array.isArray(value) ? value : [value];
+  const allowed = new Set(field.options.map((o) => o.value));
+  const out: string[] = [];
+  for (const v of list) {
+    const s = text(v, 500);
+    if (!allowed.has(s)) throw new ValueError(`"${s}" is not one of the options (${[...allowed].join(', ')})`);
+    if (!out.includes(s)) out.push(s);
+  }
+  return out;
+}
+
+/** True when nothing was given: such a value clears the field and fails `required`. */
+export function isEmptyInput(raw: unknown): boolean {
+  if (raw === null || raw === undefined || raw === '') return true;
+  const obj = record(raw);
+  if (obj && Object.keys(obj).length === 1 && 'value' in obj) return isEmptyInput(obj.value);
+  if (obj && Object.keys(obj).length === 1 && 'subvalues' in obj) return Array.isArray(obj.subvalues) && obj.subvalues.length === 0;
+  return Array.isArray(raw) && raw.length === 0;
+}
+
+/** Checks what was sent for a field against its definition; returns what is stored, or null for nothing. */
+export function readValue(field: FieldForValues, raw: unknown): StoredValue | null {
+  const rule = TYPE_RULES[field.type];
+  if (!rule.input) throw new ValueError(`a ${field.type} field takes no value`);
+  if (field.type === 'file' || field.type === 'signature') throw new ValueError('file and signature uploads are not accepted yet');
+  if (isEmptyInput(raw)) return null;
+  const value = unwrap(field.type, raw);
+  const a = field.attributes;
+  switch (field.type) {
+    case 'text':
+    case 'textarea': {
+      const s = text(value, typeof a.maxLength === 'number' ? a.maxLength : MAX_TEXT);
+      if (typeof a.minLength === 'number' && s.length < a.minLength) throw new ValueError(`must be at least ${a.minLength} characters`);
+      return s;
+    }
+    case 'email': {
+      const s = text(value, 254).trim();
+      if (!EMAIL.test(s)) throw new ValueError('must be an email address');
+      return s;
+    }
+    case 'phone': {
+      const s = text(value, 40).trim();
+      const digits = s.replace(/\D/g, '');
+      if (!/^\+?[\d\s().-]+$/.test(s) || digits.length < 7 || digits.length > 15) throw new ValueError('must be a phone number');
+      if (a.format === 'us' && !/^1?\d{10}$/.test(digits)) throw new ValueError('must be a 10-digit US phone number');
+      return s;
+    }
+    case 'datetime':
+      return checkDate(text(value, 40).trim(), (a.format as string | undefined) ?? 'date', a);
+    case 'number':
+      return checkNumber(value, a);
+    case 'product': {
+      const n = checkNumber(value, { min: a.minQuantity ?? 0, max: a.maxQuantity, decimals: 0 });
+      return n;
+    }
+    case 'radio':
+      return optionValues(field, value)[0]!;
+    case 'select': {
+      const values = optionValues(field, value);
+      if (values.length > 1) throw new ValueError('takes one option');
+      return values;
+    }
+    case 'checkbox': {
+      const values = optionValues(field, value);
+      if (typeof a.minSelected === 'number' && values.length < a.minSelected) throw new ValueError(`needs at least ${a.minSelected} options`);
+      if (typeof a.maxSelected === 'number' && values.length > a.maxSelected) throw new ValueError(`takes at most ${a.maxSelected} options`);
+      return values;
+    }
+    case 'name': {
+      const v = typeof value === 'string' ? { first: value } : subfields(value, NAME_SUBFIELDS);
+      return Object.keys(v).length === 0 ? null : v;
+    }
+    case 'address': {
+      const v = subfields(value, ADDRESS_SUBFIELDS);
+      return Object.keys(v).length === 0 ? null : v;
+    }
+    case 'matrix': {
+      const rows = a.rows as string[];
+      const columns = a.columns as string[];
+      const obj = record(value);
+      if (!obj) throw new ValueError('must be an object of row → column');
+      const out: Record<string, string> = {};
+      for (const [row, col] of Object.entries(obj)) {
+        if (!rows.includes(row)) throw new ValueError(`has no row "${row}"`);
+        const cols = Array.isArray(col) ? col : [col];
+        if (!a.multiple && cols.length > 1) throw new ValueError(`row "${row}" takes one column`);
+        for (const c of cols) if (typeof c !== 'string' || !columns.includes(c)) throw new ValueError(`row "${row}": "${String(c)}" is not a column`);
+        if (cols.length > 0) out[row] = cols.join(', ');
+      }
+      return Object.keys(out).length === 0 ? null : out;
+    }
+    case 'creditcard':
+      return checkCard(value, a);
+    default:
+      throw new ValueError(`a ${field.type} field takes no value`);
+  }
+}
+
+const NAME_ORDER = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix'];
+
+/** The value as a person reads it. */
+export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') {
+    if (field.type === 'radio') return field.options.find((o) => o.value === value)?.label ?? value;
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
+  switch (field.type) {
+    case 'name':
+      return NAME_ORDER.filter((k) => value[k]).map((k) => value[k]).join(' ');
+    case 'address': {
+      const cityLine = [value.city, [value.state, value.zip].filter(Boolean).join(' ')].filter(Boolean).join(', ');
+      return [value.address, value.address2, cityLine, value.country].filter(Boolean).join(', ');
+    }
+    case 'creditcard':
+      return `${value.brand} ending in ${value.last4}, expires ${value.expMonth}/${value.expYear}`;
+    default:
+      return Object.entries(value)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ');
+  }
+}
+
+/** Normalized strings that a field search matches: the whole value and, for lists and parts, each one. */
+export function searchKeys(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string[] {
+  const keys = new Set<string>([normalize(displayValue(field, value))]);
+  if (Array.isArray(value)) for (const v of value) keys.add(normalize(v));
+  else if (typeof value === 'object' && field.type !== 'creditcard') for (const v of Object.values(value)) keys.add(normalize(v));
+  else if (typeof value === 'string') keys.add(normalize(value));
+  keys.delete('');
+  return [...keys];
+}
+
+/** Field search compares values without regard to case or surrounding space, on their first 200 characters. */
+export function normalize(text: string): string {
+  return text.trim().toLowerCase().slice(0, 200);
+}
+
+/** Whether each field is shown, given the values: fields hidden by their logic are not required. */
+export function visibleFields(fields: FieldForValues[], values: Map<number, StoredValue>): Set<number> {
+  const byId = new Map(fields.map((f) => [f.id, f]));
+  let visible = new Set(fields.map((f) => f.id));
+  // A check on a hidden field sees an empty value; repeat until nothing changes (chains of logic).
+  for (let round = 0; round <= fields.length; round++) {
+    const next = new Set<number>();
+    for (const f of fields) {
+      if (!f.logic) {
+        next.add(f.id);
+        continue;
+      }
+      const results = f.logic.checks.map((c) => {
+        const target = byId.get(c.field);
+        const value = target && visible.has(c.field) ? values.get(c.field) : undefined;
+        return checkHolds(c.condition, target, value, c.option ?? '');
+      });
+      const holds = f.logic.conditional === 'all' ? results.every(Boolean) : results.some(Boolean);
+      if (holds === (f.logic.action === 'show')) next.add(f.id);
+    }
+    if (next.size === visible.size && [...next].every((id) => visible.has(id))) return next;
+    visible = next;
+  }
+  return visible;
+}
+
+function checkHolds(condition: string, field: FieldForValues | undefined, value: StoredValue | undefined, option: string): boolean {
+  const texts = value === undefined ? [] : Array.isArray(value) ? value : [typeof value === 'object' && field ? displayValue(field, value) : String(value)];
+  const want = option.toLowerCase();
+  switch (condition) {
+    case 'empty':
+      return texts.length === 0;
+    case 'notempty':
+      return texts.length > 0;
+    case 'equals':
+      return texts.some((t) => t.toLowerCase() === want);
+    case 'notequals':
+      return !texts.some((t) => t.toLowerCase() === want);
+    case 'contains':
+      return texts.some((t) => t.toLowerCase().includes(want));
+    case 'notcontains':
+      return !texts.some((t) => t.toLowerCase().includes(want));
+    case 'greaterthan':
+      return texts.some((t) => Number(t) > Number(option));
+    case 'lessthan':
+      return texts.some((t) => Number(t) < Number(option));
+    default:
+      return false;
+  }
+}
