@@ -312,7 +312,6 @@ export async function searchAccount(deps: SubmissionsDeps, accountId: number, q:
   return { submissions, ...page(total, q.pageNumber, q.pageSize) };
 }
 
-const DAY = 24 * 3_600_000;
 
 export async function countSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: CountQuery): Promise<{ formId: number; count: number; from: string | null; to: string | null }> {
   const { submissionsCount } = await loadDefinition(deps, accountId, formId);
