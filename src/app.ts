@@ -48,6 +48,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       },
     },
     bodyLimit: ctx.config.bodyLimit,
+    trustProxy: ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -16,6 +16,8 @@ export interface Config {
   bodyLimit: number;
   /** Memory for serialized form reads kept per process, in bytes; 0 turns the cache off. */
   readCacheBytes: number;
+  /** Fastify's trustProxy: whether, or which, proxies' X-Forwarded-For to believe for remoteAddr. */
+  trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {
@@ -53,6 +55,17 @@ function url(env: NodeJS.ProcessEnv, name: string, protocols: string[]): URL | u
   return parsed;
 }
 
+function trustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const list = raw.split(',').map((s) => s.trim());
+  if (list.some((s) => !/^[0-9a-fA-F.:/]+$/.test(s))) {
+    throw new ConfigError('TRUST_PROXY', 'must be true, false, a number of hops, or a comma-separated list of addresses or CIDR ranges');
+  }
+  return list;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0';
@@ -82,5 +95,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey,
     bodyLimit: integer(env, 'BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     readCacheBytes: integer(env, 'READ_CACHE_MB', 64, 0, 65536) * 1024 * 1024,
+    trustProxy: trustProxy(env.TRUST_PROXY),
   };
 }

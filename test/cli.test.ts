@@ -82,6 +82,7 @@ describe(`formwork command (${dialectName})`, () => {
       [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
       [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
       [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
+      [{ TRUST_PROXY: 'maybe; drop table' }, 'TRUST_PROXY'],
     ] as const) {
       assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.setting === name, name);
     }
