@@ -48,7 +48,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       },
     },
     bodyLimit: ctx.config.bodyLimit,
-    trustProxy: ctx.config.trustProxy,
+    // A number of hops trusts that many proxies nearest to the server.
+    trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_addr: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
   }).withTypeProvider<TypeBoxTypeProvider>();
