@@ -59,6 +59,9 @@ export function openDatabase(options: DbOptions): Db {
       max: options.poolSize ?? 10,
       types: pgTypes as pg.CustomTypesConfig,
     });
+    // An idle client whose connection drops (server restart, failover) is discarded by the
+    // pool, which connects anew on the next query; without a listener the error would crash the process.
+    pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
   }
@@ -70,6 +73,9 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // Fewer, larger checkpoints: each one syncs the database file, and writes come in bursts.
+  sqlite.pragma('wal_autocheckpoint = 10000');
+  sqlite.pragma('cache_size = -65536');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
 }

@@ -13,7 +13,7 @@ export interface Database {
   forms: FormsTable;
   fields: FieldsTable;
   submissions: SubmissionsTable;
-  submission_values: SubmissionValuesTable;
+  submission_unique_values: SubmissionUniqueValuesTable;
   submissions_fts: SubmissionsFtsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
@@ -115,13 +115,11 @@ export interface SubmissionsTable {
   search_vector: ColumnType<never, never, RawBuilder<unknown>>;
 }
 
-export interface SubmissionValuesTable {
+export interface SubmissionUniqueValuesTable {
   submission_id: number;
   form_id: number;
   field_id: number;
   value_norm: string;
-  /** value_norm again for fields marked unique, else null; a unique index guards it. */
-  unique_key: string | null;
 }
 
 /** SQLite only: the FTS5 index, rowid = submission id. PostgreSQL keeps a tsvector column instead. */

@@ -21,24 +21,20 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await db.schema.createIndex('submissions_form_created').on('submissions').columns(['form_id', 'created_at', 'id']).execute();
   await db.schema.createIndex('submissions_account_id').on('submissions').columns(['account_id', 'id']).execute();
 
-  // One row per searchable value of a field: field search and unique checks are index lookups.
+  // Values of fields marked unique; the unique index is what finally guards them.
   await db.schema
-    .createTable('submission_values')
+    .createTable('submission_unique_values')
     .addColumn('submission_id', 'integer', (c) => c.notNull().references('submissions.id').onDelete('cascade'))
     .addColumn('form_id', 'integer', (c) => c.notNull())
     .addColumn('field_id', 'integer', (c) => c.notNull())
     .addColumn('value_norm', 'text', (c) => c.notNull())
-    .addColumn('unique_key', 'text')
     .execute();
-  await db.schema
-    .createIndex('submission_values_lookup')
-    .on('submission_values')
-    .columns(['form_id', 'field_id', 'value_norm', 'submission_id'])
-    .execute();
-  await db.schema.createIndex('submission_values_unique').on('submission_values').columns(['form_id', 'field_id', 'unique_key']).unique().execute();
-  await db.schema.createIndex('submission_values_submission').on('submission_values').column('submission_id').execute();
+  await db.schema.createIndex('submission_unique_values_key').on('submission_unique_values').columns(['form_id', 'field_id', 'value_norm']).unique().execute();
+  await db.schema.createIndex('submission_unique_values_submission').on('submission_unique_values').column('submission_id').execute();
 
-  // Keyword search: a full-text index over every field's displayed value.
+  // Keyword and field search: one full-text index per submission over the words of every
+  // value and one token per field value (see modules/submissions/keywords.ts). A full-text
+  // index takes a submission's 30-odd tokens far more cheaply than as many B-tree rows.
   if (dialect === 'postgres') {
     await sql`ALTER TABLE submissions ADD COLUMN search_vector tsvector NOT NULL DEFAULT ''::tsvector`.execute(db);
     await sql`CREATE INDEX submissions_search ON submissions USING gin (search_vector)`.execute(db);

@@ -31,7 +31,7 @@ export async function withIdempotencyKey<T>(
   db: Kysely<Database>,
   accountId: number,
   key: string | undefined,
-  hash: string,
+  hash: () => string,
   run: (save: (trx: Transaction<Database>, response: StoredResponse) => Promise<void>) => Promise<T>,
 ): Promise<IdempotentOutcome<T>> {
   if (key === undefined) return { replayed: false, result: await run(async () => {}) };
@@ -39,19 +39,20 @@ export async function withIdempotencyKey<T>(
     throw invalid('header.idempotency-key', 'must be 1 to 255 visible ASCII characters', 'invalid_idempotency_key');
   }
   const now = Date.now();
+  const requestHashValue = hash();
   const inProgress = () => new ConflictError('A request with this Idempotency-Key is still being processed; retry shortly', 'idempotency_in_progress');
   const replay = await transact(db, async (trx) => {
     await repo.deleteExpired(trx, accountId, now - KEY_LIFETIME_MS);
     const existing = await repo.findKey(trx, accountId, key);
     if (existing) {
-      if (existing.request_hash !== hash) {
+      if (existing.request_hash !== requestHashValue) {
         throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key for a new request');
       }
       if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
       if (existing.created_at > now - STALE_CLAIM_MS) throw inProgress();
       await repo.deleteKey(trx, accountId, key);
     }
-    await repo.insertClaim(trx, accountId, key, hash, now);
+    await repo.insertClaim(trx, accountId, key, requestHashValue, now);
     return undefined;
   }).catch((error: unknown) => {
     // Two first requests at once: the second one's claim meets the first one's.

@@ -1,7 +1,14 @@
 /**
- * Words for keyword search, made the same way for what is stored and what is searched,
- * so that SQLite's FTS5 and PostgreSQL's tsvector see identical tokens: lower case,
- * accents removed, split on anything that is not a letter or a digit.
+ * Tokens of the full-text index, made the same way for what is stored and what is
+ * searched, so that SQLite's FTS5 and PostgreSQL's tsvector hold identical tokens:
+ *
+ * - words: lower case, accents removed, split on anything that is not a letter or digit;
+ *   a keyword search matches them as prefixes;
+ * - field tokens: `f<fieldId>x<hex of the normalized value>`, one per searchable value of a
+ *   field; a field search for a whole value matches its token exactly, one for a start of
+ *   a value (`abc*`) matches it as a prefix, since hex keeps UTF-8 prefixes as prefixes.
+ *
+ * Both kinds hold only letters and digits, so no query syntax can be smuggled in.
  */
 export function words(text: string): string[] {
   return (
@@ -16,4 +23,24 @@ export function words(text: string): string[] {
 /** The distinct words of a keyword query, at most 10 (more narrows nothing useful and costs more). */
 export function queryWords(keyword: string): string[] {
   return [...new Set(words(keyword))].slice(0, 10);
+}
+
+export function fieldToken(fieldId: number, normalizedValue: string): string {
+  return `f${fieldId}x${Buffer.from(normalizedValue, 'utf8').toString('hex')}`;
+}
+
+/** One term of a search: a token, matched whole or as a prefix. */
+export interface Term {
+  token: string;
+  prefix: boolean;
+}
+
+/** An FTS5 MATCH expression: every term must appear. */
+export function ftsMatch(terms: Term[]): string {
+  return terms.map((t) => `"${t.token}"${t.prefix ? '*' : ''}`).join(' AND ');
+}
+
+/** A PostgreSQL tsquery, read as is (no parser, no dictionary): every term must appear. */
+export function tsQuery(terms: Term[]): string {
+  return terms.map((t) => `'${t.token}'${t.prefix ? ':*' : ''}`).join(' & ');
 }

@@ -2,52 +2,50 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
-
-export interface SearchValue {
-  fieldId: number;
-  norm: string;
-  unique: boolean;
-}
+import { ftsMatch, tsQuery, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
   data: string;
   prettyName: string | null;
-  /** Words for the keyword index, already normalized (see keywords.ts). */
-  words: string;
-  values: SearchValue[];
+  /** Every token of the full-text index: words and field tokens (see keywords.ts). */
+  tokens: string[];
+  /** Normalized values of the fields marked unique. */
+  unique: { fieldId: number; norm: string }[];
   now: number;
 }
 
 export interface ResolvedFilter {
   from?: number;
   to?: number;
-  /** Words that must all appear as word prefixes; an empty list matches nothing. */
-  keywords?: string[];
-  criteria: { fieldId: number; value: string; prefix: boolean }[];
+  /** Full-text terms that must all appear: keyword words and field criteria. */
+  terms: Term[];
+  /** A filter that nothing can match (a keyword with no words in it). */
+  impossible?: boolean;
 }
 
 type SubmissionQuery = SelectQueryBuilder<Database, 'submissions', object>;
 
 async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite): Promise<void> {
-  if (w.values.length > 0) {
+  if (w.unique.length > 0) {
     await db
-      .insertInto('submission_values')
-      .values(w.values.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm, unique_key: v.unique ? v.norm : null })))
+      .insertInto('submission_unique_values')
+      .values(w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })))
       .execute();
   }
   if (dialect === 'postgres') {
+    // array_to_tsvector takes the tokens as they are: no parser, no dictionary.
     await db
       .updateTable('submissions')
-      .set({ search_vector: sql`to_tsvector('simple', ${w.words})` })
+      .set({ search_vector: sql`array_to_tsvector(${w.tokens}::text[])` })
       .where('id', '=', id)
       .execute();
   } else {
-    await db.insertInto('submissions_fts').values({ rowid: id, content: w.words }).execute();
+    await db.insertInto('submissions_fts').values({ rowid: id, content: w.tokens.join(' ') }).execute();
   }
 }
 
 async function clearSearchable(db: Executor, dialect: Dialect, id: number): Promise<void> {
-  await db.deleteFrom('submission_values').where('submission_id', '=', id).execute();
+  await db.deleteFrom('submission_unique_values').where('submission_id', '=', id).execute();
   if (dialect === 'sqlite') await db.deleteFrom('submissions_fts').where('rowid', '=', id).execute();
 }
 
@@ -111,40 +109,23 @@ export async function findSubmission(db: Executor, accountId: number, id: number
 
 /** Another submission of the form that holds this value in a unique field, if any. */
 export async function findUniqueHolder(db: Executor, formId: number, fieldId: number, norm: string, except?: number): Promise<number | undefined> {
-  let q = db.selectFrom('submission_values').select('submission_id').where('form_id', '=', formId).where('field_id', '=', fieldId).where('unique_key', '=', norm);
+  let q = db.selectFrom('submission_unique_values').select('submission_id').where('form_id', '=', formId).where('field_id', '=', fieldId).where('value_norm', '=', norm);
   if (except !== undefined) q = q.where('submission_id', '!=', except);
   return (await q.executeTakeFirst())?.submission_id;
 }
 
-function keywordCondition(dialect: Dialect, words: string[]) {
-  if (dialect === 'postgres') {
-    const query = words.map((w) => `${w}:*`).join(' & ');
-    return sql<boolean>`submissions.search_vector @@ to_tsquery('simple', ${query})`;
-  }
-  const query = words.map((w) => `"${w}"*`).join(' ');
-  return sql<boolean>`submissions.id IN (SELECT rowid FROM submissions_fts WHERE submissions_fts MATCH ${query})`;
-}
-
-/** Applies the time, keyword and field filters to a query over submissions of one scope. */
-function applyFilter(db: Executor, dialect: Dialect, query: SubmissionQuery, formId: number | undefined, f: ResolvedFilter): SubmissionQuery | undefined {
+/** Applies the time range and the full-text terms to a query over submissions of one scope. */
+function applyFilter(dialect: Dialect, query: SubmissionQuery, f: ResolvedFilter): SubmissionQuery | undefined {
+  if (f.impossible) return undefined;
   let q = query;
   if (f.from !== undefined) q = q.where('submissions.created_at', '>=', f.from);
   if (f.to !== undefined) q = q.where('submissions.created_at', '<=', f.to);
-  if (f.keywords) {
-    if (f.keywords.length === 0) return undefined;
-    q = q.where(keywordCondition(dialect, f.keywords));
-  }
-  for (const c of f.criteria) {
-    let values = db.selectFrom('submission_values as v').select('v.submission_id').where('v.field_id', '=', c.fieldId);
-    if (formId !== undefined) values = values.where('v.form_id', '=', formId);
-    // A prefix is a range on the index: values from "abc" up to, but not including, "abd".
-    if (c.prefix) {
-      const upper = c.value.slice(0, -1) + String.fromCodePoint(c.value.codePointAt(c.value.length - 1)! + 1);
-      values = c.value === '' ? values : values.where('v.value_norm', '>=', c.value).where('v.value_norm', '<', upper);
-    } else {
-      values = values.where('v.value_norm', '=', c.value);
-    }
-    q = q.where('submissions.id', 'in', values);
+  if (f.terms.length > 0) {
+    q = q.where(
+      dialect === 'postgres'
+        ? sql<boolean>`submissions.search_vector @@ ${tsQuery(f.terms)}::tsquery`
+        : sql<boolean>`submissions.id IN (SELECT rowid FROM submissions_fts WHERE submissions_fts MATCH ${ftsMatch(f.terms)})`,
+    );
   }
   return q;
 }
@@ -178,7 +159,7 @@ export async function listSubmissions(
     const liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
     base = base.where('submissions.form_id', 'in', liveForms);
   }
-  const q = applyFilter(db, dialect, base, formId, f);
+  const q = applyFilter(dialect, base, f);
   if (!q) return { rows: [], total: 0 };
   const [rows, total] = await Promise.all([
     q.select(columns).orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
@@ -209,7 +190,7 @@ export async function nextBatch(
   order: 'asc' | 'desc',
   size: number,
 ): Promise<SubmissionRow[]> {
-  let q = applyFilter(db, dialect, scope(db, accountId, formId), formId, f);
+  let q = applyFilter(dialect, scope(db, accountId, formId), f);
   if (!q) return [];
   if (after !== undefined) q = q.where('submissions.id', order === 'asc' ? '>' : '<', after);
   return q.select(columns).orderBy('submissions.id', order).limit(size).execute();

@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database, FormRow, SubmissionRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
+import { WriteBatcher } from '../../db/write-batcher.js';
 import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
@@ -11,7 +12,7 @@ import { TYPE_RULES } from '../fields/types.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
-import { queryWords, words } from './keywords.js';
+import { fieldToken, queryWords, words, type Term } from './keywords.js';
 import * as repo from './repository.js';
 import type {
   AccountSearchQuery,
@@ -36,11 +37,18 @@ export interface FormDefinition {
 export interface SubmissionsDeps {
   ctx: AppContext;
   definitions: VersionedCache<FormDefinition>;
+  /** Runs a write in its own transaction, or, on SQLite, in a group commit with others. */
+  write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 }
 
 export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
   // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
-  return { ctx, definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024) };
+  const batcher = ctx.dialect === 'sqlite' ? new WriteBatcher(ctx.db) : undefined;
+  return {
+    ctx,
+    definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
+    write: (job) => (batcher ? batcher.run(job) : transact(ctx.db, job)),
+  };
 }
 
 type DataMap = Map<number, StoredValue>;
@@ -107,32 +115,29 @@ function checkRequired(def: FormDefinition, data: DataMap): void {
 }
 
 function searchable(def: FormDefinition, data: DataMap, now: number): repo.SubmissionWrite {
-  const values: repo.SearchValue[] = [];
-  const texts: string[] = [];
+  const tokens = new Set<string>();
+  const unique: repo.SubmissionWrite['unique'] = [];
   let prettyName: string | null = null;
   let email: string | null = null;
   for (const field of def.fields) {
     const value = data.get(field.id);
     if (value === undefined) continue;
-    const keys = searchKeys(field, value);
-    const uniqueKey = normalize(displayValue(field, value));
-    for (const key of keys) values.push({ fieldId: field.id, norm: key, unique: field.unique && key === uniqueKey });
-    texts.push(displayValue(field, value), ...keys);
-    if (field.type === 'name' && prettyName === null) prettyName = displayValue(field, value);
+    const shown = displayValue(field, value);
+    for (const key of searchKeys(field, value)) {
+      tokens.add(fieldToken(field.id, key));
+      for (const word of words(key)) tokens.add(word);
+    }
+    for (const word of words(shown)) tokens.add(word);
+    if (field.unique) unique.push({ fieldId: field.id, norm: normalize(shown) });
+    if (field.type === 'name' && prettyName === null) prettyName = shown;
     if (field.type === 'email' && email === null) email = String(value);
   }
-  return {
-    data: JSON.stringify(Object.fromEntries(data)),
-    prettyName: prettyName ?? email,
-    words: [...new Set(words(texts.join(' ')))].join(' '),
-    values,
-    now,
-  };
+  return { data: JSON.stringify(Object.fromEntries(data)), prettyName: prettyName ?? email, tokens: [...tokens], unique, now };
 }
 
 async function checkUnique(trx: Transaction<Database>, def: FormDefinition, write: repo.SubmissionWrite, except?: number): Promise<void> {
   const problems: ErrorDetail[] = [];
-  for (const v of write.values.filter((x) => x.unique)) {
+  for (const v of write.unique) {
     if ((await repo.findUniqueHolder(trx, def.form.id, v.fieldId, v.norm, except)) !== undefined) {
       const field = def.byId.get(v.fieldId)!;
       problems.push({ property: `body.fields(id=${field.id})`, message: `${field.label} (${field.id}) must be unique; this value was already submitted` });
@@ -195,7 +200,7 @@ export async function createSubmission(
   const write = searchable(def, data, Date.now());
 
   const { ctx } = deps;
-  return transact(ctx.db, async (trx) => {
+  return deps.write(async (trx) => {
     await checkUnique(trx, def, write);
     const row = await repo.insertSubmission(
       trx,
@@ -229,7 +234,7 @@ export async function updateSubmission(deps: SubmissionsDeps, accountId: number,
   checkRequired(def, data);
   const write = searchable(def, data, Date.now());
   const { ctx } = deps;
-  return transact(ctx.db, async (trx) => {
+  return deps.write(async (trx) => {
     await checkUnique(trx, def, write, id);
     return toSubmission(def, await repo.updateSubmission(trx, ctx.dialect, accountId, row, write));
   });
@@ -237,7 +242,7 @@ export async function updateSubmission(deps: SubmissionsDeps, accountId: number,
 
 export async function deleteSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ id: number; formId: number; deleted: true }> {
   const { ctx } = deps;
-  return transact(ctx.db, async (trx) => {
+  return deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('Submission');
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
@@ -257,18 +262,19 @@ function timeBound(text: string | undefined, property: string, bound: 'lower' | 
 function resolveFilter(def: FormDefinition | undefined, q: SubmissionFilters): repo.ResolvedFilter {
   const from = timeBound(q.minTime, 'query.minTime', 'lower');
   const to = timeBound(q.maxTime, 'query.maxTime', 'upper');
-  const criteria = Object.entries(q.search ?? {})
-    .sort(([a], [b]) => Number(a) - Number(b))
-    .map(([n, c]) => {
-      if (def && !def.byId.has(c.fieldId)) fail([{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }], 'validation_failed');
-      const prefix = c.value.endsWith('*');
-      return { fieldId: c.fieldId, value: normalize(prefix ? c.value.slice(0, -1) : c.value), prefix };
-    });
-  return { from, to, keywords: q.keyword === undefined ? undefined : queryWords(q.keyword), criteria };
+  const terms: Term[] = [];
+  for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
+    if (def && !def.byId.has(c.fieldId)) fail([{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }], 'validation_failed');
+    const prefix = c.value.endsWith('*');
+    terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
+  }
+  const keywords = q.keyword === undefined ? [] : queryWords(q.keyword);
+  for (const word of keywords) terms.push({ token: word, prefix: true });
+  return { from, to, terms, impossible: q.keyword !== undefined && keywords.length === 0 };
 }
 
 function isUnfiltered(f: repo.ResolvedFilter): boolean {
-  return f.from === undefined && f.to === undefined && f.keywords === undefined && f.criteria.length === 0;
+  return f.from === undefined && f.to === undefined && f.terms.length === 0 && !f.impossible;
 }
 
 function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionListQuery, 'data' | 'expandData' | 'prettyName' | 'dataFormat'>): SubmissionListItem {
@@ -298,7 +304,8 @@ export async function listSubmissions(deps: SubmissionsDeps, accountId: number, 
 
 /** Across every live form of the account: keyword search, newest first, with the standardized data. */
 export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
-  const filter: repo.ResolvedFilter = { keywords: queryWords(q.search), criteria: [] };
+  const keywords = queryWords(q.search);
+  const filter: repo.ResolvedFilter = { terms: keywords.map((token) => ({ token, prefix: true })), impossible: keywords.length === 0 };
   const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, undefined, filter, {
     order: 'desc',
     limit: q.pageSize,

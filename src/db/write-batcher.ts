@@ -1,0 +1,69 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from './schema.js';
+import { transact, translateDbError } from './transaction.js';
+
+interface Job {
+  run: (trx: Transaction<Database>) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for SQLite: writes that arrive while another batch is being written wait,
+ * then go into the database together, in one transaction with one savepoint each. A job
+ * that fails rolls back to its savepoint and fails alone; the others commit. Each job's
+ * writes are still all or nothing, and none is acknowledged before its commit. On one
+ * connection every commit costs a write of the changed pages; a batch pays it once.
+ * When idle a job waits only for the current turn of the event loop.
+ */
+export class WriteBatcher {
+  private queue: Job[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly maxBatch = 64,
+  ) {}
+
+  run<T>(job: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+      try {
+        await transact(this.db, async (trx) => {
+          for (const job of batch) {
+            await sql`SAVEPOINT job`.execute(trx);
+            try {
+              const value = await job.run(trx);
+              await sql`RELEASE SAVEPOINT job`.execute(trx);
+              outcomes.push({ ok: true, value });
+            } catch (error) {
+              await sql`ROLLBACK TO SAVEPOINT job`.execute(trx);
+              await sql`RELEASE SAVEPOINT job`.execute(trx);
+              outcomes.push({ ok: false, error: translateDbError(error) });
+            }
+          }
+        });
+      } catch (error) {
+        for (const job of batch) job.reject(error);
+        continue;
+      }
+      batch.forEach((job, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) job.resolve(outcome.value);
+        else job.reject(outcome.error);
+      });
+    }
+    this.flushing = false;
+  }
+}
