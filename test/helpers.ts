@@ -98,7 +98,8 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     const res = await fetch(`${server.url}${path}`, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
-    if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
+    // JSON and +json bodies are parsed; NDJSON (application/x-ndjson) stays text.
+    if (/[/+]json\b/.test(res.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text);
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   }
 

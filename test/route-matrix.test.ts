@@ -3,7 +3,8 @@
  * through the authentication, cross-account and bad-input matrices, so a route added later
  * is covered without touching this file — unless it has a path parameter, an id-shaped
  * body/query property or a JSON body this file does not know yet, in which case the
- * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES).
+ * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES,
+ * REQUIRED_QUERIES).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -24,7 +25,7 @@ interface Operation {
   method: string;
   path: string; // relative to API_PREFIX, with {params}
   pathParams: string[];
-  query: { name: string; schema: Schema }[];
+  query: { name: string; schema: Schema; required: boolean }[];
   body: Schema | undefined;
 }
 
@@ -43,6 +44,18 @@ const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
   'PUT /forms/{formId}/fields/{fieldId}': () => ({ label: 'Relabelled by the matrix' }),
   'POST /folders': () => ({ name: 'Matrix folder' }),
   'PUT /folders/{folderId}': () => ({ name: 'Renamed by the matrix' }),
+  // Field ids sit inside the fields list, not in an id-valued property: the field of the
+  // account whose ids are given (A's select takes 'support', B's text field any text).
+  'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
+  'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
+};
+
+/**
+ * Required query parameters, as a query string each operation needs to be answered at all.
+ * The search for MARK finds A's submission for A and must find nothing for B.
+ */
+const REQUIRED_QUERIES: Record<string, Record<string, () => string>> = {
+  'GET /submissions': { search: () => MARK },
 };
 
 /** Body and query properties that hold an id, by the path parameter whose ids they take. */
@@ -141,7 +154,10 @@ for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Sc
       method: method.toUpperCase(),
       path,
       pathParams: [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
-      query: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name as string, schema: p.schema as Schema })),
+      // A parameter with a default is listed as required too; only one without is needed.
+      query: parameters
+        .filter((p) => p.in === 'query')
+        .map((p) => ({ name: p.name as string, schema: p.schema as Schema, required: p.required === true && (p.schema as Schema).default === undefined })),
       body: (op as Schema).requestBody?.content?.['application/json']?.schema as Schema | undefined,
     });
   }
@@ -180,6 +196,17 @@ function validBody(op: Operation, ids: Ids): Record<string, unknown> | undefined
   const make = VALID_BODIES[op.key];
   if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/route-matrix.test.ts has no valid body for it`);
   return make(ids);
+}
+
+/** The operation's required query parameters (REQUIRED_QUERIES) followed by more, as "?..." or "". */
+function withQuery(op: Operation, more = ''): string {
+  const given = more.replace(/^\?/, '');
+  const named = new Set(given.split('&').map((p) => p.split('=')[0]));
+  const required = Object.entries(REQUIRED_QUERIES[op.key] ?? {})
+    .filter(([name]) => !named.has(name))
+    .map(([name, value]) => `${name}=${encodeURIComponent(value())}`);
+  const parts = [...required, given].filter((p) => p !== '');
+  return parts.length > 0 ? `?${parts.join('&')}` : '';
 }
 
 let requests = 0;
@@ -233,6 +260,9 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   for (const f of forms.forms) {
     formDetails.push(await ok(acc.get(`/forms/${f.id}?withFields=true`), 'read form'));
     formDetails.push(await ok(acc.get(`/forms/${f.id}/fields`), 'list fields'));
+    const submissions = await ok(acc.get(`/forms/${f.id}/submissions?pageSize=100&expandData=true&prettyName=true`), 'list submissions');
+    formDetails.push(submissions);
+    for (const s of submissions.submissions) formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
   }
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
@@ -311,14 +341,36 @@ describe(`route matrix (${dialectName})`, () => {
       'create field with logic',
     );
     const second = await ok(a.post('/forms', { name: `Second ${MARK}`, folder: subfolder.id, fields: [{ type: 'text', label: `Note ${MARK}` }] }), 'create form');
-    const gone = await ok(a.post('/forms', { name: `Deleted ${MARK}` }), 'create form');
+    const gone = await ok(a.post('/forms', { name: `Deleted ${MARK}`, fields: [{ type: 'text', label: `Gone ${MARK}` }] }), 'create form');
+    // A submission in each form (the deleted form's one made before it was deleted).
+    const [nameField, emailField, , ageField] = form.fields;
+    const submission = await ok(
+      a.post(`/forms/${form.id}/submissions`, {
+        fields: [
+          { id: nameField.id, value: { first: 'Ann', last: MARK } },
+          { id: emailField.id, value: { value: `ann-${MARK}@example.com` } },
+          { id: select.id, value: { subvalues: [{ subvalue: 'support' }] } },
+          { id: ageField.id, value: 30 },
+          { id: withLogic.id, value: `Ticket about ${MARK}` },
+        ],
+      }),
+      'create submission',
+    );
+    const secondSubmission = await ok(a.post(`/forms/${second.id}/submissions`, { fields: [{ id: second.fields[0].id, value: `Note ${MARK}` }] }), 'create submission');
+    const goneSubmission = await ok(a.post(`/forms/${gone.id}/submissions`, { fields: [{ id: gone.fields[0].id, value: `Gone ${MARK}` }] }), 'create submission');
     await ok(a.delete(`/forms/${gone.id}`), 'delete form');
-    Object.assign(aIds, { formId: [form.id, second.id, gone.id], fieldId: [select.id, withLogic.id], folderId: [folder.id, subfolder.id] });
+    Object.assign(aIds, {
+      formId: [form.id, second.id, gone.id],
+      fieldId: [select.id, withLogic.id],
+      folderId: [folder.id, subfolder.id],
+      submissionId: [submission.id, secondSubmission.id, goneSubmission.id],
+    });
 
     // B: not empty, so that "not found" cannot come from an empty account.
     const bFolder = await ok(b.post('/folders', { name: 'B folder' }), 'create B folder');
     const bForm = await ok(b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }), 'create B form');
-    Object.assign(bIds, { formId: bForm.id, fieldId: bForm.fields[0].id, folderId: bFolder.id });
+    const bSubmission = await ok(b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }), 'create B submission');
+    Object.assign(bIds, { formId: bForm.id, fieldId: bForm.fields[0].id, folderId: bFolder.id, submissionId: bSubmission.id });
 
     // A revoked and an expired token of A's; each worked before.
     const extra = await createPersonalToken(db, a.userId, 'to revoke');
@@ -352,6 +404,17 @@ describe(`route matrix (${dialectName})`, () => {
           .map((p) => `${p.in}.${p.name} of ${op.key}`),
       );
       assert.deepEqual(unknown, [], `add to ID_PROPERTIES in test/route-matrix.test.ts: ${unknown.join(', ')}`);
+    });
+
+    it('has a value for every required query parameter, and no stale ones', () => {
+      const missing = operations.flatMap((op) => op.query.filter((q) => q.required && !REQUIRED_QUERIES[op.key]?.[q.name]).map((q) => `${q.name} of ${op.key}`));
+      assert.deepEqual(missing, [], `add to REQUIRED_QUERIES in test/route-matrix.test.ts: ${missing.join(', ')}`);
+      const stale = Object.entries(REQUIRED_QUERIES).flatMap(([key, params]) =>
+        Object.keys(params)
+          .filter((name) => !operations.some((op) => op.key === key && op.query.some((q) => q.name === name && q.required)))
+          .map((name) => `${name} of ${key}`),
+      );
+      assert.deepEqual(stale, [], `REQUIRED_QUERIES entries that match no required query parameter: ${stale.join(', ')}`);
     });
 
     it('has a valid body for every operation that takes one, and no stale ones', () => {
@@ -407,7 +470,7 @@ describe(`route matrix (${dialectName})`, () => {
       it(`${op.key} with A's ids answers 404 to B`, async (t) => {
         let checked = 0;
         const expect404 = async (ids: Ids, query: string, body: unknown, what: string) => {
-          const url = `${API_PREFIX}${fillPath(op, ids)}${query}`;
+          const url = `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`;
           const res = await call(op.method, url, { token: b.token, body }, what);
           assertError(res, 404, `${op.key} by B ${what} (${url})`);
           assert.ok(!res.text.includes(MARK), `${op.key} by B ${what} shows A's data`);
@@ -429,7 +492,7 @@ describe(`route matrix (${dialectName})`, () => {
         if (op.method === 'GET' && op.pathParams.length === 0) {
           const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
           for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
-            const res = await call('GET', `${API_PREFIX}${op.path}${query}`, { token: b.token }, 'B lists');
+            const res = await call('GET', `${API_PREFIX}${op.path}${withQuery(op, query)}`, { token: b.token }, 'B lists');
             assert.equal(res.status, 200, `${op.key}${query} by B: ${res.text.slice(0, 300)}`);
             assert.ok(!res.text.includes(MARK), `${op.key}${query} by B shows A's data`);
             checked++;
@@ -465,7 +528,7 @@ describe(`route matrix (${dialectName})`, () => {
         it(`${op.key} answers 404 for the largest id, which exists nowhere`, async () => {
           const body = validBody(op, ids());
           const expect404 = async (path: string, query: string, sent: unknown, what: string) => {
-            const res = await call(op.method, `${API_PREFIX}${path}${query}`, { token: a.token, body: sent }, what);
+            const res = await call(op.method, `${API_PREFIX}${path}${withQuery(op, query)}`, { token: a.token, body: sent }, what);
             assertError(res, 404, `${op.key} with ${what}`);
           };
           for (const param of op.pathParams) await expect404(fillPath(op, { ...ids(), [param]: MAX_ID }), '', body, `${param}=${MAX_ID}`);
@@ -553,7 +616,7 @@ describe(`route matrix (${dialectName})`, () => {
         it(`${op.key} rejects unknown query values`, async () => {
           const body = validBody(op, ids());
           const send = async (query: string, what: string, property: string) => {
-            const res = await call(op.method, `${url()}?${query}`, { token: a.token, body }, what);
+            const res = await call(op.method, `${url()}${withQuery(op, query)}`, { token: a.token, body }, what);
             assertError(res, 400, `${op.key} with ${what}`, 'validation_failed');
             assertDetail(res, property, `${op.key} with ${what}`);
           };
@@ -592,10 +655,10 @@ describe(`route matrix (${dialectName})`, () => {
         const ids = first(aIds);
         const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
         for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
-          const current = await call('GET', `${API_PREFIX}${fillPath(op, ids)}${query}`, { token: a.token }, 'v2025');
+          const current = await call('GET', `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`, { token: a.token }, 'v2025');
           assert.equal(current.status, 200, `${op.key}${query}: ${current.text.slice(0, 300)}`);
           for (const json of [true, false]) {
-            const url = `${legacy(op, ids, json)}${query}`;
+            const url = `${legacy(op, ids, json)}${withQuery(op, query)}`;
             const old = await call('GET', url, { token: a.token }, 'legacy');
             assert.equal(old.status, 200, `${url}: ${old.text.slice(0, 300)}`);
             assert.deepEqual(old.body, current.body, url);

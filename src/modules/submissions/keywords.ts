@@ -16,9 +16,17 @@ export function words(text: string): string[] {
       .normalize('NFD')
       .replace(/\p{M}+/gu, '')
       .toLowerCase()
-      .match(/[\p{L}\p{N}]+/gu) ?? []
+      .match(/[\p{L}\p{N}]+/gu)
+      ?.map((w) => (w.length > MAX_WORD ? [...w].slice(0, MAX_WORD).join('') : w)) ?? []
   );
 }
+
+/**
+ * Longest word kept, in characters; a longer one is cut, in what is stored and what is
+ * searched alike (so a search for it still matches, as a prefix). PostgreSQL takes no
+ * lexeme over 2047 bytes, and 200 characters are at most 800.
+ */
+const MAX_WORD = 200;
 
 /** The distinct words of a keyword query, at most 10 (more narrows nothing useful and costs more). */
 export function queryWords(keyword: string): string[] {

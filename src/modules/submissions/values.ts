@@ -200,8 +200,11 @@ export function readValue(field: FieldForValues, raw: unknown): StoredValue | nu
       const n = checkNumber(value, { min: a.minQuantity ?? 0, max: a.maxQuantity, decimals: 0 });
       return n;
     }
-    case 'radio':
-      return optionValues(field, value)[0]!;
+    case 'radio': {
+      const values = optionValues(field, value);
+      if (values.length > 1) throw new ValueError('takes one option');
+      return values[0]!;
+    }
     case 'select': {
       const values = optionValues(field, value);
       if (values.length > 1) throw new ValueError('takes one option');

@@ -1,0 +1,228 @@
+/**
+ * The searches use their indexes: the queries that the repository builds are captured
+ * as it runs them and explained on the test database, filled with a few thousand rows
+ * and analyzed. Then the export streams that many rows in batches, in order, each once.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { CompiledQuery, sql, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryId, type RootOperationNode } from 'kysely';
+import { fieldToken } from '../src/modules/submissions/keywords.js';
+import * as repo from '../src/modules/submissions/repository.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { at, ok } from './submission-fixtures.js';
+
+const ROWS = 3000;
+const BASE = at('2026-01-01T00:00:00Z');
+const MINUTE = 60_000;
+
+/** Keeps every query that goes through it, to be compiled and explained afterwards. */
+class Recorder implements KyselyPlugin {
+  readonly queries: { node: RootOperationNode; queryId: QueryId }[] = [];
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    this.queries.push({ node: args.node, queryId: args.queryId });
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs) {
+    return args.result;
+  }
+}
+
+describe(`submission query plans and streaming (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let form: any;
+  let fieldId: number;
+  let other: any;
+
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account('Planner');
+    const db = app.server.db.kysely;
+    form = await ok(a.post('/forms', { name: 'Bulk', fields: [{ type: 'text', label: 'Code' }] }));
+    fieldId = form.fields[0].id;
+    // A second form with rows too, so that the form's own rows are a fraction of the table.
+    other = await ok(a.post('/forms', { name: 'Other bulk', fields: [{ type: 'text', label: 'Code' }] }));
+
+    // Test setup straight into the tables, shaped as the service writes them: row i of the
+    // bulk form holds "v<i>" in its field, the words "common" and "word<i>", and was created i minutes after BASE.
+    for (const [target, count] of [
+      [form, ROWS],
+      [other, ROWS],
+    ] as const) {
+      for (let start = 0; start < count; start += 500) {
+        const rows = Array.from({ length: Math.min(500, count - start) }, (_, k) => {
+          const i = start + k;
+          return {
+            account_id: a.accountId,
+            form_id: target.id,
+            created_at: BASE + i * MINUTE,
+            updated_at: BASE + i * MINUTE,
+            user_agent: 'bulk',
+            remote_addr: '127.0.0.1',
+            data: JSON.stringify({ [target.fields[0].id]: `v${i}` }),
+            pretty_name: null,
+          };
+        });
+        await db.insertInto('submissions').values(rows).execute();
+      }
+      await db.updateTable('forms').set({ submissions_count: count }).where('id', '=', target.id).execute();
+    }
+    // Each row's tokens from its own value, "v" followed by the row's position.
+    const rows = await db.selectFrom('submissions').select(['id', 'form_id', 'data']).execute();
+    const fieldOf = new Map([
+      [form.id, fieldId],
+      [other.id, other.fields[0].id],
+    ]);
+    const tokensOf = (r: { form_id: number; data: string }) => {
+      const v = Object.values(JSON.parse(r.data) as Record<string, string>)[0]!;
+      return ['common', `word${v.slice(1)}`, v, fieldToken(fieldOf.get(r.form_id)!, v)];
+    };
+    // The bulk form's field holds unique values, as if marked unique.
+    for (let i = 0; i < rows.length; i += 500) {
+      await db
+        .insertInto('submission_unique_values')
+        .values(rows.slice(i, i + 500).map((r) => ({ submission_id: r.id, form_id: r.form_id, field_id: fieldOf.get(r.form_id)!, value_norm: tokensOf(r)[2]! })))
+        .execute();
+    }
+    if (dialectName === 'postgres') {
+      const idList = rows.map((r) => r.id);
+      const tokenList = rows.map((r) => tokensOf(r).join(' '));
+      await sql`UPDATE submissions SET search_vector = array_to_tsvector(string_to_array(t.tokens, ' '))
+        FROM unnest(${idList}::int[], ${tokenList}::text[]) AS t(id, tokens) WHERE submissions.id = t.id`.execute(db);
+      // As autovacuum would: the GIN index's pending list is merged and the statistics are fresh.
+      await sql`VACUUM ANALYZE`.execute(db);
+    } else {
+      for (let i = 0; i < rows.length; i += 500) {
+        await db
+          .insertInto('submissions_fts')
+          .values(rows.slice(i, i + 500).map((r) => ({ rowid: r.id, content: tokensOf(r).join(' ') })))
+          .execute();
+      }
+      await sql`ANALYZE`.execute(db);
+    }
+  });
+  after(() => app.close());
+
+  /** The plans of every query that run makes through the repository, as text. */
+  async function plansOf(run: (db: ReturnType<typeof app.server.db.kysely.withPlugin>) => Promise<unknown>): Promise<{ sql: string; plan: string }[]> {
+    const db = app.server.db.kysely;
+    const recorder = new Recorder();
+    await run(db.withPlugin(recorder));
+    assert.ok(recorder.queries.length > 0, 'the repository ran no query');
+    const out: { sql: string; plan: string }[] = [];
+    const compiledAll = recorder.queries.map((q) => db.getExecutor().compileQuery(q.node, q.queryId));
+    // Subqueries go through the plugin too; each is explained as part of its query.
+    const shape = (text: string) => text.replace(/\$\d+/g, '?');
+    const roots = compiledAll.filter((c) => !compiledAll.some((o) => o !== c && o.sql.length > c.sql.length && shape(o.sql).includes(shape(c.sql))));
+    for (const compiled of roots) {
+      const explain = dialectName === 'postgres' ? `EXPLAIN ${compiled.sql}` : `EXPLAIN QUERY PLAN ${compiled.sql}`;
+      const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(explain, [...compiled.parameters]));
+      const plan = result.rows.map((r) => String(r['QUERY PLAN'] ?? r.detail)).join('\n');
+      out.push({ sql: compiled.sql, plan });
+      if (process.env.FORMWORK_SHOW_PLANS) console.log(`${compiled.sql}\n${plan}\n`);
+    }
+    return out;
+  }
+
+  function assertEachUses(plans: { sql: string; plan: string }[], pattern: RegExp, what: string): void {
+    for (const p of plans) assert.match(p.plan, pattern, `${what}\n${p.sql}\n--- plan:\n${p.plan}`);
+  }
+
+  function assertNoFullScan(plans: { sql: string; plan: string }[], what: string): void {
+    for (const p of plans) {
+      const full = dialectName === 'postgres' ? /Seq Scan on submissions\b/ : /^SCAN submissions$/m;
+      assert.doesNotMatch(p.plan, full, `${what} reads the whole table\n${p.sql}\n--- plan:\n${p.plan}`);
+    }
+  }
+
+  const page = { order: 'desc' as const, limit: 25, offset: 0 };
+  const FTS = dialectName === 'postgres' ? /Bitmap Index Scan on submissions_search/ : /submissions_fts VIRTUAL TABLE INDEX/;
+
+  it('keyword search uses the full-text index', async () => {
+    const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [{ token: 'word1234', prefix: true }] }, page));
+    assert.equal(plans.length, 2, 'the page and its count');
+    assertEachUses(plans, FTS, 'keyword');
+    assertNoFullScan(plans, 'keyword');
+  });
+
+  it('keyword search across the forms of an account uses the full-text index', async () => {
+    const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, undefined, { terms: [{ token: 'word1234', prefix: true }] }, page));
+    assertEachUses(plans, FTS, 'account search');
+    assertNoFullScan(plans, 'account search');
+  });
+
+  it('field search uses the full-text index, for whole values and for starts of values', async () => {
+    for (const term of [
+      { token: fieldToken(fieldId, 'v1234'), prefix: false },
+      { token: fieldToken(fieldId, 'v123'), prefix: true },
+    ]) {
+      const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [term] }, page));
+      assertEachUses(plans, FTS, `field search ${JSON.stringify(term)}`);
+      assertNoFullScan(plans, 'field search');
+    }
+  });
+
+  it('a time range uses submissions_form_created', async () => {
+    const range = { from: BASE + 100 * MINUTE, to: BASE + 130 * MINUTE, terms: [] };
+    const listPlans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, range, page));
+    const countPlans = await plansOf((db) => repo.countSubmissions(db, a.accountId, form.id, range.from, range.to));
+    const exportPlans = await plansOf((db) => repo.nextBatch(db, app.server.db.dialect, a.accountId, form.id, range, undefined, 'asc', 500));
+    for (const [what, plans] of [
+      ['list', listPlans],
+      ['count', countPlans],
+      ['export batch', exportPlans],
+    ] as const) {
+      assertEachUses(plans, /submissions_form_created/, `time range ${what}`);
+      assertNoFullScan(plans, `time range ${what}`);
+    }
+  });
+
+  it('the unique check is an index lookup', async () => {
+    const plans = await plansOf((db) => repo.findUniqueHolder(db, form.id, fieldId, 'v1'));
+    assertEachUses(plans, /submission_unique_values_key/, 'unique check');
+  });
+
+  it('the searches find the right rows through the API', async () => {
+    const list = async (q: string) => ok(a.get(`/forms/${form.id}/submissions?${q}`), q);
+    const one = await list('keyword=word1234');
+    assert.deepEqual([one.total, one.submissions.map((s: any) => s.data)], [1, [undefined]]);
+    const byValue = await list(`search[0][fieldId]=${fieldId}&search[0][value]=V1234&data=true`);
+    assert.deepEqual(byValue.submissions.map((s: any) => s.data[fieldId].value), ['v1234']);
+    const byStart = await list(`search[0][fieldId]=${fieldId}&search[0][value]=v123*&pageSize=100&order=asc&data=true`);
+    assert.deepEqual(
+      byStart.submissions.map((s: any) => s.data[fieldId].value),
+      ['v123', 'v1230', 'v1231', 'v1232', 'v1233', 'v1234', 'v1235', 'v1236', 'v1237', 'v1238', 'v1239'],
+    );
+    assert.equal((await list('keyword=common')).total, ROWS, 'only the form asked for');
+    assert.equal((await ok(a.get('/submissions?search=common'))).total, 2 * ROWS, 'every form of the account');
+    const range = await list('minTime=2026-01-01 00:00:00&maxTime=2026-01-01 00:09:59&order=asc&data=true');
+    assert.deepEqual(range.submissions.map((s: any) => s.data[fieldId].value), [...Array(10).keys()].map((i) => `v${300 + i}`), 'EST: 05:00Z to 05:09:59.999Z');
+  });
+
+  it('exports thousands of rows in batches, in order, each once', async () => {
+    const fetchText = async (q: string) => {
+      const res = await a.get(`/forms/${form.id}/submissions/export?${q}`);
+      assert.equal(res.status, 200, res.text.slice(0, 300));
+      return res.text;
+    };
+    const ndjson = (await fetchText('format=ndjson')).trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.equal(ndjson.length, ROWS);
+    const ids = ndjson.map((r) => r.id as number);
+    assert.ok(ids.every((id, i) => i === 0 || id < ids[i - 1]!), 'newest first, no repeats');
+    assert.ok(ndjson.every((r) => r.formId === form.id));
+
+    const csv = (await fetchText('format=csv&order=asc')).split('\r\n');
+    assert.equal(csv.at(-1), '');
+    assert.equal(csv.length, ROWS + 2, 'a header, the rows and the final line end');
+    const csvIds = csv.slice(1, -1).map((line) => Number(line.split(',')[0]));
+    assert.deepEqual(csvIds, [...ids].reverse());
+    assert.deepEqual(csv.slice(1, 3).map((l) => l.split(',').at(-1)), ['v0', 'v1']);
+
+    // A filter that keeps more than one batch: the words of rows 1000 to 1999.
+    const filtered = (await fetchText('format=ndjson&keyword=word1&order=asc')).trimEnd().split('\n').map((l) => JSON.parse(l).data[0].value as string);
+    assert.equal(filtered.length, 1 + 10 + 100 + 1000, 'word1, word1x, word1xx and word1xxx');
+    assert.equal(new Set(filtered).size, filtered.length);
+    const timed = (await fetchText('format=ndjson&minTime=2026-01-01&maxTime=2026-01-01')).trimEnd().split('\n');
+    assert.equal(timed.length, 24 * 60, 'a day in New York: 05:00Z to 04:59:59.999Z the next day');
+  });
+});
