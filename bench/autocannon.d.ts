@@ -11,6 +11,8 @@ declare module 'autocannon' {
       path?: string;
       headers?: Record<string, string>;
       body?: string;
+      /** Called before each request is sent; returns the request to send (a fresh body, say). */
+      setupRequest?: (request: Request, context: Record<string, unknown>) => Request | undefined;
     }
 
     interface Options {
@@ -51,6 +53,10 @@ declare module 'autocannon' {
       throughput: Histogram;
     }
 
+    /**
+     * Emits 'response' (client, statusCode: number, bytes: number, responseTimeMs: number)
+     * for every response, with the time measured in fractions of a millisecond.
+     */
     interface Instance extends EventEmitter, PromiseLike<Result> {
       stop(): void;
     }

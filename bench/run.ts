@@ -1,19 +1,34 @@
 /**
- * npm run bench: throughput of the form read and list routes against the machine's ceiling.
+ * npm run bench: throughput and latency of the service's hot routes, in one table.
  *
- * Starts the real service (node --import tsx src/cli.ts serve) on a fresh SQLite database
- * seeded with 1,000 forms of 20 fields, and a plain Fastify server with one constant route,
- * both as child processes on 127.0.0.1, then loads each with autocannon (warm-up, then a
- * measured run) and prints one markdown table.
+ * 1. Forms: the real service (node --import tsx src/cli.ts serve) on a fresh SQLite
+ *    database seeded with 1,000 forms of 20 fields, next to a plain Fastify server with one
+ *    constant route (the machine's ceiling, measured in the same run).
+ * 2. Submissions written: POST /forms/{id}/submissions of a 10-field form, every request a
+ *    different body (bench/submission-data.ts), at BENCH_POST_CONNECTIONS connections, on
+ *    that SQLite service and on a second service child on PostgreSQL (a database
+ *    fw_bench_<random> made for the run and dropped after it).
+ * 3. Submissions read: one form filled with BENCH_SEED_COUNT submissions straight into the
+ *    SQLite file (bench/seed-submissions.ts, service stopped), then the list, search and
+ *    count routes on a fresh service child over that file.
+ *
+ * Each scenario is loaded with autocannon (warm-up, then a measured run); latencies are
+ * recorded per response. Responses are checked before and during the load (2xx, the rows
+ * and totals the seeded data must give, bytes per response); any problem fails the run.
  *
  * Environment:
- *   BENCH_DURATION     seconds of each measured run (default 10)
- *   BENCH_WARMUP       seconds of warm-up before each measured run (default 3; 0 skips it)
- *   BENCH_CONNECTIONS  concurrent connections (default 10)
- *   BENCH_CPU_PROF=1   run the service with --cpu-prof and print where its time went
- *                      during each measured run
+ *   BENCH_DURATION          seconds of each measured run (default 10)
+ *   BENCH_WARMUP            seconds of warm-up before each measured run (default 3; 0 skips it)
+ *   BENCH_CONNECTIONS       concurrent connections of the read scenarios (default 10)
+ *   BENCH_POST_CONNECTIONS  concurrent connections of the submission POSTs (default 50)
+ *   BENCH_SEED_COUNT        submissions seeded into the read form (default 1000000)
+ *   BENCH_PG_URL            PostgreSQL to make the bench database in (default
+ *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
+ *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
+ *                           during each measured run
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -21,8 +36,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
+import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
+import { clientOf, fieldIdsOf, submissionBody, submissionForm, submissionInput, SUBMISSION_FIELD_COUNT, type FieldIds } from './submission-data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const HOST = '127.0.0.1';
@@ -40,7 +60,16 @@ function intEnv(name: string, fallback: number, min: number): number {
 const DURATION = intEnv('BENCH_DURATION', 10, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 3, 0);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 10, 1);
+const POST_CONNECTIONS = intEnv('BENCH_POST_CONNECTIONS', 50, 1);
+const SEED_COUNT = intEnv('BENCH_SEED_COUNT', 1_000_000, 1000);
+const PG_ADMIN_URL = process.env.BENCH_PG_URL === undefined || process.env.BENCH_PG_URL === '' ? 'postgres://postgres@127.0.0.1:5432/test' : process.env.BENCH_PG_URL;
+const PG_ENABLED = PG_ADMIN_URL !== 'off';
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+
+/** The issue's targets. */
+const POST_TARGET_RPS = 3000;
+const POST_TARGET_P99 = 25;
+const READ_TARGET_P95 = 50;
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
@@ -51,11 +80,17 @@ interface Child {
   name: string;
   proc: ChildProcess;
   url: string;
+  /** Where its --cpu-prof output goes, when profiling. */
+  profDir?: string;
+  /** VmHWM read just before it was stopped. */
+  peak?: string;
 }
 
 const children: Child[] = [];
 /** Temporary directories to remove however the run ends. */
 const temporary: string[] = [];
+/** PostgreSQL databases made for the run, to drop however it ends. */
+const pgDatabases: string[] = [];
 
 function killAll(): void {
   for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
@@ -75,22 +110,23 @@ async function freePort(): Promise<number> {
 }
 
 /** Forwards a child's output to our stderr, line by line, under its name. */
-function forward(name: string, stream: NodeJS.ReadableStream | null): void {
+function forward(name: string, stream: NodeJS.ReadableStream | null, onLine?: (line: string) => void): void {
   if (!stream) return;
   let buffered = '';
   stream.setEncoding('utf8');
+  const emit = (line: string) => (onLine ? onLine(line) : process.stderr.write(`[${name}] ${line}\n`));
   stream.on('data', (chunk: string) => {
     buffered += chunk;
     const lines = buffered.split('\n');
     buffered = lines.pop() ?? '';
-    for (const line of lines) process.stderr.write(`[${name}] ${line}\n`);
+    for (const line of lines) emit(line);
   });
   stream.on('end', () => {
-    if (buffered !== '') process.stderr.write(`[${name}] ${buffered}\n`);
+    if (buffered !== '') emit(buffered);
   });
 }
 
-function startChild(name: string, args: string[], env: Record<string, string>, port: number): Child {
+function startChild(name: string, args: string[], env: Record<string, string>, port: number, profDir?: string): Child {
   const proc = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST },
@@ -98,9 +134,27 @@ function startChild(name: string, args: string[], env: Record<string, string>, p
   });
   forward(name, proc.stdout);
   forward(name, proc.stderr);
-  const child = { name, proc, url: `http://${HOST}:${port}` };
+  const child: Child = { name, proc, url: `http://${HOST}:${port}`, profDir };
   children.push(child);
   return child;
+}
+
+/** The service on DATA_DIR's SQLite file, or on databaseUrl. */
+async function startService(name: string, dataDir: string, databaseUrl: string, profRoot: string): Promise<Child> {
+  let profDir: string | undefined;
+  if (CPU_PROF) {
+    profDir = join(profRoot, name.replace(/[^a-z0-9]+/gi, '-'));
+    mkdirSync(profDir, { recursive: true });
+  }
+  const service = startChild(
+    name,
+    [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
+    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '' },
+    await freePort(),
+    profDir,
+  );
+  await waitReady(service, '/healthz');
+  return service;
 }
 
 /** Polls `path` until it answers 200; fails if the child exits or `timeoutMs` passes. */
@@ -125,6 +179,7 @@ async function waitReady(child: Child, path: string, timeoutMs = 30_000): Promis
 async function stopChild(child: Child, graceMs: number): Promise<void> {
   const { proc } = child;
   if (proc.exitCode !== null || proc.signalCode !== null) return;
+  child.peak ??= peakRss(proc.pid);
   const exited = once(proc, 'exit');
   proc.kill('SIGTERM');
   const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
@@ -134,6 +189,8 @@ async function stopChild(child: Child, graceMs: number): Promise<void> {
     await exited;
   }
 }
+
+const stopGrace = () => (CPU_PROF ? 60_000 : 5_000);
 
 /** Peak resident set size of a live process, from /proc (Linux only). */
 function peakRss(pid: number | undefined): string {
@@ -147,35 +204,120 @@ function peakRss(pid: number | undefined): string {
   }
 }
 
+/** Runs bench/seed-submissions.ts as a child process; returns its result line. */
+async function runSeeder(dbFile: string, formId: number, count: number): Promise<SeedResult> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/seed-submissions.ts', '--db', dbFile, '--form', String(formId), '--count', String(count)], {
+    cwd: ROOT,
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const child: Child = { name: 'seed', proc, url: '' };
+  children.push(child);
+  let last = '';
+  forward('seed', proc.stdout, (line) => {
+    if (line.trim() !== '') last = line;
+  });
+  forward('seed', proc.stderr, (line) => process.stderr.write(`${line}\n`)); // its lines carry their own [seed]
+  const [code] = (await once(proc, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`bench/seed-submissions.ts exited with code ${code}`);
+  return JSON.parse(last) as SeedResult;
+}
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL
+
+function pgUrlFor(database: string): string {
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function pgAdmin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+async function createPgDatabase(): Promise<string> {
+  const name = `fw_bench_${randomBytes(6).toString('hex')}`;
+  await pgAdmin(`CREATE DATABASE ${name}`);
+  pgDatabases.push(name);
+  return name;
+}
+
+async function dropPgDatabases(): Promise<void> {
+  while (pgDatabases.length > 0) {
+    const name = pgDatabases.pop()!;
+    try {
+      await pgAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      log(`dropped PostgreSQL database ${name}`);
+    } catch (error) {
+      log(`could not drop PostgreSQL database ${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Load
 
 interface Scenario {
   name: string;
   url: string;
+  connections?: number;
   headers?: Record<string, string>;
   requests: autocannon.Request[];
+  /** The service child it loads, for its CPU profile. */
+  child?: Child;
+  /** Fewer bytes per response than this (headers included) means empty answers. */
+  minBytes?: number;
+  /** p95 target in ms, or for POSTs a throughput and p99 target. */
+  target?: { p95: number } | { rps: number; p99: number };
+  /** Checks once the load is over; returns problems. */
+  after?: (loaded: autocannon.Result[]) => Promise<string[]>;
+}
+
+interface Latency {
+  p50: number;
+  p95: number;
+  p99: number;
 }
 
 interface Measured {
   scenario: Scenario;
   result: autocannon.Result;
+  latency: Latency;
   window: Window;
   problems: string[];
 }
 
-async function load(scenario: Scenario, seconds: number): Promise<autocannon.Result> {
-  return autocannon({
+function percentiles(samples: number[]): Latency {
+  const sorted = Float64Array.from(samples).sort();
+  const at = (q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!);
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
+}
+
+async function load(scenario: Scenario, seconds: number): Promise<{ result: autocannon.Result; samples: number[] }> {
+  const samples: number[] = [];
+  const instance = autocannon({
     url: scenario.url,
-    connections: CONNECTIONS,
+    connections: scenario.connections ?? CONNECTIONS,
     duration: seconds,
     timeout: 10,
     headers: scenario.headers ?? {},
     requests: scenario.requests,
   });
+  // autocannon's own histogram keeps whole milliseconds and has no p95: record every 2xx response time.
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status >= 200 && status < 300) samples.push(ms);
+  });
+  return { result: await instance, samples };
 }
 
-function problemsOf(phase: string, r: autocannon.Result): string[] {
+function problemsOf(phase: string, r: autocannon.Result, minBytes: number | undefined): string[] {
   const problems: string[] = [];
   if (r.non2xx > 0) {
     const codes = Object.entries(r.statusCodeStats)
@@ -186,21 +328,38 @@ function problemsOf(phase: string, r: autocannon.Result): string[] {
   }
   if (r.errors > 0) problems.push(`${phase}: ${r.errors} errors (${r.timeouts} of them timeouts)`);
   if (r['2xx'] === 0) problems.push(`${phase}: no successful response at all`);
+  else if (minBytes !== undefined && r.throughput.total / r['2xx'] < minBytes) {
+    problems.push(`${phase}: responses averaged ${Math.round(r.throughput.total / r['2xx'])} bytes, expected at least ${minBytes}`);
+  }
   return problems;
 }
 
 async function measure(scenario: Scenario): Promise<Measured> {
   const problems: string[] = [];
+  const runs: autocannon.Result[] = [];
+  const connections = scenario.connections ?? CONNECTIONS;
   if (WARMUP > 0) {
     log(`${scenario.name}: warm-up ${WARMUP} s`);
-    problems.push(...problemsOf('warm-up', await load(scenario, WARMUP)));
+    const warm = await load(scenario, WARMUP);
+    runs.push(warm.result);
+    problems.push(...problemsOf('warm-up', warm.result, scenario.minBytes));
   }
-  log(`${scenario.name}: measuring ${DURATION} s with ${CONNECTIONS} connections`);
+  log(`${scenario.name}: measuring ${DURATION} s with ${connections} connections`);
   const start = monotonicMicros();
-  const result = await load(scenario, DURATION);
+  const { result, samples } = await load(scenario, DURATION);
   const window = { label: scenario.name, start, end: monotonicMicros() };
-  problems.push(...problemsOf('measured run', result));
-  return { scenario, result, window, problems };
+  runs.push(result);
+  problems.push(...problemsOf('measured run', result, scenario.minBytes));
+  if (scenario.after) problems.push(...(await scenario.after(runs)));
+  return { scenario, result, latency: percentiles(samples), window, problems };
+}
+
+/** GET that must answer 200 with JSON; returns the body and its size. */
+async function getJson<T>(url: string, headers: Record<string, string>): Promise<{ body: T; bytes: number }> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${url}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  return { body: JSON.parse(text) as T, bytes: Buffer.byteLength(text) };
 }
 
 /** Reads one form and one page before loading them, so the table measures what it claims. */
@@ -228,24 +387,203 @@ function shuffled<T>(items: T[]): T[] {
 }
 
 // ---------------------------------------------------------------------------------------
+// Submissions
+
+/** Numbers of the bodies sent so far: every POST of the run gets one of its own (and so a unique email). */
+let nextBody = 0;
+
+/** Creates the 10-field submission form through the API; returns its id and field ids. */
+async function createSubmissionForm(service: Child, token: string, name: string): Promise<{ id: number; ids: FieldIds }> {
+  const res = await fetch(`${service.url}${API}/forms`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(submissionForm(name)),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`creating the submission form on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  const form = JSON.parse(text) as { id: number; fields: { id: number; label: string }[] };
+  if (form.fields.length !== SUBMISSION_FIELD_COUNT) throw new Error(`the submission form has ${form.fields.length} fields, not ${SUBMISSION_FIELD_COUNT}`);
+  return { id: form.id, ids: fieldIdsOf(form.fields) };
+}
+
+async function postOne(service: Child, token: string, formId: number, ids: FieldIds): Promise<{ n: number; id: number }> {
+  const n = nextBody++;
+  const res = await fetch(`${service.url}${API}/forms/${formId}/submissions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'user-agent': clientOf(n).userAgent },
+    body: submissionBody(n, ids),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`POST /forms/${formId}/submissions on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  const created = JSON.parse(text) as { id: number; data?: unknown[] };
+  if (!created.data || created.data.length === 0) throw new Error(`POST /forms/${formId}/submissions on ${service.name}: no data in ${text.slice(0, 300)}`);
+  return { n, id: created.id };
+}
+
+async function submissionCount(service: Child, token: string, formId: number): Promise<number> {
+  const { body } = await getJson<{ count: number }>(`${service.url}${API}/forms/${formId}/submissions/count`, { authorization: `Bearer ${token}` });
+  return body.count;
+}
+
+/** POST of a new body every time; afterwards the form must hold one more submission per 2xx. */
+async function postScenario(name: string, service: Child, token: string, formId: number, ids: FieldIds): Promise<Scenario> {
+  const before = await submissionCount(service, token, formId);
+  return {
+    name,
+    url: service.url,
+    child: service,
+    connections: POST_CONNECTIONS,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    requests: [
+      {
+        method: 'POST',
+        path: `${API}/forms/${formId}/submissions`,
+        setupRequest: (request) => {
+          const n = nextBody++;
+          return { ...request, body: submissionBody(n, ids), headers: { ...request.headers, 'user-agent': clientOf(n).userAgent } };
+        },
+      },
+    ],
+    minBytes: 1000,
+    target: { rps: POST_TARGET_RPS, p99: POST_TARGET_P99 },
+    after: async (runs) => {
+      const ok = runs.reduce((sum, r) => sum + r['2xx'], 0);
+      const failed = runs.reduce((sum, r) => sum + r.errors + r.non2xx, 0);
+      const added = (await submissionCount(service, token, formId)) - before;
+      // Requests in flight when a run stops are answered but not counted: at most one per connection.
+      const slack = runs.length * POST_CONNECTIONS + failed;
+      return added >= ok && added <= ok + slack ? [] : [`${ok} POSTs answered 2xx but the form gained ${added} submissions`];
+    },
+  };
+}
+
+const day = (d: { year: number; month: number; day: number }) => `${d.year}-${String(d.month).padStart(2, '0')}-${String(d.day).padStart(2, '0')}`;
+
+function addDays(d: { year: number; month: number; day: number }, days: number) {
+  const t = new Date(Date.UTC(d.year, d.month - 1, d.day + days));
+  return { year: t.getUTCFullYear(), month: t.getUTCMonth() + 1, day: t.getUTCDate() };
+}
+
+/** The read scenarios over the seeded form, each checked once against the seeded data before it is loaded. */
+async function readScenarios(service: Child, token: string, dbFile: string, seeded: SeedResult): Promise<Scenario[]> {
+  const auth = { authorization: `Bearer ${token}` };
+  const base = `${API}/forms/${seeded.formId}/submissions`;
+  const n = seeded.count;
+
+  // A week in the middle of the seeded year, in Eastern Time as the API reads it, and how many it holds.
+  const first = easternDay(seeded.firstCreated + (seeded.lastCreated - seeded.firstCreated) / 2);
+  const last = addDays(first, 6);
+  const from = lowerBound({ ...first, hour: 0, minute: 0, second: 0, dateOnly: true });
+  const to = upperBound({ ...last, hour: 0, minute: 0, second: 0, dateOnly: true });
+  const db = new Database(dbFile, { readonly: true });
+  const inWeek = (db.prepare('SELECT count(*) AS n FROM submissions WHERE form_id = ? AND created_at BETWEEN ? AND ?').get(seeded.formId, from, to) as { n: number }).n;
+  db.close();
+
+  const pageNumber = Math.min(1000, Math.floor(n / 25));
+  const criteria = seeded.criteria
+    .map((c, i) => `search%5B${i}%5D%5BfieldId%5D=${c.fieldId}&search%5B${i}%5D%5Bvalue%5D=${encodeURIComponent(c.value)}`)
+    .join('&');
+  const share = (k: number) => `${((100 * k) / n).toFixed(2)}% of ${n.toLocaleString('en-US')}`;
+  log(`seeded form ${seeded.formId}: keyword "${seeded.keyword}" in ${share(seeded.keywordMatches)}, field search in ${share(seeded.criteriaMatches)}, ${day(first)}..${day(last)} holds ${share(inWeek)}`);
+
+  type Body = { submissions?: { id: number }[]; total?: number; count?: number };
+  /** A page of the listing: its total, as many rows as there should be (never none), the newest first. */
+  const listing =
+    (expectTotal: number, offset = 0, expectFirstId?: number) =>
+    (body: Body): string[] => {
+      const problems: string[] = [];
+      const rows = Math.max(0, Math.min(25, expectTotal - offset));
+      if (body.total !== expectTotal) problems.push(`total ${body.total}, expected ${expectTotal}`);
+      if (body.submissions?.length !== rows || rows === 0) problems.push(`${body.submissions?.length} rows on the page, expected ${rows} (and some)`);
+      if (expectFirstId !== undefined && body.submissions?.[0]?.id !== expectFirstId) problems.push(`first id ${body.submissions?.[0]?.id}, expected ${expectFirstId}`);
+      return problems;
+    };
+  /** The searches are meant to match about 0.5-2% of the submissions; far off that, they measure something else. */
+  const selectivity = (what: string, k: number): string[] =>
+    k / n < 0.002 || k / n > 0.05 ? [`${what} matches ${share(k)}, far from the 0.5-2% it is meant to`] : [];
+
+  const checks: { name: string; path: string; check: (body: Body) => string[] }[] = [
+    { name: 'GET submissions ?pageSize=25 (page 1)', path: `${base}?pageSize=25`, check: listing(n, 0, seeded.lastId) },
+    {
+      name: `GET submissions ?pageNumber=${pageNumber}&pageSize=25`,
+      path: `${base}?pageNumber=${pageNumber}&pageSize=25`,
+      check: listing(n, (pageNumber - 1) * 25, seeded.lastId - (pageNumber - 1) * 25),
+    },
+    {
+      name: `GET submissions ?keyword=${seeded.keyword}`,
+      path: `${base}?keyword=${encodeURIComponent(seeded.keyword)}`,
+      check: (body) => [...listing(seeded.keywordMatches)(body), ...selectivity('the keyword', seeded.keywordMatches)],
+    },
+    {
+      name: 'GET submissions, 2-field search',
+      path: `${base}?${criteria}`,
+      check: (body) => [...listing(seeded.criteriaMatches)(body), ...selectivity('the field search', seeded.criteriaMatches)],
+    },
+    { name: 'GET submissions ?minTime&maxTime (1 week)', path: `${base}?minTime=${day(first)}&maxTime=${day(last)}`, check: listing(inWeek) },
+    {
+      name: 'GET submissions/count ?startDate&lookbackPeriod=7',
+      path: `${base}/count?startDate=${day(last)}&lookbackPeriod=7`,
+      check: (body) => (body.count === inWeek && inWeek > 0 ? [] : [`count ${body.count}, expected ${inWeek} (and some)`]),
+    },
+  ];
+
+  const scenarios: Scenario[] = [];
+  for (const c of checks) {
+    const { body, bytes } = await getJson<Body>(`${service.url}${c.path}`, auth);
+    const problems = c.check(body);
+    if (problems.length > 0) throw new Error(`${c.name}: GET ${c.path}: ${problems.join('; ')}`);
+    scenarios.push({
+      name: c.name,
+      url: service.url,
+      child: service,
+      headers: auth,
+      requests: [{ method: 'GET', path: c.path }],
+      minBytes: bytes,
+      target: { p95: READ_TARGET_P95 },
+    });
+  }
+  return scenarios;
+}
+
+// ---------------------------------------------------------------------------------------
 // Report
 
 const fmt = (n: number, digits: number) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-/** autocannon keeps latencies in whole milliseconds. */
-const ms = (n: number) => (n < 1 ? '<1' : fmt(n, 0));
+const ms = (n: number) => (Number.isNaN(n) ? 'n/a' : n < 10 ? fmt(n, 2) : fmt(n, 1));
 
 function table(measured: Measured[]): string {
   const ceiling = measured[0]!.result.requests.mean;
-  const rows = measured.map(({ scenario, result }) => {
+  const rows = measured.map(({ scenario, result, latency }) => {
     const share = ceiling > 0 ? `${fmt((100 * result.requests.mean) / ceiling, 1)}%` : 'n/a';
-    return `| ${scenario.name} | ${fmt(result.requests.mean, 0)} | ${ms(result.latency.p50)} | ${ms(result.latency.p99)} | ${share} | ${result.non2xx} |`;
+    return (
+      `| ${scenario.name} | ${scenario.connections ?? CONNECTIONS} | ${fmt(result.requests.mean, 0)} | ` +
+      `${ms(latency.p50)} | ${ms(latency.p95)} | ${ms(latency.p99)} | ${share} | ${result.non2xx} |`
+    );
   });
   return [
-    '| scenario | req/s (mean) | p50 ms | p99 ms | % of ceiling | non-2xx |',
-    '|---|---:|---:|---:|---:|---:|',
+    '| scenario | conns | req/s (mean) | p50 ms | p95 ms | p99 ms | % of ceiling | non-2xx |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');
+}
+
+function targets(measured: Measured[]): string[] {
+  const lines: string[] = [];
+  for (const { scenario, result, latency } of measured) {
+    const t = scenario.target;
+    if (!t) continue;
+    if ('rps' in t) {
+      const met = result.requests.mean >= t.rps && latency.p99 < t.p99;
+      lines.push(
+        `  ${met ? 'met   ' : 'MISSED'} ${scenario.name}: ${fmt(result.requests.mean, 0)}/s (target >= ${fmt(t.rps, 0)}), ` +
+          `p99 ${ms(latency.p99)} ms (target < ${t.p99} ms)`,
+      );
+    } else {
+      lines.push(`  ${latency.p95 < t.p95 ? 'met   ' : 'MISSED'} ${scenario.name}: p95 ${ms(latency.p95)} ms (target < ${t.p95} ms)`);
+    }
+  }
+  return lines;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -254,23 +592,24 @@ async function main(): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
+  const dbFile = join(dataDir, 'formwork.db');
   const profDir = join(tmp, 'profile');
   mkdirSync(profDir);
-  let measured: Measured[] = [];
-  let rss = 'unknown';
+  const measured: Measured[] = [];
+  const services: Child[] = [];
+  let seeded: SeedResult | undefined;
   let profileReport: string | undefined;
+  let failed = false;
   try {
     log(`data in ${dataDir}`);
     const token = await createBenchAccount(dataDir);
+    const auth = { authorization: `Bearer ${token}` };
 
-    const service = startChild(
-      'service',
-      [...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
-      { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '', PUBLIC_URL: '' },
-      await freePort(),
-    );
+    // 1. Forms, on SQLite, next to the constant route.
+    const service = await startService('service (SQLite)', dataDir, '', profDir);
+    services.push(service);
     const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
-    await Promise.all([waitReady(service, '/healthz'), waitReady(constant, '/')]);
+    await waitReady(constant, '/');
 
     log(`seeding ${FORMS} forms of ${FIELDS_PER_FORM} fields through POST ${API}/forms`);
     const seedStart = Date.now();
@@ -278,7 +617,6 @@ async function main(): Promise<number> {
     log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
     await checkResponses(service, token, ids[0]!);
 
-    const auth = { authorization: `Bearer ${token}` };
     const formBytes = (await (await fetch(`${service.url}${API}/forms/${ids[0]}?withFields=true`, { headers: auth })).arrayBuffer()).byteLength;
     const scenarios: Scenario[] = [
       { name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] },
@@ -290,70 +628,126 @@ async function main(): Promise<number> {
       {
         name: 'GET /forms/{id}?withFields=true',
         url: service.url,
+        child: service,
         headers: auth,
         // Every id once, in an order of their own; each connection cycles through the list.
         requests: shuffled(ids).map((id) => ({ method: 'GET', path: `${API}/forms/${id}?withFields=true` })),
       },
-      { name: 'GET /forms?pageSize=100', url: service.url, headers: auth, requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }] },
+      { name: 'GET /forms?pageSize=100', url: service.url, child: service, headers: auth, requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }] },
     ];
     for (const scenario of scenarios) measured.push(await measure(scenario));
+    await stopChild(constant, 5_000);
 
-    rss = peakRss(service.proc.pid);
+    // 2. Submissions written, on SQLite. The seeder's rows are checked against the service's first.
+    const postForm = await createSubmissionForm(service, token, 'Bench submissions (POST)');
+    const bigForm = await createSubmissionForm(service, token, 'Bench submissions (seeded)');
+    for (let i = 0; i < 20; i++) {
+      const { n, id } = await postOne(service, token, postForm.id, postForm.ids);
+      const problems = compareWithService(dbFile, id, submissionInput(n, postForm.ids));
+      if (problems.length > 0) {
+        throw new Error(`bench/seed-submissions.ts no longer writes what the service writes (submission ${id}):\n  ${problems.join('\n  ')}`);
+      }
+    }
+    log('the seeder builds the same rows as the service for 20 submissions');
+    measured.push(await measure(await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids)));
+    await stopChild(service, stopGrace());
+
+    // 3. Submissions read: seed straight into the file, then a fresh service over it.
+    log(`seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`);
+    seeded = await runSeeder(dbFile, bigForm.id, SEED_COUNT);
+    const reader = await startService('service (SQLite, seeded)', dataDir, '', profDir);
+    services.push(reader);
+    for (const scenario of await readScenarios(reader, token, dbFile, seeded)) measured.push(await measure(scenario));
+    await stopChild(reader, stopGrace());
+
+    // 4. Submissions written, on PostgreSQL.
+    if (PG_ENABLED) {
+      const database = await createPgDatabase();
+      log(`PostgreSQL database ${database}`);
+      const pgUrl = pgUrlFor(database);
+      const pgToken = await createBenchAccount(join(tmp, 'pg-data'), pgUrl);
+      const pgService = await startService('service (PostgreSQL)', join(tmp, 'pg-data'), pgUrl, profDir);
+      services.push(pgService);
+      const pgForm = await createSubmissionForm(pgService, pgToken, 'Bench submissions (POST)');
+      await postOne(pgService, pgToken, pgForm.id, pgForm.ids);
+      measured.push(await measure(await postScenario('POST /forms/{id}/submissions (PostgreSQL)', pgService, pgToken, pgForm.id, pgForm.ids)));
+      await stopChild(pgService, stopGrace());
+    } else {
+      log('BENCH_PG_URL=off: PostgreSQL skipped');
+    }
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    measured = [];
+    failed = true;
   } finally {
-    await Promise.all(children.map((c) => stopChild(c, CPU_PROF ? 30_000 : 5_000)));
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    await dropPgDatabases();
     if (CPU_PROF && measured.length > 0) {
-      const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-      profileReport = file
-        ? measured
-            .filter((m) => !m.scenario.name.startsWith('constant'))
-            .map((m) => summarizeProfile(join(profDir, file), ROOT, m.window))
-            .join('\n\n')
-        : 'no .cpuprofile was written (did the service exit cleanly?)';
+      profileReport = services
+        .map((s) => {
+          const file = s.profDir && readdirSync(s.profDir).find((f) => f.endsWith('.cpuprofile'));
+          const windows = measured.filter((m) => m.scenario.child === s);
+          if (windows.length === 0) return '';
+          if (!file) return `${s.name}: no .cpuprofile was written (did the service exit cleanly?)`;
+          return windows.map((m) => `[${s.name}] ${summarizeProfile(join(s.profDir!, file), ROOT, m.window)}`).join('\n\n');
+        })
+        .filter((text) => text !== '')
+        .join('\n\n');
     }
     rmSync(tmp, { recursive: true, force: true });
   }
   if (measured.length === 0) return 1;
 
   const [ceiling, sameSize, read] = measured;
-  const share = (100 * read!.result.requests.mean) / ceiling!.result.requests.mean;
-  const sizeShare = (100 * read!.result.requests.mean) / sameSize!.result.requests.mean;
   const lines = [
     '',
-    `Formwork benchmark: ${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite, ${CONNECTIONS} connections, ` +
-      `${WARMUP} s warm-up + ${DURATION} s measured per scenario, Node ${process.version}`,
+    `Formwork benchmark, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario: ` +
+      `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite; POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite` +
+      `${PG_ENABLED ? ' and PostgreSQL' : ''}; reads of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
     '',
     table(measured),
     '',
-    `form read reaches ${share.toFixed(1)}% of the constant route (target >= 50%), ` +
-      `${sizeShare.toFixed(1)}% of a constant route with a body of its size`,
-    `service peak RSS (VmHWM): ${rss}`,
   ];
+  if (ceiling && sameSize && read) {
+    const share = (100 * read.result.requests.mean) / ceiling.result.requests.mean;
+    const sizeShare = (100 * read.result.requests.mean) / sameSize.result.requests.mean;
+    lines.push(
+      `form read reaches ${share.toFixed(1)}% of the constant route (target >= 50%), ` + `${sizeShare.toFixed(1)}% of a constant route with a body of its size`,
+    );
+  }
+  if (seeded) {
+    lines.push(
+      `seeding: ${seeded.count.toLocaleString('en-US')} submissions in ${seeded.seconds.toFixed(1)} s ` +
+        `(${Math.round(seeded.count / seeded.seconds).toLocaleString('en-US')}/s); keyword "${seeded.keyword}" matches ` +
+        `${seeded.keywordMatches.toLocaleString('en-US')}, the field search ${seeded.criteriaMatches.toLocaleString('en-US')}`,
+    );
+  }
+  const target = targets(measured);
+  if (target.length > 0) lines.push('targets:', ...target);
+  lines.push(`service peak RSS (VmHWM): ${services.map((s) => `${s.name} ${s.peak ?? 'unknown'}`).join('; ')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   if (profileReport) process.stdout.write(`\n${profileReport}\n`);
 
   const problems = measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`));
   if (problems.length > 0) {
-    process.stderr.write(`\nFAILED: responses other than 2xx or errors during the run:\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
+    process.stderr.write(`\nFAILED: responses other than expected during the run:\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
     return 1;
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
-const limitMs = (120 + 3 * (WARMUP + DURATION + 10)) * 1000;
+const RUNS = 4 + 6 + (PG_ENABLED ? 2 : 1);
+const limitMs = (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000) * 1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();
-  process.exit(1);
+  void Promise.race([dropPgDatabases(), new Promise((r) => setTimeout(r, 10_000))]).then(() => process.exit(1));
 }, limitMs);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     killAll();
-    process.exit(130);
+    void Promise.race([dropPgDatabases(), new Promise((r) => setTimeout(r, 10_000))]).then(() => process.exit(130));
   });
 }
 

@@ -11,10 +11,13 @@ import type { FormCreate } from '../src/modules/forms/schemas.js';
 
 export const API = '/api/v2025';
 
-/** Creates the schema and the bench account in DATA_DIR's SQLite file; returns its token. */
-export async function createBenchAccount(dataDir: string): Promise<string> {
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
-  const db = openDatabase({ databaseUrl: undefined, dataDir: config.dataDir });
+/**
+ * Creates the schema and the bench account in DATA_DIR's SQLite file (or, given a
+ * postgres:// URL, in that database); returns its token.
+ */
+export async function createBenchAccount(dataDir: string, databaseUrl?: string): Promise<string> {
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl ?? '' });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
     const created = await createAccount(db.kysely, { name: 'Bench', email: 'bench@example.com' });
