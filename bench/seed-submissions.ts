@@ -23,9 +23,9 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import type { FieldRow } from '../src/db/schema.js';
 import { toDefinition } from '../src/modules/fields/definition.js';
-import { TYPE_RULES } from '../src/modules/fields/types.js';
-import { fieldToken, words } from '../src/modules/submissions/keywords.js';
-import { displayValue, normalize, readValue, searchKeys, visibleFields, type FieldForValues, type StoredValue } from '../src/modules/submissions/values.js';
+import { fieldToken } from '../src/modules/submissions/keywords.js';
+import { prepareSubmission } from '../src/modules/submissions/service.js';
+import { normalize, type FieldForValues } from '../src/modules/submissions/values.js';
 import { clientOf, CRITERIA, fieldIdsOf, KEYWORD, submissionInput, type FieldInput } from './submission-data.js';
 
 export interface UniqueValueRow {
@@ -48,41 +48,10 @@ export function loadFields(db: Database.Database, formId: number): FieldForValue
   return rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
 }
 
-/** What the service stores for one request body: applyValues, checkRequired and searchable() of service.ts. */
-export function storedSubmission(fields: FieldForValues[], byId: Map<number, FieldForValues>, inputs: FieldInput[]): StoredSubmission {
-  const data = new Map<number, StoredValue>();
-  for (const input of inputs) {
-    const id = Number(input.id);
-    const field = byId.get(id);
-    if (!field) throw new Error(`the form has no field ${id}`);
-    if (data.has(id)) throw new Error(`field ${id} is given twice`);
-    const value = readValue(field, input.value);
-    if (value === null) data.delete(id);
-    else data.set(id, value);
-  }
-  const visible = visibleFields(fields, data);
-  for (const f of fields) {
-    if (f.required && TYPE_RULES[f.type].input && visible.has(f.id) && !data.has(f.id)) throw new Error(`${f.label} (${f.id}) is required`);
-  }
-
-  const tokens = new Set<string>();
-  const unique: UniqueValueRow[] = [];
-  let prettyName: string | null = null;
-  let email: string | null = null;
-  for (const field of fields) {
-    const value = data.get(field.id);
-    if (value === undefined) continue;
-    const shown = displayValue(field, value);
-    for (const key of searchKeys(field, value)) {
-      tokens.add(fieldToken(field.id, key));
-      for (const word of words(key)) tokens.add(word);
-    }
-    for (const word of words(shown)) tokens.add(word);
-    if (field.unique) unique.push({ fieldId: field.id, norm: normalize(shown) });
-    if (field.type === 'name' && prettyName === null) prettyName = shown;
-    if (field.type === 'email' && email === null) email = String(value);
-  }
-  return { data: JSON.stringify(Object.fromEntries(data)), prettyName: prettyName ?? email, tokens: [...tokens], unique };
+/** What the service stores for one request body: the service's own prepareSubmission(). */
+export function storedSubmission(formId: number, fields: FieldForValues[], byId: Map<number, FieldForValues>, inputs: FieldInput[]): StoredSubmission {
+  const write = prepareSubmission({ formId, fields, byId }, inputs, new Map(), Date.now());
+  return { data: write.data, prettyName: write.prettyName, tokens: write.tokens, unique: write.unique };
 }
 
 /** Tables the seeder writes besides submissions and the FTS index; any other table with submission rows is a change it does not know. */
@@ -102,7 +71,7 @@ export function compareWithService(file: string, id: number, inputs: FieldInput[
       | undefined;
     if (!row) return [`submission ${id} is not in the database`];
     const fields = loadFields(db, row.form_id);
-    const expected = storedSubmission(fields, new Map(fields.map((f) => [f.id, f])), inputs);
+    const expected = storedSubmission(row.form_id, fields, new Map(fields.map((f) => [f.id, f])), inputs);
     const problems: string[] = [];
     if (row.data !== expected.data) problems.push(`data: service ${row.data} vs seeder ${expected.data}`);
     if (row.pretty_name !== expected.prettyName) problems.push(`pretty_name: service ${row.pretty_name} vs seeder ${expected.prettyName}`);
@@ -208,7 +177,7 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
     const insertBatch = db.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
         const n = firstBody + i;
-        const stored = storedSubmission(fields, byId, submissionInput(n, ids));
+        const stored = storedSubmission(formId, fields, byId, submissionInput(n, ids));
         const client = clientOf(n);
         // Increasing with i, never equal: a step is about 30 s for a million over a year.
         const created = Math.floor(start + i * step + ((n * 7919) % 1000) / 1000 * step * 0.9);

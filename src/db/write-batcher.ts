@@ -9,7 +9,7 @@ interface Job {
 }
 
 /**
- * Group commit for SQLite: writes that arrive while another batch is being written wait,
+ * Group commit: writes that arrive while another batch is being written wait,
  * then go into the database together, in one transaction with one savepoint each. A job
  * that fails rolls back to its savepoint and fails alone; the others commit. Each job's
  * writes are still all or nothing, and none is acknowledged before its commit. On one

@@ -39,7 +39,8 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     await sql`ALTER TABLE submissions ADD COLUMN search_vector tsvector NOT NULL DEFAULT ''::tsvector`.execute(db);
     await sql`CREATE INDEX submissions_search ON submissions USING gin (search_vector)`.execute(db);
   } else {
-    await sql`CREATE VIRTUAL TABLE submissions_fts USING fts5(content, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2')`.execute(db);
+    // '_' is part of a token, so the tokens that words never make (_form…, _f…) stay whole.
+    await sql`CREATE VIRTUAL TABLE submissions_fts USING fts5(content, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'")`.execute(db);
   }
 
   await db.schema

@@ -4,11 +4,13 @@
  *
  * - words: lower case, accents removed, split on anything that is not a letter or digit;
  *   a keyword search matches them as prefixes;
- * - field tokens: `f<fieldId>x<hex of the normalized value>`, one per searchable value of a
+ * - field tokens: `_f<fieldId>x<hex of the normalized value>`, one per searchable value of a
  *   field; a field search for a whole value matches its token exactly, one for a start of
- *   a value (`abc*`) matches it as a prefix, since hex keeps UTF-8 prefixes as prefixes.
+ *   a value (`abc*`) matches it as a prefix, since hex keeps UTF-8 prefixes as prefixes;
+ * - the form token `_form<formId>`, so that a search counts and pages inside the index.
  *
- * Both kinds hold only letters and digits, so no query syntax can be smuggled in.
+ * Words never contain '_', so no keyword (not even as a prefix) reaches the other tokens,
+ * and no token holds anything but letters, digits and '_': no query syntax gets in.
  */
 export function words(text: string): string[] {
   return (
@@ -34,7 +36,11 @@ export function queryWords(keyword: string): string[] {
 }
 
 export function fieldToken(fieldId: number, normalizedValue: string): string {
-  return `f${fieldId}x${Buffer.from(normalizedValue, 'utf8').toString('hex')}`;
+  return `_f${fieldId}x${Buffer.from(normalizedValue, 'utf8').toString('hex')}`;
+}
+
+export function formToken(formId: number): string {
+  return `_form${formId}`;
 }
 
 /** One term of a search: a token, matched whole or as a prefix. */

@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
-import { ftsMatch, tsQuery, type Term } from './keywords.js';
+import { formToken, ftsMatch, tsQuery, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
   data: string;
@@ -130,10 +130,15 @@ function applyFilter(dialect: Dialect, query: SubmissionQuery, f: ResolvedFilter
   return q;
 }
 
+/**
+ * Submissions of one form, or of every live form of the account. A form id must be one
+ * that the caller has checked belongs to the account; the form scope then needs no
+ * account condition, which keeps form queries inside the form's own indexes.
+ */
 function scope(db: Executor, accountId: number, formId: number | undefined): SubmissionQuery {
-  let q = db.selectFrom('submissions').where('submissions.account_id', '=', accountId);
-  if (formId !== undefined) q = q.where('submissions.form_id', '=', formId);
-  return q;
+  if (formId !== undefined) return db.selectFrom('submissions').where('submissions.form_id', '=', formId);
+  const liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  return db.selectFrom('submissions').where('submissions.account_id', '=', accountId).where('submissions.form_id', 'in', liveForms);
 }
 
 export interface Listing {
@@ -141,10 +146,40 @@ export interface Listing {
   total: number;
 }
 
+export interface PageRequest {
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+  /** The total when it is known without counting (an unfiltered form: its counter). */
+  knownTotal?: number;
+}
+
+async function rowsByIds(db: Executor, ids: number[]): Promise<SubmissionRow[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('submissions').select(columns).where('submissions.id', 'in', ids).execute();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)).filter((r): r is SubmissionRow => r !== undefined);
+}
+
 /**
- * One page of submissions, of a form or (formId undefined) of all live forms of the
- * account, newest or oldest first. total is given when known in advance (an unfiltered
- * form listing uses the form's counter); otherwise it is counted.
+ * A page of a form's submissions found through the SQLite full-text index alone: the form
+ * token scopes the match, FTS5 pages by rowid (the submission id) and counts without
+ * touching the submissions table.
+ */
+async function pageFromFts(db: Executor, terms: Term[], page: PageRequest): Promise<{ ids: number[]; total: number }> {
+  const match = ftsMatch(terms);
+  const direction = page.order === 'asc' ? sql`ASC` : sql`DESC`;
+  const [ids, count] = await Promise.all([
+    sql<{ id: number }>`SELECT rowid AS id FROM submissions_fts WHERE submissions_fts MATCH ${match} ORDER BY rowid ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db),
+    page.knownTotal ?? sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${match}`.execute(db).then((r) => Number(r.rows[0]?.n ?? 0)),
+  ]);
+  return { ids: ids.rows.map((r) => r.id), total: count };
+}
+
+/**
+ * One page of submissions, in id order (the order they arrived), of a form or (formId
+ * undefined) of all live forms of the account. The page's ids are found first, from
+ * indexes alone, and only those rows are read.
  */
 export async function listSubmissions(
   db: Executor,
@@ -152,26 +187,26 @@ export async function listSubmissions(
   accountId: number,
   formId: number | undefined,
   f: ResolvedFilter,
-  page: { order: 'asc' | 'desc'; limit: number; offset: number; knownTotal?: number },
+  page: PageRequest,
 ): Promise<Listing> {
-  let base = scope(db, accountId, formId);
-  if (formId === undefined) {
-    const liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
-    base = base.where('submissions.form_id', 'in', liveForms);
+  if (f.impossible) return { rows: [], total: 0 };
+  if (dialect === 'sqlite' && formId !== undefined && f.terms.length > 0 && f.from === undefined && f.to === undefined) {
+    const { ids, total } = await pageFromFts(db, [{ token: formToken(formId), prefix: false }, ...f.terms], page);
+    return { rows: await rowsByIds(db, ids), total };
   }
-  const q = applyFilter(dialect, base, f);
-  if (!q) return { rows: [], total: 0 };
-  const [rows, total] = await Promise.all([
-    q.select(columns).orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
+  const q = applyFilter(dialect, scope(db, accountId, formId), f)!;
+  const [ids, total] = await Promise.all([
+    q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
     page.knownTotal ?? q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow().then((r) => Number(r.n)),
   ]);
-  return { rows, total };
+  return { rows: await rowsByIds(db, ids.map((r) => r.id)), total };
 }
 
-export async function countSubmissions(db: Executor, accountId: number, formId: number, from: number | undefined, to: number | undefined): Promise<number> {
-  let q = scope(db, accountId, formId);
-  if (from !== undefined) q = q.where('submissions.created_at', '>=', from);
-  if (to !== undefined) q = q.where('submissions.created_at', '<=', to);
+/** Submissions of a form created in a time range (either end open); the form id must be checked already. */
+export async function countSubmissions(db: Executor, formId: number, from: number | undefined, to: number | undefined): Promise<number> {
+  let q = db.selectFrom('submissions').where('form_id', '=', formId);
+  if (from !== undefined) q = q.where('created_at', '>=', from);
+  if (to !== undefined) q = q.where('created_at', '<=', to);
   const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
 }

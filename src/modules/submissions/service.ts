@@ -1,7 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database, FormRow, SubmissionRow } from '../../db/schema.js';
-import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
@@ -12,7 +11,7 @@ import { TYPE_RULES } from '../fields/types.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
-import { fieldToken, queryWords, words, type Term } from './keywords.js';
+import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
 import * as repo from './repository.js';
 import type {
   AccountSearchQuery,
@@ -27,31 +26,39 @@ import type {
 } from './schemas.js';
 import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
 
-/** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
-export interface FormDefinition {
-  form: FormRow;
+/** What reading values needs of a form: its fields. */
+export interface FormShape {
+  formId: number;
   fields: FieldForValues[];
   byId: Map<number, FieldForValues>;
+}
+
+/** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
+export interface FormDefinition extends FormShape {
+  form: FormRow;
 }
 
 export interface SubmissionsDeps {
   ctx: AppContext;
   definitions: VersionedCache<FormDefinition>;
-  /** Runs a write in its own transaction, or, on SQLite, in a group commit with others. */
+  /** Runs a write in a group commit with the writes that arrive meanwhile (see WriteBatcher). */
   write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 }
 
 export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
   // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
-  const batcher = ctx.dialect === 'sqlite' ? new WriteBatcher(ctx.db) : undefined;
+  // On PostgreSQL too: every submission updates its form's counter row, and one transaction
+  // per submission would queue them all on that row's lock. Batches stay at 32 there, within
+  // the subtransactions a PostgreSQL backend caches (64).
+  const batcher = new WriteBatcher(ctx.db, ctx.dialect === 'sqlite' ? 64 : 32);
   return {
     ctx,
     definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
-    write: (job) => (batcher ? batcher.run(job) : transact(ctx.db, job)),
+    write: (job) => batcher.run(job),
   };
 }
 
-type DataMap = Map<number, StoredValue>;
+export type DataMap = Map<number, StoredValue>;
 
 async function loadDefinition(deps: SubmissionsDeps, accountId: number, formId: number): Promise<{ def: FormDefinition; submissionsCount: number }> {
   const { db } = deps.ctx;
@@ -63,7 +70,7 @@ async function loadDefinition(deps: SubmissionsDeps, accountId: number, formId: 
     const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
     if (!form) throw new NotFoundError('Form');
     const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
-    def = { form, fields, byId: new Map(fields.map((f) => [f.id, f])) };
+    def = { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])) };
     deps.definitions.set(key, String(version.revision), def);
   }
   return { def, submissionsCount: version.submissionsCount };
@@ -79,7 +86,7 @@ function fail(problems: ErrorDetail[], code = 'invalid_submission'): never {
 }
 
 /** Reads the values sent into data (in place); every problem is collected before failing. */
-function applyValues(def: FormDefinition, inputs: SubmissionCreate['fields'], data: DataMap): void {
+function applyValues(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap): void {
   const problems: ErrorDetail[] = [];
   const seen = new Set<number>();
   inputs.forEach((input, i) => {
@@ -106,7 +113,7 @@ function applyValues(def: FormDefinition, inputs: SubmissionCreate['fields'], da
   if (problems.length > 0) fail(problems);
 }
 
-function checkRequired(def: FormDefinition, data: DataMap): void {
+function checkRequired(def: FormShape, data: DataMap): void {
   const visible = visibleFields(def.fields, data);
   const problems = def.fields
     .filter((f) => f.required && TYPE_RULES[f.type].input && visible.has(f.id) && !data.has(f.id))
@@ -114,8 +121,19 @@ function checkRequired(def: FormDefinition, data: DataMap): void {
   if (problems.length > 0) fail(problems, 'required_field_missing');
 }
 
-function searchable(def: FormDefinition, data: DataMap, now: number): repo.SubmissionWrite {
-  const tokens = new Set<string>();
+/**
+ * Checks what was sent against the form and makes everything that is stored for it: the
+ * data, the pretty name, the full-text tokens and the unique values. data holds the values
+ * already stored (on edit) and is changed in place. Throws a 400 naming each problem.
+ */
+export function prepareSubmission(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap, now: number): repo.SubmissionWrite {
+  applyValues(def, inputs, data);
+  checkRequired(def, data);
+  return searchable(def, data, now);
+}
+
+function searchable(def: FormShape, data: DataMap, now: number): repo.SubmissionWrite {
+  const tokens = new Set<string>([formToken(def.formId)]);
   const unique: repo.SubmissionWrite['unique'] = [];
   let prettyName: string | null = null;
   let email: string | null = null;
@@ -194,10 +212,7 @@ export async function createSubmission(
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
 
-  const data: DataMap = new Map();
-  applyValues(def, input.fields, data);
-  checkRequired(def, data);
-  const write = searchable(def, data, Date.now());
+  const write = prepareSubmission(def, input.fields, new Map(), Date.now());
 
   const { ctx } = deps;
   return deps.write(async (trx) => {
@@ -229,10 +244,7 @@ export async function getSubmission(deps: SubmissionsDeps, accountId: number, id
 
 export async function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
-  const data = parseData(row);
-  applyValues(def, input.fields, data);
-  checkRequired(def, data);
-  const write = searchable(def, data, Date.now());
+  const write = prepareSubmission(def, input.fields, parseData(row), Date.now());
   const { ctx } = deps;
   return deps.write(async (trx) => {
     await checkUnique(trx, def, write, id);
@@ -336,7 +348,7 @@ export async function countSubmissions(deps: SubmissionsDeps, accountId: number,
   } else if (start) {
     from = lowerBound(start);
   }
-  const count = from === undefined && to === undefined ? submissionsCount : await repo.countSubmissions(deps.ctx.db, accountId, formId, from, to);
+  const count = from === undefined && to === undefined ? submissionsCount : await repo.countSubmissions(deps.ctx.db, formId, from, to);
   return { formId, count, from: from === undefined ? null : isoTime(from), to: to === undefined ? null : isoTime(to) };
 }
 
