@@ -160,7 +160,7 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
     );
     const insertUnique = db.prepare('INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm) VALUES (?, ?, ?, ?)');
     const insertFts = db.prepare('INSERT INTO submissions_fts (rowid, content) VALUES (?, ?)');
-    const bumpCount = db.prepare('UPDATE forms SET submissions_count = submissions_count + ? WHERE id = ? AND account_id = ?');
+    const bumpCount = db.prepare('UPDATE forms SET submissions_count = submissions_count + ?, submissions_version = submissions_version + 1 WHERE id = ? AND account_id = ?');
 
     const now = Date.now();
     const start = now - days * DAY_MS;

@@ -36,4 +36,19 @@ describe(`concurrent submissions (${dialectName})`, () => {
     assert.equal((await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${email}&search[0][value]=same@example.com`)).body.total, 1);
     for (const r of ok) assert.equal((await a.get(`/submissions/${r.body.id}`)).status, 200);
   });
+
+  it('keeps totals of filtered lists right through creates, edits and deletes (they are cached per form)', async () => {
+    const form = (await a.post('/forms', { name: 'Totals', fields: [{ type: 'text', label: 'Note' }] })).body;
+    const note = form.fields[0].id;
+    const total = async () => (await a.get(`/forms/${form.id}/submissions?keyword=marmalade`)).body.total;
+    const byField = async () => (await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${note}&search[0][value]=marmalade*`)).body.total;
+    const first = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade toast' }] })).body;
+    assert.deepEqual([await total(), await byField()], [1, 1]);
+    const second = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade jar' }] })).body;
+    assert.deepEqual([await total(), await byField()], [2, 2]);
+    await a.put(`/submissions/${first.id}`, { fields: [{ id: note, value: 'plain toast' }] });
+    assert.deepEqual([await total(), await byField()], [1, 1], 'an edit moves the total');
+    await a.delete(`/submissions/${second.id}`);
+    assert.deepEqual([await total(), await byField()], [0, 0]);
+  });
 });

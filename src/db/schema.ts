@@ -71,6 +71,8 @@ export interface FormsTable {
   submissions_count: ColumnType<number, number | undefined, number>;
   /** Goes up with every change to the form or its fields: the version that cached reads check. */
   revision: ColumnType<number, number | undefined, number>;
+  /** Goes up with every submission created, edited or deleted. */
+  submissions_version: ColumnType<number, number | undefined, number>;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;
@@ -112,7 +114,7 @@ export interface SubmissionsTable {
   data: string;
   pretty_name: string | null;
   /** PostgreSQL only: the keyword index, written as to_tsvector(...) and never read back. */
-  search_vector: ColumnType<never, never, RawBuilder<unknown>>;
+  search_vector: ColumnType<never, RawBuilder<unknown> | undefined, RawBuilder<unknown>>;
 }
 
 export interface SubmissionUniqueValuesTable {

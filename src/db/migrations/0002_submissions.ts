@@ -3,6 +3,8 @@ import { idColumn, type Dialect } from '../dialect.js';
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   const float = dialect === 'postgres' ? 'double precision' : 'real';
+  // Goes up with every submission created, edited or deleted: what cached counts of a form check.
+  await db.schema.alterTable('forms').addColumn('submissions_version', 'integer', (c) => c.notNull().defaultTo(0)).execute();
   await db.schema
     .createTable('submissions')
     .$call((t) => idColumn(t, dialect))

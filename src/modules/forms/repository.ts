@@ -82,11 +82,14 @@ export async function moveFormsOfFolder(db: Executor, accountId: number, fromFol
     .execute();
 }
 
-/** Keeps the form's submission counter right; the counter is part of a cached read's version. */
-export async function adjustSubmissionCount(db: Executor, accountId: number, formId: number, delta: number): Promise<void> {
+/**
+ * Records that a submission of the form was created (+1), deleted (-1) or edited (0): keeps
+ * the counter right and moves the version that cached counts check.
+ */
+export async function noteSubmissionChange(db: Executor, accountId: number, formId: number, delta: number): Promise<void> {
   await db
     .updateTable('forms')
-    .set((eb) => ({ submissions_count: eb('submissions_count', '+', delta) }))
+    .set((eb) => ({ submissions_count: eb('submissions_count', '+', delta), submissions_version: eb('submissions_version', '+', 1) }))
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .execute();
@@ -105,14 +108,18 @@ export async function touchForm(db: Executor, accountId: number, formId: number,
 const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
   db
     .selectFrom('forms')
-    .select(['revision', 'submissions_count'])
+    .select(['revision', 'submissions_count', 'submissions_version'])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .where('deleted_at', 'is', null),
 );
 
 /** What a cached read of a live form must match to be served: its revision and submission count. */
-export async function findFormVersion(db: Executor, accountId: number, formId: number): Promise<{ revision: number; submissionsCount: number } | undefined> {
+export async function findFormVersion(
+  db: Executor,
+  accountId: number,
+  formId: number,
+): Promise<{ revision: number; submissionsCount: number; submissionsVersion: number } | undefined> {
   const [row] = await selectFormVersion(db, accountId, formId);
-  return row && { revision: row.revision, submissionsCount: row.submissions_count };
+  return row && { revision: row.revision, submissionsCount: row.submissions_count, submissionsVersion: row.submissions_version };
 }

@@ -25,7 +25,10 @@ export interface ResolvedFilter {
 
 type SubmissionQuery = SelectQueryBuilder<Database, 'submissions', object>;
 
-async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite): Promise<void> {
+/** The PostgreSQL keyword index of a submission: array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
+const tsvector = (w: SubmissionWrite) => sql<unknown>`array_to_tsvector(${w.tokens}::text[])`;
+
+async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite, inserted: boolean): Promise<void> {
   if (w.unique.length > 0) {
     await db
       .insertInto('submission_unique_values')
@@ -33,12 +36,7 @@ async function writeSearchable(db: Executor, dialect: Dialect, id: number, formI
       .execute();
   }
   if (dialect === 'postgres') {
-    // array_to_tsvector takes the tokens as they are: no parser, no dictionary.
-    await db
-      .updateTable('submissions')
-      .set({ search_vector: sql`array_to_tsvector(${w.tokens}::text[])` })
-      .where('id', '=', id)
-      .execute();
+    if (!inserted) await db.updateTable('submissions').set({ search_vector: tsvector(w) }).where('id', '=', id).execute();
   } else {
     await db.insertInto('submissions_fts').values({ rowid: id, content: w.tokens.join(' ') }).execute();
   }
@@ -68,10 +66,11 @@ export async function insertSubmission(
       longitude: row.longitude,
       data: w.data,
       pretty_name: w.prettyName,
+      ...(dialect === 'postgres' && { search_vector: tsvector(w) }),
     })
     .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
     .executeTakeFirstOrThrow();
-  await writeSearchable(db, dialect, inserted.id, row.formId, w);
+  await writeSearchable(db, dialect, inserted.id, row.formId, w, true);
   return inserted;
 }
 
@@ -84,7 +83,7 @@ export async function updateSubmission(db: Executor, dialect: Dialect, accountId
     .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
     .executeTakeFirstOrThrow();
   await clearSearchable(db, dialect, existing.id);
-  await writeSearchable(db, dialect, existing.id, existing.form_id, w);
+  await writeSearchable(db, dialect, existing.id, existing.form_id, w, false);
   return row;
 }
 

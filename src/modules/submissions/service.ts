@@ -41,6 +41,8 @@ export interface FormDefinition extends FormShape {
 export interface SubmissionsDeps {
   ctx: AppContext;
   definitions: VersionedCache<FormDefinition>;
+  /** Totals of filtered lists, per form and filter, under the form's submissions version. */
+  totals: VersionedCache<number>;
   /** Runs a write in a group commit with the writes that arrive meanwhile (see WriteBatcher). */
   write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 }
@@ -54,13 +56,18 @@ export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
   return {
     ctx,
     definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
+    totals: new VersionedCache<number>(4 * 1024 * 1024, () => 512),
     write: (job) => batcher.run(job),
   };
 }
 
 export type DataMap = Map<number, StoredValue>;
 
-async function loadDefinition(deps: SubmissionsDeps, accountId: number, formId: number): Promise<{ def: FormDefinition; submissionsCount: number }> {
+async function loadDefinition(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+): Promise<{ def: FormDefinition; submissionsCount: number; submissionsVersion: number }> {
   const { db } = deps.ctx;
   const version = await formsRepo.findFormVersion(db, accountId, formId);
   if (!version) throw new NotFoundError('Form');
@@ -73,7 +80,7 @@ async function loadDefinition(deps: SubmissionsDeps, accountId: number, formId: 
     def = { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])) };
     deps.definitions.set(key, String(version.revision), def);
   }
-  return { def, submissionsCount: version.submissionsCount };
+  return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
 }
 
 function parseData(row: Pick<SubmissionRow, 'data'>): DataMap {
@@ -223,7 +230,7 @@ export async function createSubmission(
       { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
       write,
     );
-    await formsRepo.adjustSubmissionCount(trx, accountId, formId, 1);
+    await formsRepo.noteSubmissionChange(trx, accountId, formId, 1);
     const submission = toSubmission(def, row);
     await onCreated?.(trx, submission);
     return submission;
@@ -248,7 +255,9 @@ export async function updateSubmission(deps: SubmissionsDeps, accountId: number,
   const { ctx } = deps;
   return deps.write(async (trx) => {
     await checkUnique(trx, def, write, id);
-    return toSubmission(def, await repo.updateSubmission(trx, ctx.dialect, accountId, row, write));
+    const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
+    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, 0);
+    return toSubmission(def, updated);
   });
 }
 
@@ -258,7 +267,7 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('Submission');
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
-    await formsRepo.adjustSubmissionCount(trx, accountId, row.form_id, -1);
+    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
     return { id, formId: row.form_id, deleted: true };
   });
 }
@@ -303,14 +312,19 @@ function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionLis
 }
 
 export async function listSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: SubmissionListQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
-  const { def, submissionsCount } = await loadDefinition(deps, accountId, formId);
+  const { def, submissionsCount, submissionsVersion } = await loadDefinition(deps, accountId, formId);
   const filter = resolveFilter(def, q);
+  // Counting a filtered million rows costs more than the page; the count holds until a
+  // submission of the form changes, which moves the version it is kept under.
+  const totalKey = `${formId}:${JSON.stringify([filter.from, filter.to, filter.terms, filter.impossible])}`;
+  const version = String(submissionsVersion);
   const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, formId, filter, {
     order: q.order.toLowerCase() as 'asc' | 'desc',
     limit: q.pageSize,
     offset: (q.pageNumber - 1) * q.pageSize,
-    knownTotal: isUnfiltered(filter) ? submissionsCount : undefined,
+    knownTotal: isUnfiltered(filter) ? submissionsCount : deps.totals.get(totalKey, version),
   });
+  deps.totals.set(totalKey, version, total);
   return { submissions: rows.map((r) => listItem(def, r, q)), ...page(total, q.pageNumber, q.pageSize) };
 }
 
