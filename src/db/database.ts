@@ -73,8 +73,6 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  // Fewer, larger checkpoints: each one syncs the database file, and writes come in bursts.
-  sqlite.pragma('wal_autocheckpoint = 10000');
   sqlite.pragma('cache_size = -65536');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
