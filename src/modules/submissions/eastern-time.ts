@@ -17,8 +17,22 @@ const formatter = new Intl.DateTimeFormat('en-US', {
   second: 'numeric',
 });
 
+// Eastern offsets (since 1883) change only on whole UTC hours; formatToParts is slow enough to show in profiles.
+const offsetByHour = new Map<number, number>();
+
 /** Minutes that Eastern Time is ahead of UTC at this instant (-300 or -240). */
 function offsetMinutes(utcMs: number): number {
+  const hour = Math.floor(utcMs / 3_600_000);
+  let offset = offsetByHour.get(hour);
+  if (offset === undefined) {
+    offset = formatterOffset(hour * 3_600_000);
+    if (offsetByHour.size >= 10_000) offsetByHour.clear();
+    offsetByHour.set(hour, offset);
+  }
+  return offset;
+}
+
+function formatterOffset(utcMs: number): number {
   const parts: Record<string, number> = {};
   for (const p of formatter.formatToParts(new Date(utcMs))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
   const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
