@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from './context.js';
+import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
 import { registerErrorHandling } from './http/error-handler.js';
 import { parseQueryString } from './http/querystring.js';
@@ -85,7 +86,22 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           'The same operations answer under /api/v2, where any path may end in .json.',
       },
       servers: [{ url: `${ctx.config.publicUrl}${API_PREFIX}` }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (every scope) or an OAuth access token' },
+          oauth2: {
+            type: 'oauth2',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${ctx.config.publicUrl}/oauth2/authorize`,
+                tokenUrl: `${ctx.config.publicUrl}/oauth2/token`,
+                refreshUrl: `${ctx.config.publicUrl}/oauth2/token`,
+                scopes: SCOPE_MEANINGS,
+              },
+            },
+          },
+        },
+      },
       security: [{ bearer: [] }],
     },
     transform: ({ schema, url }) => ({ schema, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
@@ -105,6 +121,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       requireBearerToken(api, ctx.db);
+      requireAccessRules(api, ctx.db);
       await api.register(formRoutes(ctx));
       await api.register(fieldRoutes(ctx));
       await api.register(folderRoutes(ctx));

@@ -3,6 +3,7 @@ import type { Db } from './database.js';
 import type { Dialect } from './dialect.js';
 import * as foundation from './migrations/0001_foundation.js';
 import * as submissions from './migrations/0002_submissions.js';
+import * as oauthPermissions from './migrations/0003_oauth_permissions.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -12,6 +13,7 @@ interface MigrationModule {
 const migrations: Record<string, MigrationModule> = {
   '0001_foundation': foundation,
   '0002_submissions': submissions,
+  '0003_oauth_permissions': oauthPermissions,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -16,6 +16,11 @@ export interface Database {
   submission_unique_values: SubmissionUniqueValuesTable;
   submissions_fts: SubmissionsFtsTable;
   idempotency_keys: IdempotencyKeysTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
+  form_permissions: FormPermissionsTable;
 }
 
 type Id = Generated<number>;
@@ -47,6 +52,62 @@ export interface AccessTokensTable {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  /** Space-separated scopes; null for personal access tokens (every scope). */
+  scope: string | null;
+  client_id: number | null;
+  grant_id: number | null;
+}
+
+export interface OAuthClientsTable {
+  id: Id;
+  account_id: number;
+  client_id: string;
+  secret_hash: string;
+  name: string;
+  /** JSON array of the exact redirect URIs. */
+  redirect_uris: string;
+  created_at: number;
+}
+
+export interface OAuthGrantsTable {
+  id: Id;
+  client_id: number;
+  user_id: number;
+  account_id: number;
+  scope: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface OAuthCodesTable {
+  id: Id;
+  code_hash: string;
+  grant_id: number;
+  redirect_uri: string;
+  scope: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface OAuthRefreshTokensTable {
+  id: Id;
+  token_hash: string;
+  grant_id: number;
+  scope: string;
+  created_at: number;
+  expires_at: number;
+  rotated_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface FormPermissionsTable {
+  user_id: number;
+  form_id: number;
+  account_id: number;
+  level: 'view' | 'submissions' | 'edit' | 'full';
+  updated_at: number;
 }
 
 export interface FoldersTable {

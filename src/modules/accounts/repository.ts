@@ -4,9 +4,15 @@ import type { UserRow } from '../../db/schema.js';
 
 export interface TokenOwner {
   tokenId: number;
+  /** SHA-256 of the token: a key that is unique across databases (rate-limit counters). */
+  tokenHash: string;
   accountId: number;
   userId: number;
   role: UserRow['role'];
+  /** The scopes the token was granted; null for personal access tokens, which hold every scope. */
+  scopes: readonly string[] | null;
+  /** The OAuth client the token was issued to, or null for personal access tokens. */
+  clientId: number | null;
 }
 
 export async function insertAccount(db: Executor, name: string, now: number): Promise<number> {
@@ -63,7 +69,7 @@ const selectToken = hotQuery(1, (db, hash: string) =>
   db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.id as tokenId', 't.account_id as accountId', 't.user_id as userId', 'u.role as role', 't.expires_at as expiresAt'])
+    .select(['t.id as tokenId', 't.account_id as accountId', 't.user_id as userId', 'u.role as role', 't.expires_at as expiresAt', 't.scope as scope', 't.client_id as clientId'])
     .where('t.token_hash', '=', hash)
     .where('t.revoked_at', 'is', null),
 );
@@ -72,7 +78,15 @@ const selectToken = hotQuery(1, (db, hash: string) =>
 export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
   const [row] = await selectToken(db, hash);
   if (!row || (row.expiresAt !== null && row.expiresAt <= now)) return undefined;
-  return { tokenId: row.tokenId, accountId: row.accountId, userId: row.userId, role: row.role };
+  return {
+    tokenId: row.tokenId,
+    tokenHash: hash,
+    accountId: row.accountId,
+    userId: row.userId,
+    role: row.role,
+    scopes: row.scope === null ? null : row.scope.split(' ').filter((s) => s !== ''),
+    clientId: row.clientId,
+  };
 }
 
 export async function revokeToken(db: Executor, tokenId: number, now: number): Promise<boolean> {

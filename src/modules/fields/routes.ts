@@ -15,6 +15,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId/fields',
       {
+        config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'List the fields of a form, in display order',
@@ -29,6 +30,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/forms/:formId/fields',
       {
+        config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: { tags, summary: 'Add a field', params: formParams, body: FieldCreate, response: { 200: Field, ...errors(403, 404) } },
       },
       (req) => service.createField(ctx, principal(req).accountId, req.params.formId, req.body),
@@ -36,13 +38,14 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/forms/:formId/fields/:fieldId',
-      { schema: { tags, summary: 'Read a field', params: fieldParams, response: { 200: Field, ...errors(403, 404) } } },
+      { config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } }, schema: { tags, summary: 'Read a field', params: fieldParams, response: { 200: Field, ...errors(403, 404) } } },
       (req) => service.getField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId),
     );
 
     app.put(
       '/forms/:formId/fields/:fieldId',
       {
+        config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Change a field',
@@ -58,6 +61,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/forms/:formId/fields/:fieldId',
       {
+        config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Delete a field permanently',

@@ -13,6 +13,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/folders',
       {
+        config: { access: { scope: 'forms:read' } },
         schema: {
           tags,
           summary: 'List top-level folders with their subfolders',
@@ -26,6 +27,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/folders',
       {
+        config: { access: { scope: 'forms:write', role: 'admin' } },
         schema: { tags, summary: 'Create a folder', body: FolderCreate, response: { 200: Folder, ...errors(403, 404) } },
       },
       (req) => service.createFolder(ctx, principal(req).accountId, req.body),
@@ -33,13 +35,14 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/folders/:folderId',
-      { schema: { tags, summary: 'Read a folder or subfolder', params, response: { 200: Folder, ...errors(403, 404) } } },
+      { config: { access: { scope: 'forms:read' } }, schema: { tags, summary: 'Read a folder or subfolder', params, response: { 200: Folder, ...errors(403, 404) } } },
       (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId),
     );
 
     app.put(
       '/folders/:folderId',
       {
+        config: { access: { scope: 'forms:write', role: 'admin' } },
         schema: { tags, summary: 'Rename or move a folder', params, body: FolderUpdate, response: { 200: Folder, ...errors(403, 404) } },
       },
       (req) => service.updateFolder(ctx, principal(req).accountId, req.params.folderId, req.body),
@@ -48,6 +51,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/folders/:folderId',
       {
+        config: { access: { scope: 'forms:write', role: 'admin' } },
         schema: {
           tags,
           summary: 'Delete a folder',

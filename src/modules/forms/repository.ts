@@ -1,3 +1,4 @@
+import { permittedForms } from '../permissions/repository.js';
 import { sql } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import { containsInsensitive } from '../../db/dialect.js';
@@ -17,6 +18,8 @@ export interface FormListFilter {
   search?: string;
   folderId?: number;
   deleted: boolean;
+  /** A member's user id: only forms they hold a permission on. */
+  visibleTo?: number;
   orderBy: keyof typeof ORDER_COLUMNS;
   order: 'asc' | 'desc';
   limit: number;
@@ -40,6 +43,7 @@ export async function listForms(db: Executor, dialect: Dialect, accountId: numbe
     .where('account_id', '=', accountId)
     .where('deleted_at', filter.deleted ? 'is not' : 'is', null);
   if (filter.folderId !== undefined) query = query.where('folder_id', '=', filter.folderId);
+  if (filter.visibleTo !== undefined) query = query.where('id', 'in', permittedForms(db, filter.visibleTo));
   if (filter.search) {
     const search = filter.search;
     query = query.where((eb) => containsInsensitive(dialect, eb.ref('name'), search));

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { etagMatches, VersionedCache } from '../../http/versioned-cache.js';
@@ -17,6 +18,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms',
       {
+        config: { access: { scope: 'forms:read' } },
         schema: {
           tags,
           summary: 'List forms',
@@ -25,12 +27,13 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormList, ...errors(404) },
         },
       },
-      (req) => service.listForms(ctx, principal(req).accountId, req.query),
+      (req) => service.listForms(ctx, principal(req).accountId, req.query, memberScope(req)),
     );
 
     app.post(
       '/forms',
       {
+        config: { access: { scope: 'forms:write' } },
         schema: {
           tags,
           summary: 'Create a form, optionally with its fields',
@@ -38,12 +41,13 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Form, ...errors(403, 404) },
         },
       },
-      (req) => service.createForm(ctx, principal(req).accountId, req.body),
+      (req) => service.createForm(ctx, principal(req).accountId, req.body, memberScope(req)),
     );
 
     app.get(
       '/forms/:formId',
       {
+        config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Read a form',
@@ -68,6 +72,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.put(
       '/forms/:formId',
       {
+        config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: { tags, summary: 'Update a form', params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
       },
       (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
@@ -76,6 +81,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/forms/:formId',
       {
+        config: { access: { scope: 'forms:write', level: 'full', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Delete a form (soft)',
@@ -92,6 +98,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/forms/:formId/restore',
       {
+        config: { access: { scope: 'forms:write', level: 'full', formFrom: 'formId' } },
         schema: { tags, summary: 'Restore a deleted form', params, response: { 200: Form, ...errors(403, 404) } },
       },
       (req) => service.restoreForm(ctx, principal(req).accountId, req.params.formId),
@@ -100,6 +107,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/forms/:formId/copy',
       {
+        config: { access: { scope: 'forms:write', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Copy a form with its fields',
@@ -111,7 +119,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Form, ...errors(403, 404) },
         },
       },
-      (req) => service.copyForm(ctx, principal(req).accountId, req.params.formId, req.query),
+      (req) => service.copyForm(ctx, principal(req).accountId, req.params.formId, req.query, memberScope(req)),
     );
   };
 }

@@ -1,3 +1,4 @@
+import { setPermission } from '../permissions/repository.js';
 import type { AppContext } from '../../context.js';
 import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
@@ -41,12 +42,13 @@ export async function requireForm(db: Executor, accountId: number, formId: numbe
   return form;
 }
 
-export async function listForms(ctx: AppContext, accountId: number, q: FormListQuery): Promise<Page & { forms: Form[] }> {
+export async function listForms(ctx: AppContext, accountId: number, q: FormListQuery, visibleTo?: number): Promise<Page & { forms: Form[] }> {
   if (q.folder !== undefined) await requireFolderId(ctx.db, accountId, q.folder);
   const { rows, total } = await repo.listForms(ctx.db, ctx.dialect, accountId, {
     search: q.search,
     folderId: q.folder,
     deleted: q.deleted,
+    visibleTo,
     orderBy: q.orderBy,
     order: q.order.toLowerCase() as 'asc' | 'desc',
     limit: q.pageSize,
@@ -88,7 +90,12 @@ export async function readFormJson(
   return { etag, body };
 }
 
-export async function createForm(ctx: AppContext, accountId: number, input: FormCreate): Promise<Form> {
+/** A member who makes a form holds the full level on it; owners and admins need no level. */
+async function grantCreator(trx: Executor, accountId: number, formId: number, member: number | undefined, now: number): Promise<void> {
+  if (member !== undefined) await setPermission(trx, { accountId, userId: member, formId, level: 'full' }, now);
+}
+
+export async function createForm(ctx: AppContext, accountId: number, input: FormCreate, member?: number): Promise<Form> {
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
   return transact(ctx.db, async (trx) => {
@@ -105,6 +112,7 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
       created_at: now,
       updated_at: now,
     });
+    await grantCreator(trx, accountId, form.id, member, now);
     const fields: Field[] = [];
     for (const [i, def] of definitions.entries()) {
       const row = await fieldsRepo.insertField(trx, toFieldRow(def, { accountId, formId: form.id, displayOrder: def.displayOrder ?? i }, now));
@@ -150,7 +158,7 @@ export async function restoreForm(ctx: AppContext, accountId: number, formId: nu
   });
 }
 
-export async function copyForm(ctx: AppContext, accountId: number, formId: number, q: CopyQuery): Promise<Form> {
+export async function copyForm(ctx: AppContext, accountId: number, formId: number, q: CopyQuery, member?: number): Promise<Form> {
   return transact(ctx.db, async (trx) => {
     const source = await requireForm(trx, accountId, formId);
     const look = q.template === undefined ? source : await requireForm(trx, accountId, q.template);
@@ -168,6 +176,7 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
       created_at: now,
       updated_at: now,
     });
+    await grantCreator(trx, accountId, copy.id, member, now);
     // Copy the fields, then point the copies' logic at the copied fields rather than the originals.
     const originals = await fieldsRepo.listFields(trx, accountId, formId);
     const newIds = new Map<number, number>();

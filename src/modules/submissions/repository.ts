@@ -1,3 +1,4 @@
+import { permittedForms } from '../permissions/repository.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../db/dialect.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
@@ -21,6 +22,8 @@ export interface ResolvedFilter {
   terms: Term[];
   /** A filter that nothing can match (a keyword with no words in it). */
   impossible?: boolean;
+  /** A member's user id: only forms they hold a permission on (account-wide lists). */
+  visibleTo?: number;
 }
 
 type SubmissionQuery = SelectQueryBuilder<Database, 'submissions', object>;
@@ -134,9 +137,10 @@ function applyFilter(dialect: Dialect, query: SubmissionQuery, f: ResolvedFilter
  * that the caller has checked belongs to the account; the form scope then needs no
  * account condition, which keeps form queries inside the form's own indexes.
  */
-function scope(db: Executor, accountId: number, formId: number | undefined): SubmissionQuery {
+function scope(db: Executor, accountId: number, formId: number | undefined, visibleTo: number | undefined): SubmissionQuery {
   if (formId !== undefined) return db.selectFrom('submissions').where('submissions.form_id', '=', formId);
-  const liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  let liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  if (visibleTo !== undefined) liveForms = liveForms.where('id', 'in', permittedForms(db, visibleTo));
   return db.selectFrom('submissions').where('submissions.account_id', '=', accountId).where('submissions.form_id', 'in', liveForms);
 }
 
@@ -193,7 +197,7 @@ export async function listSubmissions(
     const { ids, total } = await pageFromFts(db, [{ token: formToken(formId), prefix: false }, ...f.terms], page);
     return { rows: await rowsByIds(db, ids), total };
   }
-  const q = applyFilter(dialect, scope(db, accountId, formId), f)!;
+  const q = applyFilter(dialect, scope(db, accountId, formId, f.visibleTo), f)!;
   const [ids, total] = await Promise.all([
     q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
     page.knownTotal ?? q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow().then((r) => Number(r.n)),
@@ -224,7 +228,7 @@ export async function nextBatch(
   order: 'asc' | 'desc',
   size: number,
 ): Promise<SubmissionRow[]> {
-  let q = applyFilter(dialect, scope(db, accountId, formId), f);
+  let q = applyFilter(dialect, scope(db, accountId, formId, f.visibleTo), f);
   if (!q) return [];
   if (after !== undefined) q = q.where('submissions.id', order === 'asc' ? '>' : '<', after);
   return q.select(columns).orderBy('submissions.id', order).limit(size).execute();

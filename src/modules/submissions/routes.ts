@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
+import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
@@ -35,6 +36,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/forms/:formId/submissions',
       {
+        config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Submit a form',
@@ -65,6 +67,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId/submissions',
       {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'List and search the submissions of a form',
@@ -79,6 +82,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId/submissions/count',
       {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Count the submissions of a form',
@@ -96,6 +100,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId/submissions/export',
       {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
           summary: 'Export every matching submission as CSV or NDJSON',
@@ -115,13 +120,14 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/submissions/:submissionId',
-      { schema: { tags, summary: 'Read a submission', params: submissionParams, response: { 200: Submission, ...errors(403, 404) } } },
+      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, summary: 'Read a submission', params: submissionParams, response: { 200: Submission, ...errors(403, 404) } } },
       (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId),
     );
 
     app.put(
       '/submissions/:submissionId',
       {
+        config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'submissionId' } },
         schema: {
           tags,
           summary: 'Edit a submission',
@@ -137,6 +143,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/submissions/:submissionId',
       {
+        config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'submissionId' } },
         schema: { tags, summary: 'Delete a submission permanently, with all its data', params: submissionParams, response: { 200: SubmissionDeleted, ...errors(403, 404) } },
       },
       (req) => service.deleteSubmission(deps, principal(req).accountId, req.params.submissionId),
@@ -145,6 +152,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/submissions',
       {
+        config: { access: { scope: 'submissions:read' } },
         schema: {
           tags,
           summary: 'Search submissions across all forms',
@@ -153,7 +161,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: SubmissionList, ...errors() },
         },
       },
-      (req) => service.searchAccount(deps, principal(req).accountId, req.query),
+      (req) => service.searchAccount(deps, principal(req).accountId, req.query, memberScope(req)),
     );
   };
 }

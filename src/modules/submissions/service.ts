@@ -329,9 +329,9 @@ export async function listSubmissions(deps: SubmissionsDeps, accountId: number, 
 }
 
 /** Across every live form of the account: keyword search, newest first, with the standardized data. */
-export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
+export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery, visibleTo?: number): Promise<Page & { submissions: SubmissionListItem[] }> {
   const keywords = queryWords(q.search);
-  const filter: repo.ResolvedFilter = { terms: keywords.map((token) => ({ token, prefix: true })), impossible: keywords.length === 0 };
+  const filter: repo.ResolvedFilter = { terms: keywords.map((token) => ({ token, prefix: true })), impossible: keywords.length === 0, visibleTo };
   const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, undefined, filter, {
     order: 'desc',
     limit: q.pageSize,

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { ForbiddenError } from '../errors.js';
+import { isAdminRole, LEVEL_MEANINGS, levelAtLeast, type Level } from '../modules/permissions/levels.js';
+import { formOfSubmission, levelOnForm } from '../modules/permissions/repository.js';
+import { principal } from './auth.js';
+import { ErrorBody } from './schemas.js';
+import { Type } from '@sinclair/typebox';
+
+export const SCOPES = ['forms:read', 'forms:write', 'submissions:read', 'submissions:write', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const SCOPE_MEANINGS: Record<Scope, string> = {
+  'forms:read': 'read forms, fields and folders',
+  'forms:write': 'create, change and delete forms, fields and folders',
+  'submissions:read': 'read, search and export submissions',
+  'submissions:write': 'create, edit and delete submissions',
+  admin: 'manage users, their form permissions and OAuth clients',
+};
+
+/**
+ * What a route needs, declared next to it and checked before its handler: a token scope;
+ * optionally the owner or admin role; optionally, for members, a level on the form the
+ * request addresses (by its formId, or by the form of its submissionId).
+ */
+export interface RouteAccess {
+  scope: Scope;
+  role?: 'admin';
+  level?: Level;
+  formFrom?: 'formId' | 'submissionId';
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+}
+
+function describe(access: RouteAccess): string {
+  const parts = [`Needs the \`${access.scope}\` scope.`];
+  if (access.role) parts.push('Only the account owner and admins may call it.');
+  if (access.level) parts.push(`Members need the \`${access.level}\` level on the form (${LEVEL_MEANINGS[access.level]}).`);
+  return parts.join(' ');
+}
+
+/**
+ * Every route of the scope must declare its access; a route without one stops the server at
+ * start, so no route can be added unchecked. The declaration also goes into the OpenAPI
+ * document (security scopes, the x-formwork-access extension and the description), which is
+ * where the permission matrix test reads it from.
+ */
+export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>): void {
+  scope.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    if (!access) throw new Error(`${String(route.method)} ${route.url} declares no access rule (config.access)`);
+    if (access.level && !access.formFrom) throw new Error(`${String(route.method)} ${route.url}: a level needs formFrom`);
+    if (route.schema) {
+      const schema = route.schema as Record<string, unknown> & { response?: Record<number, unknown>; description?: string };
+      schema.security = [{ bearer: [] }, { oauth2: [access.scope] }];
+      schema['x-formwork-access'] = access;
+      schema.description = schema.description ? `${schema.description}\n\n${describe(access)}` : describe(access);
+      if (schema.response && !schema.response[403]) {
+        schema.response[403] = Type.Ref(ErrorBody, { description: 'The token lacks the scope, or the user the role or form level' });
+      }
+    }
+  });
+
+  scope.addHook('preHandler', async (request) => {
+    const access = request.routeOptions.config.access;
+    if (!access) return;
+    await check(db, request, access);
+  });
+}
+
+async function check(db: Kysely<Database>, request: FastifyRequest, access: RouteAccess): Promise<void> {
+  const who = principal(request);
+  if (who.scopes !== null && !who.scopes.includes(access.scope)) {
+    throw new ForbiddenError(`This token was not granted the ${access.scope} scope`, 'insufficient_scope');
+  }
+  if (isAdminRole(who.role)) return;
+  if (access.role === 'admin') throw new ForbiddenError('Only the account owner and admins may do this', 'admin_required');
+  if (!access.level || !access.formFrom) return;
+
+  const params = request.params as Record<string, number | undefined>;
+  const id = params[access.formFrom];
+  if (id === undefined) return;
+  const formId = access.formFrom === 'formId' ? id : await formOfSubmission(db, who.accountId, id);
+  // Not in the account: the handler answers 404, exactly as it does for anyone else.
+  if (formId === undefined) return;
+  const held = await levelOnForm(db, who.accountId, who.userId, formId);
+  if (held === undefined) return;
+  if (held === null) throw new ForbiddenError('You have no permission on this form', 'form_permission_required');
+  if (!levelAtLeast(held, access.level)) {
+    throw new ForbiddenError(`This needs the ${access.level} level on the form; you hold ${held}`, 'form_permission_required');
+  }
+}
+
+/** The user id whose form permissions limit what a request sees, or undefined for owners and admins. */
+export function memberScope(request: FastifyRequest): number | undefined {
+  const who = principal(request);
+  return isAdminRole(who.role) ? undefined : who.userId;
+}
