@@ -1,0 +1,47 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import type { RouteAccess } from '../../http/access.js';
+import { principal } from '../../http/auth.js';
+import { errors, idParams } from '../../http/schemas.js';
+import { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientDeleted, OAuthClientList } from './schemas.js';
+import * as service from './service.js';
+
+const tags = ['OAuth clients'];
+const params = idParams('clientId');
+const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
+
+export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get('/oauth-clients', { config, schema: { tags, summary: 'List the applications registered by the account', response: { 200: OAuthClientList, ...errors() } } }, (req) =>
+      service.listClients(ctx.db, principal(req).accountId),
+    );
+
+    app.post(
+      '/oauth-clients',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Register an application',
+          description: 'Answers with the client secret, once. Applications use the authorization code flow with it (PKCE with S256 recommended).',
+          body: OAuthClientCreate,
+          response: { 200: OAuthClientCreated, ...errors() },
+        },
+      },
+      (req) => service.createClient(ctx.db, principal(req).accountId, req.body),
+    );
+
+    app.get('/oauth-clients/:clientId', { config, schema: { tags, summary: 'Read an application', params, response: { 200: OAuthClient, ...errors(404) } } }, (req) =>
+      service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
+    );
+
+    app.delete(
+      '/oauth-clients/:clientId',
+      {
+        config,
+        schema: { tags, summary: 'Delete an application', description: 'Every token issued to it stops working at once.', params, response: { 200: OAuthClientDeleted, ...errors(404) } },
+      },
+      (req) => service.deleteClient(ctx.db, principal(req).accountId, req.params.clientId),
+    );
+  };
+}

@@ -1,0 +1,42 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Timestamp } from '../../http/schemas.js';
+
+const redirectUris = Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), {
+  minItems: 1,
+  maxItems: 20,
+  description: 'Exact redirect URIs; the authorize request must name one of them character for character. https, or http on localhost, 127.0.0.1 or [::1]; no fragment.',
+});
+
+export const OAuthClientCreate = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200, description: 'Shown to users on the consent page' }), redirectUris },
+  { additionalProperties: false, title: 'OAuthClientCreate' },
+);
+export type OAuthClientCreate = Static<typeof OAuthClientCreate>;
+
+export const OAuthClient = Type.Object(
+  {
+    id: Id,
+    clientId: Type.String({ description: 'The client_id of OAuth requests' }),
+    name: Type.String(),
+    redirectUris: Type.Array(Type.String()),
+    created: Timestamp,
+  },
+  { $id: 'OAuthClient', title: 'OAuthClient' },
+);
+export type OAuthClient = Static<typeof OAuthClient>;
+
+export const OAuthClientCreated = Type.Object(
+  {
+    id: Id,
+    clientId: Type.String(),
+    clientSecret: Type.String({ description: 'Shown once, here; only its hash is kept' }),
+    name: Type.String(),
+    redirectUris: Type.Array(Type.String()),
+    created: Timestamp,
+  },
+  { title: 'OAuthClientCreated' },
+);
+export type OAuthClientCreated = Static<typeof OAuthClientCreated>;
+
+export const OAuthClientList = Type.Object({ clients: Type.Array(Type.Ref(OAuthClient)) });
+export const OAuthClientDeleted = Type.Object({ id: Id, deleted: Type.Literal(true) });

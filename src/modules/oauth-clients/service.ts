@@ -1,0 +1,68 @@
+import type { Kysely } from 'kysely';
+import { hashToken, newKey, newToken } from '../../crypto/secrets.js';
+import type { Database } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
+import { invalid, NotFoundError } from '../../errors.js';
+import { isoTime } from '../../http/schemas.js';
+import * as repo from './repository.js';
+import type { OAuthClient, OAuthClientCreate, OAuthClientCreated } from './schemas.js';
+
+export const CLIENT_SECRET_PREFIX = 'fw_cs_';
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Why a redirect URI cannot be registered, or undefined when it can. */
+export function redirectUriProblem(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:' && LOOPBACK.has(url.hostname)) return undefined;
+  return 'must use https (http only on localhost, 127.0.0.1 or [::1])';
+}
+
+export function toClient(row: repo.OAuthClientRow): OAuthClient {
+  return { id: row.id, clientId: row.client_id, name: row.name, redirectUris: JSON.parse(row.redirect_uris) as string[], created: isoTime(row.created_at) };
+}
+
+export async function createClient(db: Kysely<Database>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
+  const name = input.name.trim();
+  if (name === '') throw invalid('body.name', 'must not be blank');
+  input.redirectUris.forEach((uri, i) => {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw invalid(`body.redirectUris[${i}]`, problem);
+  });
+  const secret = newToken(CLIENT_SECRET_PREFIX);
+  const row = await transact(db, (trx) =>
+    repo.insertClient(trx, {
+      account_id: accountId,
+      client_id: `fwc_${newKey(16)}`,
+      secret_hash: hashToken(secret),
+      name,
+      redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
+      created_at: Date.now(),
+    }),
+  );
+  const client = toClient(row);
+  return { id: client.id, clientId: client.clientId, clientSecret: secret, name: client.name, redirectUris: client.redirectUris, created: client.created };
+}
+
+export async function listClients(db: Kysely<Database>, accountId: number): Promise<{ clients: OAuthClient[] }> {
+  return { clients: (await repo.listClients(db, accountId)).map(toClient) };
+}
+
+export async function getClient(db: Kysely<Database>, accountId: number, id: number): Promise<OAuthClient> {
+  const row = await repo.findClient(db, accountId, id);
+  if (!row) throw new NotFoundError('OAuth client');
+  return toClient(row);
+}
+
+export async function deleteClient(db: Kysely<Database>, accountId: number, id: number): Promise<{ id: number; deleted: true }> {
+  return transact(db, async (trx) => {
+    if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('OAuth client');
+    return { id, deleted: true as const };
+  });
+}

@@ -1,0 +1,98 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import type { RouteAccess } from '../../http/access.js';
+import { principal } from '../../http/auth.js';
+import { errors, idParams } from '../../http/schemas.js';
+import { FormPermission, FormPermissionDeleted, FormPermissionList, FormPermissionSet, User, UserCreate, UserDeleted, UserList, UserUpdate } from './schemas.js';
+import * as service from './service.js';
+
+const tags = ['Users'];
+const params = idParams('userId');
+const permissionParams = idParams('userId', 'formId');
+const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
+
+export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get('/users', { config, schema: { tags, summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
+      service.listUsers(ctx, principal(req).accountId),
+    );
+
+    app.post(
+      '/users',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Add a user to the account',
+          description: 'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner.',
+          body: UserCreate,
+          response: { 200: User, ...errors(409) },
+        },
+      },
+      (req) => service.createUser(ctx, principal(req).accountId, req.body),
+    );
+
+    app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
+      service.getUser(ctx, principal(req).accountId, req.params.userId),
+    );
+
+    app.put(
+      '/users/:userId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Rename a user, change their role or set their password',
+          description: 'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level).',
+          params,
+          body: UserUpdate,
+          response: { 200: User, ...errors(404) },
+        },
+      },
+      (req) => service.updateUser(ctx, principal(req).accountId, principal(req).userId, req.params.userId, req.body),
+    );
+
+    app.delete(
+      '/users/:userId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Remove a user',
+          description: 'Their access tokens, OAuth grants and form permissions are removed with them. The owner cannot be removed, nor can you remove yourself.',
+          params,
+          response: { 200: UserDeleted, ...errors(404) },
+        },
+      },
+      (req) => service.deleteUser(ctx, principal(req).accountId, principal(req).userId, req.params.userId),
+    );
+
+    app.get(
+      '/users/:userId/permissions',
+      { config, schema: { tags, summary: 'A member\'s form permissions', params, response: { 200: FormPermissionList, ...errors(404) } } },
+      (req) => service.listPermissions(ctx, principal(req).accountId, req.params.userId),
+    );
+
+    app.put(
+      '/users/:userId/permissions/:formId',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Give a member a level on a form',
+          description: 'Replaces the level the member held on the form. Only members hold form permissions.',
+          params: permissionParams,
+          body: FormPermissionSet,
+          response: { 200: FormPermission, ...errors(404) },
+        },
+      },
+      (req) => service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+    );
+
+    app.delete(
+      '/users/:userId/permissions/:formId',
+      { config, schema: { tags, summary: 'Take a member\'s level on a form away', params: permissionParams, response: { 200: FormPermissionDeleted, ...errors(404) } } },
+      (req) => service.deletePermission(ctx, principal(req).accountId, req.params.userId, req.params.formId),
+    );
+  };
+}

@@ -1,0 +1,102 @@
+import type { AppContext } from '../../context.js';
+import { hashPassword } from '../../crypto/secrets.js';
+import type { UserRow } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
+import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { isoTime } from '../../http/schemas.js';
+import { insertUser } from '../accounts/repository.js';
+import { findForm } from '../forms/repository.js';
+import type { Level } from '../permissions/levels.js';
+import * as permissions from '../permissions/repository.js';
+import * as repo from './repository.js';
+import type { FormPermission, User, UserCreate, UserUpdate } from './schemas.js';
+
+export function toUser(row: UserRow): User {
+  return { id: row.id, email: row.email, name: row.name, role: row.role, canSignIn: row.password_hash !== null, created: isoTime(row.created_at) };
+}
+
+async function requireUser(ctx: AppContext, accountId: number, userId: number): Promise<UserRow> {
+  const user = await repo.findUser(ctx.db, accountId, userId);
+  if (!user) throw new NotFoundError('User');
+  return user;
+}
+
+export async function listUsers(ctx: AppContext, accountId: number): Promise<{ users: User[] }> {
+  return { users: (await repo.listUsers(ctx.db, accountId)).map(toUser) };
+}
+
+export async function getUser(ctx: AppContext, accountId: number, userId: number): Promise<User> {
+  return toUser(await requireUser(ctx, accountId, userId));
+}
+
+export async function createUser(ctx: AppContext, accountId: number, input: UserCreate): Promise<User> {
+  // Hashing takes a while and much memory; done before the transaction so it holds no connection.
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const email = input.email.trim().toLowerCase();
+  return transact(ctx.db, async (trx) => {
+    if (await repo.findUserByEmail(trx, email)) throw new ConflictError('A user with this email already exists', 'email_taken');
+    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
+    return toUser((await repo.findUser(trx, accountId, id))!);
+  });
+}
+
+export async function updateUser(ctx: AppContext, accountId: number, callerId: number, userId: number, input: UserUpdate): Promise<User> {
+  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+  return transact(ctx.db, async (trx) => {
+    const user = await repo.findUser(trx, accountId, userId);
+    if (!user) throw new NotFoundError('User');
+    if (input.role !== undefined && input.role !== user.role) {
+      if (user.role === 'owner') throw new ForbiddenError('The owner\'s role cannot change', 'owner_protected');
+      if (userId === callerId) throw new ForbiddenError('You cannot change your own role', 'own_role');
+      if (input.role !== 'member') await repo.clearPermissions(trx, userId);
+    }
+    if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
+      throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
+    }
+    const updated = await repo.updateUser(trx, accountId, userId, {
+      ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+      ...(input.role !== undefined ? { role: input.role } : {}),
+      ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
+    });
+    return toUser(updated);
+  });
+}
+
+export async function deleteUser(ctx: AppContext, accountId: number, callerId: number, userId: number): Promise<{ id: number; deleted: true }> {
+  return transact(ctx.db, async (trx) => {
+    const user = await repo.findUser(trx, accountId, userId);
+    if (!user) throw new NotFoundError('User');
+    if (user.role === 'owner') throw new ForbiddenError('The account owner cannot be removed', 'owner_protected');
+    if (userId === callerId) throw new ForbiddenError('You cannot remove yourself', 'own_user');
+    await repo.deleteUser(trx, accountId, userId);
+    return { id: userId, deleted: true as const };
+  });
+}
+
+const toPermission = (p: { formId: number; level: Level; updatedAt: number }): FormPermission => ({ formId: p.formId, level: p.level, updated: isoTime(p.updatedAt) });
+
+export async function listPermissions(ctx: AppContext, accountId: number, userId: number): Promise<{ userId: number; permissions: FormPermission[] }> {
+  await requireUser(ctx, accountId, userId);
+  return { userId, permissions: (await permissions.listPermissions(ctx.db, accountId, userId)).map(toPermission) };
+}
+
+/** Gives a member a level on a form of the account (replacing the one they held). */
+export async function setPermission(ctx: AppContext, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
+  return transact(ctx.db, async (trx) => {
+    const user = await repo.findUser(trx, accountId, userId);
+    if (!user) throw new NotFoundError('User');
+    if (user.role !== 'member') throw new BadRequestError('Owners and admins hold every level on every form; form permissions are for members', undefined, 'not_a_member');
+    if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('Form');
+    const now = Date.now();
+    await permissions.setPermission(trx, { accountId, userId, formId, level }, now);
+    return toPermission({ formId, level, updatedAt: now });
+  });
+}
+
+export async function deletePermission(ctx: AppContext, accountId: number, userId: number, formId: number): Promise<{ userId: number; formId: number; deleted: true }> {
+  return transact(ctx.db, async (trx) => {
+    if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('User');
+    if (!(await permissions.deletePermission(trx, accountId, userId, formId))) throw new NotFoundError('Form permission');
+    return { userId, formId, deleted: true as const };
+  });
+}
