@@ -1,0 +1,159 @@
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { parse } from 'node:querystring';
+import type { AppContext } from '../../context.js';
+import { verifyPassword } from '../../crypto/secrets.js';
+import { AppError, TooManyRequestsError } from '../../errors.js';
+import { throttle } from '../../http/rate-limit.js';
+import { findUser } from '../accounts/repository.js';
+import { findUserByEmail } from '../users/repository.js';
+import { consentPage, errorPage, signInPage } from './pages.js';
+import { authenticateClient, checkAuthorization, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
+import { passwordTag, Sessions } from './session.js';
+
+type Form = Record<string, unknown>;
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+  'referrer-policy': 'no-referrer',
+};
+const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke', '/oauth2/introspect']);
+// Verified when the email is unknown, so that a wrong email takes as long as a wrong password.
+const DUMMY_HASH = 'scrypt$131072$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=';
+
+function html(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).headers(PAGE_HEADERS).send(body);
+}
+
+function see(reply: FastifyReply, location: string): FastifyReply {
+  return reply.code(303).header('location', location).header('cache-control', 'no-store').send();
+}
+
+/**
+ * The authorization server of spec section 5: the authorization endpoint with its sign-in and
+ * consent pages, the token, revocation and introspection endpoints, and RFC 8414 metadata.
+ */
+export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
+  const issuer = ctx.config.publicUrl;
+  const sessions = new Sessions(ctx.config.secretKey, issuer.startsWith('https:'));
+
+  async function signedInUser(request: FastifyRequest) {
+    const session = sessions.read(request);
+    if (!session) return undefined;
+    const user = await findUser(ctx.db, session.userId);
+    if (!user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== session.passwordTag) return undefined;
+    return user;
+  }
+
+  /** The page for a checked request when the user is (or is not yet) signed in. */
+  async function authorizationPage(request: FastifyRequest, reply: FastifyReply, checked: Extract<CheckedAuthorization, { kind: 'ok' }>) {
+    const csrf = sessions.csrfToken(request, reply);
+    const user = await signedInUser(request);
+    if (!user) return html(reply, 200, signInPage({ clientName: checked.client.name, csrf, params: checked.params }));
+    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, scopes: checked.scopes, csrf, params: checked.params }));
+  }
+
+  /** Answers a request that cannot go on; undefined when it can. */
+  function refuse(reply: FastifyReply, checked: CheckedAuthorization): FastifyReply | undefined {
+    if (checked.kind === 'page') return html(reply, 400, errorPage(checked.message));
+    if (checked.kind === 'redirect') return see(reply, checked.location);
+    return undefined;
+  }
+
+  return async (app: FastifyInstance) => {
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parse(body as string)));
+
+    // The token, revocation and introspection endpoints answer errors as RFC 6749 5.2 says;
+    // the pages answer with a page.
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const status = error instanceof AppError ? error.statusCode : (error.statusCode ?? 500);
+      if (status >= 500) request.log.error({ err: error }, 'oauth request failed');
+      const message = status >= 500 ? 'Something went wrong on our side' : error.message;
+      if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfterSeconds));
+      if (JSON_ENDPOINTS.has(request.routeOptions.url ?? '')) {
+        return reply.code(status).header('cache-control', 'no-store').send({ error: status >= 500 ? 'server_error' : 'invalid_request', error_description: message });
+      }
+      return html(reply, status, errorPage(message));
+    });
+
+    const hide = { schema: { hide: true } };
+
+    app.get('/.well-known/oauth-authorization-server', hide, async (_req, reply) => reply.header('cache-control', 'public, max-age=3600').send(metadata(ctx)));
+
+    app.get('/oauth2/authorize', hide, async (request, reply) => {
+      const checked = await checkAuthorization(ctx.db, request.query as Form, issuer);
+      return refuse(reply, checked) ?? authorizationPage(request, reply, checked as Extract<CheckedAuthorization, { kind: 'ok' }>);
+    });
+
+    app.post('/oauth2/sign-in', hide, async (request, reply) => {
+      const body = (request.body ?? {}) as Form;
+      const checked = await checkAuthorization(ctx.db, body, issuer);
+      const refused = refuse(reply, checked);
+      if (refused) return refused;
+      const ok = checked as Extract<CheckedAuthorization, { kind: 'ok' }>;
+      const email = typeof body.email === 'string' ? body.email.trim().toLowerCase() : '';
+      const password = typeof body.password === 'string' ? body.password : '';
+      const again = (status: number, error: string) =>
+        html(reply, status, signInPage({ clientName: ok.client.name, csrf: sessions.csrfToken(request, reply), params: ok.params, email, error }));
+      if (!sessions.csrfValid(request, body.csrf_token)) return again(403, 'This form expired. Please sign in again.');
+      try {
+        await throttle(ctx.rateLimiter, `signin:ip:${request.ip}`, ctx.config.signInAttempts, 900);
+        await throttle(ctx.rateLimiter, `signin:email:${email}`, ctx.config.signInAttempts, 900);
+      } catch (error) {
+        if (!(error instanceof TooManyRequestsError)) throw error;
+        reply.header('retry-after', String(error.retryAfterSeconds));
+        return again(429, `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`);
+      }
+      const user = email === '' ? undefined : await findUserByEmail(ctx.db, email);
+      const valid = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
+      if (!user?.password_hash || !valid) return again(401, 'Wrong email or password.');
+      sessions.start(reply, { userId: user.id, passwordTag: passwordTag(ctx.config.secretKey, user.password_hash) });
+      return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);
+    });
+
+    app.post('/oauth2/authorize', hide, async (request, reply) => {
+      const body = (request.body ?? {}) as Form;
+      const checked = await checkAuthorization(ctx.db, body, issuer);
+      const refused = refuse(reply, checked);
+      if (refused) return refused;
+      const ok = checked as Extract<CheckedAuthorization, { kind: 'ok' }>;
+      if (!sessions.csrfValid(request, body.csrf_token)) return html(reply, 403, errorPage('This form expired. Go back to the application and start again.'));
+      const user = await signedInUser(request);
+      if (!user) return authorizationPage(request, reply, ok);
+      if (body.decision !== 'allow') {
+        return see(reply, redirectTo(ok.params.redirect_uri!, { error: 'access_denied', error_description: 'The user declined', state: ok.params.state, iss: issuer }));
+      }
+      return see(reply, await issueCode(ctx.db, ok, { id: user.id, accountId: user.account_id }, issuer));
+    });
+
+    app.post('/oauth2/sign-out', hide, async (request, reply) => {
+      if (!sessions.csrfValid(request, (request.body as Form | undefined)?.csrf_token)) return html(reply, 403, errorPage('This form expired.'));
+      sessions.end(reply);
+      return html(reply, 200, errorPage('You are signed out.'));
+    });
+
+    app.post('/oauth2/token', hide, async (request, reply) => {
+      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body: (request.body ?? {}) as Form });
+      return reply.code(result.status).headers(result.headers).send(result.body);
+    });
+
+    app.post('/oauth2/revoke', hide, async (request, reply) => {
+      const body = (request.body ?? {}) as Form;
+      const client = await authenticateClient(ctx.db, request.headers.authorization, body);
+      if (!client) return reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
+      if (typeof body.token !== 'string' || body.token === '') return reply.code(400).send({ error: 'invalid_request', error_description: 'Missing parameter: token' });
+      await revoke(ctx.db, client, body.token);
+      return reply.code(200).header('cache-control', 'no-store').send();
+    });
+
+    app.post('/oauth2/introspect', hide, async (request, reply) => {
+      const body = (request.body ?? {}) as Form;
+      const client = await authenticateClient(ctx.db, request.headers.authorization, body);
+      if (!client) return reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
+      if (typeof body.token !== 'string' || body.token === '') return reply.code(400).send({ error: 'invalid_request', error_description: 'Missing parameter: token' });
+      return reply.header('cache-control', 'no-store').send(await introspect(ctx.db, client, body.token, issuer));
+    });
+  };
+}
