@@ -6,6 +6,8 @@ import { SCOPES, type Scope } from '../../http/access.js';
 import { findClientByClientId } from '../oauth-clients/repository.js';
 import * as repo from './repository.js';
 
+export const GRANT_TYPES = ['authorization_code', 'refresh_token'];
+
 export const ACCESS_TOKEN_PREFIX = 'fw_at_';
 export const REFRESH_TOKEN_PREFIX = 'fw_rt_';
 export const CODE_PREFIX = 'fw_ac_';
@@ -106,8 +108,12 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
     },
 
     async revokeAuthorizationCode(code: AuthorizationCode) {
-      const used = await repo.useCode(db, code.id as number, Date.now());
+      const now = Date.now();
+      const used = await repo.useCode(db, code.id as number, now);
       if (!used) revokeLater((code.user as GrantUser).grantId);
+      // The library consumes the code before checking the PKCE verifier and redirect URI, so a
+      // failed check cannot be retried with other guesses; keep it consumed when the request fails.
+      else afterFailure.push(async (later) => void (await repo.useCode(later, code.id as number, now)));
       return used;
     },
 
@@ -194,6 +200,6 @@ export function toClient(row: { id: number; client_id: string; name: string; acc
     name: row.name,
     accountId: row.account_id,
     redirectUris: JSON.parse(row.redirect_uris) as string[],
-    grants: ['authorization_code', 'refresh_token'],
+    grants: GRANT_TYPES,
   };
 }

@@ -1,4 +1,4 @@
-import OAuth2Server, { OAuthError, Request as OAuthRequest, Response as OAuthResponse } from '@node-oauth/oauth2-server';
+import OAuth2Server, { OAuthError, Request as OAuthRequest, Response as OAuthResponse, UnsupportedGrantTypeError } from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../context.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
@@ -11,6 +11,7 @@ import {
   CODE_PREFIX,
   CODE_SECONDS,
   createModel,
+  GRANT_TYPES,
   isScope,
   REFRESH_TOKEN_SECONDS,
   toClient,
@@ -129,6 +130,11 @@ function errorReply(error: OAuthError, headers: Record<string, string> = {}): OA
  * that a replayed code or refresh token calls for are run after the failed transaction.
  */
 export async function exchangeToken(db: Kysely<Database>, request: { headers: Record<string, string>; body: Record<string, unknown> }): Promise<OAuthReply> {
+  const grantType = request.body.grant_type;
+  // The library knows more grants than a client here may use; those are unsupported, not unauthorized.
+  if (typeof grantType === 'string' && !GRANT_TYPES.includes(grantType)) {
+    return errorReply(new UnsupportedGrantTypeError(`Unsupported grant type: ${grantType.slice(0, 60)}`));
+  }
   const afterFailure: ((db: Executor) => Promise<void>)[] = [];
   const response = new OAuthResponse();
   try {
@@ -235,7 +241,7 @@ export function metadata(ctx: AppContext): Record<string, unknown> {
     scopes_supported: SCOPES,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token'],
+    grant_types_supported: GRANT_TYPES,
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: clientAuth,
     revocation_endpoint_auth_methods_supported: clientAuth,
