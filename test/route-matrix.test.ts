@@ -3,7 +3,7 @@
  * through the authentication, cross-account and bad-input matrices, so a route added later
  * is covered without touching this file — unless it has a path parameter, an id-shaped
  * body/query property or a JSON body this file does not know yet, in which case the
- * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES,
+ * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES of test/route-bodies.ts,
  * REQUIRED_QUERIES).
  */
 import assert from 'node:assert/strict';
@@ -16,6 +16,7 @@ import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { insertToken, revokeToken } from '../src/modules/accounts/repository.js';
 import { createPersonalToken, PAT_PREFIX } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './helpers.js';
+import { VALID_BODIES } from './route-bodies.js';
 
 type Schema = Record<string, any>;
 type Ids = Record<string, number>;
@@ -32,23 +33,6 @@ interface Operation {
 const MAX_ID = 2_147_483_647;
 const MIN_OPERATIONS = 15;
 const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
-
-/**
- * A body each operation accepts. Kept minimal and free of ids so that it is valid for any
- * account; the cross-account matrix adds foreign ids to it where the body can hold one.
- */
-const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
-  'POST /forms': () => ({ name: 'Matrix form' }),
-  'PUT /forms/{formId}': () => ({ name: 'Renamed by the matrix' }),
-  'POST /forms/{formId}/fields': () => ({ type: 'text', label: 'Matrix field' }),
-  'PUT /forms/{formId}/fields/{fieldId}': () => ({ label: 'Relabelled by the matrix' }),
-  'POST /folders': () => ({ name: 'Matrix folder' }),
-  'PUT /folders/{folderId}': () => ({ name: 'Renamed by the matrix' }),
-  // Field ids sit inside the fields list, not in an id-valued property: the field of the
-  // account whose ids are given (A's select takes 'support', B's text field any text).
-  'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
-  'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
-};
 
 /**
  * Required query parameters, as a query string each operation needs to be answered at all.
@@ -194,7 +178,7 @@ function fillPath(op: Operation, values: Record<string, number | string>): strin
 function validBody(op: Operation, ids: Ids): Record<string, unknown> | undefined {
   if (!op.body) return undefined;
   const make = VALID_BODIES[op.key];
-  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/route-matrix.test.ts has no valid body for it`);
+  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/route-bodies.ts has no valid body for it`);
   return make(ids);
 }
 
@@ -264,6 +248,10 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     formDetails.push(submissions);
     for (const s of submissions.submissions) formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
   }
+  const users = await ok(acc.get('/users'), 'list users');
+  const permissions: unknown[] = [];
+  for (const u of users.users) permissions.push(await ok(acc.get(`/users/${u.id}/permissions`), 'list permissions'));
+  const clients = await ok(acc.get('/oauth-clients'), 'list OAuth clients');
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
   const walk = async (list: any[]): Promise<void> => {
@@ -273,7 +261,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     }
   };
   await walk(folders.folders);
-  return { forms, deleted, formDetails, folders, folderDetails };
+  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, clients };
 }
 
 /** The last test of each matrix: nothing it sent changed A's or B's data. */
@@ -359,7 +347,13 @@ describe(`route matrix (${dialectName})`, () => {
     const secondSubmission = await ok(a.post(`/forms/${second.id}/submissions`, { fields: [{ id: second.fields[0].id, value: `Note ${MARK}` }] }), 'create submission');
     const goneSubmission = await ok(a.post(`/forms/${gone.id}/submissions`, { fields: [{ id: gone.fields[0].id, value: `Gone ${MARK}` }] }), 'create submission');
     await ok(a.delete(`/forms/${gone.id}`), 'delete form');
+    // A member with a level on the first form, and an OAuth client.
+    const member = await ok(a.post('/users', { email: `member-${MARK}@example.com`, name: `Member ${MARK}`, role: 'member' }), 'create member');
+    await ok(a.put(`/users/${member.id}/permissions/${form.id}`, { level: 'edit' }), 'give a level');
+    const client = await ok(a.post('/oauth-clients', { name: `App ${MARK}`, redirectUris: ['https://example.com/a'] }), 'create client');
     Object.assign(aIds, {
+      userId: [member.id],
+      clientId: [client.id],
       formId: [form.id, second.id, gone.id],
       fieldId: [select.id, withLogic.id],
       folderId: [folder.id, subfolder.id],
@@ -370,7 +364,16 @@ describe(`route matrix (${dialectName})`, () => {
     const bFolder = await ok(b.post('/folders', { name: 'B folder' }), 'create B folder');
     const bForm = await ok(b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }), 'create B form');
     const bSubmission = await ok(b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }), 'create B submission');
-    Object.assign(bIds, { formId: bForm.id, fieldId: bForm.fields[0].id, folderId: bFolder.id, submissionId: bSubmission.id });
+    const bMember = await ok(b.post('/users', { email: `b-member-${randomBytes(4).toString('hex')}@example.com`, name: 'B member', role: 'member' }), 'create B member');
+    const bClient = await ok(b.post('/oauth-clients', { name: 'B app', redirectUris: ['https://example.com/b'] }), 'create B client');
+    Object.assign(bIds, {
+      formId: bForm.id,
+      fieldId: bForm.fields[0].id,
+      folderId: bFolder.id,
+      submissionId: bSubmission.id,
+      userId: bMember.id,
+      clientId: bClient.id,
+    });
 
     // A revoked and an expired token of A's; each worked before.
     const extra = await createPersonalToken(db, a.userId, 'to revoke');
@@ -420,7 +423,7 @@ describe(`route matrix (${dialectName})`, () => {
     it('has a valid body for every operation that takes one, and no stale ones', () => {
       const withBody = operations.filter((o) => o.body);
       const missing = withBody.filter((o) => !VALID_BODIES[o.key]).map((o) => o.key);
-      assert.deepEqual(missing, [], `add to VALID_BODIES in test/route-matrix.test.ts: ${missing.join(', ')}`);
+      assert.deepEqual(missing, [], `add to VALID_BODIES in test/route-bodies.ts: ${missing.join(', ')}`);
       const stale = Object.keys(VALID_BODIES).filter((k) => !withBody.some((o) => o.key === k));
       assert.deepEqual(stale, [], `VALID_BODIES entries that match no operation with a body: ${stale.join(', ')}`);
       for (const op of withBody) {

@@ -1,0 +1,211 @@
+/**
+ * The permission matrix, generated from the route table: every operation of the OpenAPI
+ * document declares its access (x-formwork-access: a scope, perhaps the admin role, perhaps
+ * a level on the form it addresses), and every operation is called by the owner, an admin,
+ * a member at each level (and at none), and by tokens holding a single scope. What each
+ * caller gets, 200 or 403, follows from the declaration alone; each allowed call runs on
+ * fresh resources of its own, so that deletes and edits do not disturb the next case.
+ * Calls on another account's ids (404) are the cross-account matrix of route-matrix.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { API_PREFIX } from '../src/app.js';
+import { hashToken, newToken } from '../src/crypto/secrets.js';
+import { SCOPES, type RouteAccess, type Scope } from '../src/http/access.js';
+import { createPersonalToken } from '../src/modules/accounts/service.js';
+import { LEVELS, levelAtLeast, type Level } from '../src/modules/permissions/levels.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { VALID_BODIES } from './route-bodies.js';
+
+interface Operation {
+  key: string;
+  method: string;
+  path: string;
+  access: RouteAccess;
+  requiredQuery: string[];
+}
+
+/** Values for required query parameters. */
+const QUERIES: Record<string, string> = { search: 'anything' };
+
+/** Operations that need their resource in a particular state first. */
+const DELETED_FORM = new Set(['POST /forms/{formId}/restore']);
+
+interface Caller {
+  name: string;
+  token: string;
+  role: 'owner' | 'admin' | 'member';
+  /** A member's level on the forms it is given; null for none. */
+  level?: Level | null;
+  userId?: number;
+  /** Only this scope (OAuth-like token); undefined means every scope. */
+  scope?: Scope;
+}
+
+let app: TestApp;
+let owner: TestAccount;
+const callers: Caller[] = [];
+let operations: Operation[] = [];
+
+function expected(op: Operation, caller: Caller): { status: number; code?: string } {
+  if (caller.scope !== undefined && caller.scope !== op.access.scope) return { status: 403, code: 'insufficient_scope' };
+  if (caller.role !== 'member') return { status: 200 };
+  if (op.access.role === 'admin') return { status: 403, code: 'admin_required' };
+  if (op.access.level === undefined) return { status: 200 };
+  if (!caller.level || !levelAtLeast(caller.level, op.access.level)) return { status: 403, code: 'form_permission_required' };
+  return { status: 200 };
+}
+
+async function ok<T = any>(promise: Promise<{ status: number; body: T; text: string }>, what: string): Promise<T> {
+  const res = await promise;
+  assert.equal(res.status, 200, `${what}: ${res.status} ${res.text.slice(0, 300)}`);
+  return res.body;
+}
+
+/**
+ * Fresh resources for one call, made by the owner: a folder, a form in it with a select
+ * field and a submission, a member to manage with a level on the form, and an OAuth
+ * client. The calling member gets its level on the new form.
+ */
+async function fixture(op: Operation, caller: Caller): Promise<Record<string, number>> {
+  const folder = await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder');
+  const form = await ok(
+    owner.post('/forms', {
+      name: 'Matrix form',
+      folder: folder.id,
+      fields: [{ type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }] }],
+    }),
+    'form',
+  );
+  const field = form.fields[0];
+  const submission = await ok(owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: field.id, value: 'sales' }] }), 'submission');
+  const target = await ok(owner.post('/users', { email: `target-${randomBytes(5).toString('hex')}@example.com`, name: 'Target', role: 'member' }), 'user');
+  await ok(owner.put(`/users/${target.id}/permissions/${form.id}`, { level: 'view' }), 'target level');
+  const client = await ok(owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }), 'client');
+  if (caller.level && caller.userId) await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
+  if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
+  return { folderId: folder.id, formId: form.id, fieldId: field.id, submissionId: submission.id, userId: target.id, clientId: client.id };
+}
+
+function urlOf(op: Operation, ids: Record<string, number>): string {
+  const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const id = ids[name];
+    if (id === undefined) throw new Error(`No fixture id for {${name}} of ${op.key}: extend fixture() in test/permission-matrix.test.ts`);
+    return String(id);
+  });
+  const query = op.requiredQuery.map((name) => {
+    const value = QUERIES[name];
+    if (value === undefined) throw new Error(`No value for the required query parameter ${name} of ${op.key}: extend QUERIES in test/permission-matrix.test.ts`);
+    return `${name}=${encodeURIComponent(value)}`;
+  });
+  return `${API_PREFIX}${path}${query.length > 0 ? `?${query.join('&')}` : ''}`;
+}
+
+describe(`permission matrix (${dialectName})`, () => {
+  before(async () => {
+    app = await startTestApp();
+    owner = await app.account();
+    const doc = (await app.request('GET', `${API_PREFIX}/openapi.json`)).body as { paths: Record<string, Record<string, any>> };
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
+        const parameters = (op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: { default?: unknown } }[];
+        operations.push({
+          key: `${method.toUpperCase()} ${path}`,
+          method: method.toUpperCase(),
+          path,
+          access: op['x-formwork-access'] as RouteAccess,
+          requiredQuery: parameters.filter((p) => p.in === 'query' && p.required && p.schema.default === undefined).map((p) => p.name),
+        });
+      }
+    }
+    operations = operations.sort((x, y) => x.key.localeCompare(y.key));
+
+    const db = app.server.db.kysely;
+    callers.push({ name: 'owner', token: owner.token, role: 'owner' });
+    const admin = await ok(owner.post('/users', { email: `admin-${randomBytes(5).toString('hex')}@example.com`, name: 'Admin', role: 'admin' }), 'admin');
+    callers.push({ name: 'admin', token: (await createPersonalToken(db, admin.id)).token, role: 'admin' });
+    for (const level of [null, ...LEVELS]) {
+      const member = await ok(owner.post('/users', { email: `member-${randomBytes(5).toString('hex')}@example.com`, name: `Member ${level}`, role: 'member' }), 'member');
+      callers.push({ name: `member with ${level ?? 'no'} level`, token: (await createPersonalToken(db, member.id)).token, role: 'member', level, userId: member.id });
+    }
+    // Tokens of the owner's that hold one scope each, as OAuth grants do.
+    for (const scope of SCOPES) {
+      const token = newToken('fw_at_');
+      await db
+        .insertInto('access_tokens')
+        .values({ account_id: owner.accountId, user_id: owner.userId, token_hash: hashToken(token), kind: 'oauth', name: scope, created_at: Date.now(), expires_at: Date.now() + 3_600_000, scope })
+        .execute();
+      callers.push({ name: `token with only ${scope}`, token, role: 'owner', scope });
+    }
+  });
+  after(() => app.close());
+
+  it('finds every operation with a declared access, and enough of them', () => {
+    assert.ok(operations.length >= 30, `only ${operations.length} operations`);
+    for (const op of operations) {
+      assert.ok(op.access && SCOPES.includes(op.access.scope), `${op.key} declares no access in the OpenAPI document`);
+      if (op.access.level) assert.ok(op.path.includes(`{${op.access.formFrom}}`), `${op.key}: its level is taken from {${op.access.formFrom}}, which the path does not have`);
+    }
+  });
+
+  it('gives every caller what the declarations say, on every operation', async (t) => {
+    const failures: string[] = [];
+    let calls = 0;
+    let denied = 0;
+    for (const op of operations) {
+      for (const caller of callers) {
+        const want = expected(op, caller);
+        const ids = await fixture(op, caller);
+        const make = VALID_BODIES[op.key];
+        const body = make ? make(ids) : undefined;
+        const res = await app.request(op.method, urlOf(op, ids), { token: caller.token, body });
+        calls++;
+        if (want.status === 403) denied++;
+        const got = res.status;
+        const fine = want.status === 403 ? got === 403 && res.body?.code === want.code && res.body?.status === 'error' : got === 200;
+        if (!fine) failures.push(`${op.key} by ${caller.name}: expected ${want.status}${want.code ? ` ${want.code}` : ''}, got ${got} ${res.text.slice(0, 160)}`);
+      }
+    }
+    t.diagnostic(`${calls} calls, ${denied} expected 403, over ${operations.length} operations and ${callers.length} callers`);
+    assert.deepEqual(failures, []);
+    // The matrix must exercise both outcomes for members at every level.
+    assert.ok(denied > 0 && denied < calls);
+  });
+
+  it('lists to a member only the forms it holds a level on, and searches only those', async () => {
+    const word = `w${randomBytes(4).toString('hex')}`;
+    const mine = await ok(owner.post('/forms', { name: `Granted ${word}`, fields: [{ type: 'text', label: 'Note' }] }), 'form');
+    const theirs = await ok(owner.post('/forms', { name: `Hidden ${word}`, fields: [{ type: 'text', label: 'Note' }] }), 'form');
+    for (const f of [mine, theirs]) await ok(owner.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: `${word} ${f.id}` }] }), 'submission');
+    const member = await ok(owner.post('/users', { email: `lister-${word}@example.com`, name: 'Lister', role: 'member' }), 'member');
+    await ok(owner.put(`/users/${member.id}/permissions/${mine.id}`, { level: 'view' }), 'level');
+    const token = (await createPersonalToken(app.server.db.kysely, member.id)).token;
+
+    const listed = await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists');
+    assert.deepEqual((listed.forms as { id: number }[]).map((f) => f.id), [mine.id]);
+    assert.equal(listed.total, 1);
+    assert.equal((await ok(owner.get(`/forms?search=${word}`), 'owner lists')).total, 2);
+
+    const found = await ok(app.request('GET', `${API_PREFIX}/submissions?search=${word}`, { token }), 'member searches');
+    assert.deepEqual((found.submissions as { formId: number }[]).map((s) => s.formId), [mine.id]);
+    assert.equal((await ok(owner.get(`/submissions?search=${word}`), 'owner searches')).total, 2);
+
+    // Taking the level away hides the form again.
+    await ok(owner.delete(`/users/${member.id}/permissions/${mine.id}`), 'revoke level');
+    assert.equal((await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists')).total, 0);
+    assert.equal((await app.request('GET', `${API_PREFIX}/forms/${mine.id}`, { token })).status, 403);
+  });
+
+  it('gives a member who creates a form the full level on it', async () => {
+    const member = callers.find((c) => c.role === 'member' && c.level === null)!;
+    const form = await ok(app.request('POST', `${API_PREFIX}/forms`, { token: member.token, body: { name: 'Mine' } }), 'member creates');
+    const granted = await ok(owner.get(`/users/${member.userId}/permissions`), 'permissions');
+    assert.deepEqual(
+      (granted.permissions as { formId: number; level: string }[]).filter((p) => p.formId === form.id).map((p) => p.level),
+      ['full'],
+    );
+    assert.equal((await app.request('DELETE', `${API_PREFIX}/forms/${form.id}`, { token: member.token })).status, 200);
+  });
+});

@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+
+type Ids = Record<string, number>;
+
+/**
+ * A body each operation accepts. Kept minimal and free of ids so that it is valid for any
+ * account; the cross-account matrix adds foreign ids to it where the body can hold one.
+ */
+export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>> = {
+  'POST /forms': () => ({ name: 'Matrix form' }),
+  'PUT /forms/{formId}': () => ({ name: 'Renamed by the matrix' }),
+  'POST /forms/{formId}/fields': () => ({ type: 'text', label: 'Matrix field' }),
+  'PUT /forms/{formId}/fields/{fieldId}': () => ({ label: 'Relabelled by the matrix' }),
+  'POST /folders': () => ({ name: 'Matrix folder' }),
+  'PUT /folders/{folderId}': () => ({ name: 'Renamed by the matrix' }),
+  // Field ids sit inside the fields list, not in an id-valued property: the field of the
+  // account whose ids are given (A's select takes 'support', B's text field any text).
+  'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
+  'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
+  // Emails are unique across the service: every body gets a new one.
+  'POST /users': () => ({ email: `matrix-${randomBytes(6).toString('hex')}@example.com`, name: 'Matrix user', role: 'member' }),
+  'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),
+  'PUT /users/{userId}/permissions/{formId}': () => ({ level: 'view' }),
+  'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
+};
+
