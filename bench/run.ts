@@ -149,7 +149,8 @@ async function startService(name: string, dataDir: string, databaseUrl: string, 
   const service = startChild(
     name,
     [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
-    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '' },
+    // Quotas high enough never to refuse: the benchmark measures their cost, not their effect.
+    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '', RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PER_DAY: '1000000000' },
     await freePort(),
     profDir,
   );

@@ -9,6 +9,7 @@ import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
 import { registerErrorHandling } from './http/error-handler.js';
 import { parseQueryString } from './http/querystring.js';
+import { registerRateLimits } from './http/rate-limit.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { fieldRoutes } from './modules/fields/routes.js';
@@ -121,6 +122,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       requireBearerToken(api, ctx.db);
+      registerRateLimits(api, ctx.rateLimiter, ctx.config);
       requireAccessRules(api, ctx.db);
       await api.register(formRoutes(ctx));
       await api.register(fieldRoutes(ctx));

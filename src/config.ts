@@ -18,6 +18,16 @@ export interface Config {
   readCacheBytes: number;
   /** Fastify's trustProxy: whether, or which, proxies' X-Forwarded-For to believe for remoteAddr. */
   trustProxy: boolean | number | string[];
+  /** API calls allowed per access token per UTC day; 0 turns the daily window off. */
+  rateLimitPerDay: number;
+  /** API calls allowed per access token per minute (the burst); 0 turns it off. */
+  rateLimitPerMinute: number;
+  /** A redis:// or rediss:// URL: counters shared by every process; undefined keeps them in memory. */
+  redisUrl: string | undefined;
+  /** Sign-in attempts per 15 minutes, counted per email and per client address. */
+  signInAttempts: number;
+  /** Encryption password attempts per form per 15 minutes. */
+  encryptionPasswordAttempts: number;
 }
 
 export class ConfigError extends Error {
@@ -96,5 +106,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: integer(env, 'BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     readCacheBytes: integer(env, 'READ_CACHE_MB', 64, 0, 65536) * 1024 * 1024,
     trustProxy: trustProxy(env.TRUST_PROXY),
+    // 14,400 a day is the original service's quota; 600 a minute lets a client spend it in bursts.
+    rateLimitPerDay: integer(env, 'RATE_LIMIT_PER_DAY', 14_400, 0, 1_000_000_000),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000_000),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:'])?.toString(),
+    // No 0 here: turning off guessing protection is not a setting.
+    signInAttempts: integer(env, 'SIGN_IN_ATTEMPTS', 10, 1, 1_000_000),
+    encryptionPasswordAttempts: integer(env, 'ENCRYPTION_PASSWORD_ATTEMPTS', 10, 1, 1_000_000),
   };
 }

@@ -2,10 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Config } from './config.js';
 import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
+import type { RateLimiter } from './http/rate-limiter.js';
 
-/** What services need from the process: the database and the settings. */
+/** What services need from the process: the database, the settings and the rate-limit counters. */
 export interface AppContext {
   db: Kysely<Database>;
   dialect: Dialect;
   config: Config;
+  /** Shared by the API quotas and attempt throttles; in Redis when REDIS_URL is set. */
+  rateLimiter: RateLimiter;
 }

@@ -50,3 +50,20 @@ export class ConflictError extends AppError {
     super(409, code, message);
   }
 }
+
+/** A quota or an attempt limit is used up; the error handler sends Retry-After from it. */
+export class TooManyRequestsError extends AppError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = `Too many requests; try again in ${retryAfterSeconds} s`,
+    code = 'rate_limited',
+  ) {
+    super(429, code, message);
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(message: string, code = 'service_unavailable') {
+    super(503, code, message);
+  }
+}

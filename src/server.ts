@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { createRateLimiter } from './http/rate-limiter.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -15,9 +16,10 @@ export interface RunningServer {
 /** Opens the database, brings its schema up to date and starts listening. */
 export async function startServer(config: Config, options: { sqliteFile?: string } = {}): Promise<RunningServer> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: options.sqliteFile });
+  const rateLimiter = createRateLimiter(config.redisUrl);
   try {
     await migrateToLatest(db);
-    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config };
+    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter };
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
@@ -29,10 +31,12 @@ export async function startServer(config: Config, options: { sqliteFile?: string
       url: `http://${host}:${port}`,
       async close() {
         await app.close();
+        await rateLimiter.close();
         await db.close();
       },
     };
   } catch (error) {
+    await rateLimiter.close();
     await db.close();
     throw error;
   }

@@ -82,6 +82,9 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
     PUBLIC_URL: 'http://forms.test',
+    // Quotas on, so every test passes through them, but too high to refuse (test/rate-limit.test.ts sets its own).
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_PER_DAY: '1000000',
     ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
     ...(sharedDb ? { DATABASE_URL: sharedDb } : {}),
     ...env,

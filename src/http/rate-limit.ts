@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
+import { ServiceUnavailableError, TooManyRequestsError } from '../errors.js';
+import { RateLimiterUnavailableError, type RateDecision, type RateLimiter, type RateWindow } from './rate-limiter.js';
+
+/** The per-token API windows the configuration turns on (a limit of 0 turns one off). */
+export function apiWindows(config: Pick<Config, 'rateLimitPerMinute' | 'rateLimitPerDay'>): RateWindow[] {
+  const windows: RateWindow[] = [];
+  if (config.rateLimitPerMinute > 0) windows.push({ name: 'burst', limit: config.rateLimitPerMinute, seconds: 60 });
+  if (config.rateLimitPerDay > 0) windows.push({ name: 'daily', limit: config.rateLimitPerDay, seconds: 86_400 });
+  return windows;
+}
+
+function per(seconds: number): string {
+  return seconds === 60 ? 'minute' : seconds === 86_400 ? 'day' : `${seconds} s`;
+}
+
+// A limiter that cannot answer refuses the call (see createRedisRateLimiter for why); 503
+// tells the client it is not its fault, and the cause goes to the log through the handler.
+async function consume(limiter: RateLimiter, key: string, windows: readonly RateWindow[]): Promise<RateDecision> {
+  try {
+    return await limiter.consume(key, windows);
+  } catch (error) {
+    if (!(error instanceof RateLimiterUnavailableError)) throw error;
+    const unavailable = new ServiceUnavailableError('Rate limits cannot be checked right now; try again shortly', 'rate_limiter_unavailable');
+    unavailable.cause = error;
+    throw unavailable;
+  }
+}
+
+/**
+ * draft-ietf-httpapi-ratelimit-headers: `RateLimit` names one policy, the one closest to
+ * exhaustion (fewest calls left; on a tie the one that resets later, as it binds longer).
+ */
+function rateLimitHeader(decision: RateDecision): string {
+  let worst = decision.windows[0]!;
+  for (const w of decision.windows) {
+    if (w.remaining < worst.remaining || (w.remaining === worst.remaining && w.resetSeconds > worst.resetSeconds)) worst = w;
+  }
+  return `"${worst.name}";r=${worst.remaining};t=${worst.resetSeconds}`;
+}
+
+/**
+ * Per-token quotas on every route of `scope`; register after the bearer token check, which
+ * sets request.principal. The headers are set before the route runs, so every response of
+ * the scope carries them, errors and the 429 included.
+ */
+export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter, config: Config): void {
+  const windows = apiWindows(config);
+  if (windows.length === 0) return;
+  const policy = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ');
+  scope.addHook('onRequest', async (request, reply) => {
+    if (!request.principal) return; // the token check has already answered 401
+    const decision = await consume(limiter, `token:${request.principal.tokenHash}`, windows);
+    reply.header('RateLimit-Policy', policy);
+    reply.header('RateLimit', rateLimitHeader(decision));
+    if (!decision.allowed) {
+      const spent = decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ?? decision.windows[0]!;
+      throw new TooManyRequestsError(
+        decision.retryAfterSeconds,
+        `This access token has made its ${spent.limit} calls per ${per(spent.seconds)}; try again in ${decision.retryAfterSeconds} s`,
+      );
+    }
+  });
+}
+
+/**
+ * Counts one attempt at `key` (sign-in per email, per address, password tries per form) and
+ * throws a 429 with Retry-After once `limit` attempts were made within the fixed window of
+ * `seconds`. Refused attempts are not counted, so the wait does not grow while refused.
+ */
+export async function throttle(limiter: RateLimiter, key: string, limit: number, seconds: number): Promise<void> {
+  const decision = await consume(limiter, key, [{ name: 'attempts', limit, seconds }]);
+  if (!decision.allowed) {
+    throw new TooManyRequestsError(decision.retryAfterSeconds, `Too many attempts; try again in ${decision.retryAfterSeconds} s`);
+  }
+}
