@@ -18,8 +18,13 @@ import { folderRoutes } from './modules/folders/routes.js';
 import { Folder } from './modules/folders/schemas.js';
 import { formRoutes } from './modules/forms/routes.js';
 import { Form } from './modules/forms/schemas.js';
+import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
+import { OAuthClient } from './modules/oauth-clients/schemas.js';
+import { oauthRoutes } from './modules/oauth/routes.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
 import { Submission, SubmissionListItem } from './modules/submissions/schemas.js';
+import { userRoutes } from './modules/users/routes.js';
+import { User } from './modules/users/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
@@ -67,7 +72,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     parseJson(req, body as string, done);
   });
 
-  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem, User, OAuthClient]) app.addSchema(schema);
 
   // A route without query parameters still refuses unknown ones, as routes with them do.
   app.addHook('onRoute', (route) => {
@@ -119,6 +124,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // The API description holds no account data, so it is public like /docs.
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
 
+  await app.register(oauthRoutes(ctx));
+
   await app.register(
     async (api) => {
       requireBearerToken(api, ctx.db);
@@ -128,6 +135,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(fieldRoutes(ctx));
       await api.register(folderRoutes(ctx));
       await api.register(submissionRoutes(ctx));
+      await api.register(userRoutes(ctx));
+      await api.register(oauthClientRoutes(ctx));
     },
     { prefix: API_PREFIX },
   );

@@ -5,6 +5,11 @@ import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { AppError } from './errors.js';
 import { createAccount, createPersonalToken } from './modules/accounts/service.js';
+import { MAX_ID } from './http/schemas.js';
+import { accountExists, findUser } from './modules/accounts/repository.js';
+import { createClient } from './modules/oauth-clients/service.js';
+import { LEVELS, type Level } from './modules/permissions/levels.js';
+import { createUser, deletePermission, setPermission } from './modules/users/service.js';
 import { startServer } from './server.js';
 
 const USAGE = `Usage: formwork <command>
@@ -13,6 +18,10 @@ const USAGE = `Usage: formwork <command>
   migrate                    bring the database schema up to date
   admin create-account --name NAME --email EMAIL [--password PW] [--json]
   admin create-token --user ID [--name NAME] [--json]
+  admin create-user --account ID --email EMAIL --name NAME --role admin|member [--password PW] [--json]
+  admin set-permission --user ID --form ID --level view|submissions|edit|full [--json]
+                             (--level none takes the member's level on the form away)
+  admin create-client --account ID --name NAME --redirect-uri URI [--redirect-uri URI ...] [--json]
 
 Settings come from the environment; see the README.`;
 
@@ -36,6 +45,12 @@ function print(json: boolean, value: Record<string, unknown>): void {
   else for (const [k, v] of Object.entries(value)) process.stdout.write(`${k}: ${String(v)}\n`);
 }
 
+function idOption(raw: string | undefined, flag: string, what: string): number {
+  const id = Number(raw);
+  if (!raw || !/^\d+$/.test(raw) || id < 1 || id > MAX_ID) fail(`${flag} needs ${what}`);
+  return id;
+}
+
 async function admin(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
   const { values } = parseArgs({
@@ -45,6 +60,11 @@ async function admin(config: Config, args: string[]): Promise<void> {
       email: { type: 'string' },
       password: { type: 'string' },
       user: { type: 'string' },
+      account: { type: 'string' },
+      role: { type: 'string' },
+      form: { type: 'string' },
+      level: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -56,10 +76,39 @@ async function admin(config: Config, args: string[]): Promise<void> {
     );
     print(values.json, { ...created });
   } else if (action === 'create-token') {
-    const userId = Number(values.user);
-    if (!values.user || !Number.isInteger(userId) || userId < 1) fail('create-token needs --user with a user id');
+    const userId = idOption(values.user, '--user', 'a user id');
     const created = await withDatabase(config, (db) => createPersonalToken(db.kysely, userId, values.name));
     print(values.json, { userId, token: created.token });
+  } else if (action === 'create-user') {
+    const accountId = idOption(values.account, '--account', 'an account id');
+    if (!values.email || !values.name) fail('create-user needs --email and --name');
+    if (values.role !== 'admin' && values.role !== 'member') fail('create-user needs --role admin or --role member');
+    if (values.password !== undefined && values.password.length < 8) fail('--password must be at least 8 characters');
+    const user = await withDatabase(config, async (db) => {
+      if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
+      return createUser(db.kysely, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password });
+    });
+    print(values.json, { ...user });
+  } else if (action === 'set-permission') {
+    const userId = idOption(values.user, '--user', 'a user id');
+    const formId = idOption(values.form, '--form', 'a form id');
+    const level = values.level;
+    if (level !== 'none' && !LEVELS.includes(level as Level)) fail(`set-permission needs --level ${LEVELS.join('|')}|none`);
+    const result = await withDatabase(config, async (db) => {
+      const user = await findUser(db.kysely, userId);
+      if (!user) fail('User not found');
+      if (level === 'none') return deletePermission(db.kysely, user.account_id, userId, formId);
+      return { userId, ...(await setPermission(db.kysely, user.account_id, userId, formId, level as Level)) };
+    });
+    print(values.json, { ...result });
+  } else if (action === 'create-client') {
+    const accountId = idOption(values.account, '--account', 'an account id');
+    if (!values.name || !values['redirect-uri']?.length) fail('create-client needs --name and at least one --redirect-uri');
+    const client = await withDatabase(config, async (db) => {
+      if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
+      return createClient(db.kysely, accountId, { name: values.name!, redirectUris: values['redirect-uri']! });
+    });
+    print(values.json, { ...client });
   } else {
     fail(`unknown admin command "${action ?? ''}"\n${USAGE}`);
   }

@@ -40,6 +40,10 @@ export async function insertUser(
   return row.id;
 }
 
+export async function accountExists(db: Executor, accountId: number): Promise<boolean> {
+  return (await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()) !== undefined;
+}
+
 export async function findUser(db: Executor, userId: number): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }

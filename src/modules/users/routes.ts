@@ -14,7 +14,7 @@ const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess
 export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get('/users', { config, schema: { tags, summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
-      service.listUsers(ctx, principal(req).accountId),
+      service.listUsers(ctx.db, principal(req).accountId),
     );
 
     app.post(
@@ -29,11 +29,11 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(409) },
         },
       },
-      (req) => service.createUser(ctx, principal(req).accountId, req.body),
+      (req) => service.createUser(ctx.db, principal(req).accountId, req.body),
     );
 
     app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
-      service.getUser(ctx, principal(req).accountId, req.params.userId),
+      service.getUser(ctx.db, principal(req).accountId, req.params.userId),
     );
 
     app.put(
@@ -49,7 +49,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx, principal(req).accountId, principal(req).userId, req.params.userId, req.body),
+      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId, req.body),
     );
 
     app.delete(
@@ -64,13 +64,13 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: UserDeleted, ...errors(404) },
         },
       },
-      (req) => service.deleteUser(ctx, principal(req).accountId, principal(req).userId, req.params.userId),
+      (req) => service.deleteUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId),
     );
 
     app.get(
       '/users/:userId/permissions',
       { config, schema: { tags, summary: 'A member\'s form permissions', params, response: { 200: FormPermissionList, ...errors(404) } } },
-      (req) => service.listPermissions(ctx, principal(req).accountId, req.params.userId),
+      (req) => service.listPermissions(ctx.db, principal(req).accountId, req.params.userId),
     );
 
     app.put(
@@ -86,13 +86,13 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermission, ...errors(404) },
         },
       },
-      (req) => service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+      (req) => service.setPermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
     );
 
     app.delete(
       '/users/:userId/permissions/:formId',
       { config, schema: { tags, summary: 'Take a member\'s level on a form away', params: permissionParams, response: { 200: FormPermissionDeleted, ...errors(404) } } },
-      (req) => service.deletePermission(ctx, principal(req).accountId, req.params.userId, req.params.formId),
+      (req) => service.deletePermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId),
     );
   };
 }

@@ -1,6 +1,6 @@
-import type { AppContext } from '../../context.js';
+import type { Kysely } from 'kysely';
 import { hashPassword } from '../../crypto/secrets.js';
-import type { UserRow } from '../../db/schema.js';
+import type { Database, UserRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
@@ -15,34 +15,34 @@ export function toUser(row: UserRow): User {
   return { id: row.id, email: row.email, name: row.name, role: row.role, canSignIn: row.password_hash !== null, created: isoTime(row.created_at) };
 }
 
-async function requireUser(ctx: AppContext, accountId: number, userId: number): Promise<UserRow> {
-  const user = await repo.findUser(ctx.db, accountId, userId);
+async function requireUser(db: Kysely<Database>, accountId: number, userId: number): Promise<UserRow> {
+  const user = await repo.findUser(db, accountId, userId);
   if (!user) throw new NotFoundError('User');
   return user;
 }
 
-export async function listUsers(ctx: AppContext, accountId: number): Promise<{ users: User[] }> {
-  return { users: (await repo.listUsers(ctx.db, accountId)).map(toUser) };
+export async function listUsers(db: Kysely<Database>, accountId: number): Promise<{ users: User[] }> {
+  return { users: (await repo.listUsers(db, accountId)).map(toUser) };
 }
 
-export async function getUser(ctx: AppContext, accountId: number, userId: number): Promise<User> {
-  return toUser(await requireUser(ctx, accountId, userId));
+export async function getUser(db: Kysely<Database>, accountId: number, userId: number): Promise<User> {
+  return toUser(await requireUser(db, accountId, userId));
 }
 
-export async function createUser(ctx: AppContext, accountId: number, input: UserCreate): Promise<User> {
+export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate): Promise<User> {
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   const email = input.email.trim().toLowerCase();
-  return transact(ctx.db, async (trx) => {
+  return transact(db, async (trx) => {
     if (await repo.findUserByEmail(trx, email)) throw new ConflictError('A user with this email already exists', 'email_taken');
     const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
 
-export async function updateUser(ctx: AppContext, accountId: number, callerId: number, userId: number, input: UserUpdate): Promise<User> {
+export async function updateUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number, input: UserUpdate): Promise<User> {
   const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
-  return transact(ctx.db, async (trx) => {
+  return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
     if (input.role !== undefined && input.role !== user.role) {
@@ -62,8 +62,8 @@ export async function updateUser(ctx: AppContext, accountId: number, callerId: n
   });
 }
 
-export async function deleteUser(ctx: AppContext, accountId: number, callerId: number, userId: number): Promise<{ id: number; deleted: true }> {
-  return transact(ctx.db, async (trx) => {
+export async function deleteUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number): Promise<{ id: number; deleted: true }> {
+  return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
     if (user.role === 'owner') throw new ForbiddenError('The account owner cannot be removed', 'owner_protected');
@@ -75,14 +75,14 @@ export async function deleteUser(ctx: AppContext, accountId: number, callerId: n
 
 const toPermission = (p: { formId: number; level: Level; updatedAt: number }): FormPermission => ({ formId: p.formId, level: p.level, updated: isoTime(p.updatedAt) });
 
-export async function listPermissions(ctx: AppContext, accountId: number, userId: number): Promise<{ userId: number; permissions: FormPermission[] }> {
-  await requireUser(ctx, accountId, userId);
-  return { userId, permissions: (await permissions.listPermissions(ctx.db, accountId, userId)).map(toPermission) };
+export async function listPermissions(db: Kysely<Database>, accountId: number, userId: number): Promise<{ userId: number; permissions: FormPermission[] }> {
+  await requireUser(db, accountId, userId);
+  return { userId, permissions: (await permissions.listPermissions(db, accountId, userId)).map(toPermission) };
 }
 
 /** Gives a member a level on a form of the account (replacing the one they held). */
-export async function setPermission(ctx: AppContext, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
-  return transact(ctx.db, async (trx) => {
+export async function setPermission(db: Kysely<Database>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
+  return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
     if (user.role !== 'member') throw new BadRequestError('Owners and admins hold every level on every form; form permissions are for members', undefined, 'not_a_member');
@@ -93,8 +93,8 @@ export async function setPermission(ctx: AppContext, accountId: number, userId: 
   });
 }
 
-export async function deletePermission(ctx: AppContext, accountId: number, userId: number, formId: number): Promise<{ userId: number; formId: number; deleted: true }> {
-  return transact(ctx.db, async (trx) => {
+export async function deletePermission(db: Kysely<Database>, accountId: number, userId: number, formId: number): Promise<{ userId: number; formId: number; deleted: true }> {
+  return transact(db, async (trx) => {
     if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('User');
     if (!(await permissions.deletePermission(trx, accountId, userId, formId))) throw new NotFoundError('Form permission');
     return { userId, formId, deleted: true as const };
