@@ -62,6 +62,45 @@ describe(`formwork command (${dialectName})`, () => {
     for (const secret of secrets) assert.ok(!stored.includes(secret), 'no secret in the database');
   });
 
+  it('adds users, sets their form levels and registers OAuth clients', async () => {
+    const owner = JSON.parse((await cli(['admin', 'create-account', '--name', 'Cli Co', '--email', 'cli-owner@example.com', '--json'])).stdout);
+    const user = await cli(['admin', 'create-user', '--account', String(owner.accountId), '--email', 'Member@Example.com', '--name', 'Mem', '--role', 'member', '--password', 'long enough', '--json']);
+    assert.equal(user.code, 0, user.stderr);
+    const member = JSON.parse(user.stdout);
+    assert.equal(member.email, 'member@example.com');
+    assert.equal(member.role, 'member');
+    assert.equal(member.canSignIn, true);
+
+    const client = await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Sync', '--redirect-uri', 'https://app.example.com/cb', '--redirect-uri', 'http://localhost:3000/cb', '--json']);
+    assert.equal(client.code, 0, client.stderr);
+    const created = JSON.parse(client.stdout);
+    assert.match(created.clientId, /^fwc_/);
+    assert.match(created.clientSecret, /^fw_cs_[A-Za-z0-9_-]{43}$/);
+    assert.deepEqual(created.redirectUris, ['https://app.example.com/cb', 'http://localhost:3000/cb']);
+
+    // A form of the account, made through the API of a server on the same database.
+    const app = await startTestApp(database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir });
+    try {
+      const form = await app.request('POST', '/api/v2025/forms', { token: owner.token, body: { name: 'Cli form' } });
+      const set = await cli(['admin', 'set-permission', '--user', String(member.id), '--form', String(form.body.id), '--level', 'edit', '--json']);
+      assert.equal(set.code, 0, set.stderr);
+      assert.deepEqual({ ...JSON.parse(set.stdout), updated: undefined }, { userId: member.id, formId: form.body.id, level: 'edit', updated: undefined });
+      const listed = await app.request('GET', `/api/v2025/users/${member.id}/permissions`, { token: owner.token });
+      assert.equal(listed.body.permissions[0].level, 'edit');
+      const removed = await cli(['admin', 'set-permission', '--user', String(member.id), '--form', String(form.body.id), '--level', 'none', '--json']);
+      assert.equal(removed.code, 0, removed.stderr);
+      assert.deepEqual((await app.request('GET', `/api/v2025/users/${member.id}/permissions`, { token: owner.token })).body.permissions, []);
+    } finally {
+      await app.close();
+    }
+
+    assert.match((await cli(['admin', 'create-user', '--account', '999999', '--email', 'x@example.com', '--name', 'X', '--role', 'member'])).stderr, /Account not found/);
+    assert.match((await cli(['admin', 'create-user', '--account', String(owner.accountId), '--email', 'y@example.com', '--name', 'Y', '--role', 'owner'])).stderr, /--role admin or --role member/);
+    assert.match((await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Bad', '--redirect-uri', 'http://example.com/cb'])).stderr, /https/);
+    assert.match((await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'None'])).stderr, /--redirect-uri/);
+    assert.match((await cli(['admin', 'set-permission', '--user', String(member.id), '--form', '1', '--level', 'god'])).stderr, /--level/);
+  });
+
   it('refuses bad admin input with one clear line', async () => {
     const dup = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
     assert.equal(dup.code, 1);
