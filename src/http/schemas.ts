@@ -32,12 +32,13 @@ const errorDescriptions: Record<number, string> = {
   404: 'Not found, or not visible to this account',
   409: 'Conflicts with the current state',
   413: 'Request body too large',
+  429: 'Rate limit reached: see the RateLimit header and wait Retry-After seconds',
   500: 'Internal error',
 };
 
-/** The error responses a route declares; 400, 401 and 500 are possible on every API route. */
+/** The error responses a route declares; 400, 401, 429 and 500 are possible on every API route. */
 export function errors(...statuses: number[]): Record<number, TSchema> {
-  const all = new Set([400, 401, 500, ...statuses]);
+  const all = new Set([400, 401, 429, 500, ...statuses]);
   return Object.fromEntries([...all].map((s) => [s, Type.Ref(ErrorBody, { description: errorDescriptions[s] })]));
 }
 
