@@ -130,10 +130,6 @@ export async function findAccessToken(db: Executor, hash: string) {
     .executeTakeFirst();
 }
 
-export async function revokeAccessToken(db: Executor, id: number, now: number): Promise<void> {
-  await db.updateTable('access_tokens').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-}
-
 export async function userEmail(db: Executor, userId: number): Promise<string | undefined> {
   const row = await db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirst();
   return row?.email;

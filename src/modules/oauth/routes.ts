@@ -8,6 +8,7 @@ import { findUser } from '../accounts/repository.js';
 import { findUserByEmail } from '../users/repository.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { authenticateClient, checkAuthorization, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
+import type { FormworkClient } from './model.js';
 import { passwordTag, Sessions } from './session.js';
 
 type Form = Record<string, unknown>;
@@ -139,21 +140,32 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       return reply.code(result.status).headers(result.headers).send(result.body);
     });
 
-    app.post('/oauth2/revoke', hide, async (request, reply) => {
+    /** The authenticated client and the token named in the body of a revocation or introspection request. */
+    async function clientAndToken(request: FastifyRequest, reply: FastifyReply): Promise<{ client: FormworkClient; token: string } | undefined> {
       const body = (request.body ?? {}) as Form;
       const client = await authenticateClient(ctx.db, request.headers.authorization, body);
-      if (!client) return reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
-      if (typeof body.token !== 'string' || body.token === '') return reply.code(400).send({ error: 'invalid_request', error_description: 'Missing parameter: token' });
-      await revoke(ctx.db, client, body.token);
+      if (!client) {
+        reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
+        return undefined;
+      }
+      if (typeof body.token !== 'string' || body.token === '') {
+        reply.code(400).send({ error: 'invalid_request', error_description: 'Missing parameter: token' });
+        return undefined;
+      }
+      return { client, token: body.token };
+    }
+
+    app.post('/oauth2/revoke', hide, async (request, reply) => {
+      const found = await clientAndToken(request, reply);
+      if (!found) return reply;
+      await revoke(ctx.db, found.client, found.token);
       return reply.code(200).header('cache-control', 'no-store').send();
     });
 
     app.post('/oauth2/introspect', hide, async (request, reply) => {
-      const body = (request.body ?? {}) as Form;
-      const client = await authenticateClient(ctx.db, request.headers.authorization, body);
-      if (!client) return reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
-      if (typeof body.token !== 'string' || body.token === '') return reply.code(400).send({ error: 'invalid_request', error_description: 'Missing parameter: token' });
-      return reply.header('cache-control', 'no-store').send(await introspect(ctx.db, client, body.token, issuer));
+      const found = await clientAndToken(request, reply);
+      if (!found) return reply;
+      return reply.header('cache-control', 'no-store').send(await introspect(ctx.db, found.client, found.token, issuer));
     });
   };
 }

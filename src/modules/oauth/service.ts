@@ -5,6 +5,7 @@ import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { Database } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { SCOPES, type Scope } from '../../http/access.js';
+import { revokeToken } from '../accounts/repository.js';
 import { findClientByClientId } from '../oauth-clients/repository.js';
 import {
   ACCESS_TOKEN_SECONDS,
@@ -189,7 +190,7 @@ export async function revoke(db: Kysely<Database>, client: FormworkClient, token
     const refresh = await repo.findRefreshToken(trx, hash);
     if (refresh && refresh.clientId === client.dbId) return repo.revokeGrant(trx, refresh.grantId, now);
     const access = await repo.findAccessToken(trx, hash);
-    if (access && access.clientId === client.dbId) await repo.revokeAccessToken(trx, access.id, now);
+    if (access && access.clientId === client.dbId) await revokeToken(trx, access.id, now);
   });
 }
 
