@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
@@ -11,4 +12,6 @@ export interface AppContext {
   config: Config;
   /** Shared by the API quotas and attempt throttles; in Redis when REDIS_URL is set. */
   rateLimiter: RateLimiter;
+  /** What new code reads the time from, so that tests can move it. */
+  clock: Clock;
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
+import { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
@@ -9,6 +10,7 @@ import { createRateLimiter } from './http/rate-limiter.js';
 export interface RunningServer {
   app: FastifyInstance;
   db: Db;
+  ctx: AppContext;
   url: string;
   close(): Promise<void>;
 }
@@ -19,7 +21,7 @@ export async function startServer(config: Config, options: { sqliteFile?: string
   const rateLimiter = createRateLimiter(config.redisUrl);
   try {
     await migrateToLatest(db);
-    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter };
+    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock: new Clock() };
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
@@ -28,6 +30,7 @@ export async function startServer(config: Config, options: { sqliteFile?: string
     return {
       app,
       db,
+      ctx,
       url: `http://${host}:${port}`,
       async close() {
         await app.close();
