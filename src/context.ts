@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
+import type { FormKeyCache } from './modules/encryption/keys.js';
 
 /** What services need from the process: the database, the settings and the rate-limit counters. */
 export interface AppContext {
@@ -14,4 +15,6 @@ export interface AppContext {
   rateLimiter: RateLimiter;
   /** What new code reads the time from, so that tests can move it. */
   clock: Clock;
+  /** Unwrapped keys of encrypted forms, briefly, per process. */
+  formKeys: FormKeyCache;
 }

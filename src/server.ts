@@ -6,6 +6,7 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createRateLimiter } from './http/rate-limiter.js';
+import { FormKeyCache } from './modules/encryption/keys.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -21,7 +22,8 @@ export async function startServer(config: Config, options: { sqliteFile?: string
   const rateLimiter = createRateLimiter(config.redisUrl);
   try {
     await migrateToLatest(db);
-    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock: new Clock() };
+    const clock = new Clock();
+    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }) };
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();

@@ -134,6 +134,10 @@ export interface FormsTable {
   revision: ColumnType<number, number | undefined, number>;
   /** Goes up with every submission created, edited or deleted. */
   submissions_version: ColumnType<number, number | undefined, number>;
+  /** JSON WrappedFormKey (crypto/envelope.ts) while the form is encrypted. */
+  encryption_key: string | null;
+  /** 'encrypting' or 'decrypting' while a job converts the form's submissions. */
+  encryption_state: 'encrypting' | 'decrypting' | null;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;

@@ -27,7 +27,7 @@ export const ErrorBody = Type.Object(
 
 const errorDescriptions: Record<number, string> = {
   400: 'Invalid parameters or body',
-  401: 'Missing, malformed, unknown, expired or revoked access token',
+  401: 'Missing, malformed, unknown, expired or revoked access token; for the submissions of an encrypted form, a missing (encryption_password_required) or wrong (encryption_password_invalid) encryption password',
   403: 'Not permitted',
   404: 'Not found, or not visible to this account',
   409: 'Conflicts with the current state',

@@ -88,15 +88,38 @@ export async function moveFormsOfFolder(db: Executor, accountId: number, fromFol
 
 /**
  * Records that a submission of the form was created (+1), deleted (-1) or edited (0): keeps
- * the counter right and moves the version that cached counts check.
+ * the counter right and moves the version that cached counts check. Returns the form's
+ * revision as of this write, which the writer compares with the definition it checked
+ * against (the row lock makes it current on PostgreSQL).
  */
-export async function noteSubmissionChange(db: Executor, accountId: number, formId: number, delta: number): Promise<void> {
-  await db
+export async function noteSubmissionChange(db: Executor, accountId: number, formId: number, delta: number): Promise<number | undefined> {
+  const row = await db
     .updateTable('forms')
     .set((eb) => ({ submissions_count: eb('submissions_count', '+', delta), submissions_version: eb('submissions_version', '+', 1) }))
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
+    .returning('revision')
+    .executeTakeFirst();
+  return row?.revision;
+}
+
+/** Ends a conversion of the form's submissions; a finished decryption leaves the form plain. */
+export async function finishEncryptionChange(db: Executor, formId: number, direction: 'encrypt' | 'decrypt'): Promise<void> {
+  await db
+    .updateTable('forms')
+    .set((eb) => ({
+      encryption_state: null,
+      ...(direction === 'decrypt' && { is_encrypted: 0, encryption_key: null }),
+      revision: eb('revision', '+', 1),
+    }))
+    .where('id', '=', formId)
+    .where('encryption_state', '=', direction === 'encrypt' ? 'encrypting' : 'decrypting')
     .execute();
+}
+
+/** A form in any state, deleted ones too: what background work on it reads. */
+export async function findFormById(db: Executor, formId: number): Promise<FormRow | undefined> {
+  return db.selectFrom('forms').selectAll().where('id', '=', formId).executeTakeFirst();
 }
 
 /** Marks the form as changed when something inside it (a field) changes. */

@@ -22,6 +22,19 @@ const name = Type.String({ minLength: 1, maxLength: 200 });
 const folder = Type.Union([Id, Type.Null()], { description: 'Folder id; null for the top level' });
 const submitButtonTitle = Type.String({ minLength: 1, maxLength: 100 });
 const inactive = Type.Boolean({ description: 'An inactive form takes no submissions' });
+const password = (description: string) => Type.String({ minLength: 8, maxLength: 1024, writeOnly: true, description });
+const encryption = {
+  isEncrypted: Type.Optional(
+    Type.Boolean({
+      description:
+        'Submission data and files of an encrypted form are stored sealed (AES-256-GCM) and read only with the password, sent in the ' +
+        'X-Formwork-Encryption-Password header. Turning it on or off converts existing submissions in the background (encryptionState).',
+    }),
+  ),
+  encryptionPassword: Type.Optional(
+    password('Write-only. Turning encryption on: the new password. Turning it off or changing it: the current password. Never returned.'),
+  ),
+};
 
 export const FormCreate = Type.Object(
   {
@@ -29,6 +42,7 @@ export const FormCreate = Type.Object(
     folder: Type.Optional(folder),
     submitButtonTitle: Type.Optional(submitButtonTitle),
     inactive: Type.Optional(inactive),
+    ...encryption,
     settings: Type.Optional(FormSettings),
     fields: Type.Optional(
       Type.Array(FieldCreate, {
@@ -47,6 +61,8 @@ export const FormUpdate = Type.Object(
     folder: Type.Optional(folder),
     submitButtonTitle: Type.Optional(submitButtonTitle),
     inactive: Type.Optional(inactive),
+    ...encryption,
+    newEncryptionPassword: Type.Optional(password('Write-only. Changes the password of an encrypted form (with encryptionPassword, the current one); no data is rewritten.')),
     settings: Type.Optional(Type.Union([FormSettings], { description: 'Replaces the settings as a whole' })),
   },
   { additionalProperties: false, minProperties: 1, title: 'FormUpdate', description: 'Only the properties sent change' },
@@ -63,6 +79,9 @@ export const Form = Type.Object(
     url: Type.String({ description: 'Address of the hosted form' }),
     viewKey: Type.String(),
     isEncrypted: Type.Boolean(),
+    encryptionState: Type.Union([StringEnum(['encrypting', 'decrypting']), Type.Null()], {
+      description: 'While existing submissions are being sealed or opened after encryption was turned on or off; null otherwise',
+    }),
     inactive: Type.Boolean(),
     submissionsCount: Type.Integer(),
     submitButtonTitle: Type.String(),

@@ -3,7 +3,9 @@ import type { AppContext } from '../../context.js';
 import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { NotFoundError } from '../../errors.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import { encryptionOfNewForm, planEncryptionChange } from '../encryption/service.js';
+import { enqueueConversion } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import type { VersionedCache } from '../../http/versioned-cache.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
@@ -25,6 +27,7 @@ export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
     url: `${ctx.config.publicUrl}/f/${row.view_key}`,
     viewKey: row.view_key,
     isEncrypted: row.is_encrypted === 1,
+    encryptionState: row.encryption_state,
     inactive: row.inactive === 1,
     submissionsCount: row.submissions_count,
     submitButtonTitle: row.submit_button_title,
@@ -98,6 +101,8 @@ async function grantCreator(trx: Executor, accountId: number, formId: number, me
 export async function createForm(ctx: AppContext, accountId: number, input: FormCreate, member?: number): Promise<Form> {
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
+  const viewKey = newKey();
+  const encryption = await encryptionOfNewForm(input, viewKey);
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, accountId, input.folder);
     const now = Date.now();
@@ -107,8 +112,9 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
       name: input.name,
       submit_button_title: input.submitButtonTitle ?? DEFAULT_SUBMIT_TITLE,
       settings: JSON.stringify(input.settings ?? {}),
-      view_key: newKey(),
+      view_key: viewKey,
       inactive: Number(input.inactive ?? false),
+      ...encryption,
       created_at: now,
       updated_at: now,
     });
@@ -124,8 +130,15 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
 }
 
 export async function updateForm(ctx: AppContext, accountId: number, formId: number, input: FormUpdate): Promise<Form> {
+  // Encryption changes do their slow part (scrypt) before the transaction, which then checks
+  // that nobody changed the form's key in between.
+  const before = await requireForm(ctx.db, accountId, formId);
+  const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, accountId, formId);
+    const current = await requireForm(trx, accountId, formId);
+    if (encryption && (current.encryption_key !== before.encryption_key || current.encryption_state !== before.encryption_state)) {
+      throw new ConflictError('The encryption of this form changed while this request ran; send it again', 'encryption_changed');
+    }
     await requireFolderId(trx, accountId, input.folder);
     const row = await repo.updateForm(trx, accountId, formId, {
       ...(input.name !== undefined && { name: input.name }),
@@ -133,8 +146,10 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
       ...(input.submitButtonTitle !== undefined && { submit_button_title: input.submitButtonTitle }),
       ...(input.inactive !== undefined && { inactive: Number(input.inactive) }),
       ...(input.settings !== undefined && { settings: JSON.stringify(input.settings) }),
+      ...encryption?.update,
       updated_at: Date.now(),
     });
+    if (encryption?.conversion) await enqueueConversion(trx, encryption.conversion);
     return toForm(ctx, row);
   });
 }

@@ -10,8 +10,8 @@ export interface SubmissionWrite {
   prettyName: string | null;
   /** Every token of the full-text index: words and field tokens (see keywords.ts). */
   tokens: string[];
-  /** Normalized values of the fields marked unique. */
-  unique: { fieldId: number; norm: string }[];
+  /** Normalized values of the fields marked unique (an HMAC of them on encrypted forms); alt is checked too, not stored. */
+  unique: { fieldId: number; norm: string; alt?: string }[];
   now: number;
 }
 
@@ -31,11 +31,14 @@ type SubmissionQuery = SelectQueryBuilder<Database, 'submissions', object>;
 /** The PostgreSQL keyword index of a submission: array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
 const tsvector = (w: SubmissionWrite) => sql<unknown>`array_to_tsvector(${w.tokens}::text[])`;
 
-async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite, inserted: boolean): Promise<void> {
+async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite, inserted: boolean, converting = false): Promise<void> {
   if (w.unique.length > 0) {
     await db
       .insertInto('submission_unique_values')
       .values(w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })))
+      // Only a conversion meets a conflict here (a duplicate let in while values were stored two
+      // ways); the later row then keeps its value without the guard rather than stopping the job.
+      .$if(converting, (q) => q.onConflict((oc) => oc.doNothing()))
       .execute();
   }
   if (dialect === 'postgres') {
@@ -88,6 +91,24 @@ export async function updateSubmission(db: Executor, dialect: Dialect, accountId
   await clearSearchable(db, dialect, existing.id);
   await writeSearchable(db, dialect, existing.id, existing.form_id, w, false);
   return row;
+}
+
+/**
+ * Rewrites a submission's stored data and index as a conversion (sealing or opening) makes
+ * them, only if the row still holds what was read: an edit that landed meanwhile wins.
+ * Returns whether the row was rewritten.
+ */
+export async function rewriteSubmission(db: Executor, dialect: Dialect, row: SubmissionRow, w: SubmissionWrite): Promise<boolean> {
+  const result = await db
+    .updateTable('submissions')
+    .set({ data: w.data, pretty_name: w.prettyName })
+    .where('id', '=', row.id)
+    .where('data', '=', row.data)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return false;
+  await clearSearchable(db, dialect, row.id);
+  await writeSearchable(db, dialect, row.id, row.form_id, w, false, true);
+  return true;
 }
 
 export async function deleteSubmission(db: Executor, dialect: Dialect, accountId: number, id: number): Promise<void> {

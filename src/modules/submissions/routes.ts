@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.js';
 import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
+import { passwordFrom } from '../encryption/keys.js';
 import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
 import {
   AccountSearchQuery,
@@ -28,6 +29,13 @@ const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({ description: 'Makes retries safe: the same key and body within 24 hours return the first response without a second submission' }),
   ),
+});
+
+const PasswordHeaders = Type.Object({
+  'x-formwork-encryption-password': Type.Optional(
+    Type.String({ description: "The form's encryption password: needed on an encrypted form to read, edit, export or search submissions (401 without it)" }),
+  ),
+  'x-fs-encryption-password': Type.Optional(Type.String({ description: 'The same, under the header name of the original service' })),
 });
 
 export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -71,12 +79,14 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'List and search the submissions of a form',
+          description: 'On an encrypted form, data, expandData, dataFormat=standardized, prettyName, keyword and search need the encryption password header; a search then opens every submission of the form (in the time range, when given).',
           params: formParams,
+          headers: PasswordHeaders,
           querystring: SubmissionListQuery,
           response: { 200: SubmissionList, ...errors(403, 404) },
         },
       },
-      (req) => service.listSubmissions(deps, principal(req).accountId, req.params.formId, req.query),
+      (req) => service.listSubmissions(deps, principal(req).accountId, req.params.formId, req.query, passwordFrom(req.headers)),
     );
 
     app.get(
@@ -106,12 +116,13 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Export every matching submission as CSV or NDJSON',
           description: 'Takes the list filters. Streams, with memory that does not grow with the number of rows. CSV cells that start like a formula get a leading \'.',
           params: formParams,
+          headers: PasswordHeaders,
           querystring: ExportQuery,
           response: { 200: Type.String({ description: 'text/csv or application/x-ndjson' }), ...errors(403, 404) },
         },
       },
       async (req, reply) => {
-        const out = await service.exportSubmissions(deps, principal(req).accountId, req.params.formId, req.query);
+        const out = await service.exportSubmissions(deps, principal(req).accountId, req.params.formId, req.query, passwordFrom(req.headers));
         const raw = reply as FastifyReply;
         raw.type(out.contentType).header('content-disposition', `attachment; filename="${out.filename}"`);
         return raw.send(Readable.from(out.lines));
@@ -120,8 +131,8 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/submissions/:submissionId',
-      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, summary: 'Read a submission', params: submissionParams, response: { 200: Submission, ...errors(403, 404) } } },
-      (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId),
+      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, summary: 'Read a submission', params: submissionParams, headers: PasswordHeaders, response: { 200: Submission, ...errors(403, 404) } } },
+      (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId, passwordFrom(req.headers)),
     );
 
     app.put(
@@ -133,11 +144,12 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Edit a submission',
           description: 'Only the fields named change (null clears one); the result is checked as on create.',
           params: submissionParams,
+          headers: PasswordHeaders,
           body: SubmissionUpdate,
           response: { 200: Submission, ...errors(403, 404, 409) },
         },
       },
-      (req) => service.updateSubmission(deps, principal(req).accountId, req.params.submissionId, req.body),
+      (req) => service.updateSubmission(deps, principal(req).accountId, req.params.submissionId, req.body, passwordFrom(req.headers)),
     );
 
     app.delete(

@@ -1,6 +1,9 @@
+import type { KeyObject } from 'node:crypto';
 import type { Transaction } from 'kysely';
+import type { FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { Database, FormRow, SubmissionRow } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
@@ -12,7 +15,9 @@ import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
+import { publicKeyOf } from '../encryption/keys.js';
 import * as repo from './repository.js';
+import { blindValue, isSealed, openData, sealData } from './sealing.js';
 import type {
   AccountSearchQuery,
   CountQuery,
@@ -26,11 +31,24 @@ import type {
 } from './schemas.js';
 import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
 
-/** What reading values needs of a form: its fields. */
+/** What reading values needs of a form: its fields, and for an encrypted form what sealing needs. */
 export interface FormShape {
   formId: number;
   fields: FieldForValues[];
   byId: Map<number, FieldForValues>;
+  seal?: Sealing;
+  /**
+   * While a conversion runs, unique values are stored plain in some rows and as HMACs in
+   * others; checks then look for both (this is the SECRET_KEY that makes the HMACs).
+   */
+  uniqueBothWays?: string;
+}
+
+/** An encrypted form's public key: what storing a submission needs (reading needs the password). */
+export interface Sealing {
+  form: Pick<FormRow, 'view_key'>;
+  publicKey: KeyObject;
+  secretKey: string;
 }
 
 /** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
@@ -77,14 +95,35 @@ async function loadDefinition(
     const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
     if (!form) throw new NotFoundError('Form');
     const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
-    def = { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])) };
+    def = { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(deps.ctx.config.secretKey, form) };
     deps.definitions.set(key, String(version.revision), def);
   }
   return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
 }
 
-function parseData(row: Pick<SubmissionRow, 'data'>): DataMap {
-  return new Map(Object.entries(JSON.parse(row.data) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
+/**
+ * How new writes store a form's submissions: sealed while it is encrypted, plain from the
+ * moment it is being decrypted (the job opens the rest), so that no write seals a row the
+ * job has already opened.
+ */
+export function sealingOf(secretKey: string, form: FormRow): Pick<FormShape, 'seal' | 'uniqueBothWays'> {
+  const publicKey = form.encryption_state === 'decrypting' ? undefined : publicKeyOf(form);
+  return { seal: publicKey && { form, publicKey, secretKey }, uniqueBothWays: form.encryption_state === null ? undefined : secretKey };
+}
+
+/** The keys of an encrypted form, or undefined for a plain one; 401 without the right password. */
+async function keysFor(deps: SubmissionsDeps, def: FormDefinition, password: string | undefined): Promise<FormKeys | undefined> {
+  return def.form.encryption_key === null ? undefined : deps.ctx.formKeys.unlock(def.form, password);
+}
+
+/** A row's values; a sealed row needs the form's keys (keysFor), which the caller has checked. */
+function parseData(def: FormDefinition, row: Pick<SubmissionRow, 'data'>, keys: FormKeys | undefined): DataMap {
+  let json = row.data;
+  if (isSealed(json)) {
+    if (!keys) throw new ConflictError('This submission is sealed but its form holds no key any more', 'submission_sealed');
+    json = openData(def.form, keys, json);
+  }
+  return new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
 }
 
 function fail(problems: ErrorDetail[], code = 'invalid_submission'): never {
@@ -140,6 +179,26 @@ export function prepareSubmission(def: FormShape, inputs: SubmissionCreate['fiel
 }
 
 function searchable(def: FormShape, data: DataMap, now: number): repo.SubmissionWrite {
+  const { tokens, unique, prettyName } = derived(def, data);
+  const json = JSON.stringify(Object.fromEntries(data));
+  const seal = def.seal;
+  const both = def.uniqueBothWays;
+  if (!seal) {
+    const alt = (u: { fieldId: number; norm: string }) => (both === undefined ? {} : { alt: blindValue(both, def.formId, u.fieldId, u.norm) });
+    return { data: json, prettyName, tokens: [...tokens], unique: unique.map((u) => ({ ...u, ...alt(u) })), now };
+  }
+  // Nothing searchable in the clear: the index gets the form token alone, unique values their HMAC.
+  return {
+    data: sealData(seal.form, seal.publicKey, json),
+    prettyName: null,
+    tokens: [formToken(def.formId)],
+    unique: unique.map((u) => ({ fieldId: u.fieldId, norm: blindValue(seal.secretKey, def.formId, u.fieldId, u.norm), ...(both !== undefined && { alt: u.norm }) })),
+    now,
+  };
+}
+
+/** What a submission's values make for searching: index tokens, unique values and the pretty name. */
+function derived(def: FormShape, data: DataMap): { tokens: Set<string>; unique: repo.SubmissionWrite['unique']; prettyName: string | null } {
   const tokens = new Set<string>([formToken(def.formId)]);
   const unique: repo.SubmissionWrite['unique'] = [];
   let prettyName: string | null = null;
@@ -157,13 +216,19 @@ function searchable(def: FormShape, data: DataMap, now: number): repo.Submission
     if (field.type === 'name' && prettyName === null) prettyName = shown;
     if (field.type === 'email' && email === null) email = String(value);
   }
-  return { data: JSON.stringify(Object.fromEntries(data)), prettyName: prettyName ?? email, tokens: [...tokens], unique, now };
+  return { tokens, unique, prettyName: prettyName ?? email };
+}
+
+/** Whether values hold every search term (how an encrypted form is searched, once opened). */
+function matches(tokens: Set<string>, terms: Term[]): boolean {
+  return terms.every((t) => (t.prefix ? [...tokens].some((x) => x.startsWith(t.token)) : tokens.has(t.token)));
 }
 
 async function checkUnique(trx: Transaction<Database>, def: FormDefinition, write: repo.SubmissionWrite, except?: number): Promise<void> {
   const problems: ErrorDetail[] = [];
   for (const v of write.unique) {
-    if ((await repo.findUniqueHolder(trx, def.form.id, v.fieldId, v.norm, except)) !== undefined) {
+    const held = async (norm: string) => (await repo.findUniqueHolder(trx, def.form.id, v.fieldId, norm, except)) !== undefined;
+    if ((await held(v.norm)) || (v.alt !== undefined && (await held(v.alt)))) {
       const field = def.byId.get(v.fieldId)!;
       problems.push({ property: `body.fields(id=${field.id})`, message: `${field.label} (${field.id}) must be unique; this value was already submitted` });
     }
@@ -194,8 +259,12 @@ function baseRecord(row: SubmissionRow) {
   };
 }
 
-function toSubmission(def: FormDefinition, row: SubmissionRow): Submission {
-  return { ...baseRecord(row), prettyName: row.pretty_name, data: entries(def, parseData(row)) };
+function prettyNameOf(def: FormDefinition, row: SubmissionRow, data: DataMap): string | null {
+  return isSealed(row.data) ? derived(def, data).prettyName : row.pretty_name;
+}
+
+function toSubmission(def: FormDefinition, row: SubmissionRow, data: DataMap): Submission {
+  return { ...baseRecord(row), prettyName: prettyNameOf(def, row, data), data: entries(def, data) };
 }
 
 export interface RequestMeta {
@@ -203,10 +272,48 @@ export interface RequestMeta {
   remoteAddr: string;
 }
 
-/** Runs inside the creating transaction, after the insert: how idempotency records its response atomically. */
-export type OnCreated = (trx: Transaction<Database>, submission: Submission) => Promise<void>;
+/**
+ * Runs inside the creating transaction, after the insert: how idempotency records its response
+ * atomically. replay is what may be kept for a replay: for an encrypted form, the record without
+ * its values, since the service keeps no plaintext copy of them.
+ */
+export type OnCreated = (trx: Transaction<Database>, replay: Submission) => Promise<void>;
 
-export async function createSubmission(
+class StaleDefinition extends Error {}
+
+/**
+ * Notes the change on the form and checks that the form is still at the revision the values
+ * were checked and stored against. A form changed meanwhile (a field edited, encryption turned
+ * on or off) fails the write, which is then made again against the new definition.
+ */
+async function noteChange(trx: Transaction<Database>, def: FormDefinition, accountId: number, delta: number): Promise<void> {
+  const revision = await formsRepo.noteSubmissionChange(trx, accountId, def.formId, delta);
+  if (revision !== def.form.revision) throw new StaleDefinition();
+}
+
+async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof StaleDefinition)) throw error;
+      if (tries === 3) throw new ConflictError('The form kept changing while this was written; send it again', 'form_changed');
+    }
+  }
+}
+
+export function createSubmission(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  input: SubmissionCreate,
+  meta: RequestMeta,
+  onCreated?: OnCreated,
+): Promise<Submission> {
+  return againIfStale(() => createOnce(deps, accountId, formId, input, meta, onCreated));
+}
+
+async function createOnce(
   deps: SubmissionsDeps,
   accountId: number,
   formId: number,
@@ -219,7 +326,8 @@ export async function createSubmission(
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
 
-  const write = prepareSubmission(def, input.fields, new Map(), Date.now());
+  const data: DataMap = new Map();
+  const write = prepareSubmission(def, input.fields, data, Date.now());
 
   const { ctx } = deps;
   return deps.write(async (trx) => {
@@ -230,9 +338,9 @@ export async function createSubmission(
       { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
       write,
     );
-    await formsRepo.noteSubmissionChange(trx, accountId, formId, 1);
-    const submission = toSubmission(def, row);
-    await onCreated?.(trx, submission);
+    await noteChange(trx, def, accountId, 1);
+    const submission = toSubmission(def, row, data);
+    await onCreated?.(trx, def.seal ? { ...submission, prettyName: null, data: [] } : submission);
     return submission;
   });
 }
@@ -244,20 +352,26 @@ async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: n
   return { row, def };
 }
 
-export async function getSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<Submission> {
+export async function getSubmission(deps: SubmissionsDeps, accountId: number, id: number, password?: string): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
-  return toSubmission(def, row);
+  return toSubmission(def, row, parseData(def, row, await keysFor(deps, def, password)));
 }
 
-export async function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate): Promise<Submission> {
+/** Edits open the stored values with the password and seal the result again. */
+export function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
+  return againIfStale(() => updateOnce(deps, accountId, id, input, password));
+}
+
+async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
-  const write = prepareSubmission(def, input.fields, parseData(row), Date.now());
+  const data = parseData(def, row, await keysFor(deps, def, password));
+  const write = prepareSubmission(def, input.fields, data, Date.now());
   const { ctx } = deps;
   return deps.write(async (trx) => {
     await checkUnique(trx, def, write, id);
     const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
-    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, 0);
-    return toSubmission(def, updated);
+    await noteChange(trx, def, accountId, 0);
+    return toSubmission(def, updated, data);
   });
 }
 
@@ -298,11 +412,18 @@ function isUnfiltered(f: repo.ResolvedFilter): boolean {
   return f.from === undefined && f.to === undefined && f.terms.length === 0 && !f.impossible;
 }
 
-function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionListQuery, 'data' | 'expandData' | 'prettyName' | 'dataFormat'>): SubmissionListItem {
+type ItemShape = Pick<SubmissionListQuery, 'data' | 'expandData' | 'prettyName' | 'dataFormat'>;
+
+function showsData(q: ItemShape): boolean {
+  return q.data || q.expandData || q.dataFormat === 'standardized';
+}
+
+function listItem(def: FormDefinition, row: SubmissionRow, q: ItemShape, keys: FormKeys | undefined): SubmissionListItem {
   const item: SubmissionListItem = baseRecord(row);
-  if (q.prettyName) item.prettyName = row.pretty_name;
-  if (q.data || q.expandData || q.dataFormat === 'standardized') {
-    const list = entries(def, parseData(row));
+  const data = showsData(q) || (q.prettyName && isSealed(row.data)) ? parseData(def, row, keys) : undefined;
+  if (q.prettyName) item.prettyName = data ? prettyNameOf(def, row, data) : row.pretty_name;
+  if (data && showsData(q)) {
+    const list = entries(def, data);
     item.data =
       q.dataFormat === 'standardized'
         ? list
@@ -311,9 +432,44 @@ function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionLis
   return item;
 }
 
-export async function listSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: SubmissionListQuery): Promise<Page & { submissions: SubmissionListItem[] }> {
+/**
+ * An encrypted form's index holds nothing to match, so a search opens every submission in the
+ * time range and tests it here: one decryption per submission of the form, per request.
+ */
+async function searchSealed(deps: SubmissionsDeps, accountId: number, def: FormDefinition, keys: FormKeys, filter: repo.ResolvedFilter, page: repo.PageRequest): Promise<repo.Listing> {
+  const { db, dialect } = deps.ctx;
+  const range: repo.ResolvedFilter = { from: filter.from, to: filter.to, terms: [] };
+  const rows: SubmissionRow[] = [];
+  let total = 0;
+  let after: number | undefined;
+  for (;;) {
+    const batch = await repo.nextBatch(db, dialect, accountId, def.formId, range, after, page.order, 500);
+    for (const row of batch) {
+      if (!matches(derived(def, parseData(def, row, keys)).tokens, filter.terms)) continue;
+      if (total >= page.offset && rows.length < page.limit) rows.push(row);
+      total++;
+    }
+    if (batch.length < 500) return { rows, total };
+    after = batch[batch.length - 1]!.id;
+  }
+}
+
+export async function listSubmissions(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  q: SubmissionListQuery,
+  password?: string,
+): Promise<Page & { submissions: SubmissionListItem[] }> {
   const { def, submissionsCount, submissionsVersion } = await loadDefinition(deps, accountId, formId);
   const filter = resolveFilter(def, q);
+  // The password is needed to show values or names, and to search, on an encrypted form.
+  const keys = showsData(q) || q.prettyName || filter.terms.length > 0 ? await keysFor(deps, def, password) : undefined;
+  if (keys && filter.terms.length > 0) {
+    const order = q.order.toLowerCase() as 'asc' | 'desc';
+    const { rows, total } = await searchSealed(deps, accountId, def, keys, filter, { order, limit: q.pageSize, offset: (q.pageNumber - 1) * q.pageSize });
+    return { submissions: rows.map((r) => listItem(def, r, q, keys)), ...page(total, q.pageNumber, q.pageSize) };
+  }
   // Counting a filtered million rows costs more than the page; the count holds until a
   // submission of the form changes, which moves the version it is kept under.
   const totalKey = `${formId}:${JSON.stringify([filter.from, filter.to, filter.terms, filter.impossible])}`;
@@ -325,10 +481,13 @@ export async function listSubmissions(deps: SubmissionsDeps, accountId: number, 
     knownTotal: isUnfiltered(filter) ? submissionsCount : deps.totals.get(totalKey, version),
   });
   deps.totals.set(totalKey, version, total);
-  return { submissions: rows.map((r) => listItem(def, r, q)), ...page(total, q.pageNumber, q.pageSize) };
+  return { submissions: rows.map((r) => listItem(def, r, q, keys)), ...page(total, q.pageNumber, q.pageSize) };
 }
 
-/** Across every live form of the account: keyword search, newest first, with the standardized data. */
+/**
+ * Across every live form of the account: keyword search, newest first, with the standardized
+ * data. Encrypted forms index no words, so their submissions are never found here.
+ */
 export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery, visibleTo?: number): Promise<Page & { submissions: SubmissionListItem[] }> {
   const keywords = queryWords(q.search);
   const filter: repo.ResolvedFilter = { terms: keywords.map((token) => ({ token, prefix: true })), impossible: keywords.length === 0, visibleTo };
@@ -340,7 +499,7 @@ export async function searchAccount(deps: SubmissionsDeps, accountId: number, q:
   const submissions: SubmissionListItem[] = [];
   for (const row of rows) {
     const { def } = await loadDefinition(deps, accountId, row.form_id);
-    submissions.push(listItem(def, row, { data: true, expandData: true, prettyName: true, dataFormat: 'standardized' }));
+    submissions.push(listItem(def, row, { data: true, expandData: true, prettyName: true, dataFormat: 'standardized' }, undefined));
   }
   return { submissions, ...page(total, q.pageNumber, q.pageSize) };
 }
@@ -383,9 +542,18 @@ export interface ExportStream {
  * NDJSON (detailed records). Checks the form and the filters first, so that errors come
  * before any byte is sent; then reads in batches of 500 by id, so memory stays flat.
  */
-export async function exportSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: SubmissionFilters & { format: 'csv' | 'ndjson' }): Promise<ExportStream> {
+export async function exportSubmissions(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  q: SubmissionFilters & { format: 'csv' | 'ndjson' },
+  password?: string,
+): Promise<ExportStream> {
   const { def } = await loadDefinition(deps, accountId, formId);
   const filter = resolveFilter(def, q);
+  const keys = await keysFor(deps, def, password);
+  // An encrypted form is searched by opening each row (see searchSealed); the range still comes from the index.
+  const indexed: repo.ResolvedFilter = keys ? { from: filter.from, to: filter.to, terms: [] } : filter;
   const order = q.order.toLowerCase() as 'asc' | 'desc';
   const columns = def.fields.filter((f) => TYPE_RULES[f.type].input);
   const { db, dialect } = deps.ctx;
@@ -393,10 +561,12 @@ export async function exportSubmissions(deps: SubmissionsDeps, accountId: number
     if (q.format === 'csv') yield `${['id', 'timestamp', 'remoteAddr', 'userAgent', ...columns.map((f) => f.label)].map(csvCell).join(',')}\r\n`;
     let after: number | undefined;
     for (;;) {
-      const rows = await repo.nextBatch(db, dialect, accountId, formId, filter, after, order, 500);
+      const rows = await repo.nextBatch(db, dialect, accountId, formId, indexed, after, order, 500);
       let chunk = '';
       for (const row of rows) {
-        const record = toSubmission(def, row);
+        const data = parseData(def, row, keys);
+        if (keys && filter.terms.length > 0 && !matches(derived(def, data).tokens, filter.terms)) continue;
+        const record = toSubmission(def, row, data);
         if (q.format === 'ndjson') {
           chunk += `${JSON.stringify(record)}\n`;
         } else {
@@ -415,4 +585,39 @@ export async function exportSubmissions(deps: SubmissionsDeps, accountId: number
     filename: `form-${formId}-submissions.${q.format}`,
     lines: lines(),
   };
+}
+
+/**
+ * One batch of the background conversion that follows turning encryption on ('encrypt') or
+ * off ('decrypt'): the form's submissions after `after` still stored the old way are
+ * rewritten the new way, data, index and unique values together. Rows say for themselves
+ * whether they are sealed, so a batch repeated after a restart changes nothing twice.
+ * Returns the last id read, or undefined when no rows are left.
+ */
+export async function convertBatch(
+  deps: SubmissionsDeps,
+  formId: number,
+  direction: 'encrypt' | 'decrypt',
+  keys: FormKeys | undefined,
+  after: number | undefined,
+  size = 200,
+): Promise<number | undefined> {
+  const { db, dialect, config } = deps.ctx;
+  const form = await formsRepo.findFormById(db, formId);
+  if (!form) return undefined;
+  const fields = (await fieldsRepo.listFields(db, form.account_id, formId)).map((r) => ({ id: r.id, ...toDefinition(r) }));
+  const def: FormDefinition = { form, formId, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(config.secretKey, form) };
+  if ((direction === 'encrypt') !== (def.seal !== undefined)) return undefined; // the form moved on: nothing of this job is left to do
+  const rows = await repo.nextBatch(db, dialect, form.account_id, formId, { terms: [] }, after, 'asc', size);
+  await transact(db, async (trx) => {
+    let changed = false;
+    for (const row of rows) {
+      if (isSealed(row.data) === (direction === 'encrypt')) continue;
+      const write = searchable(def, parseData(def, row, keys), row.updated_at);
+      changed = (await repo.rewriteSubmission(trx, dialect, row, write)) || changed;
+    }
+    // Cached search totals count what the index holds, which has just changed.
+    if (changed) await formsRepo.noteSubmissionChange(trx, form.account_id, formId, 0);
+  });
+  return rows.length < size ? undefined : rows[rows.length - 1]!.id;
 }

@@ -1,0 +1,47 @@
+import type { AppContext } from '../../context.js';
+import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
+import type { Executor } from '../../db/transaction.js';
+import { enqueue } from '../../jobs/outbox.js';
+import * as formsRepo from '../forms/repository.js';
+import { convertBatch, submissionsDeps, type SubmissionsDeps } from '../submissions/service.js';
+import { conversionKey, conversionKeyAad, type ConversionPayload } from './service.js';
+
+/** The job that seals or opens a form's existing submissions after encryption was turned on or off. */
+export const CONVERSION_JOB = 'forms.encryption-conversion';
+
+export async function enqueueConversion(db: Executor, payload: ConversionPayload): Promise<void> {
+  await enqueue(db, { kind: CONVERSION_JOB, payload, maxAttempts: 25 });
+}
+
+interface Progress {
+  after?: number;
+}
+
+const depsByContext = new WeakMap<AppContext, SubmissionsDeps>();
+
+/**
+ * Converts the form batch by batch, saving the last id after each, so that a worker that
+ * dies halfway is followed by one that goes on from there; then marks the form done. A
+ * repeated batch finds its rows converted already and leaves them alone.
+ */
+export async function runConversion(
+  ctx: AppContext,
+  payload: ConversionPayload,
+  progress: unknown,
+  checkpoint: (progress: Progress) => Promise<void>,
+): Promise<void> {
+  let deps = depsByContext.get(ctx);
+  if (!deps) {
+    deps = submissionsDeps(ctx);
+    depsByContext.set(ctx, deps);
+  }
+  const keys = payload.key === undefined ? undefined : importPrivateKey(decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)));
+  let after = (progress as Progress | null)?.after;
+  for (;;) {
+    const last = await convertBatch(deps, payload.formId, payload.direction, keys, after);
+    if (last === undefined) break;
+    after = last;
+    await checkpoint({ after });
+  }
+  await formsRepo.finishEncryptionChange(ctx.db, payload.formId, payload.direction);
+}

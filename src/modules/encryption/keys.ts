@@ -1,0 +1,92 @@
+import { createHmac } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AppContext } from '../../context.js';
+import { formPublicKey, serviceKey, unwrapFormKey, WrongPasswordError, type FormKeys, type WrappedFormKey } from '../../crypto/envelope.js';
+import type { FormRow } from '../../db/schema.js';
+import { AppError } from '../../errors.js';
+import { throttle } from '../../http/rate-limit.js';
+import type { KeyObject } from 'node:crypto';
+
+/** The request header that carries a form's encryption password, and the original service's name for it. */
+export const PASSWORD_HEADERS = ['x-formwork-encryption-password', 'x-fs-encryption-password'] as const;
+
+export class EncryptionPasswordError extends AppError {
+  constructor(missing: boolean) {
+    super(
+      401,
+      missing ? 'encryption_password_required' : 'encryption_password_invalid',
+      missing
+        ? 'This form is encrypted: send its password in the X-Formwork-Encryption-Password header'
+        : 'The encryption password of this form is wrong',
+    );
+  }
+}
+
+export function passwordFrom(headers: IncomingHttpHeaders): string | undefined {
+  for (const name of PASSWORD_HEADERS) {
+    const value = headers[name];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return undefined;
+}
+
+/**
+ * Binds a wrapped key to its form, so that a key record copied onto another form does not
+ * open. The view key rather than the id: it exists before the form's row, and never changes.
+ */
+export function keyAad(viewKey: string): string {
+  return `formwork form key ${viewKey}`;
+}
+
+export function wrappedKeyOf(form: Pick<FormRow, 'encryption_key'>): WrappedFormKey | undefined {
+  return form.encryption_key === null ? undefined : (JSON.parse(form.encryption_key) as WrappedFormKey);
+}
+
+export function publicKeyOf(form: Pick<FormRow, 'encryption_key'>): KeyObject | undefined {
+  const wrapped = wrappedKeyOf(form);
+  return wrapped && formPublicKey(wrapped);
+}
+
+/**
+ * Unwrapped form keys kept in memory for a few minutes, so that a client paging through an
+ * encrypted form pays for scrypt once, not on every page. An entry is found only by an HMAC
+ * of the form, its wrapped key and the password: another password misses and pays scrypt.
+ */
+export class FormKeyCache {
+  private readonly entries = new Map<string, { keys: FormKeys; until: number }>();
+  private readonly hmacKey: Buffer;
+
+  constructor(
+    private readonly ctx: Pick<AppContext, 'config' | 'clock' | 'rateLimiter'>,
+    private readonly ttlMs = 10 * 60_000,
+    private readonly maxEntries = 1000,
+  ) {
+    this.hmacKey = serviceKey(ctx.config.secretKey, 'form key cache');
+  }
+
+  /**
+   * The form's keys for this password: 401 when the password is missing or wrong. Every
+   * check that reaches scrypt counts against the form's attempt limit (429 beyond it), which
+   * both stops guessing and bounds the CPU that scrypt can be made to spend.
+   */
+  async unlock(form: Pick<FormRow, 'id' | 'view_key' | 'encryption_key'>, password: string | undefined): Promise<FormKeys> {
+    const wrapped = wrappedKeyOf(form);
+    if (!wrapped) throw new Error(`form ${form.id} has no key`);
+    if (password === undefined) throw new EncryptionPasswordError(true);
+    const id = createHmac('sha256', this.hmacKey).update(`${form.id}\0${wrapped.salt}\0${password}`).digest('base64');
+    const now = this.ctx.clock.now();
+    const hit = this.entries.get(id);
+    if (hit && hit.until > now) return hit.keys;
+    await throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900);
+    let keys: FormKeys;
+    try {
+      keys = await unwrapFormKey(wrapped, password, keyAad(form.view_key));
+    } catch (error) {
+      if (error instanceof WrongPasswordError) throw new EncryptionPasswordError(false);
+      throw error;
+    }
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(id, { keys, until: now + this.ttlMs });
+    return keys;
+  }
+}

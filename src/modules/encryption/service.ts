@@ -1,0 +1,104 @@
+import type { AppContext } from '../../context.js';
+import { encryptWith, exportPrivateKey, newFormKeys, serviceKey, wrapFormKey } from '../../crypto/envelope.js';
+import type { FormRow, FormUpdate } from '../../db/schema.js';
+import { ConflictError, invalid } from '../../errors.js';
+import { keyAad } from './keys.js';
+
+export interface EncryptionInput {
+  isEncrypted?: boolean;
+  encryptionPassword?: string;
+  newEncryptionPassword?: string;
+}
+
+/** A job that converts a form's existing submissions; see convert.ts. */
+export interface ConversionPayload {
+  formId: number;
+  accountId: number;
+  direction: 'encrypt' | 'decrypt';
+  /** decrypt only: the private key, wrapped with a key derived from SECRET_KEY (base64). */
+  key?: string;
+}
+
+export interface EncryptionPlan {
+  update: Pick<FormUpdate, 'is_encrypted' | 'encryption_key' | 'encryption_state'>;
+  conversion?: ConversionPayload;
+}
+
+function jobKey(ctx: AppContext): Buffer {
+  return serviceKey(ctx.config.secretKey, 'conversion job key');
+}
+
+export function conversionKeyAad(formId: number): string {
+  return `formwork conversion ${formId}`;
+}
+
+export function conversionKey(ctx: AppContext): Buffer {
+  return jobKey(ctx);
+}
+
+function needPassword(property: string, why: string): never {
+  throw invalid(`body.${property}`, why, 'encryption_password_required');
+}
+
+/** A form created with isEncrypted: its key pair, wrapped with the password. */
+export async function encryptionOfNewForm(input: EncryptionInput, viewKey: string): Promise<EncryptionPlan['update'] | undefined> {
+  if (input.isEncrypted !== true) {
+    if (input.encryptionPassword !== undefined) throw invalid('body.encryptionPassword', 'goes with isEncrypted: true', 'validation_failed');
+    return undefined;
+  }
+  if (input.encryptionPassword === undefined) needPassword('encryptionPassword', 'an encrypted form needs a password to protect it with');
+  const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(viewKey));
+  return { is_encrypted: 1, encryption_key: JSON.stringify(wrapped) };
+}
+
+/**
+ * What a form update changes about encryption, worked out before the write transaction
+ * (scrypt takes a third of a second and must not hold a transaction open):
+ * - isEncrypted true on a plain form: a new key pair wrapped with encryptionPassword; existing
+ *   submissions are sealed by a background job.
+ * - isEncrypted false on an encrypted form: encryptionPassword must open the key; existing
+ *   submissions are opened by a background job, and the form stays encrypted until it is done.
+ * - newEncryptionPassword: the key is re-wrapped; no submission is touched.
+ * Returns undefined when encryption does not change.
+ */
+export async function planEncryptionChange(
+  ctx: AppContext,
+  form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'is_encrypted' | 'encryption_key' | 'encryption_state' | 'submissions_count'>,
+  input: EncryptionInput,
+): Promise<EncryptionPlan | undefined> {
+  const encrypted = form.is_encrypted === 1;
+  const turnOn = input.isEncrypted === true && !encrypted;
+  const turnOff = input.isEncrypted === false && encrypted;
+  const rewrap = input.newEncryptionPassword !== undefined;
+  if (!turnOn && !turnOff && !rewrap) {
+    if (input.encryptionPassword !== undefined && !encrypted && input.isEncrypted !== true) {
+      throw invalid('body.encryptionPassword', 'goes with isEncrypted: true, or with newEncryptionPassword on an encrypted form', 'validation_failed');
+    }
+    return undefined;
+  }
+  if (form.encryption_state) {
+    throw new ConflictError(`This form's submissions are still being ${form.encryption_state === 'encrypting' ? 'sealed' : 'opened'}; try again when encryptionState is null`, 'encryption_change_running');
+  }
+  if (rewrap && (!encrypted || input.isEncrypted === false)) {
+    throw invalid('body.newEncryptionPassword', 'changes the password of an encrypted form, which this form is not or stops being', 'validation_failed');
+  }
+  if (input.encryptionPassword === undefined) {
+    needPassword('encryptionPassword', turnOn ? 'turning encryption on needs the password to protect the form with' : 'needs the current encryption password');
+  }
+  if (turnOn) {
+    const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(form.view_key));
+    return {
+      update: { is_encrypted: 1, encryption_key: JSON.stringify(wrapped), encryption_state: form.submissions_count > 0 ? 'encrypting' : null },
+      conversion: form.submissions_count > 0 ? { formId: form.id, accountId: form.account_id, direction: 'encrypt' } : undefined,
+    };
+  }
+  const opened = await ctx.formKeys.unlock(form, input.encryptionPassword);
+  if (rewrap) {
+    const wrapped = await wrapFormKey(opened, input.newEncryptionPassword!, keyAad(form.view_key));
+    return { update: { encryption_key: JSON.stringify(wrapped) } };
+  }
+  // Turning off: the job needs the private key after this request (and after a restart), so it
+  // travels in the job wrapped with SECRET_KEY; the data it opens is about to be plain anyway.
+  const key = encryptWith(jobKey(ctx), exportPrivateKey(opened), conversionKeyAad(form.id)).toString('base64');
+  return { update: { encryption_state: 'decrypting' }, conversion: { formId: form.id, accountId: form.account_id, direction: 'decrypt', key } };
+}
