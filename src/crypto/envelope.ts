@@ -142,19 +142,63 @@ interface SealHeader {
   iv: Buffer;
 }
 
+const rawKeys = new WeakMap<KeyObject, Buffer>();
+
+/** A public key's raw 32 bytes, remembered: exporting costs more than the agreement itself. */
+function rawOf(key: KeyObject): Buffer {
+  let raw = rawKeys.get(key);
+  if (!raw) {
+    raw = rawPublic(key);
+    rawKeys.set(key, raw);
+  }
+  return raw;
+}
+
+/**
+ * The agreement is what costs (a key pair and an X25519 operation, a few hundred microseconds
+ * against tens for AES-GCM), so a process seals many values to the same form under one
+ * ephemeral key for a while: each value still gets its own random nonce, far below GCM's
+ * limit per key, and the ephemeral private key never leaves memory. Opening remembers the
+ * content key per ephemeral key, so reading a form's rows costs one agreement per batch of
+ * values sealed together rather than one per row.
+ */
+const SENDER_USES = 100_000;
+const SENDER_MS = 10 * 60_000;
+const senders = new Map<string, { ephRaw: Buffer; key: Buffer; uses: number; until: number }>();
+const opened = new Map<string, Buffer>();
+const OPENED_MAX = 10_000;
+
 function sealHeader(recipient: KeyObject): SealHeader {
-  const eph = generateKeyPairSync('x25519');
-  const ephRaw = rawPublic(eph.publicKey);
-  const key = contentKey(diffieHellman({ privateKey: eph.privateKey, publicKey: recipient }), ephRaw, rawPublic(recipient));
+  const recipientRaw = rawOf(recipient);
+  const id = recipientRaw.toString('base64');
+  let sender = senders.get(id);
+  const now = Date.now();
+  if (!sender || sender.uses >= SENDER_USES || sender.until < now) {
+    const eph = generateKeyPairSync('x25519');
+    const ephRaw = rawPublic(eph.publicKey);
+    const key = contentKey(diffieHellman({ privateKey: eph.privateKey, publicKey: recipient }), ephRaw, recipientRaw);
+    sender = { ephRaw, key, uses: 0, until: now + SENDER_MS };
+    if (senders.size >= 1000) senders.delete(senders.keys().next().value!);
+    senders.set(id, sender);
+  }
+  sender.uses++;
   const iv = randomBytes(IV);
-  return { header: Buffer.concat([Buffer.from([VERSION]), ephRaw, iv]), key, iv };
+  return { header: Buffer.concat([Buffer.from([VERSION]), sender.ephRaw, iv]), key: sender.key, iv };
 }
 
 function openKey(keys: FormKeys, header: Buffer): { key: Buffer; iv: Buffer } {
   if (header.length < 1 + EPHEMERAL + IV || header[0] !== VERSION) throw new SealError('not a sealed value of a known version');
   const ephRaw = header.subarray(1, 1 + EPHEMERAL);
-  const shared = diffieHellman({ privateKey: keys.privateKey, publicKey: publicKeyFromRaw(ephRaw) });
-  return { key: contentKey(shared, ephRaw, rawPublic(keys.publicKey)), iv: header.subarray(1 + EPHEMERAL, 1 + EPHEMERAL + IV) };
+  const recipientRaw = rawOf(keys.publicKey);
+  const id = `${recipientRaw.toString('base64')}:${ephRaw.toString('base64')}`;
+  let key = opened.get(id);
+  if (!key) {
+    const shared = diffieHellman({ privateKey: keys.privateKey, publicKey: publicKeyFromRaw(ephRaw) });
+    key = contentKey(shared, Buffer.from(ephRaw), recipientRaw);
+    if (opened.size >= OPENED_MAX) opened.delete(opened.keys().next().value!);
+    opened.set(id, key);
+  }
+  return { key, iv: header.subarray(1 + EPHEMERAL, 1 + EPHEMERAL + IV) };
 }
 
 /** version | ephemeral public key | nonce | ciphertext | tag */
