@@ -51,7 +51,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           description:
             'Every value is checked against its field (required unless hidden by logic, formats, bounds, options, subfields, unique). ' +
             'An inactive form answers 409 form_inactive, one at its submissionLimit 409 form_full. With Idempotency-Key: a retry with the same ' +
-            'key and body returns the first response (header Idempotent-Replayed: true), another body with the key 422, a retry while the first runs 409.',
+            'key and body returns the first response (header Idempotent-Replayed: true; on an encrypted form without its values, of which no plaintext copy is kept), another body with the key 422, a retry while the first runs 409. An encrypted form takes submissions without its password.',
           params: formParams,
           headers: IdempotencyHeaders,
           body: SubmissionCreate,
