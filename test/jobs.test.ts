@@ -302,12 +302,12 @@ describe(`worker processes (${dialectName})`, () => {
   beforeEach(() => ctx.db.deleteFrom('jobs').execute());
 
   /** test/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
-  function startChild() {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/job-worker-child.ts'], {
+  function startChild(args = ['test/job-worker-child.ts'], logLevel = 'silent') {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       env: {
         PATH: process.env.PATH,
         DATA_DIR: app.config.dataDir,
-        LOG_LEVEL: 'silent',
+        LOG_LEVEL: logLevel,
         WORKER_POLL_MS: '50',
         ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
       },
@@ -325,7 +325,7 @@ describe(`worker processes (${dialectName})`, () => {
         void exited.then((how) => reject(new Error(`the worker process ended (${String(how)}) before printing "${text}": ${stderr}`)));
       });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    return { process: child, exited, printed };
+    return { process: child, exited, printed, stderr: () => stderr };
   }
 
   it('runs each of several hundred jobs exactly once with two worker processes on one database', async () => {
@@ -429,4 +429,22 @@ describe(`worker processes (${dialectName})`, () => {
     }
   });
 
+
+  it('runs jobs in `formwork worker`, which stops on SIGTERM and takes no arguments', async () => {
+    const child = startChild(['src/cli.ts', 'worker'], 'info');
+    try {
+      await child.printed('worker started');
+      const id = await enqueue(ctx.db, { kind: 'test.not-in-the-registry', payload: {}, maxAttempts: 1 });
+      const failed = await waitFor('the worker to take the job', async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
+      assert.equal(failed.last_error, 'No handler for job kind "test.not-in-the-registry"');
+      assert.match((await runs(id))[0]!.worker, new RegExp(`:${child.process.pid}:`));
+    } finally {
+      child.process.kill('SIGTERM');
+    }
+    assert.equal(await child.exited, 0);
+
+    const wrong = startChild(['src/cli.ts', 'worker', '--no-worker']);
+    assert.equal(await wrong.exited, 1);
+    assert.match(wrong.stderr(), /formwork: .*no-worker/);
+  });
 });
