@@ -10,11 +10,12 @@ import { accountExists, findUser } from './modules/accounts/repository.js';
 import { createClient } from './modules/oauth-clients/service.js';
 import { LEVELS, type Level } from './modules/permissions/levels.js';
 import { createUser, deletePermission, setPermission } from './modules/users/service.js';
-import { startServer } from './server.js';
+import { startServer, startWorkerProcess } from './server.js';
 
 const USAGE = `Usage: formwork <command>
 
   serve [--no-worker]        start the API (and, unless --no-worker, the background worker)
+  worker                     run only the background worker (for deployments with separate workers)
   migrate                    bring the database schema up to date
   admin create-account --name NAME --email EMAIL [--password PW] [--json]
   admin create-token --user ID [--name NAME] [--json]
@@ -130,10 +131,21 @@ async function main(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'serve': {
-      parseArgs({ args: rest, options: { 'no-worker': { type: 'boolean' } }, strict: true });
-      const server = await startServer(config);
+      const { values } = parseArgs({ args: rest, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
+      const server = await startServer(config, { worker: !values['no-worker'] });
       const stop = async () => {
         await server.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      break;
+    }
+    case 'worker': {
+      parseArgs({ args: rest, options: {}, strict: true });
+      const running = await startWorkerProcess(config);
+      const stop = async () => {
+        await running.close();
         process.exit(0);
       };
       process.once('SIGTERM', stop);

@@ -28,6 +28,14 @@ export interface Config {
   signInAttempts: number;
   /** Encryption password attempts per form per 15 minutes. */
   encryptionPasswordAttempts: number;
+  /** How often an idle worker looks for due jobs, in ms (jobs enqueued by this process wake it sooner). */
+  workerPollMs: number;
+  /** How long a claimed job is held without a checkpoint before another worker may take it over. */
+  jobLeaseSeconds: number;
+  /** Jobs one worker runs at once. */
+  workerConcurrency: number;
+  /** Finished (done or failed) jobs and their run logs are deleted after this many days. */
+  jobRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -113,5 +121,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // No 0 here: turning off guessing protection is not a setting.
     signInAttempts: integer(env, 'SIGN_IN_ATTEMPTS', 10, 1, 1_000_000),
     encryptionPasswordAttempts: integer(env, 'ENCRYPTION_PASSWORD_ATTEMPTS', 10, 1, 1_000_000),
+    workerPollMs: integer(env, 'WORKER_POLL_MS', 1000, 10, 3_600_000),
+    // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
+    jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),
+    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4, 1, 64),
+    jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
   };
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -6,6 +7,8 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createRateLimiter } from './http/rate-limiter.js';
+import type { JobHandlers } from './jobs/types.js';
+import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
 
 export interface RunningServer {
@@ -13,36 +16,80 @@ export interface RunningServer {
   db: Db;
   ctx: AppContext;
   url: string;
+  /** The background worker of this process, unless started without one. */
+  worker: Worker | undefined;
   close(): Promise<void>;
 }
 
-/** Opens the database, brings its schema up to date and starts listening. */
-export async function startServer(config: Config, options: { sqliteFile?: string } = {}): Promise<RunningServer> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: options.sqliteFile });
+interface OpenContext {
+  db: Db;
+  ctx: AppContext;
+  close(): Promise<void>;
+}
+
+/** Opens the database, brings its schema up to date and makes the context that services share. */
+async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const rateLimiter = createRateLimiter(config.redisUrl);
+  const close = async () => {
+    await rateLimiter.close();
+    await db.close();
+  };
   try {
     await migrateToLatest(db);
-    const clock = new Clock();
-    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }) };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const clock = new Clock();
+  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }) }, close };
+}
+
+/** Starts listening and, with worker, runs the background worker in the same process. */
+export async function startServer(config: Config, options: { sqliteFile?: string; worker?: boolean } = {}): Promise<RunningServer> {
+  const { db, ctx, close } = await openContext(config, options.sqliteFile);
+  try {
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    const worker = options.worker ? startWorker(ctx, { log: app.log }) : undefined;
     return {
       app,
       db,
       ctx,
       url: `http://${host}:${port}`,
+      worker,
       async close() {
-        await app.close();
-        await rateLimiter.close();
-        await db.close();
+        await Promise.all([app.close(), worker?.stop()]);
+        await close();
       },
     };
   } catch (error) {
-    await rateLimiter.close();
-    await db.close();
+    await close();
     throw error;
   }
+}
+
+export interface RunningWorker {
+  ctx: AppContext;
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** A process that only runs jobs (`formwork worker`), with handlers from the registry unless given. */
+export async function startWorkerProcess(config: Config, options: { handlers?: JobHandlers } = {}): Promise<RunningWorker> {
+  const { ctx, close } = await openContext(config);
+  const log = pino({ level: config.logLevel });
+  const worker = startWorker(ctx, { log, handlers: options.handlers });
+  log.info({ worker: worker.id }, 'worker started');
+  return {
+    ctx,
+    worker,
+    async close() {
+      await worker.stop();
+      await close();
+    },
+  };
 }

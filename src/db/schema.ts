@@ -21,6 +21,8 @@ export interface Database {
   oauth_codes: OAuthCodesTable;
   oauth_refresh_tokens: OAuthRefreshTokensTable;
   form_permissions: FormPermissionsTable;
+  jobs: JobsTable;
+  job_runs: JobRunsTable;
 }
 
 type Id = Generated<number>;
@@ -205,6 +207,40 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+/** The outbox: see src/jobs. payload and progress are JSON text. */
+export interface JobsTable {
+  id: Id;
+  kind: string;
+  payload: string;
+  state: ColumnType<'queued' | 'running' | 'done' | 'failed', 'queued' | undefined, 'queued' | 'running' | 'done' | 'failed'>;
+  /** Epoch ms when the job is due; 0 for as soon as possible. */
+  run_at: ColumnType<number, number | undefined, number>;
+  attempts: ColumnType<number, number | undefined, number>;
+  max_attempts: number;
+  lease_owner: string | null;
+  /** A new random value per claim: every write of the run that holds it is conditional on it. */
+  lease_token: string | null;
+  lease_until: number | null;
+  progress: string | null;
+  last_error: string | null;
+  created_at: ColumnType<number, undefined, never>;
+  finished_at: number | null;
+}
+
+/** One row per attempt to run a job: the delivery log. */
+export interface JobRunsTable {
+  id: Id;
+  job_id: number;
+  attempt: number;
+  worker: string;
+  started_at: number;
+  finished_at: number | null;
+  outcome: 'done' | 'failed' | 'lost' | 'interrupted' | null;
+  error: string | null;
+}
+
+export type JobRow = Selectable<JobsTable>;
+export type JobRunRow = Selectable<JobRunsTable>;
 export type SubmissionRow = Selectable<SubmissionsTable>;
 export type FolderRow = Selectable<FoldersTable>;
 export type FormRow = Selectable<FormsTable>;

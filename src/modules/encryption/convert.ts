@@ -2,12 +2,16 @@ import type { AppContext } from '../../context.js';
 import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
 import type { Executor } from '../../db/transaction.js';
 import { enqueue } from '../../jobs/outbox.js';
+import type { JobHandler } from '../../jobs/types.js';
 import * as formsRepo from '../forms/repository.js';
 import { convertBatch, submissionsDeps, type SubmissionsDeps } from '../submissions/service.js';
 import { conversionKey, conversionKeyAad, type ConversionPayload } from './service.js';
 
 /** The job that seals or opens a form's existing submissions after encryption was turned on or off. */
 export const CONVERSION_JOB = 'forms.encryption-conversion';
+
+export const conversionHandler: JobHandler = (ctx, job, tools) =>
+  runConversion(ctx, job.payload as ConversionPayload, job.progress, (progress, trx) => tools.checkpoint(progress, trx));
 
 export async function enqueueConversion(db: Executor, payload: ConversionPayload): Promise<void> {
   await enqueue(db, { kind: CONVERSION_JOB, payload, maxAttempts: 25 });
@@ -28,7 +32,7 @@ export async function runConversion(
   ctx: AppContext,
   payload: ConversionPayload,
   progress: unknown,
-  checkpoint: (progress: Progress) => Promise<void>,
+  checkpoint: (progress: Progress, trx: Executor) => Promise<void>,
 ): Promise<void> {
   let deps = depsByContext.get(ctx);
   if (!deps) {
@@ -38,10 +42,11 @@ export async function runConversion(
   const keys = payload.key === undefined ? undefined : importPrivateKey(decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)));
   let after = (progress as Progress | null)?.after;
   for (;;) {
-    const last = await convertBatch(deps, payload.formId, payload.direction, keys, after);
+    // The checkpoint commits with the batch: a batch is never done twice, and a worker that
+    // lost the job to another (its lease ran out) fails its batch instead of racing.
+    const last = await convertBatch(deps, payload.formId, payload.direction, keys, after, (trx, id) => checkpoint({ after: id }, trx));
     if (last === undefined) break;
     after = last;
-    await checkpoint({ after });
   }
   await formsRepo.finishEncryptionChange(ctx.db, payload.formId, payload.direction);
 }

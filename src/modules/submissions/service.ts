@@ -600,6 +600,8 @@ export async function convertBatch(
   direction: 'encrypt' | 'decrypt',
   keys: FormKeys | undefined,
   after: number | undefined,
+  /** Runs in the batch's transaction with the batch's last id: where the job checkpoints. */
+  commit: (trx: Transaction<Database>, last: number) => Promise<void>,
   size = 200,
 ): Promise<number | undefined> {
   const { db, dialect, config } = deps.ctx;
@@ -618,6 +620,7 @@ export async function convertBatch(
     }
     // Cached search totals count what the index holds, which has just changed.
     if (changed) await formsRepo.noteSubmissionChange(trx, form.account_id, formId, 0);
+    if (rows.length > 0) await commit(trx, rows[rows.length - 1]!.id);
   });
   return rows.length < size ? undefined : rows[rows.length - 1]!.id;
 }

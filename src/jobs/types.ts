@@ -1,0 +1,33 @@
+import type { AppContext } from '../context.js';
+import type { Executor } from '../db/transaction.js';
+
+/** What a handler is told about the job it runs. */
+export interface JobInfo {
+  id: number;
+  kind: string;
+  /** As given to enqueue, through JSON. */
+  payload: unknown;
+  /** The last checkpoint of an earlier attempt, or undefined on a fresh start. */
+  progress: unknown;
+  /** 1 on the first run; interrupted runs (the worker stopped) are not counted. */
+  attempt: number;
+}
+
+export interface JobTools {
+  /**
+   * Saves progress (JSON) for a later attempt to resume from and renews the lease. Pass the
+   * transaction of a batch's writes to commit the checkpoint with them: a batch is then
+   * never done twice, and it fails (rolls back) if another worker has taken the job over.
+   */
+  checkpoint(progress: unknown, db?: Executor): Promise<void>;
+  /** Aborted when the worker stops (after its grace period) or the run has lost its lease. */
+  signal: AbortSignal;
+}
+
+/**
+ * Runs one job. Runs are at least once: a handler may run again after it did its work
+ * (the process died before it was recorded), so it must be idempotent.
+ */
+export type JobHandler = (ctx: AppContext, job: JobInfo, tools: JobTools) => Promise<void>;
+
+export type JobHandlers = Readonly<Record<string, JobHandler>>;

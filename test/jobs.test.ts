@@ -1,0 +1,450 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { ConfigError, loadConfig } from '../src/config.js';
+import type { AppContext } from '../src/context.js';
+import { transact } from '../src/db/transaction.js';
+import { enqueue } from '../src/jobs/outbox.js';
+import type { JobHandlers } from '../src/jobs/types.js';
+import { createWorker } from '../src/jobs/worker.js';
+import { startServer } from '../src/server.js';
+import { dialectName, startTestApp, type TestApp } from './helpers.js';
+import { TEST_TABLES_SQL, testHandlers } from './job-handlers.js';
+
+const HOUR = 60 * 60 * 1000;
+
+/** Waits for a condition that other processes or workers bring about; the limit only keeps a broken run from hanging. */
+async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, limitMs = 60_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe(`background jobs (${dialectName})`, () => {
+  let app: TestApp;
+  let ctx: AppContext;
+  const job = (id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const runs = (id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+
+  before(async () => {
+    app = await startTestApp();
+    ctx = app.server.ctx;
+  });
+  after(() => app.close());
+  // Each test's workers see only that test's jobs.
+  beforeEach(() => ctx.db.deleteFrom('jobs').execute());
+
+  it('runs a job only if the transaction that enqueued it commits', async () => {
+    const ran: unknown[] = [];
+    const worker = createWorker(ctx, { handlers: { 'test.note': async (_ctx, j) => void ran.push(j.payload) } });
+    await assert.rejects(
+      transact(ctx.db, async (trx) => {
+        await enqueue(trx, { kind: 'test.note', payload: 'rolled back' });
+        throw new Error('the change fails');
+      }),
+      /the change fails/,
+    );
+    const id = await transact(ctx.db, (trx) => enqueue(trx, { kind: 'test.note', payload: 'committed' }));
+    assert.equal(await worker.runDue(), 1);
+    assert.deepEqual(ran, ['committed']);
+    assert.deepEqual(
+      (await ctx.db.selectFrom('jobs').select('id').where('kind', '=', 'test.note').execute()).map((r) => r.id),
+      [id],
+    );
+  });
+
+  it('runs a due job once, marks it done and logs the run', async () => {
+    const seen: unknown[] = [];
+    const worker = createWorker(ctx, { handlers: { 'test.once': async (_ctx, j) => void seen.push({ ...j }) } });
+    const payload = { formId: 7, keys: ['a', 'b'], nested: { ok: true } };
+    const id = await enqueue(ctx.db, { kind: 'test.once', payload });
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(await worker.runDue(), 0, 'a done job does not run again');
+    assert.deepEqual(seen, [{ id, kind: 'test.once', payload, progress: undefined, attempt: 1 }]);
+    const row = await job(id);
+    assert.equal(row.state, 'done');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.lease_token, null);
+    assert.ok(row.finished_at! >= row.created_at - 1000);
+    const log = await runs(id);
+    assert.equal(log.length, 1);
+    assert.equal(log[0]!.outcome, 'done');
+    assert.equal(log[0]!.attempt, 1);
+    assert.equal(log[0]!.worker, worker.id);
+    assert.ok(log[0]!.finished_at! >= log[0]!.started_at);
+  });
+
+  it('waits for run_at, read from the context clock', async () => {
+    let ran = 0;
+    const worker = createWorker(ctx, { handlers: { 'test.later': async () => void ran++ } });
+    const id = await enqueue(ctx.db, { kind: 'test.later', payload: {}, runAt: ctx.clock.now() + 2 * HOUR });
+    assert.equal(await worker.runDue(), 0);
+    ctx.clock.advance(2 * HOUR - 60_000);
+    assert.equal(await worker.runDue(), 0, 'a minute early');
+    assert.equal((await job(id)).state, 'queued');
+    ctx.clock.advance(60_000);
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(ran, 1);
+    assert.equal((await job(id)).state, 'done');
+  });
+
+  it('retries a failing job with growing delays, then marks it failed with its error', async () => {
+    let calls = 0;
+    const worker = createWorker(ctx, {
+      handlers: {
+        'test.fail': async () => {
+          calls++;
+          throw new Error(`remote answered 503 (call ${calls})`);
+        },
+      },
+    });
+    const id = await enqueue(ctx.db, { kind: 'test.fail', payload: {}, maxAttempts: 3 });
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      assert.equal(await worker.runDue(), 1);
+      const row = await job(id);
+      const log = await runs(id);
+      assert.equal(row.state, 'queued');
+      assert.equal(row.attempts, attempt);
+      assert.equal(row.last_error, `remote answered 503 (call ${attempt})`);
+      const delay = row.run_at - log.at(-1)!.finished_at!;
+      delays.push(delay);
+      assert.equal(await worker.runDue(), 0, 'not before its delay');
+      ctx.clock.advance(delay);
+    }
+    // Default backoff: between half and all of 10 s, then of 20 s.
+    assert.ok(delays[0]! >= 5000 && delays[0]! <= 10_000, `first delay ${delays[0]}`);
+    assert.ok(delays[1]! >= 10_000 && delays[1]! <= 20_000, `second delay ${delays[1]}`);
+    assert.ok(delays[1]! > delays[0]!);
+
+    assert.equal(await worker.runDue(), 1);
+    const row = await job(id);
+    assert.equal(row.state, 'failed');
+    assert.equal(row.attempts, 3);
+    assert.equal(row.last_error, 'remote answered 503 (call 3)');
+    assert.ok(row.finished_at);
+    const log = await runs(id);
+    assert.deepEqual(
+      log.map((r) => [r.attempt, r.outcome, r.error]),
+      [1, 2, 3].map((n) => [n, 'failed', `remote answered 503 (call ${n})`]),
+    );
+    ctx.clock.advance(24 * HOUR);
+    assert.equal(await worker.runDue(), 0, 'a failed job stays failed');
+    assert.equal(calls, 3);
+  });
+
+  it('fails a job of a kind that has no handler, saying so', async () => {
+    const worker = createWorker(ctx, { handlers: {} });
+    const once = await enqueue(ctx.db, { kind: 'test.nobody', payload: {}, maxAttempts: 1 });
+    const retried = await enqueue(ctx.db, { kind: 'test.nobody', payload: {} });
+    assert.equal(await worker.runDue(), 2);
+    const failed = await job(once);
+    assert.equal(failed.state, 'failed');
+    assert.equal(failed.last_error, 'No handler for job kind "test.nobody"');
+    assert.equal((await runs(once))[0]!.error, 'No handler for job kind "test.nobody"');
+    // Retried like any failure, so that a worker of a newer version may still take it.
+    const waiting = await job(retried);
+    assert.equal(waiting.state, 'queued');
+    assert.equal(waiting.max_attempts, 5);
+    assert.equal(waiting.last_error, 'No handler for job kind "test.nobody"');
+  });
+
+  it('takes over a job whose lease ran out and resumes it from its last checkpoint', async () => {
+    const processed: number[] = [];
+    const hung = deferred();
+    const release = deferred();
+    let lateCheckpoint: unknown;
+    const handlers: JobHandlers = {
+      async 'test.resume'(_ctx, j, tools) {
+        const start = (j.progress as { next: number } | undefined)?.next ?? 0;
+        for (let i = start; i < 6; i++) {
+          processed.push(i);
+          await tools.checkpoint({ next: i + 1 });
+          if (j.attempt === 1 && i === 2) {
+            // As if this worker's process had frozen: it holds the job past its lease.
+            hung.resolve();
+            await release.promise;
+            lateCheckpoint = await tools.checkpoint({ next: 99 }).then(
+              () => 'saved',
+              (e: Error) => e.message,
+            );
+            return;
+          }
+        }
+      },
+    };
+    const first = createWorker(ctx, { handlers, leaseMs: 60_000 });
+    const second = createWorker(ctx, { handlers, leaseMs: 60_000 });
+    const id = await enqueue(ctx.db, { kind: 'test.resume', payload: {} });
+    const firstRun = first.runDue();
+    await hung.promise;
+    assert.equal(await second.runDue(), 0, 'the lease still holds');
+    ctx.clock.advance(60_001);
+    assert.equal(await second.runDue(), 1);
+    assert.deepEqual(processed, [0, 1, 2, 3, 4, 5], 'the second run started after the last checkpoint');
+    assert.equal((await job(id)).state, 'done');
+
+    release.resolve();
+    assert.equal(await firstRun, 1);
+    assert.match(String(lateCheckpoint), /no longer held by this run/);
+    const row = await job(id);
+    assert.equal(row.state, 'done', 'the old run changes nothing when it wakes up');
+    assert.equal(row.progress, JSON.stringify({ next: 6 }));
+    assert.equal(row.attempts, 2);
+    assert.deepEqual(
+      (await runs(id)).map((r) => [r.attempt, r.worker, r.outcome]),
+      [
+        [1, first.id, 'lost'],
+        [2, second.id, 'done'],
+      ],
+    );
+  });
+
+  it('lets a stopping worker finish its jobs, and puts back the ones it must abort without counting the attempt', async () => {
+    const started = deferred();
+    const finish = deferred();
+    const worker = createWorker(ctx, {
+      concurrency: 2,
+      graceMs: 200,
+      handlers: {
+        'test.quick': async () => {
+          await finish.promise;
+        },
+        'test.endless': (_ctx, _j, tools) =>
+          new Promise((_resolve, reject) => {
+            started.resolve();
+            tools.signal.addEventListener('abort', () => reject(tools.signal.reason));
+          }),
+      },
+    });
+    const quick = await enqueue(ctx.db, { kind: 'test.quick', payload: {} });
+    const endless = await enqueue(ctx.db, { kind: 'test.endless', payload: {} });
+    worker.start();
+    await started.promise;
+    await waitFor('both jobs to be claimed', async () => (await job(quick)).state === 'running');
+    const stopped = worker.stop();
+    finish.resolve();
+    await stopped;
+    assert.equal((await job(quick)).state, 'done');
+    const put = await job(endless);
+    assert.equal(put.state, 'queued');
+    assert.equal(put.attempts, 0);
+    assert.equal(put.lease_token, null);
+    assert.deepEqual(
+      (await runs(endless)).map((r) => [r.attempt, r.outcome]),
+      [[1, 'interrupted']],
+    );
+    const next = createWorker(ctx, { handlers: { 'test.endless': async () => {} } });
+    assert.equal(await next.runDue(), 1);
+    assert.equal((await job(endless)).attempts, 1);
+  });
+
+  it('wakes a started worker when this process enqueues a job, without waiting for the next poll', async () => {
+    const ran: number[] = [];
+    const worker = createWorker(ctx, { pollMs: 3_600_000, handlers: { 'test.wake': async (_ctx, j) => void ran.push(j.payload as number) } });
+    try {
+      worker.start();
+      // The first is found by the first look; the second, enqueued after it, only by a wake-up (the next poll is an hour away).
+      await enqueue(ctx.db, { kind: 'test.wake', payload: 1 });
+      await waitFor('the first job', async () => ran.length === 1);
+      await transact(ctx.db, (trx) => enqueue(trx, { kind: 'test.wake', payload: 2 }));
+      await waitFor('the second job', async () => ran.length === 2);
+      assert.deepEqual(ran, [1, 2]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('refuses bad worker settings with the name of the setting', () => {
+    const c = loadConfig({});
+    assert.deepEqual([c.workerPollMs, c.jobLeaseSeconds, c.workerConcurrency, c.jobRetentionDays], [1000, 300, 4, 30]);
+    for (const [name, value] of [
+      ['WORKER_POLL_MS', 'soon'],
+      ['WORKER_POLL_MS', '5'],
+      ['JOB_LEASE_SECONDS', '1'],
+      ['WORKER_CONCURRENCY', '0'],
+      ['WORKER_CONCURRENCY', '2.5'],
+      ['JOB_RETENTION_DAYS', '0'],
+    ] as const) {
+      assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.setting === name, `${name}=${value}`);
+    }
+  });
+});
+
+// Worker processes on the database of a test app: the command that deployments scale out.
+// An app of its own, so that its clock agrees with theirs (leases are compared across processes).
+describe(`worker processes (${dialectName})`, () => {
+  let app: TestApp;
+  let ctx: AppContext;
+  const job = (id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const runs = (id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+
+  before(async () => {
+    app = await startTestApp();
+    ctx = app.server.ctx;
+    for (const statement of TEST_TABLES_SQL) await sql.raw(statement).execute(ctx.db);
+  });
+  after(() => app.close());
+  beforeEach(() => ctx.db.deleteFrom('jobs').execute());
+
+  /** test/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
+  function startChild(args = ['test/job-worker-child.ts'], logLevel = 'silent') {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+      env: {
+        PATH: process.env.PATH,
+        DATA_DIR: app.config.dataDir,
+        LOG_LEVEL: logLevel,
+        WORKER_POLL_MS: '50',
+        ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    let stdout = '';
+    const printed = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => stdout.includes(text) && resolve();
+        child.stdout.on('data', check);
+        check();
+        void exited.then((how) => reject(new Error(`the worker process ended (${String(how)}) before printing "${text}": ${stderr}`)));
+      });
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    return { process: child, exited, printed, stderr: () => stderr };
+  }
+
+  it('runs each of several hundred jobs exactly once with two worker processes on one database', async () => {
+    const total = 300;
+    const children = [startChild(), startChild()];
+    try {
+      await Promise.all(children.map((c) => c.printed('ready')));
+      for (let batch = 0; batch < total; batch += 50) {
+        await transact(ctx.db, async (trx) => {
+          for (let n = batch; n < batch + 50; n++) await enqueue(trx, { kind: 'test.spread', payload: { n } });
+        });
+      }
+      await waitFor('every job to be done', async () => {
+        const row = await ctx.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'test.spread').where('state', '=', 'done').executeTakeFirstOrThrow();
+        return Number(row.n) === total;
+      });
+    } finally {
+      for (const child of children) child.process.kill('SIGTERM');
+    }
+    assert.deepEqual(await Promise.all(children.map((c) => c.exited)), [0, 0], 'SIGTERM stops the worker command cleanly');
+
+    const ran = await sql<{ n: number; worker_pid: number }>`SELECT n, worker_pid FROM job_test_spread ORDER BY n`.execute(ctx.db);
+    assert.deepEqual(
+      ran.rows.map((r) => r.n),
+      Array.from({ length: total }, (_, n) => n),
+      'each job ran exactly once',
+    );
+    const pids = new Set(children.map((c) => c.process.pid));
+    assert.ok(ran.rows.every((r) => pids.has(r.worker_pid)));
+    const log = await ctx.db
+      .selectFrom('job_runs')
+      .innerJoin('jobs', 'jobs.id', 'job_runs.job_id')
+      .select(['job_runs.outcome', 'job_runs.attempt'])
+      .where('jobs.kind', '=', 'test.spread')
+      .execute();
+    assert.equal(log.length, total);
+    assert.ok(log.every((r) => r.outcome === 'done' && r.attempt === 1));
+  });
+
+  it('finishes the job of a worker process killed halfway, from its checkpoint, without redoing or skipping a batch', async () => {
+    const id = await enqueue(ctx.db, { kind: 'test.batches', payload: { batches: 12, pauseAt: 5 } });
+    const child = startChild();
+    try {
+      // The child prints "paused" from inside the uncommitted transaction of batch 5.
+      await child.printed('paused');
+    } finally {
+      child.process.kill('SIGKILL');
+    }
+    assert.equal(await child.exited, 'SIGKILL');
+
+    const batches = () => sql<{ batch: number; attempt: number }>`SELECT batch, attempt FROM job_test_batches WHERE job_id = ${id} ORDER BY batch, attempt`.execute(ctx.db);
+    assert.deepEqual((await batches()).rows.map((r) => r.batch), [0, 1, 2, 3, 4], 'the batch in progress died with the process');
+    const held = await job(id);
+    assert.equal(held.state, 'running');
+    assert.equal(held.progress, JSON.stringify({ next: 5 }));
+
+    const worker = createWorker(ctx, { handlers: testHandlers });
+    assert.equal(await worker.runDue(), 0, 'the dead worker still holds the lease');
+    ctx.clock.advance(ctx.config.jobLeaseSeconds * 1000 + 1000);
+    assert.equal(await worker.runDue(), 1);
+
+    assert.deepEqual(
+      (await batches()).rows.map((r) => [r.batch, r.attempt]),
+      Array.from({ length: 12 }, (_, batch) => [batch, batch < 5 ? 1 : 2]),
+    );
+    const done = await job(id);
+    assert.equal(done.state, 'done');
+    assert.equal(done.progress, JSON.stringify({ next: 12 }));
+    assert.deepEqual(
+      (await runs(id)).map((r) => [r.attempt, r.outcome]),
+      [
+        [1, 'lost'],
+        [2, 'done'],
+      ],
+    );
+  });
+
+  it('runs the worker inside `serve`, which schedules the daily pruning of old finished jobs', async () => {
+    const old = await enqueue(ctx.db, { kind: 'test.old', payload: {} });
+    const recent = await enqueue(ctx.db, { kind: 'test.recent', payload: {} });
+    const now = Date.now(); // the clock of the server started below, which no test moves
+    await ctx.db.updateTable('jobs').set({ state: 'done', finished_at: now - 31 * 24 * HOUR }).where('id', '=', old).execute();
+    await ctx.db.updateTable('jobs').set({ state: 'failed', finished_at: now - 29 * 24 * HOUR }).where('id', '=', recent).execute();
+
+    const server = await startServer(loadConfig({ ...app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}, DATA_DIR: app.config.dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', WORKER_POLL_MS: '50' }), { worker: true });
+    try {
+      assert.ok(server.worker);
+      const prune = await waitFor('the prune job to run', () =>
+        ctx.db.selectFrom('jobs').selectAll().where('kind', '=', 'jobs.prune').where('state', '=', 'done').executeTakeFirst(),
+      );
+      assert.equal(prune.attempts, 1);
+      const left = await ctx.db.selectFrom('jobs').select('id').where('id', 'in', [old, recent]).execute();
+      assert.deepEqual(left.map((r) => r.id), [recent]);
+
+      // A job enqueued in this process wakes the serve worker (its registry has no such kind, so it fails at once).
+      const id = await enqueue(server.ctx.db, { kind: 'test.unregistered', payload: {}, maxAttempts: 1 });
+      const failed = await waitFor('the job to be taken', async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
+      assert.equal(failed.last_error, 'No handler for job kind "test.unregistered"');
+    } finally {
+      await server.close();
+    }
+  });
+
+
+  it('runs jobs in `formwork worker`, which stops on SIGTERM and takes no arguments', async () => {
+    const child = startChild(['src/cli.ts', 'worker'], 'info');
+    try {
+      await child.printed('worker started');
+      const id = await enqueue(ctx.db, { kind: 'test.not-in-the-registry', payload: {}, maxAttempts: 1 });
+      const failed = await waitFor('the worker to take the job', async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
+      assert.equal(failed.last_error, 'No handler for job kind "test.not-in-the-registry"');
+      assert.match((await runs(id))[0]!.worker, new RegExp(`:${child.process.pid}:`));
+    } finally {
+      child.process.kill('SIGTERM');
+    }
+    assert.equal(await child.exited, 0);
+
+    const wrong = startChild(['src/cli.ts', 'worker', '--no-worker']);
+    assert.equal(await wrong.exited, 1);
+    assert.match(wrong.stderr(), /formwork: .*no-worker/);
+  });
+});
