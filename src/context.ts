@@ -4,8 +4,9 @@ import type { Config } from './config.js';
 import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
+import type { Storage } from './storage/types.js';
 
-/** What services need from the process: the database, the settings and the rate-limit counters. */
+/** What services need from the process: the database, the settings, the rate-limit counters and file storage. */
 export interface AppContext {
   db: Kysely<Database>;
   dialect: Dialect;
@@ -14,4 +15,6 @@ export interface AppContext {
   rateLimiter: RateLimiter;
   /** What new code reads the time from, so that tests can move it. */
   clock: Clock;
+  /** Uploaded files: local disk or an S3-compatible bucket. */
+  storage: Storage;
 }

@@ -6,6 +6,11 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createRateLimiter } from './http/rate-limiter.js';
+import { sweepExpiredUploads } from './modules/uploads/service.js';
+import { createStorage } from './storage/index.js';
+
+/** How often unclaimed uploads whose URL expired are removed. */
+const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -19,11 +24,18 @@ export interface RunningServer {
 export async function startServer(config: Config, options: { sqliteFile?: string } = {}): Promise<RunningServer> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: options.sqliteFile });
   const rateLimiter = createRateLimiter(config.redisUrl);
+  const storage = createStorage(config);
+  let sweeper: NodeJS.Timeout | undefined;
   try {
     await migrateToLatest(db);
-    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock: new Clock() };
+    const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock: new Clock(), storage };
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });
+    // outbox: a periodic job once the job system lands; a failed sweep is retried on the next tick.
+    sweeper = setInterval(() => {
+      sweepExpiredUploads(ctx).catch((error: unknown) => app.log.error({ err: error }, 'sweeping expired uploads failed'));
+    }, SWEEP_INTERVAL_MS);
+    sweeper.unref();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -33,13 +45,17 @@ export async function startServer(config: Config, options: { sqliteFile?: string
       ctx,
       url: `http://${host}:${port}`,
       async close() {
+        clearInterval(sweeper);
         await app.close();
         await rateLimiter.close();
+        await storage.close();
         await db.close();
       },
     };
   } catch (error) {
+    clearInterval(sweeper);
     await rateLimiter.close();
+    await storage.close();
     await db.close();
     throw error;
   }

@@ -4,6 +4,7 @@ import type { Dialect } from './dialect.js';
 import * as foundation from './migrations/0001_foundation.js';
 import * as submissions from './migrations/0002_submissions.js';
 import * as oauthPermissions from './migrations/0003_oauth_permissions.js';
+import * as uploads from './migrations/0005_uploads.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -14,6 +15,8 @@ const migrations: Record<string, MigrationModule> = {
   '0001_foundation': foundation,
   '0002_submissions': submissions,
   '0003_oauth_permissions': oauthPermissions,
+  // 0004 is the jobs table of another branch; the numbers line up once both are merged.
+  '0005_uploads': uploads,
 };
 
 class StaticProvider implements MigrationProvider {

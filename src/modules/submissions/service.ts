@@ -10,6 +10,9 @@ import * as fieldsRepo from '../fields/repository.js';
 import { TYPE_RULES } from '../fields/types.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
+import * as uploadsRepo from '../uploads/repository.js';
+import { removeStoredFiles } from '../uploads/service.js';
+import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
 import * as repo from './repository.js';
@@ -24,7 +27,7 @@ import type {
   SubmissionListQuery,
   SubmissionUpdate,
 } from './schemas.js';
-import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
+import { displayValue, fileRefs, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
 
 /** What reading values needs of a form: its fields. */
 export interface FormShape {
@@ -62,6 +65,9 @@ export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
 }
 
 export type DataMap = Map<number, StoredValue>;
+
+/** The API's base path, for download links in records (the same under /api/v2). */
+const API_PATH = '/api/v2025';
 
 async function loadDefinition(
   deps: SubmissionsDeps,
@@ -171,12 +177,20 @@ async function checkUnique(trx: Transaction<Database>, def: FormDefinition, writ
   if (problems.length > 0) fail(problems, 'not_unique');
 }
 
-function entries(def: FormDefinition, data: DataMap): SubmissionDataEntry[] {
+/** Files as the API shows them: each with the path that downloads it. */
+function shownValue(submissionId: number, fieldId: number, value: StoredValue): unknown {
+  const files = fileRefs(value);
+  if (!files) return value;
+  return files.map((f, index) => ({ ...f, url: `${API_PATH}/submissions/${submissionId}/upload?fieldId=${fieldId}&index=${index}` }));
+}
+
+function entries(def: FormDefinition, submissionId: number, data: DataMap): SubmissionDataEntry[] {
   const out: SubmissionDataEntry[] = [];
   for (const field of def.fields) {
-    const value = data.get(field.id);
-    if (value === undefined) continue;
-    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, value), parsedValue: value });
+    const stored = data.get(field.id);
+    if (stored === undefined) continue;
+    const value = shownValue(submissionId, field.id, stored);
+    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, stored), parsedValue: value });
   }
   return out;
 }
@@ -195,7 +209,7 @@ function baseRecord(row: SubmissionRow) {
 }
 
 function toSubmission(def: FormDefinition, row: SubmissionRow): Submission {
-  return { ...baseRecord(row), prettyName: row.pretty_name, data: entries(def, parseData(row)) };
+  return { ...baseRecord(row), prettyName: row.pretty_name, data: entries(def, row.id, parseData(row)) };
 }
 
 export interface RequestMeta {
@@ -219,22 +233,32 @@ export async function createSubmission(
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
 
-  const write = prepareSubmission(def, input.fields, new Map(), Date.now());
-
   const { ctx } = deps;
-  return deps.write(async (trx) => {
-    await checkUnique(trx, def, write);
-    const row = await repo.insertSubmission(
-      trx,
-      ctx.dialect,
-      { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
-      write,
-    );
-    await formsRepo.noteSubmissionChange(trx, accountId, formId, 1);
-    const submission = toSubmission(def, row);
-    await onCreated?.(trx, submission);
-    return submission;
-  });
+  const files = await resolveFiles(ctx, def, accountId, input.fields);
+  const write = prepareSubmission(def, files.inputs, new Map(), Date.now());
+
+  // Inline bytes go to storage before the transaction (group commit: no slow I/O inside it)
+  // and are removed again if the transaction does not commit.
+  await storeInline(ctx, files.plan);
+  try {
+    return await deps.write(async (trx) => {
+      await checkUnique(trx, def, write);
+      const row = await repo.insertSubmission(
+        trx,
+        ctx.dialect,
+        { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
+        write,
+      );
+      await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
+      await formsRepo.noteSubmissionChange(trx, accountId, formId, 1);
+      const submission = toSubmission(def, row);
+      await onCreated?.(trx, submission);
+      return submission;
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
 }
 
 async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ row: SubmissionRow; def: FormDefinition }> {
@@ -251,25 +275,43 @@ export async function getSubmission(deps: SubmissionsDeps, accountId: number, id
 
 export async function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
-  const write = prepareSubmission(def, input.fields, parseData(row), Date.now());
   const { ctx } = deps;
-  return deps.write(async (trx) => {
-    await checkUnique(trx, def, write, id);
-    const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
-    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, 0);
-    return toSubmission(def, updated);
-  });
+  const data = parseData(row);
+  const files = await resolveFiles(ctx, def, accountId, input.fields, { submissionId: id, data });
+  const write = prepareSubmission(def, files.inputs, data, Date.now());
+  await storeInline(ctx, files.plan);
+  let result: { submission: Submission; removed: string[] };
+  try {
+    result = await deps.write(async (trx) => {
+      await checkUnique(trx, def, write, id);
+      const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
+      const removed = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
+      await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, 0);
+      return { submission: toSubmission(def, updated), removed };
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
+  // outbox: remove the replaced files as a job enqueued in the transaction above.
+  await removeStoredFiles(ctx, { keys: result.removed }).catch(() => undefined);
+  return result.submission;
 }
 
 export async function deleteSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ id: number; formId: number; deleted: true }> {
   const { ctx } = deps;
-  return deps.write(async (trx) => {
+  const result = await deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('Submission');
+    const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
+    await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
     await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
-    return { id, formId: row.form_id, deleted: true };
+    return { record: { id, formId: row.form_id, deleted: true as const }, keys: uploads.map((u) => u.storage_key) };
   });
+  // outbox: remove the submission's files as a job enqueued in the transaction above.
+  await removeStoredFiles(ctx, { keys: result.keys }).catch(() => undefined);
+  return result.record;
 }
 
 function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {
@@ -302,7 +344,7 @@ function listItem(def: FormDefinition, row: SubmissionRow, q: Pick<SubmissionLis
   const item: SubmissionListItem = baseRecord(row);
   if (q.prettyName) item.prettyName = row.pretty_name;
   if (q.data || q.expandData || q.dataFormat === 'standardized') {
-    const list = entries(def, parseData(row));
+    const list = entries(def, row.id, parseData(row));
     item.data =
       q.dataFormat === 'standardized'
         ? list
