@@ -331,6 +331,36 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal(expired.status, 410);
     });
 
+    it('keeps nothing of an upload the client breaks off, and gives its URL back', async () => {
+      const before = stored();
+      const up = await serviceUpload(ids.Docs!, 'broken.bin');
+      const db = app.server.db.kysely;
+      const state = async () => (await db.selectFrom('uploads').select('state').where('file_key', '=', up.fileKey).executeTakeFirstOrThrow()).state;
+      let sawReceiving = false;
+      await new Promise<void>((resolve) => {
+        const req = httpRequest(up.url, { method: 'PUT', headers: { 'content-length': '200000' } });
+        req.on('error', () => undefined);
+        req.write(randomBytes(50_000), () => {
+          // Wait until the service is receiving, then go away mid-body.
+          void (async () => {
+            for (let i = 0; i < 400 && !sawReceiving; i++) {
+              sawReceiving = (await state()) === 'receiving';
+              if (!sawReceiving) await new Promise((r) => setTimeout(r, 10));
+            }
+            req.destroy();
+            resolve();
+          })();
+        });
+      });
+      assert.ok(sawReceiving, 'the service was taking the bytes when the client went away');
+      // The service notices in its own time; wait (bounded) for the upload to be given back.
+      for (let i = 0; i < 400 && (await state()) !== 'issued'; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(await state(), 'issued');
+      assert.deepEqual(stored(), before, 'no object, no temporary file');
+      const res = await fetch(up.url, { method: 'PUT', body: Buffer.from('whole') });
+      assert.equal(res.status, 200);
+    });
+
     it('sweeps unclaimed uploads once their URL expired, and leaves claimed ones', async () => {
       await sweepExpiredUploads(app.server.ctx); // what earlier tests left to expire
       const kept = await uploaded(ids.Files!, 'kept.txt', Buffer.from('kept'));

@@ -102,6 +102,10 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
         // The request stays readable for a 4xx: it is unpiped rather than destroyed when storage stops.
         const body = new PassThrough();
         req.raw.pipe(body);
+        // pipe() does not pass on a client that goes away: without this, storage would wait forever.
+        req.raw.on('close', () => {
+          if (!req.raw.complete) body.destroy(new Error('The upload was interrupted'));
+        });
         try {
           return await service.receiveUpload(ctx, req.params.fileKey, req.query, body, Number.isFinite(length) ? length : undefined);
         } catch (error) {
