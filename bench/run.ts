@@ -26,6 +26,11 @@
  *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
+ *   BENCH_FILE_MB           size of the file of the file section (default 20)
+ *   BENCH_LARGE_FILE_MB     the larger file that shows memory does not follow file size (default 100)
+ *
+ * 4. Files (bench/files.ts): upload and download throughput of one file on each storage
+ *    driver, with each service's peak RSS. `npm run bench -- files` runs this section alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +44,7 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
+import { fileTable, runFileBench, type FileRow } from './files.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
@@ -65,6 +71,9 @@ const SEED_COUNT = intEnv('BENCH_SEED_COUNT', 1_000_000, 1000);
 const PG_ADMIN_URL = process.env.BENCH_PG_URL === undefined || process.env.BENCH_PG_URL === '' ? 'postgres://postgres@127.0.0.1:5432/test' : process.env.BENCH_PG_URL;
 const PG_ENABLED = PG_ADMIN_URL !== 'off';
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
+const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
+const ONLY_FILES = process.argv.slice(2).includes('files');
 
 /** The issue's targets. */
 const POST_TARGET_RPS = 3000;
@@ -140,7 +149,7 @@ function startChild(name: string, args: string[], env: Record<string, string>, p
 }
 
 /** The service on DATA_DIR's SQLite file, or on databaseUrl. */
-async function startService(name: string, dataDir: string, databaseUrl: string, profRoot: string): Promise<Child> {
+async function startService(name: string, dataDir: string, databaseUrl: string, profRoot: string, env: Record<string, string> = {}): Promise<Child> {
   let profDir: string | undefined;
   if (CPU_PROF) {
     profDir = join(profRoot, name.replace(/[^a-z0-9]+/gi, '-'));
@@ -150,7 +159,7 @@ async function startService(name: string, dataDir: string, databaseUrl: string, 
     name,
     [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
     // Quotas high enough never to refuse: the benchmark measures their cost, not their effect.
-    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '', RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PER_DAY: '1000000000' },
+    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '', RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PER_DAY: '1000000000', ...env },
     await freePort(),
     profDir,
   );
@@ -589,7 +598,54 @@ function targets(measured: Measured[]): string[] {
 
 // ---------------------------------------------------------------------------------------
 
+/** Section 4: each row on a fresh service child of its own (bench/files.ts). */
+async function filesSection(tmp: string, profDir: string): Promise<FileRow[]> {
+  let n = 0;
+  return runFileBench(
+    {
+      log,
+      async startService(name, env) {
+        const dataDir = join(tmp, `files-${++n}`);
+        const token = await createBenchAccount(dataDir);
+        const child = await startService(name, dataDir, '', profDir, env);
+        return { service: { url: child.url, pid: child.proc.pid, stop: () => stopChild(child, stopGrace()) }, token, dataDir };
+      },
+    },
+    FILE_MB,
+    LARGE_FILE_MB,
+  );
+}
+
+function fileReport(rows: FileRow[]): string {
+  return [
+    '',
+    `Files: ${FILE_MB} MB and ${LARGE_FILE_MB} MB files, median of 3 uploads (PUT to the upload URL) and downloads (GET /submissions/{id}/upload) each, one service child per row (SQLite):`,
+    '',
+    fileTable(rows),
+    '',
+  ].join('\n');
+}
+
+async function filesOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  try {
+    const rows = await filesSection(tmp, profDir);
+    process.stdout.write(`${fileReport(rows)}\n`);
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<number> {
+  if (ONLY_FILES) return filesOnly();
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
@@ -600,6 +656,7 @@ async function main(): Promise<number> {
   const services: Child[] = [];
   let seeded: SeedResult | undefined;
   let profileReport: string | undefined;
+  let fileRows: FileRow[] = [];
   let failed = false;
   try {
     log(`data in ${dataDir}`);
@@ -676,6 +733,9 @@ async function main(): Promise<number> {
     } else {
       log('BENCH_PG_URL=off: PostgreSQL skipped');
     }
+
+    // 5. Files.
+    fileRows = await filesSection(tmp, profDir);
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     failed = true;
@@ -726,6 +786,7 @@ async function main(): Promise<number> {
   if (target.length > 0) lines.push('targets:', ...target);
   lines.push(`service peak RSS (VmHWM): ${services.map((s) => `${s.name} ${s.peak ?? 'unknown'}`).join('; ')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
+  if (fileRows.length > 0) process.stdout.write(`${fileReport(fileRows)}\n`);
   if (profileReport) process.stdout.write(`\n${profileReport}\n`);
 
   const problems = measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`));
@@ -738,7 +799,9 @@ async function main(): Promise<number> {
 
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
 const RUNS = 4 + 6 + (PG_ENABLED ? 2 : 1);
-const limitMs = (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000) * 1000;
+// The file section: five service children, each moving its file 2 x 4 times at a few MB/s at worst.
+const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
+const limitMs = ONLY_FILES ? FILE_SECTION_S * 1000 : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S) * 1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

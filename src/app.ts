@@ -22,6 +22,7 @@ import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
+import { serviceUploadRoute, uploadRoutes } from './modules/uploads/routes.js';
 import { Submission, SubmissionListItem } from './modules/submissions/schemas.js';
 import { userRoutes } from './modules/users/routes.js';
 import { User } from './modules/users/schemas.js';
@@ -125,6 +126,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
 
   await app.register(oauthRoutes(ctx));
+  await app.register(serviceUploadRoute(ctx));
 
   await app.register(
     async (api) => {
@@ -135,6 +137,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(fieldRoutes(ctx));
       await api.register(folderRoutes(ctx));
       await api.register(submissionRoutes(ctx));
+      await api.register(uploadRoutes(ctx));
       await api.register(userRoutes(ctx));
       await api.register(oauthClientRoutes(ctx));
     },

@@ -36,6 +36,19 @@ export interface Config {
   workerConcurrency: number;
   /** Finished (done or failed) jobs and their run logs are deleted after this many days. */
   jobRetentionDays: number;
+  /** Where uploaded files live. */
+  storage: { driver: 'local' } | { driver: 's3'; s3: S3Settings };
+}
+
+export interface S3Settings {
+  bucket: string;
+  /** For S3-compatible stores (MinIO, R2, ...); unset means AWS itself. */
+  endpoint: string | undefined;
+  region: string;
+  /** Both or neither; neither leaves the SDK's default credential chain (environment, instance role). */
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  forcePathStyle: boolean;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +97,41 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
   return list;
 }
 
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function storage(env: NodeJS.ProcessEnv): Config['storage'] {
+  const driver = env.STORAGE_DRIVER && env.STORAGE_DRIVER !== '' ? env.STORAGE_DRIVER : 'local';
+  if (driver === 'local') return { driver };
+  if (driver !== 's3') throw new ConfigError('STORAGE_DRIVER', `must be local or s3, got "${driver}"`);
+  const bucket = env.S3_BUCKET ?? '';
+  if (bucket === '') throw new ConfigError('S3_BUCKET', 'is required when STORAGE_DRIVER is s3');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError('S3_BUCKET', `is not a valid bucket name: "${bucket}"`);
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(accessKeyId === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY', 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+  }
+  const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])?.toString().replace(/\/+$/, '');
+  return {
+    driver,
+    s3: {
+      bucket,
+      endpoint,
+      region: env.S3_REGION && env.S3_REGION !== '' ? env.S3_REGION : 'us-east-1',
+      accessKeyId,
+      secretAccessKey,
+      // Most S3-compatible servers want path-style addressing; AWS wants virtual hosts.
+      forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    },
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0';
@@ -126,5 +174,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4, 1, 64),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
+    storage: storage(env),
   };
 }

@@ -5,8 +5,9 @@ import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
 import type { FormKeyCache } from './modules/encryption/keys.js';
+import type { Storage } from './storage/types.js';
 
-/** What services need from the process: the database, the settings and the rate-limit counters. */
+/** What services need from the process: the database, the settings, the rate-limit counters and file storage. */
 export interface AppContext {
   db: Kysely<Database>;
   dialect: Dialect;
@@ -17,4 +18,6 @@ export interface AppContext {
   clock: Clock;
   /** Unwrapped keys of encrypted forms, briefly, per process. */
   formKeys: FormKeyCache;
+  /** Uploaded files: local disk or an S3-compatible bucket. */
+  storage: Storage;
 }

@@ -10,6 +10,7 @@ import { createRateLimiter } from './http/rate-limiter.js';
 import type { JobHandlers } from './jobs/types.js';
 import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
+import { createStorage } from './storage/index.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -31,8 +32,10 @@ interface OpenContext {
 async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const rateLimiter = createRateLimiter(config.redisUrl);
+  const storage = createStorage(config);
   const close = async () => {
     await rateLimiter.close();
+    await storage.close();
     await db.close();
   };
   try {
@@ -42,7 +45,7 @@ async function openContext(config: Config, sqliteFile?: string): Promise<OpenCon
     throw error;
   }
   const clock = new Clock();
-  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }) }, close };
+  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage }, close };
 }
 
 /** Starts listening and, with worker, runs the background worker in the same process. */

@@ -26,8 +26,8 @@ interface Operation {
   requiredQuery: string[];
 }
 
-/** Values for required query parameters. */
-const QUERIES: Record<string, string> = { search: 'anything' };
+/** Values for required query parameters, from the fixture's ids. */
+const QUERIES: Record<string, (ids: Record<string, number>) => string> = { search: () => 'anything', fieldId: (ids) => String(ids.fieldId) };
 
 /** Operations that need their resource in a particular state first. */
 const DELETED_FORM = new Set(['POST /forms/{formId}/restore']);
@@ -65,7 +65,7 @@ async function ok<T = any>(promise: Promise<{ status: number; body: T; text: str
 
 /**
  * Fresh resources for one call, made by the owner: a folder, a form in it with a select
- * field and a submission, a member to manage with a level on the form, and an OAuth
+ * and a file field and a submission holding a file, a member to manage with a level on the form, and an OAuth
  * client. The calling member gets its level on the new form.
  */
 async function fixture(op: Operation, caller: Caller): Promise<Record<string, number>> {
@@ -74,12 +74,18 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
     owner.post('/forms', {
       name: 'Matrix form',
       folder: folder.id,
-      fields: [{ type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }] }],
+      fields: [
+        { type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }] },
+        { type: 'file', label: 'Attachment' },
+      ],
     }),
     'form',
   );
-  const field = form.fields[0];
-  const submission = await ok(owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: field.id, value: 'sales' }] }), 'submission');
+  const [select, field] = form.fields;
+  const submission = await ok(
+    owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: select.id, value: 'sales' }, { id: field.id, value: 'a.txt;aGVsbG8=' }] }),
+    'submission',
+  );
   const target = await ok(owner.post('/users', { email: `target-${randomBytes(5).toString('hex')}@example.com`, name: 'Target', role: 'member' }), 'user');
   await ok(owner.put(`/users/${target.id}/permissions/${form.id}`, { level: 'view' }), 'target level');
   const client = await ok(owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }), 'client');
@@ -97,7 +103,7 @@ function urlOf(op: Operation, ids: Record<string, number>): string {
   const query = op.requiredQuery.map((name) => {
     const value = QUERIES[name];
     if (value === undefined) throw new Error(`No value for the required query parameter ${name} of ${op.key}: extend QUERIES in test/permission-matrix.test.ts`);
-    return `${name}=${encodeURIComponent(value)}`;
+    return `${name}=${encodeURIComponent(value(ids))}`;
   });
   return `${API_PREFIX}${path}${query.length > 0 ? `?${query.join('&')}` : ''}`;
 }

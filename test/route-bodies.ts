@@ -14,9 +14,11 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /folders': () => ({ name: 'Matrix folder' }),
   'PUT /folders/{folderId}': () => ({ name: 'Renamed by the matrix' }),
   // Field ids sit inside the fields list, not in an id-valued property: the field of the
-  // account whose ids are given (A's select takes 'support', B's text field any text).
-  'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
-  'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'support' }] }),
+  // account whose ids are given (a file field, which takes this inline upload; a text field
+  // takes it as text).
+  'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
+  'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
+  'POST /forms/{formId}/fields/{fieldId}/upload-urls': () => ({ filenames: ['matrix.txt'] }),
   // Emails are unique across the service: every body gets a new one.
   'POST /users': () => ({ email: `matrix-${randomBytes(6).toString('hex')}@example.com`, name: 'Matrix user', role: 'member' }),
   'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),

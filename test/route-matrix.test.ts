@@ -40,6 +40,8 @@ const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
  */
 const REQUIRED_QUERIES: Record<string, Record<string, () => string>> = {
   'GET /submissions': { search: () => MARK },
+  // A's file field, which A's first submission holds a file in.
+  'GET /submissions/{submissionId}/upload': { fieldId: () => String(aIds.fieldId![0]) },
 };
 
 /** Body and query properties that hold an id, by the path parameter whose ids they take. */
@@ -315,11 +317,13 @@ describe(`route matrix (${dialectName})`, () => {
           { type: 'email', label: `Email ${MARK}`, unique: true },
           { type: 'select', label: `Topic ${MARK}`, options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }], defaultValue: 'sales' },
           { type: 'number', label: `Age ${MARK}`, attributes: { min: 0, max: 130 } },
+          { type: 'file', label: `Attachment ${MARK}` },
         ],
       }),
       'create form',
     );
     const select = form.fields.find((f: any) => f.type === 'select');
+    const fileField = form.fields.find((f: any) => f.type === 'file');
     const withLogic = await ok(
       a.post(`/forms/${form.id}/fields`, {
         type: 'textarea',
@@ -340,6 +344,7 @@ describe(`route matrix (${dialectName})`, () => {
           { id: select.id, value: { subvalues: [{ subvalue: 'support' }] } },
           { id: ageField.id, value: 30 },
           { id: withLogic.id, value: `Ticket about ${MARK}` },
+          { id: fileField.id, value: `notes.txt;${Buffer.from(`Notes on ${MARK}`).toString('base64')}` },
         ],
       }),
       'create submission',
@@ -355,7 +360,7 @@ describe(`route matrix (${dialectName})`, () => {
       userId: [member.id],
       clientId: [client.id],
       formId: [form.id, second.id, gone.id],
-      fieldId: [select.id, withLogic.id],
+      fieldId: [fileField.id, select.id, withLogic.id],
       folderId: [folder.id, subfolder.id],
       submissionId: [submission.id, secondSubmission.id, goneSubmission.id],
     });
@@ -674,7 +679,7 @@ describe(`route matrix (${dialectName})`, () => {
       it(`${op.key} under /api/v2 checks tokens, accounts and ids too`, async () => {
         const ids = first(aIds);
         const body = validBody(op, ids);
-        const url = legacy(op, ids, true);
+        const url = `${legacy(op, ids, true)}${withQuery(op)}`;
         assertError(await call(op.method, url, { body }, 'legacy, no token'), 401, `${url} without a token`, 'token_missing');
         assertError(await call(op.method, url, { token: revokedToken, body }, 'legacy, revoked'), 401, `${url} with a revoked token`, 'token_invalid');
         if (op.pathParams.length > 0) {

@@ -5,6 +5,7 @@ import * as foundation from './migrations/0001_foundation.js';
 import * as submissions from './migrations/0002_submissions.js';
 import * as oauthPermissions from './migrations/0003_oauth_permissions.js';
 import * as jobs from './migrations/0004_jobs.js';
+import * as uploads from './migrations/0005_uploads.js';
 import * as encryption from './migrations/0006_encryption.js';
 
 interface MigrationModule {
@@ -17,6 +18,7 @@ const migrations: Record<string, MigrationModule> = {
   '0002_submissions': submissions,
   '0003_oauth_permissions': oauthPermissions,
   '0004_jobs': jobs,
+  '0005_uploads': uploads,
   '0006_encryption': encryption,
 };
 

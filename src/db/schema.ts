@@ -23,6 +23,7 @@ export interface Database {
   form_permissions: FormPermissionsTable;
   jobs: JobsTable;
   job_runs: JobRunsTable;
+  uploads: UploadsTable;
 }
 
 type Id = Generated<number>;
@@ -241,6 +242,26 @@ export interface JobRunsTable {
 
 export type JobRow = Selectable<JobsTable>;
 export type JobRunRow = Selectable<JobRunsTable>;
+export type UploadState = 'issued' | 'receiving' | 'stored' | 'claimed';
+
+export interface UploadsTable {
+  file_key: string;
+  account_id: number;
+  form_id: number;
+  field_id: number;
+  filename: string;
+  content_type: string;
+  storage_key: string;
+  max_size: number;
+  size: number | null;
+  state: UploadState;
+  via: 'service' | 'presigned';
+  expires_at: number;
+  submission_id: number | null;
+  created_at: number;
+}
+
+export type UploadRow = Selectable<UploadsTable>;
 export type SubmissionRow = Selectable<SubmissionsTable>;
 export type FolderRow = Selectable<FoldersTable>;
 export type FormRow = Selectable<FormsTable>;

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
-import { jobHandlers } from './handlers.js';
+import { jobHandlers, recurringJobs } from './handlers.js';
 import { onEnqueue } from './outbox.js';
-import { PRUNE_KIND } from './prune.js';
 import { claimNext, finishRun, listenForJobs, reclaimExpired, saveProgress, scheduleRecurring, type ClaimedJob, type RunEnd } from './repository.js';
 import type { JobHandlers, JobTools } from './types.js';
 
@@ -46,8 +45,7 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-const SCHEDULE_CHECK_MS = 60 * 60 * 1000;
+const SCHEDULE_CHECK_MS = 60 * 1000;
 const MAX_ERROR_LENGTH = 2000;
 
 class WorkerStopping extends Error {
@@ -230,9 +228,11 @@ class JobWorker implements Worker {
     const now = this.ctx.clock.now();
     const reclaimed = await reclaimExpired(this.ctx.db, this.ctx.dialect, now);
     if (reclaimed.length > 0) this.log.warn({ worker: this.id, jobs: reclaimed }, 'took back jobs whose lease ran out');
-    if (now >= this.nextScheduleCheck && Object.hasOwn(this.handlers, PRUNE_KIND)) {
+    if (now >= this.nextScheduleCheck) {
       this.nextScheduleCheck = now + SCHEDULE_CHECK_MS;
-      await scheduleRecurring(this.ctx.db, PRUNE_KIND, now, DAY_MS, 3);
+      for (const chore of recurringJobs) {
+        if (Object.hasOwn(this.handlers, chore.kind)) await scheduleRecurring(this.ctx.db, chore.kind, now, chore.everyMs, chore.maxAttempts);
+      }
     }
   }
 

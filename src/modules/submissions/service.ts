@@ -13,6 +13,9 @@ import * as fieldsRepo from '../fields/repository.js';
 import { TYPE_RULES } from '../fields/types.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
+import * as uploadsRepo from '../uploads/repository.js';
+import { enqueueFileRemoval } from '../uploads/jobs.js';
+import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
 import { publicKeyOf } from '../encryption/keys.js';
@@ -29,7 +32,7 @@ import type {
   SubmissionListQuery,
   SubmissionUpdate,
 } from './schemas.js';
-import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
+import { displayValue, fileRefs, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
 
 /** What reading values needs of a form: its fields, and for an encrypted form what sealing needs. */
 export interface FormShape {
@@ -80,6 +83,9 @@ export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
 }
 
 export type DataMap = Map<number, StoredValue>;
+
+/** The API's base path, for download links in records (the same under /api/v2). */
+const API_PATH = '/api/v2025';
 
 async function loadDefinition(
   deps: SubmissionsDeps,
@@ -236,12 +242,20 @@ async function checkUnique(trx: Transaction<Database>, def: FormDefinition, writ
   if (problems.length > 0) fail(problems, 'not_unique');
 }
 
-function entries(def: FormDefinition, data: DataMap): SubmissionDataEntry[] {
+/** Files as the API shows them: each with the path that downloads it. */
+function shownValue(submissionId: number, fieldId: number, value: StoredValue): unknown {
+  const files = fileRefs(value);
+  if (!files) return value;
+  return files.map((f, index) => ({ ...f, url: `${API_PATH}/submissions/${submissionId}/upload?fieldId=${fieldId}&index=${index}` }));
+}
+
+function entries(def: FormDefinition, submissionId: number, data: DataMap): SubmissionDataEntry[] {
   const out: SubmissionDataEntry[] = [];
   for (const field of def.fields) {
-    const value = data.get(field.id);
-    if (value === undefined) continue;
-    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, value), parsedValue: value });
+    const stored = data.get(field.id);
+    if (stored === undefined) continue;
+    const value = shownValue(submissionId, field.id, stored);
+    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, stored), parsedValue: value });
   }
   return out;
 }
@@ -264,7 +278,7 @@ function prettyNameOf(def: FormDefinition, row: SubmissionRow, data: DataMap): s
 }
 
 function toSubmission(def: FormDefinition, row: SubmissionRow, data: DataMap): Submission {
-  return { ...baseRecord(row), prettyName: prettyNameOf(def, row, data), data: entries(def, data) };
+  return { ...baseRecord(row), prettyName: prettyNameOf(def, row, data), data: entries(def, row.id, data) };
 }
 
 export interface RequestMeta {
@@ -326,23 +340,33 @@ async function createOnce(
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
 
-  const data: DataMap = new Map();
-  const write = prepareSubmission(def, input.fields, data, Date.now());
-
   const { ctx } = deps;
-  return deps.write(async (trx) => {
-    await checkUnique(trx, def, write);
-    const row = await repo.insertSubmission(
-      trx,
-      ctx.dialect,
-      { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
-      write,
-    );
-    await noteChange(trx, def, accountId, 1);
-    const submission = toSubmission(def, row, data);
-    await onCreated?.(trx, def.seal ? { ...submission, prettyName: null, data: [] } : submission);
-    return submission;
-  });
+  const files = await resolveFiles(ctx, def, accountId, input.fields);
+  const data: DataMap = new Map();
+  const write = prepareSubmission(def, files.inputs, data, Date.now());
+
+  // Inline bytes go to storage before the transaction (group commit: no slow I/O inside it)
+  // and are removed again if the transaction does not commit.
+  await storeInline(ctx, files.plan);
+  try {
+    return await deps.write(async (trx) => {
+      await checkUnique(trx, def, write);
+      const row = await repo.insertSubmission(
+        trx,
+        ctx.dialect,
+        { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
+        write,
+      );
+      await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
+      await noteChange(trx, def, accountId, 1);
+      const submission = toSubmission(def, row, data);
+      await onCreated?.(trx, def.seal ? { ...submission, prettyName: null, data: [] } : submission);
+      return submission;
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
 }
 
 async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ row: SubmissionRow; def: FormDefinition }> {
@@ -364,15 +388,23 @@ export function updateSubmission(deps: SubmissionsDeps, accountId: number, id: n
 
 async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
-  const data = parseData(def, row, await keysFor(deps, def, password));
-  const write = prepareSubmission(def, input.fields, data, Date.now());
   const { ctx } = deps;
-  return deps.write(async (trx) => {
-    await checkUnique(trx, def, write, id);
-    const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
-    await noteChange(trx, def, accountId, 0);
-    return toSubmission(def, updated, data);
-  });
+  const data = parseData(def, row, await keysFor(deps, def, password));
+  const files = await resolveFiles(ctx, def, accountId, input.fields, { submissionId: id, data });
+  const write = prepareSubmission(def, files.inputs, data, Date.now());
+  await storeInline(ctx, files.plan);
+  try {
+    return await deps.write(async (trx) => {
+      await checkUnique(trx, def, write, id);
+      const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
+      await enqueueFileRemoval(trx, await commitFiles(trx, accountId, files.plan, id, ctx.clock.now()));
+      await noteChange(trx, def, accountId, 0);
+      return toSubmission(def, updated, data);
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
 }
 
 export async function deleteSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ id: number; formId: number; deleted: true }> {
@@ -380,8 +412,12 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
   return deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('Submission');
+    const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
+    await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
     await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
+    // The objects go once this commits, through the outbox.
+    await enqueueFileRemoval(trx, uploads.map((u) => u.storage_key));
     return { id, formId: row.form_id, deleted: true };
   });
 }
@@ -423,7 +459,7 @@ function listItem(def: FormDefinition, row: SubmissionRow, q: ItemShape, keys: F
   const data = showsData(q) || (q.prettyName && isSealed(row.data)) ? parseData(def, row, keys) : undefined;
   if (q.prettyName) item.prettyName = data ? prettyNameOf(def, row, data) : row.pretty_name;
   if (data && showsData(q)) {
-    const list = entries(def, data);
+    const list = entries(def, row.id, data);
     item.data =
       q.dataFormat === 'standardized'
         ? list

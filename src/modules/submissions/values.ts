@@ -10,8 +10,31 @@ import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from '.
  * select, checkbox: string[] (option values)
  * name, address, matrix: Record<string, string> (subfield or row → value)
  * creditcard: { brand, last4, expMonth, expYear } (never the full number)
+ * file, signature: FileRef[] (the bytes are in storage, under the upload of each fileKey)
  */
-export type StoredValue = string | number | string[] | Record<string, string>;
+export type StoredValue = string | number | string[] | Record<string, string> | FileRef[];
+
+/** A file that a submission holds. */
+export interface FileRef {
+  fileKey: string;
+  name: string;
+  size: number;
+  contentType: string;
+}
+
+/**
+ * The files of a file or signature field once checked against storage (see
+ * submissions/files.ts). Not a JSON shape, so no request body can pose as one.
+ */
+export class ResolvedFiles {
+  constructor(readonly files: FileRef[]) {}
+}
+
+/** The files of a stored value, or undefined when it is not a file list. */
+export function fileRefs(value: unknown): FileRef[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  return value.every((v) => typeof v === 'object' && v !== null && typeof (v as FileRef).fileKey === 'string') ? (value as FileRef[]) : undefined;
+}
 
 export interface FieldForValues extends Pick<FieldDefinition, 'type' | 'label' | 'attributes' | 'options' | 'required' | 'unique' | 'logic'> {
   id: number;
@@ -169,7 +192,11 @@ export function isEmptyInput(raw: unknown): boolean {
 export function readValue(field: FieldForValues, raw: unknown): StoredValue | null {
   const rule = TYPE_RULES[field.type];
   if (!rule.input) throw new ValueError(`a ${field.type} field takes no value`);
-  if (field.type === 'file' || field.type === 'signature') throw new ValueError('file and signature uploads are not accepted yet');
+  if (field.type === 'file' || field.type === 'signature') {
+    if (raw instanceof ResolvedFiles) return raw.files.length === 0 ? null : raw.files;
+    if (isEmptyInput(raw)) return null;
+    throw new ValueError('takes fileKeys or inline uploads');
+  }
   if (isEmptyInput(raw)) return null;
   const value = unwrap(field.type, raw);
   const a = field.attributes;
@@ -250,12 +277,14 @@ const NAME_ORDER = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix'];
 
 /** The value as a person reads it. */
 export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string {
+  const files = fileRefs(value);
+  if (files) return files.map((f) => f.name).join(', ');
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string') {
     if (field.type === 'radio') return field.options.find((o) => o.value === value)?.label ?? value;
     return value;
   }
-  if (Array.isArray(value)) return value.map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
+  if (Array.isArray(value)) return (value as string[]).map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
   switch (field.type) {
     case 'name':
       return NAME_ORDER.filter((k) => value[k]).map((k) => value[k]).join(' ');
@@ -275,7 +304,9 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
 /** Normalized strings that a field search matches: the whole value and, for lists and parts, each one. */
 export function searchKeys(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string[] {
   const keys = new Set<string>([normalize(displayValue(field, value))]);
-  if (Array.isArray(value)) for (const v of value) keys.add(normalize(v));
+  const files = fileRefs(value);
+  if (files) for (const f of files) keys.add(normalize(f.name));
+  else if (Array.isArray(value)) for (const v of value as string[]) keys.add(normalize(v));
   else if (typeof value === 'object' && field.type !== 'creditcard') for (const v of Object.values(value)) keys.add(normalize(v));
   else if (typeof value === 'string') keys.add(normalize(value));
   keys.delete('');
@@ -314,7 +345,8 @@ export function visibleFields(fields: FieldForValues[], values: Map<number, Stor
 }
 
 function checkHolds(condition: string, field: FieldForValues | undefined, value: StoredValue | undefined, option: string): boolean {
-  const texts = value === undefined ? [] : Array.isArray(value) ? value : [typeof value === 'object' && field ? displayValue(field, value) : String(value)];
+  const files = fileRefs(value);
+  const texts = value === undefined ? [] : files ? files.map((f) => f.name) : Array.isArray(value) ? (value as string[]) : [typeof value === 'object' && field ? displayValue(field, value) : String(value)];
   const want = option.toLowerCase();
   switch (condition) {
     case 'empty':

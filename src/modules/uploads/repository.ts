@@ -1,0 +1,101 @@
+import type { Insertable } from 'kysely';
+import type { UploadRow, UploadsTable } from '../../db/schema.js';
+import type { Executor } from '../../db/transaction.js';
+
+export async function insertUploads(db: Executor, rows: Insertable<UploadsTable>[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('uploads').values(rows).execute();
+}
+
+export async function findUpload(db: Executor, fileKey: string): Promise<UploadRow | undefined> {
+  return db.selectFrom('uploads').selectAll().where('file_key', '=', fileKey).executeTakeFirst();
+}
+
+/** The uploads of the account among these fileKeys (another account's are simply not found). */
+export async function findUploads(db: Executor, accountId: number, fileKeys: string[]): Promise<UploadRow[]> {
+  if (fileKeys.length === 0) return [];
+  return db.selectFrom('uploads').selectAll().where('account_id', '=', accountId).where('file_key', 'in', fileKeys).execute();
+}
+
+/** issued → receiving, only for a service upload whose URL is still valid: the single use of the URL. */
+export async function startReceiving(db: Executor, fileKey: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('uploads')
+    .set({ state: 'receiving' })
+    .where('file_key', '=', fileKey)
+    .where('state', '=', 'issued')
+    .where('via', '=', 'service')
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+export async function finishReceiving(db: Executor, fileKey: string, size: number): Promise<boolean> {
+  const r = await db.updateTable('uploads').set({ state: 'stored', size }).where('file_key', '=', fileKey).where('state', '=', 'receiving').executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/** A refused or broken upload gives its URL back: only a complete upload uses it up. */
+export async function abandonReceiving(db: Executor, fileKey: string): Promise<void> {
+  await db.updateTable('uploads').set({ state: 'issued' }).where('file_key', '=', fileKey).where('state', '=', 'receiving').execute();
+}
+
+/**
+ * Gives the upload to a submission, if it is still in the state it was checked in and not
+ * expired: two submissions racing for one fileKey cannot both get it.
+ */
+export async function claimUpload(
+  db: Executor,
+  claim: { fileKey: string; fromState: 'stored' | 'issued'; size: number; submissionId: number; now: number },
+): Promise<boolean> {
+  const r = await db
+    .updateTable('uploads')
+    .set({ state: 'claimed', submission_id: claim.submissionId, size: claim.size })
+    .where('file_key', '=', claim.fileKey)
+    .where('state', '=', claim.fromState)
+    .where('submission_id', 'is', null)
+    .where('expires_at', '>', claim.now)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+export async function uploadsOfSubmission(db: Executor, submissionId: number): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
+  return db.selectFrom('uploads').select(['file_key', 'storage_key']).where('submission_id', '=', submissionId).execute();
+}
+
+export async function deleteUploads(db: Executor, fileKeys: string[]): Promise<void> {
+  if (fileKeys.length > 0) await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).execute();
+}
+
+/** A file that a submission holds, for download. */
+export async function findClaimed(db: Executor, accountId: number, submissionId: number, fileKey: string): Promise<UploadRow | undefined> {
+  return db
+    .selectFrom('uploads')
+    .selectAll()
+    .where('file_key', '=', fileKey)
+    .where('account_id', '=', accountId)
+    .where('submission_id', '=', submissionId)
+    .where('state', '=', 'claimed')
+    .executeTakeFirst();
+}
+
+export async function expiredUnclaimed(db: Executor, now: number, limit: number): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
+  return db
+    .selectFrom('uploads')
+    .select(['file_key', 'storage_key'])
+    .where('state', 'in', ['issued', 'receiving', 'stored'])
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+}
+
+/** Deletes those of the rows that are still unclaimed and expired. */
+export async function deleteExpiredUnclaimed(db: Executor, fileKeys: string[], now: number): Promise<void> {
+  if (fileKeys.length === 0) return;
+  await db
+    .deleteFrom('uploads')
+    .where('file_key', 'in', fileKeys)
+    .where('state', 'in', ['issued', 'receiving', 'stored'])
+    .where('expires_at', '<=', now)
+    .execute();
+}

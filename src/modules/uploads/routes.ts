@@ -1,0 +1,120 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { principal } from '../../http/auth.js';
+import { errors, idParams } from '../../http/schemas.js';
+import { ServiceUploadDone, ServiceUploadQuery, UploadQuery, UploadUrls, UploadUrlsRequest } from './schemas.js';
+import * as service from './service.js';
+
+/** RFC 6266 with RFC 5987's filename* for names that are not plain ASCII. */
+export function contentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return fallback === filename ? `attachment; filename="${filename}"` : `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+const UPLOAD_FLOW =
+  'File upload flow: (1) call this with the file names; (2) PUT each file\'s bytes to its uploadUrl (no JSON, no token; ' +
+  'not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field\'s subvalues when ' +
+  'creating or editing a submission. With the local storage driver the uploadUrl is this service\'s own signed URL, which ' +
+  'enforces the field\'s maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload ' +
+  '(409 upload_url_used after it; a refused or broken upload may be retried) and answers 410 upload_url_expired after 2 hours. ' +
+  'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
+  'use: the object\'s size is checked when a submission claims the fileKey, and an object over the limit is deleted and ' +
+  'the submission refused. Uploads that no submission claims are removed once their URL expires.';
+
+/** The API routes: upload URLs for a field, and a submission's file. */
+export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/forms/:formId/fields/:fieldId/upload-urls',
+      {
+        config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' } },
+        schema: {
+          tags: ['Fields'],
+          summary: 'Get upload URLs and fileKeys for files of a file or signature field',
+          description:
+            `${UPLOAD_FLOW} 400 when filenames is missing or empty, names more files than the field's maxFiles (default 1; ` +
+            'a signature takes one), has a bad name (empty, over 255 characters, / or \\) or an extension outside allowedTypes, ' +
+            'or when the field is not a file or signature field.',
+          params: idParams('formId', 'fieldId'),
+          body: UploadUrlsRequest,
+          response: { 200: UploadUrls, ...errors(403, 404) },
+        },
+      },
+      (req) => service.issueUploadUrls(ctx, principal(req).accountId, req.params.formId, req.params.fieldId, req.body.filenames),
+    );
+
+    app.get(
+      '/submissions/:submissionId/upload',
+      {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } },
+        schema: {
+          tags: ['Submissions'],
+          summary: 'Download a file of a submission',
+          description:
+            'The bytes of the index-th file (zero-based, default 0) of a file or signature field, as application/octet-stream ' +
+            'with the original name in Content-Disposition. 404 when the submission, the field\'s value or the file does not exist.',
+          params: idParams('submissionId'),
+          querystring: UploadQuery,
+          response: { 200: Type.String({ format: 'binary', description: 'application/octet-stream' }), ...errors(403, 404) },
+        },
+      },
+      async (req, reply) => {
+        const file = await service.openDownload(ctx, principal(req).accountId, req.params.submissionId, req.query.fieldId, req.query.index);
+        const raw = reply as FastifyReply;
+        return raw
+          .type('application/octet-stream')
+          .header('content-length', String(file.size))
+          .header('content-disposition', contentDisposition(file.filename))
+          .header('x-content-type-options', 'nosniff')
+          .send(file.stream);
+      },
+    );
+  };
+}
+
+/**
+ * PUT /uploads/{fileKey}: the service's own signed upload URL, outside the token API. The
+ * body is any bytes, read as a stream (no JSON parsing, no JSON body limit): the field's
+ * size limit is enforced while it arrives.
+ */
+export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    // Every content type, left unread for the handler to stream.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+
+    app.put(
+      '/uploads/:fileKey',
+      {
+        schema: {
+          hide: true,
+          params: Type.Object({ fileKey: Type.String({ maxLength: 100 }) }, { additionalProperties: false }),
+          querystring: ServiceUploadQuery,
+          response: { 200: ServiceUploadDone, ...errors(403, 409, 410, 413) },
+        },
+      },
+      async (req, reply) => {
+        const length = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+        // The request stays readable for a 4xx: it is unpiped rather than destroyed when storage stops.
+        const body = new PassThrough();
+        req.raw.pipe(body);
+        // pipe() does not pass on a client that goes away: without this, storage would wait forever.
+        req.raw.on('close', () => {
+          if (!req.raw.complete) body.destroy(new Error('The upload was interrupted'));
+        });
+        try {
+          return await service.receiveUpload(ctx, req.params.fileKey, req.query, body, Number.isFinite(length) ? length : undefined);
+        } catch (error) {
+          req.raw.unpipe(body);
+          // The rest of a refused body is not worth reading: answer and close the connection.
+          if (!req.raw.complete) (reply as FastifyReply).header('connection', 'close');
+          throw error;
+        }
+      },
+    );
+  };
+}

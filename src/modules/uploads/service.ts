@@ -1,0 +1,171 @@
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../../context.js';
+import type { UploadRow } from '../../db/schema.js';
+import { transact } from '../../db/transaction.js';
+import { AppError, BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { isoTime } from '../../http/schemas.js';
+import { ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../../storage/types.js';
+import { toDefinition } from '../fields/definition.js';
+import * as fieldsRepo from '../fields/repository.js';
+import * as formsRepo from '../forms/repository.js';
+import * as submissionsRepo from '../submissions/repository.js';
+import { fileRefs } from '../submissions/values.js';
+import * as repo from './repository.js';
+import { contentTypeOf, filenameProblem, fileLimits, isFileField, newFileKey, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
+import type { UploadUrls } from './schemas.js';
+import { signatureMatches, signedUploadPath } from './signing.js';
+
+/**
+ * How the bytes of an upload reach storage: 'presigned' straight to the bucket when the
+ * driver can sign a PUT, else 'service' through PUT /uploads/{fileKey}. serviceOnly sends
+ * an upload through the service whatever the driver, for uploads the service must see on
+ * the way in (a per-upload choice: the service route works with either driver).
+ */
+export function uploadVia(storage: Storage, options: { serviceOnly?: boolean } = {}): UploadRow['via'] {
+  return storage.presignPut && !options.serviceOnly ? 'presigned' : 'service';
+}
+
+/** The URL the client PUTs the file to. */
+export async function uploadUrlFor(ctx: AppContext, upload: Pick<UploadRow, 'file_key' | 'storage_key' | 'via' | 'expires_at'>): Promise<string> {
+  if (upload.via === 'presigned' && ctx.storage.presignPut) {
+    const seconds = Math.max(1, Math.floor((upload.expires_at - ctx.clock.now()) / 1000));
+    return ctx.storage.presignPut(upload.storage_key, seconds);
+  }
+  return `${ctx.config.publicUrl}${signedUploadPath(ctx.config.secretKey, upload.file_key, Math.floor(upload.expires_at / 1000))}`;
+}
+
+export async function issueUploadUrls(ctx: AppContext, accountId: number, formId: number, fieldId: number, filenames: string[]): Promise<UploadUrls> {
+  const form = await formsRepo.findForm(ctx.db, accountId, formId);
+  if (!form) throw new NotFoundError('Form');
+  const row = await fieldsRepo.findField(ctx.db, accountId, formId, fieldId);
+  if (!row) throw new NotFoundError('Field');
+  const field = { id: row.id, ...toDefinition(row) };
+  if (!isFileField(field)) throw new BadRequestError(`Field ${fieldId} is a ${field.type} field; only file and signature fields take uploads`, [{ property: 'path.fieldId', message: 'is not a file or signature field' }], 'not_a_file_field');
+  const { maxFiles, maxFileSize } = fileLimits(field);
+  if (filenames.length > maxFiles) {
+    throw new BadRequestError(`${field.label} (${fieldId}) takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`, [{ property: 'body.filenames', message: `names ${filenames.length} files; the field takes at most ${maxFiles}` }], 'too_many_files');
+  }
+  const problems: ErrorDetail[] = [];
+  filenames.forEach((name, i) => {
+    const problem = filenameProblem(field, name);
+    if (problem) problems.push({ property: `body.filenames[${i}]`, message: problem });
+  });
+  if (problems.length > 0) throw new BadRequestError(`${problems[0]!.property}: ${problems[0]!.message}`, problems, 'invalid_filename');
+
+  const now = ctx.clock.now();
+  const via = uploadVia(ctx.storage);
+  const rows = filenames.map((filename) => {
+    const fileKey = newFileKey();
+    return {
+      file_key: fileKey,
+      account_id: accountId,
+      form_id: formId,
+      field_id: fieldId,
+      filename,
+      content_type: contentTypeOf(filename),
+      storage_key: storageKey(accountId, formId, fileKey),
+      max_size: maxFileSize,
+      size: null,
+      state: 'issued' as const,
+      via,
+      expires_at: now + UPLOAD_URL_TTL_MS,
+      submission_id: null,
+      created_at: now,
+    };
+  });
+  await transact(ctx.db, (trx) => repo.insertUploads(trx, rows));
+  const uploads = await Promise.all(
+    rows.map(async (r) => ({ filename: r.filename, fileKey: r.file_key, uploadUrl: await uploadUrlFor(ctx, r), expiresAt: isoTime(r.expires_at) })),
+  );
+  return { uploads };
+}
+
+const urlError = (status: number, code: string, message: string) => new AppError(status, code, message);
+
+/**
+ * Takes the bytes of one service upload: checks the signed URL, uses it up (a conditional
+ * state change, so two PUTs cannot both take it), and streams the body into storage with
+ * the field's size limit. A refused or broken upload keeps nothing and gives the URL back.
+ */
+export async function receiveUpload(
+  ctx: AppContext,
+  fileKey: string,
+  query: { expires: number; signature: string },
+  body: Readable,
+  contentLength: number | undefined,
+): Promise<{ fileKey: string; size: number }> {
+  if (!signatureMatches(ctx.config.secretKey, fileKey, query.expires, query.signature)) {
+    throw urlError(403, 'upload_url_invalid', 'This upload URL is not valid');
+  }
+  const now = ctx.clock.now();
+  if (query.expires * 1000 <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+  const upload = await repo.findUpload(ctx.db, fileKey);
+  if (!upload) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+  if (contentLength !== undefined && contentLength > upload.max_size) {
+    throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
+  }
+  if (!(await repo.startReceiving(ctx.db, fileKey, now))) {
+    if (upload.expires_at <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+    throw urlError(409, 'upload_url_used', 'This upload URL has already been used');
+  }
+  let size: number;
+  try {
+    ({ size } = await ctx.storage.put(upload.storage_key, body, { maxBytes: upload.max_size, contentType: upload.content_type }));
+  } catch (error) {
+    await repo.abandonReceiving(ctx.db, fileKey);
+    if (error instanceof ObjectTooLargeError) throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
+    throw error;
+  }
+  if (!(await repo.finishReceiving(ctx.db, fileKey, size))) {
+    // Swept while the bytes came in (the URL expired meanwhile): keep nothing.
+    await ctx.storage.deleteMany([upload.storage_key]);
+    throw urlError(410, 'upload_url_expired', 'This upload URL expired while the file was being uploaded');
+  }
+  return { fileKey, size };
+}
+
+/** Removes stored objects; idempotent, so that it can be retried (outbox job payload: {keys}). */
+export async function removeStoredFiles(ctx: Pick<AppContext, 'storage'>, payload: { keys: string[] }): Promise<void> {
+  if (payload.keys.length > 0) await ctx.storage.deleteMany(payload.keys);
+}
+
+/**
+ * Removes the uploads that no submission claimed once their URL expired: objects first,
+ * then rows, so that a failure leaves rows for the next run. Idempotent. Returns how many went.
+ */
+export async function sweepExpiredUploads(ctx: Pick<AppContext, 'db' | 'storage' | 'clock'>): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const now = ctx.clock.now();
+    const rows = await repo.expiredUnclaimed(ctx.db, now, 500);
+    if (rows.length === 0) return removed;
+    await ctx.storage.deleteMany(rows.map((r) => r.storage_key));
+    await transact(ctx.db, (trx) => repo.deleteExpiredUnclaimed(trx, rows.map((r) => r.file_key), now));
+    removed += rows.length;
+    if (rows.length < 500) return removed;
+  }
+}
+
+export interface Download {
+  filename: string;
+  size: number;
+  stream: Readable;
+}
+
+/** One file of a submission's field, by its zero-based index; 404 for no such submission, field or file. */
+export async function openDownload(ctx: AppContext, accountId: number, submissionId: number, fieldId: number, index: number): Promise<Download> {
+  const row = await submissionsRepo.findSubmission(ctx.db, accountId, submissionId);
+  if (!row) throw new NotFoundError('Submission');
+  const value = (JSON.parse(row.data) as Record<string, unknown>)[String(fieldId)];
+  const file = fileRefs(value)?.[index];
+  if (!file) throw new NotFoundError('File');
+  const upload = await repo.findClaimed(ctx.db, accountId, submissionId, file.fileKey);
+  if (!upload) throw new NotFoundError('File');
+  try {
+    const object = await ctx.storage.get(upload.storage_key);
+    return { filename: file.name, size: object.size, stream: object.stream };
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) throw new NotFoundError('File');
+    throw error;
+  }
+}

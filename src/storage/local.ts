@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ByteLimit } from './limit.js';
+import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject } from './types.js';
+
+const isMissing = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+
+/**
+ * Files on local disk under one directory. A put writes a temporary file in the same
+ * file system and renames it into place, so a reader never sees half an object and a
+ * refused or broken upload leaves nothing behind.
+ */
+export class LocalStorage implements Storage {
+  readonly driver = 'local' as const;
+  private readonly tmpDir: string;
+
+  constructor(private readonly root: string) {
+    this.tmpDir = join(root, '.tmp');
+  }
+
+  private path(key: string): string {
+    return join(this.root, checkKey(key));
+  }
+
+  async put(key: string, body: Readable, options: PutOptions): Promise<{ size: number }> {
+    const target = this.path(key);
+    await mkdir(this.tmpDir, { recursive: true });
+    const tmp = join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
+    const limit = new ByteLimit(options.maxBytes);
+    try {
+      await pipeline(body, limit, createWriteStream(tmp, { flags: 'wx' }));
+      await mkdir(dirname(target), { recursive: true });
+      await rename(tmp, target);
+      return { size: limit.bytes };
+    } catch (error) {
+      await rm(tmp, { force: true });
+      if (limit.exceeded) throw new ObjectTooLargeError(options.maxBytes);
+      throw error;
+    }
+  }
+
+  async get(key: string, range?: { start: number; end: number }): Promise<StoredObject> {
+    const path = this.path(key);
+    try {
+      // Opened first, so that a delete after this point cannot turn into a failed stream.
+      const file = await open(path);
+      const { size } = await file.stat();
+      const stream = file.createReadStream(range ? { start: range.start, end: range.end } : {});
+      return { stream, size: range ? Math.max(0, Math.min(range.end, size - 1) - range.start + 1) : size };
+    } catch (error) {
+      if (isMissing(error)) throw new ObjectNotFoundError(key);
+      throw error;
+    }
+  }
+
+  async head(key: string): Promise<{ size: number } | undefined> {
+    try {
+      return { size: (await stat(this.path(key))).size };
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async deleteMany(keys: string[]): Promise<void> {
+    for (const key of keys) {
+      try {
+        await unlink(this.path(key));
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
+  }
+
+  async close(): Promise<void> {}
+}
