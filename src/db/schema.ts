@@ -259,6 +259,8 @@ export interface UploadsTable {
   expires_at: number;
   submission_id: number | null;
   created_at: number;
+  /** 1 when the object is sealed to the form's public key; size is then the plaintext's. */
+  sealed: Flag;
 }
 
 export type UploadRow = Selectable<UploadsTable>;

@@ -48,6 +48,20 @@ export function publicKeyOf(form: Pick<FormRow, 'encryption_key'>): KeyObject | 
 }
 
 /**
+ * The key that new data of the form (submissions, files) is sealed to: the form's public key
+ * while it is encrypted, none from the moment it is being decrypted (the job opens the rest),
+ * so that nothing new is sealed behind the job's back.
+ */
+export function sealingKeyOf(form: Pick<FormRow, 'encryption_key' | 'encryption_state'>): KeyObject | undefined {
+  return form.encryption_state === 'decrypting' ? undefined : publicKeyOf(form);
+}
+
+/** Binds a sealed file to its upload, so that objects swapped between uploads do not open. */
+export function fileAad(fileKey: string): string {
+  return `formwork file ${fileKey}`;
+}
+
+/**
  * Unwrapped form keys kept in memory for a few minutes, so that a client paging through an
  * encrypted form pays for scrypt once, not on every page. An entry is found only by an HMAC
  * of the form, its wrapped key and the password: another password misses and pays scrypt.

@@ -1,4 +1,7 @@
+import type { KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { seal } from '../../crypto/envelope.js';
+import { fileAad } from '../encryption/keys.js';
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database, UploadRow } from '../../db/schema.js';
@@ -123,6 +126,7 @@ async function checkKey(
   key: string,
   current: { submissionId: number; files: FileRef[] } | undefined,
   now: number,
+  sealing: boolean,
 ): Promise<{ file: FileRef; claim?: Claim } | string> {
   if (!upload || !FILE_KEY_PATTERN.test(key)) return `unknown fileKey ${key}`;
   if (upload.form_id !== formId) return `fileKey ${key} belongs to another form`;
@@ -134,6 +138,8 @@ async function checkKey(
   }
   if (upload.expires_at <= now) return `fileKey ${key} has expired`;
   if (upload.state === 'receiving') return `fileKey ${key} is still being uploaded`;
+  // An upload is sealed, or not, as it arrives; one made before the form's encryption changed does not fit it.
+  if ((upload.sealed === 1) !== sealing) return `fileKey ${key} was uploaded before this form's encryption changed; ask for a new upload URL`;
   const { maxFileSize } = fileLimits(field);
   let size: number;
   if (upload.state === 'stored') {
@@ -152,7 +158,8 @@ async function checkKey(
     return `fileKey ${key} has not been uploaded yet`;
   }
   if (size > maxFileSize) return `${upload.filename} is larger than this field allows (${maxFileSize} bytes)`;
-  if (field.type === 'signature' && !isPng(await startOf(ctx, upload.storage_key))) return 'a signature must be a PNG image';
+  // A sealed signature had its PNG check while it arrived (its stored bytes do not show it).
+  if (field.type === 'signature' && upload.sealed === 0 && !isPng(await startOf(ctx, upload.storage_key))) return 'a signature must be a PNG image';
   return {
     file: { fileKey: key, name: upload.filename, size, contentType: upload.content_type },
     claim: { fileKey: key, fromState: upload.state === 'stored' ? 'stored' : 'issued', size },
@@ -166,7 +173,7 @@ async function checkKey(
  */
 export async function resolveFiles(
   ctx: AppContext,
-  def: { formId: number; byId: Map<number, FileField> },
+  def: { formId: number; byId: Map<number, FileField>; seal?: { publicKey: KeyObject } },
   accountId: number,
   inputs: SubmissionCreate['fields'],
   current?: { submissionId: number; data: Map<number, StoredValue> },
@@ -195,7 +202,7 @@ export async function resolveFiles(
     const files: FileRef[] = [];
     if (input?.kind === 'keys') {
       for (const key of input.keys) {
-        const result = await checkKey(ctx, field, def.formId, uploads.get(key), key, current && { submissionId: current.submissionId, files: held }, now);
+        const result = await checkKey(ctx, field, def.formId, uploads.get(key), key, current && { submissionId: current.submissionId, files: held }, now, def.seal !== undefined);
         if (typeof result === 'string') {
           problems.push({ property: `body.fields[${i}].value`, message: `${field.label} (${field.id}): ${result}` });
           continue;
@@ -208,7 +215,8 @@ export async function resolveFiles(
         const fileKey = newFileKey();
         const contentType = contentTypeOf(f.name);
         plan.inline.push({
-          bytes: f.bytes,
+          // An encrypted form's files are sealed before they reach storage.
+          bytes: def.seal ? seal(f.bytes, def.seal.publicKey, fileAad(fileKey)) : f.bytes,
           row: {
             file_key: fileKey,
             account_id: accountId,
@@ -223,6 +231,7 @@ export async function resolveFiles(
             via: 'service',
             expires_at: now,
             created_at: now,
+            sealed: def.seal ? 1 : 0,
           },
         });
         files.push({ fileKey, name: f.name, size: f.bytes.length, contentType });
@@ -246,7 +255,8 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
   const written: string[] = [];
   try {
     for (const f of plan.inline) {
-      await ctx.storage.put(f.row.storage_key, Readable.from([f.bytes]), { maxBytes: f.row.max_size, contentType: f.row.content_type });
+      // The size was checked on the file itself; sealed bytes are a little longer.
+      await ctx.storage.put(f.row.storage_key, Readable.from([f.bytes]), { maxBytes: f.bytes.length, contentType: f.row.content_type });
       written.push(f.row.storage_key);
     }
   } catch (error) {

@@ -20,6 +20,8 @@ import {
   SubmissionListQuery,
   SubmissionUpdate,
 } from './schemas.js';
+import { contentDisposition } from '../uploads/routes.js';
+import { UploadQuery } from '../uploads/schemas.js';
 import * as service from './service.js';
 
 const tags = ['Submissions'];
@@ -174,6 +176,34 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) => service.searchAccount(deps, principal(req).accountId, req.query, memberScope(req)),
+    );
+
+    app.get(
+      '/submissions/:submissionId/upload',
+      {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } },
+        schema: {
+          tags: ['Submissions'],
+          summary: 'Download a file of a submission',
+          description:
+            'The bytes of the index-th file (zero-based, default 0) of a file or signature field, as application/octet-stream ' +
+            'with the original name in Content-Disposition. On an encrypted form the encryption password header is needed. 404 when the submission, the field\'s value or the file does not exist.',
+          params: idParams('submissionId'),
+          headers: PasswordHeaders,
+          querystring: UploadQuery,
+          response: { 200: Type.String({ format: 'binary', description: 'application/octet-stream' }), ...errors(403, 404) },
+        },
+      },
+      async (req, reply) => {
+        const file = await service.openSubmissionFile(deps, principal(req).accountId, req.params.submissionId, req.query.fieldId, req.query.index, passwordFrom(req.headers));
+        const raw = reply as FastifyReply;
+        return raw
+          .type('application/octet-stream')
+          .header('content-length', String(file.size))
+          .header('content-disposition', contentDisposition(file.filename))
+          .header('x-content-type-options', 'nosniff')
+          .send(file.stream);
+      },
     );
   };
 }

@@ -15,10 +15,11 @@ import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueueFileRemoval } from '../uploads/jobs.js';
+import { openDownload, type Download } from '../uploads/service.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
-import { publicKeyOf } from '../encryption/keys.js';
+import { sealingKeyOf } from '../encryption/keys.js';
 import * as repo from './repository.js';
 import { blindValue, isSealed, openData, sealData } from './sealing.js';
 import type {
@@ -107,13 +108,9 @@ async function loadDefinition(
   return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
 }
 
-/**
- * How new writes store a form's submissions: sealed while it is encrypted, plain from the
- * moment it is being decrypted (the job opens the rest), so that no write seals a row the
- * job has already opened.
- */
+/** How new writes store a form's submissions (see sealingKeyOf). */
 export function sealingOf(secretKey: string, form: FormRow): Pick<FormShape, 'seal' | 'uniqueBothWays'> {
-  const publicKey = form.encryption_state === 'decrypting' ? undefined : publicKeyOf(form);
+  const publicKey = sealingKeyOf(form);
   return { seal: publicKey && { form, publicKey, secretKey }, uniqueBothWays: form.encryption_state === null ? undefined : secretKey };
 }
 
@@ -659,4 +656,20 @@ export async function convertBatch(
     if (rows.length > 0) await commit(trx, rows[rows.length - 1]!.id);
   });
   return rows.length < size ? undefined : rows[rows.length - 1]!.id;
+}
+
+/** The index-th file of a submission's field; on an encrypted form the password opens it. 404 for no such file. */
+export async function openSubmissionFile(
+  deps: SubmissionsDeps,
+  accountId: number,
+  submissionId: number,
+  fieldId: number,
+  index: number,
+  password?: string,
+): Promise<Download> {
+  const { row, def } = await requireSubmission(deps, accountId, submissionId);
+  const keys = await keysFor(deps, def, password);
+  const file = fileRefs(parseData(def, row, keys).get(fieldId))?.[index];
+  if (!file) throw new NotFoundError('File');
+  return openDownload(deps.ctx, accountId, submissionId, file, keys);
 }

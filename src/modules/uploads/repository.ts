@@ -29,8 +29,8 @@ export async function startReceiving(db: Executor, fileKey: string, now: number)
   return r.numUpdatedRows > 0n;
 }
 
-export async function finishReceiving(db: Executor, fileKey: string, size: number): Promise<boolean> {
-  const r = await db.updateTable('uploads').set({ state: 'stored', size }).where('file_key', '=', fileKey).where('state', '=', 'receiving').executeTakeFirst();
+export async function finishReceiving(db: Executor, fileKey: string, size: number, sealed: boolean): Promise<boolean> {
+  const r = await db.updateTable('uploads').set({ state: 'stored', size, sealed: sealed ? 1 : 0 }).where('file_key', '=', fileKey).where('state', '=', 'receiving').executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 

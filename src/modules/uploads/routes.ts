@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { ServiceUploadDone, ServiceUploadQuery, UploadQuery, UploadUrls, UploadUrlsRequest } from './schemas.js';
+import { ServiceUploadDone, ServiceUploadQuery, UploadUrls, UploadUrlsRequest } from './schemas.js';
 import * as service from './service.js';
 
 /** RFC 6266 with RFC 5987's filename* for names that are not plain ASCII. */
@@ -25,7 +25,7 @@ const UPLOAD_FLOW =
   'use: the object\'s size is checked when a submission claims the fileKey, and an object over the limit is deleted and ' +
   'the submission refused. Uploads that no submission claims are removed once their URL expires.';
 
-/** The API routes: upload URLs for a field, and a submission's file. */
+/** The API route that issues upload URLs for a field (a submission's file is read through the submissions routes). */
 export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
@@ -47,32 +47,6 @@ export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) => service.issueUploadUrls(ctx, principal(req).accountId, req.params.formId, req.params.fieldId, req.body.filenames),
     );
 
-    app.get(
-      '/submissions/:submissionId/upload',
-      {
-        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } },
-        schema: {
-          tags: ['Submissions'],
-          summary: 'Download a file of a submission',
-          description:
-            'The bytes of the index-th file (zero-based, default 0) of a file or signature field, as application/octet-stream ' +
-            'with the original name in Content-Disposition. 404 when the submission, the field\'s value or the file does not exist.',
-          params: idParams('submissionId'),
-          querystring: UploadQuery,
-          response: { 200: Type.String({ format: 'binary', description: 'application/octet-stream' }), ...errors(403, 404) },
-        },
-      },
-      async (req, reply) => {
-        const file = await service.openDownload(ctx, principal(req).accountId, req.params.submissionId, req.query.fieldId, req.query.index);
-        const raw = reply as FastifyReply;
-        return raw
-          .type('application/octet-stream')
-          .header('content-length', String(file.size))
-          .header('content-disposition', contentDisposition(file.filename))
-          .header('x-content-type-options', 'nosniff')
-          .send(file.stream);
-      },
-    );
   };
 }
 

@@ -1,17 +1,19 @@
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { openStream, SEAL_OVERHEAD, sealStream, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
-import { AppError, BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
 import { ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../../storage/types.js';
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
-import * as submissionsRepo from '../submissions/repository.js';
-import { fileRefs } from '../submissions/values.js';
+import type { FileRef } from '../submissions/values.js';
 import * as repo from './repository.js';
-import { contentTypeOf, filenameProblem, fileLimits, isFileField, newFileKey, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
+import { contentTypeOf, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
 import type { UploadUrls } from './schemas.js';
 import { signatureMatches, signedUploadPath } from './signing.js';
 
@@ -53,7 +55,9 @@ export async function issueUploadUrls(ctx: AppContext, accountId: number, formId
   if (problems.length > 0) throw new BadRequestError(`${problems[0]!.property}: ${problems[0]!.message}`, problems, 'invalid_filename');
 
   const now = ctx.clock.now();
-  const via = uploadVia(ctx.storage);
+  // An encrypted form's files pass through the service, which seals them before storage
+  // sees a byte: a presigned PUT would put them in the bucket in the clear.
+  const via = uploadVia(ctx.storage, { serviceOnly: sealingKeyOf(form) !== undefined });
   const rows = filenames.map((filename) => {
     const fileKey = newFileKey();
     return {
@@ -71,6 +75,7 @@ export async function issueUploadUrls(ctx: AppContext, accountId: number, formId
       expires_at: now + UPLOAD_URL_TTL_MS,
       submission_id: null,
       created_at: now,
+      sealed: 0,
     };
   });
   await transact(ctx.db, (trx) => repo.insertUploads(trx, rows));
@@ -109,14 +114,19 @@ export async function receiveUpload(
     throw urlError(409, 'upload_url_used', 'This upload URL has already been used');
   }
   let size: number;
+  let sealed = false;
   try {
-    ({ size } = await ctx.storage.put(upload.storage_key, body, { maxBytes: upload.max_size, contentType: upload.content_type }));
+    const incoming = await sealIfEncrypted(ctx, upload, body);
+    sealed = incoming.sealed;
+    ({ size } = await ctx.storage.put(upload.storage_key, incoming.stream, { maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0), contentType: upload.content_type }));
+    if (sealed) size -= SEAL_OVERHEAD;
   } catch (error) {
     await repo.abandonReceiving(ctx.db, fileKey);
     if (error instanceof ObjectTooLargeError) throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
+    if (error instanceof NotPngError) throw urlError(400, 'not_png', 'A signature must be a PNG image');
     throw error;
   }
-  if (!(await repo.finishReceiving(ctx.db, fileKey, size))) {
+  if (!(await repo.finishReceiving(ctx.db, fileKey, size, sealed))) {
     // Swept while the bytes came in (the URL expired meanwhile): keep nothing.
     await ctx.storage.deleteMany([upload.storage_key]);
     throw urlError(410, 'upload_url_expired', 'This upload URL expired while the file was being uploaded');
@@ -152,20 +162,55 @@ export interface Download {
   stream: Readable;
 }
 
-/** One file of a submission's field, by its zero-based index; 404 for no such submission, field or file. */
-export async function openDownload(ctx: AppContext, accountId: number, submissionId: number, fieldId: number, index: number): Promise<Download> {
-  const row = await submissionsRepo.findSubmission(ctx.db, accountId, submissionId);
-  if (!row) throw new NotFoundError('Submission');
-  const value = (JSON.parse(row.data) as Record<string, unknown>)[String(fieldId)];
-  const file = fileRefs(value)?.[index];
-  if (!file) throw new NotFoundError('File');
+/**
+ * The bytes of a file a submission holds (found by the submissions service, which checks the
+ * submission and, for an encrypted form, the password); a sealed file is opened as it streams.
+ */
+export async function openDownload(ctx: AppContext, accountId: number, submissionId: number, file: FileRef, keys: FormKeys | undefined): Promise<Download> {
   const upload = await repo.findClaimed(ctx.db, accountId, submissionId, file.fileKey);
   if (!upload) throw new NotFoundError('File');
+  if (upload.sealed === 1 && !keys) throw new ConflictError('This file is sealed but its form holds no key any more', 'file_sealed');
   try {
     const object = await ctx.storage.get(upload.storage_key);
-    return { filename: file.name, size: object.size, stream: object.stream };
+    if (upload.sealed === 0) return { filename: file.name, size: object.size, stream: object.stream };
+    const opened = openStream(keys!, fileAad(upload.file_key));
+    pipeline(object.stream, opened).catch(() => undefined); // an error reaches the reader through opened
+    return { filename: file.name, size: object.size - SEAL_OVERHEAD, stream: opened };
   } catch (error) {
     if (error instanceof ObjectNotFoundError) throw new NotFoundError('File');
     throw error;
   }
+}
+
+class NotPngError extends Error {}
+
+/** For an encrypted form: the upload's bytes sealed as they arrive (a signature checked for PNG first). */
+async function sealIfEncrypted(ctx: AppContext, upload: UploadRow, body: Readable): Promise<{ stream: Readable; sealed: boolean }> {
+  const form = await formsRepo.findFormById(ctx.db, upload.form_id);
+  const publicKey = form && sealingKeyOf(form);
+  if (!publicKey) return { stream: body, sealed: false };
+  const field = await fieldsRepo.findField(ctx.db, upload.account_id, upload.form_id, upload.field_id);
+  const out = sealStream(publicKey, fileAad(upload.file_key));
+  // Errors of the body (a client that breaks off) or of the check reach storage through out.
+  (field?.type === 'signature' ? pipeline(body, pngFirst(), out) : pipeline(body, out)).catch(() => undefined);
+  return { stream: out, sealed: true };
+}
+
+/** Passes bytes through once the first eight are a PNG signature; fails the stream otherwise. */
+function pngFirst(): Transform {
+  let head = Buffer.alloc(0);
+  let checked = false;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      if (checked) return done(null, chunk);
+      head = Buffer.concat([head, chunk]);
+      if (head.length < PNG_MAGIC_LENGTH) return done();
+      if (!isPng(head)) return done(new NotPngError());
+      checked = true;
+      done(null, head);
+    },
+    flush(done) {
+      done(checked ? null : new NotPngError());
+    },
+  });
 }
