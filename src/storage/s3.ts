@@ -2,6 +2,7 @@ import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCom
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../config.js';
 import { ByteLimit } from './limit.js';
 import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject } from './types.js';
@@ -37,11 +38,14 @@ export class S3Storage implements Storage {
   }
 
   async put(key: string, body: Readable, options: PutOptions): Promise<{ size: number }> {
+    const Key = checkKey(key);
     const limit = new ByteLimit(options.maxBytes);
-    body.on('error', (error) => limit.destroy(error));
+    // pipeline, not pipe: a source that fails (or already has) fails the upload too. Its own
+    // outcome is the upload's, reported by done() below.
+    pipeline(body, limit).catch(() => undefined);
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: checkKey(key), Body: body.pipe(limit), ContentType: options.contentType },
+      params: { Bucket: this.bucket, Key, Body: limit, ContentType: options.contentType },
       partSize: PART_SIZE,
       queueSize: 2,
       leavePartsOnError: false,

@@ -77,13 +77,17 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
         const body = new PassThrough();
         req.raw.pipe(body);
         // pipe() does not pass on a client that goes away: without this, storage would wait forever.
+        // Storage learns of it through its own pipeline; this listener keeps a client that goes
+        // away before storage starts reading from being an uncaught exception.
+        body.on('error', () => undefined);
         req.raw.on('close', () => {
-          if (!req.raw.complete) body.destroy(new Error('The upload was interrupted'));
+          if (!req.raw.complete && !body.destroyed) body.destroy(new Error('The upload was interrupted'));
         });
         try {
           return await service.receiveUpload(ctx, req.params.fileKey, req.query, body, Number.isFinite(length) ? length : undefined);
         } catch (error) {
           req.raw.unpipe(body);
+          body.destroy();
           // The rest of a refused body is not worth reading: answer and close the connection.
           if (!req.raw.complete) (reply as FastifyReply).header('connection', 'close');
           throw error;
