@@ -8,6 +8,8 @@ export interface TestS3 {
   /** The settings that point a test app at it (STORAGE_DRIVER=s3 and the rest). */
   env: Record<string, string>;
   bucket: string;
+  /** s3rver's directory: where the bucket's bytes really are. */
+  directory: string;
   /** Every object key in the bucket, from s3rver's own directory: what the bucket really holds. */
   objectKeys(): string[];
   close(): Promise<void>;
@@ -22,6 +24,7 @@ export async function startS3(): Promise<TestS3> {
   const bucketDir = join(directory, S3_BUCKET);
   return {
     bucket: S3_BUCKET,
+    directory,
     env: {
       STORAGE_DRIVER: 's3',
       S3_BUCKET,

@@ -15,7 +15,7 @@ import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueueFileRemoval } from '../uploads/jobs.js';
-import { openDownload, type Download } from '../uploads/service.js';
+import { commitFileMoves, convertFiles, openDownload, type Download } from '../uploads/service.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
@@ -644,7 +644,12 @@ export async function convertBatch(
   const def: FormDefinition = { form, formId, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(config.secretKey, form) };
   if ((direction === 'encrypt') !== (def.seal !== undefined)) return undefined; // the form moved on: nothing of this job is left to do
   const rows = await repo.nextBatch(db, dialect, form.account_id, formId, { terms: [] }, after, 'asc', size);
+  // Files first, outside the transaction (storage I/O); the transaction then switches the uploads over.
+  const sealing = direction === 'encrypt';
+  const files = await uploadsRepo.filesToConvert(db, rows.map((r) => r.id), sealing);
+  const moves = files.length === 0 ? [] : await convertFiles(deps.ctx, files, sealing ? { publicKey: def.seal!.publicKey } : { keys: keys! });
   await transact(db, async (trx) => {
+    await commitFileMoves(trx, moves, sealing);
     let changed = false;
     for (const row of rows) {
       if (isSealed(row.data) === (direction === 'encrypt')) continue;

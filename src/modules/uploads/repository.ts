@@ -62,6 +62,18 @@ export async function uploadsOfSubmission(db: Executor, submissionId: number): P
   return db.selectFrom('uploads').select(['file_key', 'storage_key']).where('submission_id', '=', submissionId).execute();
 }
 
+/** The claimed files of these submissions that are not yet stored the way a conversion wants (sealed or not). */
+export async function filesToConvert(db: Executor, submissionIds: number[], sealed: boolean): Promise<UploadRow[]> {
+  if (submissionIds.length === 0) return [];
+  return db.selectFrom('uploads').selectAll().where('submission_id', 'in', submissionIds).where('state', '=', 'claimed').where('sealed', '=', sealed ? 0 : 1).execute();
+}
+
+/** Points an upload at its converted object, if it still names the object that was converted. */
+export async function moveUpload(db: Executor, fileKey: string, from: string, to: string, sealed: boolean): Promise<boolean> {
+  const r = await db.updateTable('uploads').set({ storage_key: to, sealed: sealed ? 1 : 0 }).where('file_key', '=', fileKey).where('storage_key', '=', from).executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
 export async function deleteUploads(db: Executor, fileKeys: string[]): Promise<void> {
   if (fileKeys.length > 0) await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).execute();
 }

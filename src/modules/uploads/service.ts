@@ -1,9 +1,10 @@
+import type { KeyObject } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { openStream, SEAL_OVERHEAD, sealStream, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
-import { transact } from '../../db/transaction.js';
+import { transact, type Executor } from '../../db/transaction.js';
 import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
@@ -12,6 +13,7 @@ import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FileRef } from '../submissions/values.js';
+import { enqueueFileRemoval } from './jobs.js';
 import * as repo from './repository.js';
 import { contentTypeOf, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
 import type { UploadUrls } from './schemas.js';
@@ -180,6 +182,39 @@ export async function openDownload(ctx: AppContext, accountId: number, submissio
     if (error instanceof ObjectNotFoundError) throw new NotFoundError('File');
     throw error;
   }
+}
+
+export interface FileMove {
+  fileKey: string;
+  from: string;
+  to: string;
+}
+
+/**
+ * Writes sealed (publicKey given) or opened (keys given) copies of a conversion's files under
+ * new storage keys, before its transaction; the transaction then points the uploads at them
+ * (commitFileMoves). Keys are fresh each time, so no copy ever overwrites a live object; a copy
+ * whose transaction never commits (the process died in between) stays behind, unreferenced.
+ */
+export async function convertFiles(ctx: AppContext, files: UploadRow[], to: { publicKey: KeyObject } | { keys: FormKeys }): Promise<FileMove[]> {
+  const moves: FileMove[] = [];
+  for (const file of files) {
+    const object = await ctx.storage.get(file.storage_key);
+    const aad = fileAad(file.file_key);
+    const transform = 'publicKey' in to ? sealStream(to.publicKey, aad) : openStream(to.keys, aad);
+    pipeline(object.stream, transform).catch(() => undefined);
+    const target = storageKey(file.account_id, file.form_id, newFileKey());
+    await ctx.storage.put(target, transform, { maxBytes: object.size + SEAL_OVERHEAD, contentType: file.content_type });
+    moves.push({ fileKey: file.file_key, from: file.storage_key, to: target });
+  }
+  return moves;
+}
+
+/** In the conversion's transaction: the uploads move to their new objects; the objects left behind go through the outbox. */
+export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean): Promise<void> {
+  const unused: string[] = [];
+  for (const move of moves) unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
+  await enqueueFileRemoval(trx, unused);
 }
 
 class NotPngError extends Error {}
