@@ -60,7 +60,11 @@ interface Run {
   s3: boolean;
   /** Switch each upload to the service URL (S3 driver). */
   throughService: boolean;
+  /** An encrypted form: files are sealed on the way in and opened on the way out. */
+  encrypted?: boolean;
 }
+
+const PASSWORD = 'bench encryption password';
 
 async function must<T>(res: Response, what: string): Promise<T> {
   const text = await res.text();
@@ -77,7 +81,11 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
       await fetch(`${service.url}${API}/forms`, {
         method: 'POST',
         headers: auth,
-        body: JSON.stringify({ name: 'Bench files', fields: [{ type: 'file', label: 'File', attributes: { maxFileSize: 200 * MB } }] }),
+        body: JSON.stringify({
+          name: 'Bench files',
+          ...(run.encrypted && { isEncrypted: true, encryptionPassword: PASSWORD }),
+          fields: [{ type: 'file', label: 'File', attributes: { maxFileSize: 200 * MB } }],
+        }),
       }),
       'create form',
     );
@@ -92,9 +100,9 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
       );
       const { fileKey } = uploads[0]!;
       let url = uploads[0]!.uploadUrl;
-      if (!run.s3 || run.throughService) {
+      if (!run.s3 || run.throughService || run.encrypted) {
         // The service's URL names PUBLIC_URL; the child listens on its own port.
-        if (run.throughService) {
+        if (run.throughService && !run.encrypted) {
           db.prepare("update uploads set via = 'service' where file_key = ?").run(fileKey);
           const { expires_at } = db.prepare('select expires_at from uploads where file_key = ?').get(fileKey) as { expires_at: number };
           url = `${service.url}${signedUploadPath(SECRET_KEY, fileKey, Math.floor(expires_at / 1000))}`;
@@ -116,7 +124,8 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
 
     const downloadSeconds = async (submissionId: number, expected: number): Promise<number> => {
       const start = performance.now();
-      const res = await fetch(`${service.url}${API}/submissions/${submissionId}/upload?fieldId=${fieldId}`, { headers: { authorization: auth.authorization } });
+      const headers: Record<string, string> = { authorization: auth.authorization, ...(run.encrypted && { 'x-formwork-encryption-password': PASSWORD }) };
+      const res = await fetch(`${service.url}${API}/submissions/${submissionId}/upload?fieldId=${fieldId}`, { headers });
       if (res.status !== 200 || !res.body) throw new Error(`download ${run.name}: ${res.status}`);
       let got = 0;
       for await (const chunk of res.body) got += (chunk as Uint8Array).byteLength;
@@ -162,6 +171,9 @@ export async function runFileBench(deps: FileBenchDeps, sizeMB: number, largeMB:
       { name: 'S3 (presigned PUT to s3rver)', sizeMB, s3: true, throughService: false },
       { name: 'S3 (service URL, multipart)', sizeMB, s3: true, throughService: true },
       { name: 'S3 (service URL, multipart)', sizeMB: largeMB, s3: true, throughService: true },
+      { name: 'local disk, encrypted form (sealed)', sizeMB, s3: false, throughService: false, encrypted: true },
+      { name: 'local disk, encrypted form (sealed)', sizeMB: largeMB, s3: false, throughService: false, encrypted: true },
+      { name: 'S3, encrypted form (sealed, multipart)', sizeMB, s3: true, throughService: true, encrypted: true },
     ];
     const rows: FileRow[] = [];
     for (const run of runs) rows.push(await runOne(deps, run, s3));
