@@ -48,6 +48,9 @@ describe('encryption envelope', () => {
     assert.deepEqual(open(seal(Buffer.from('x'), keys.publicKey, 'v'), back, 'v'), Buffer.from('x'));
     await assert.rejects(unwrapFormKey(wrapped, 'another password', 'form key X'), WrongPasswordError);
     await assert.rejects(unwrapFormKey(wrapped, 'a long password', 'form key Y'), WrongPasswordError);
+    // A public key swapped in the stored record (to have new data sealed to another key) is caught on unwrap.
+    const swapped = { ...wrapped, publicKey: (await wrapFormKey(newFormKeys(), 'x'.repeat(8), 'other')).publicKey };
+    await assert.rejects(unwrapFormKey(swapped, 'a long password', 'form key X'), SealError);
   });
 
   it('seals and opens streams in any chunking, and fails an altered stream', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createWorker } from '../src/jobs/worker.js';
@@ -89,6 +89,20 @@ for (const driver of ['local', 's3'] as const) {
       assert.deepEqual(Buffer.from(await res.arrayBuffer()), UPLOADED);
       const sign = await fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Sign}`, { headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers } });
       assert.deepEqual(Buffer.from(await sign.arrayBuffer()), PNG);
+    });
+
+    it('sends nothing of a sealed file that was altered in storage', async () => {
+      const upload = await issue(ids.Docs!, 'altered.txt');
+      assert.equal((await put(upload.uploadUrl, UPLOADED)).status, 200);
+      const created = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: ids.Docs, value: { subvalues: [{ subvalue: upload.fileKey }] } }] }), 'submit');
+      const row = await app.server.db.kysely.selectFrom('uploads').select('storage_key').where('file_key', '=', upload.fileKey).executeTakeFirstOrThrow();
+      const path = s3 ? join(s3.directory, s3.bucket, `${row.storage_key}._S3rver_object`) : join(app.config.dataDir, 'files', row.storage_key);
+      const bytes = readFileSync(path);
+      bytes[bytes.length - 100]! ^= 1; // one bit of the ciphertext, near the end
+      writeFileSync(path, bytes);
+      const res = await a.get(`/submissions/${created.id}/upload?fieldId=${ids.Docs}`, withPassword);
+      assert.equal(res.status, 500);
+      assert.equal(res.body.code, 'file_integrity_failed');
     });
 
     it('seals inline files, and stores no file content in the clear', async () => {

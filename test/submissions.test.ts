@@ -665,7 +665,7 @@ describe(`submissions (${dialectName})`, () => {
     it('answers 409 while the first request with the key is still running, and takes over a stale claim', async () => {
       const db = app.server.db.kysely;
       const sent = body(ids, { Name: 'Running' });
-      const hash = requestHash('POST', `${API_PREFIX}${path()}`, sent);
+      const hash = requestHash(app.config.secretKey, 'POST', `${API_PREFIX}${path()}`, sent);
       const before = await rowCounts(app);
       await db.insertInto('idempotency_keys').values({ account_id: a.accountId, idem_key: 'key-running', request_hash: hash, state: 'running', created_at: Date.now() }).execute();
       const res = await post(sent, 'key-running');

@@ -99,7 +99,7 @@ export async function wrapFormKey(keys: FormKeys, password: string, aad: string)
 /** The private key, or WrongPasswordError (GCM's tag is what tells a wrong password). */
 export async function unwrapFormKey(record: WrappedFormKey, password: string, aad: string): Promise<FormKeys> {
   const key = await kek(password, Buffer.from(record.salt, 'base64'), record);
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(record.iv, 'base64'));
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(record.iv, 'base64'), { authTagLength: TAG });
   decipher.setAAD(Buffer.from(aad));
   decipher.setAuthTag(Buffer.from(record.tag, 'base64'));
   let der: Buffer;
@@ -108,7 +108,12 @@ export async function unwrapFormKey(record: WrappedFormKey, password: string, aa
   } catch {
     throw new WrongPasswordError();
   }
-  return { privateKey: createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }), publicKey: publicKeyFromRaw(Buffer.from(record.publicKey, 'base64')) };
+  const privateKey = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  const publicKey = createPublicKey(privateKey);
+  // The stored public key is what new data is sealed to: one that is not the private key's
+  // own (a record altered in the database) would seal data that this key cannot open.
+  if (!rawPublic(publicKey).equals(Buffer.from(record.publicKey, 'base64'))) throw new SealError("the form's stored public key does not belong to its private key");
+  return { privateKey, publicKey };
 }
 
 export function formPublicKey(record: WrappedFormKey): KeyObject {
@@ -212,7 +217,7 @@ export function seal(plaintext: Buffer, recipient: KeyObject, aad: string): Buff
 export function open(sealed: Buffer, keys: FormKeys, aad: string): Buffer {
   if (sealed.length < SEAL_OVERHEAD) throw new SealError('sealed value too short');
   const { key, iv } = openKey(keys, sealed.subarray(0, 1 + EPHEMERAL + IV));
-  const decipher = createDecipheriv('aes-256-gcm', key, iv);
+  const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG });
   decipher.setAAD(Buffer.from(aad));
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG));
   try {
@@ -260,7 +265,7 @@ export function openStream(keys: FormKeys, aad: string): Transform {
         if (!decipher) {
           if (pending.length < headerLength) return done();
           const { key, iv } = openKey(keys, pending.subarray(0, headerLength));
-          decipher = createDecipheriv('aes-256-gcm', key, iv);
+          decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG });
           decipher.setAAD(Buffer.from(aad));
           pending = pending.subarray(headerLength);
         }
@@ -298,7 +303,8 @@ export function encryptWith(key: Buffer, plaintext: Buffer, aad: string): Buffer
 }
 
 export function decryptWith(key: Buffer, sealed: Buffer, aad: string): Buffer {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV));
+  if (sealed.length < IV + TAG) throw new SealError('sealed value too short');
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV), { authTagLength: TAG });
   decipher.setAAD(Buffer.from(aad));
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG));
   try {

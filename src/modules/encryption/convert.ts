@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
-import type { Executor } from '../../db/transaction.js';
+import { transact, type Executor } from '../../db/transaction.js';
+import { replacePayload } from '../../jobs/repository.js';
 import { enqueue } from '../../jobs/outbox.js';
 import type { JobHandler } from '../../jobs/types.js';
 import * as formsRepo from '../forms/repository.js';
@@ -11,7 +12,7 @@ import { conversionKey, conversionKeyAad, type ConversionPayload } from './servi
 export const CONVERSION_JOB = 'forms.encryption-conversion';
 
 export const conversionHandler: JobHandler = (ctx, job, tools) =>
-  runConversion(ctx, job.payload as ConversionPayload, job.progress, (progress, trx) => tools.checkpoint(progress, trx));
+  runConversion(ctx, job.payload as ConversionPayload, job.progress, (progress, trx) => tools.checkpoint(progress, trx), job.id);
 
 export async function enqueueConversion(db: Executor, payload: ConversionPayload): Promise<void> {
   await enqueue(db, { kind: CONVERSION_JOB, payload, maxAttempts: 25 });
@@ -33,6 +34,7 @@ export async function runConversion(
   payload: ConversionPayload,
   progress: unknown,
   checkpoint: (progress: Progress, trx: Executor) => Promise<void>,
+  jobId?: number,
 ): Promise<void> {
   let deps = depsByContext.get(ctx);
   if (!deps) {
@@ -48,5 +50,9 @@ export async function runConversion(
     if (last === undefined) break;
     after = last;
   }
-  await formsRepo.finishEncryptionChange(ctx.db, payload.formId, payload.direction);
+  await transact(ctx.db, async (trx) => {
+    await formsRepo.finishEncryptionChange(trx, payload.formId, payload.direction);
+    // A decryption's job carried the form's private key: it is not kept once the work is done.
+    if (jobId !== undefined && payload.key !== undefined) await replacePayload(trx, jobId, JSON.stringify({ ...payload, key: undefined }));
+  });
 }

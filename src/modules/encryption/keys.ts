@@ -68,6 +68,7 @@ export function fileAad(fileKey: string): string {
  */
 export class FormKeyCache {
   private readonly entries = new Map<string, { keys: FormKeys; until: number }>();
+  private readonly checking = new Map<string, Promise<FormKeys>>();
   private readonly hmacKey: Buffer;
 
   constructor(
@@ -91,6 +92,16 @@ export class FormKeyCache {
     const now = this.ctx.clock.now();
     const hit = this.entries.get(id);
     if (hit && hit.until > now) return hit.keys;
+    // Requests that arrive together with the same password share one check (and one attempt).
+    let pending = this.checking.get(id);
+    if (!pending) {
+      pending = this.check(form, wrapped, password, id, now).finally(() => this.checking.delete(id));
+      this.checking.set(id, pending);
+    }
+    return pending;
+  }
+
+  private async check(form: Pick<FormRow, 'id' | 'view_key'>, wrapped: WrappedFormKey, password: string, id: string, now: number): Promise<FormKeys> {
     await throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900);
     let keys: FormKeys;
     try {

@@ -63,7 +63,7 @@ export async function encryptionOfNewForm(input: EncryptionInput, viewKey: strin
  */
 export async function planEncryptionChange(
   ctx: AppContext,
-  form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'is_encrypted' | 'encryption_key' | 'encryption_state' | 'submissions_count'>,
+  form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'is_encrypted' | 'encryption_key' | 'encryption_state'>,
   input: EncryptionInput,
 ): Promise<EncryptionPlan | undefined> {
   const encrypted = form.is_encrypted === 1;
@@ -87,9 +87,10 @@ export async function planEncryptionChange(
   }
   if (turnOn) {
     const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(form.view_key));
+    // Always through the job, even with no submissions: one may land while scrypt runs above.
     return {
-      update: { is_encrypted: 1, encryption_key: JSON.stringify(wrapped), encryption_state: form.submissions_count > 0 ? 'encrypting' : null },
-      conversion: form.submissions_count > 0 ? { formId: form.id, accountId: form.account_id, direction: 'encrypt' } : undefined,
+      update: { is_encrypted: 1, encryption_key: JSON.stringify(wrapped), encryption_state: 'encrypting' },
+      conversion: { formId: form.id, accountId: form.account_id, direction: 'encrypt' },
     };
   }
   const opened = await ctx.formKeys.unlock(form, input.encryptionPassword);

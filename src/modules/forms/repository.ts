@@ -37,6 +37,21 @@ export async function findForm(db: Executor, accountId: number, formId: number, 
     .executeTakeFirst();
 }
 
+/**
+ * The live form, its row locked until the transaction ends (PostgreSQL; SQLite's one writer
+ * serializes anyway): for changes that must not interleave, such as encryption's.
+ */
+export async function lockForm(db: Executor, dialect: Dialect, accountId: number, formId: number): Promise<FormRow | undefined> {
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null)
+    .$if(dialect === 'postgres', (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
 export async function listForms(db: Executor, dialect: Dialect, accountId: number, filter: FormListFilter): Promise<{ rows: FormRow[]; total: number }> {
   let query = db
     .selectFrom('forms')

@@ -135,7 +135,8 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
   const before = await requireForm(ctx.db, accountId, formId);
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
-    const current = await requireForm(trx, accountId, formId);
+    const current = encryption ? await repo.lockForm(trx, ctx.dialect, accountId, formId) : await requireForm(trx, accountId, formId);
+    if (!current) throw new NotFoundError('Form');
     if (encryption && (current.encryption_key !== before.encryption_key || current.encryption_state !== before.encryption_state)) {
       throw new ConflictError('The encryption of this form changed while this request ran; send it again', 'encryption_changed');
     }

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { serviceKey } from '../../crypto/envelope.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
@@ -17,8 +18,13 @@ export interface StoredResponse {
 
 export type IdempotentOutcome<T> = { replayed: true; response: StoredResponse } | { replayed: false; result: T };
 
-export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+/**
+ * What a key remembers of its request, to tell a retry from another request. Keyed (an HMAC
+ * under a key derived from SECRET_KEY), because the body may be an encrypted form's values:
+ * a plain hash would let anyone who reads the database test guesses of them.
+ */
+export function requestHash(secretKey: string, method: string, path: string, body: unknown): string {
+  return createHmac('sha256', serviceKey(secretKey, 'idempotency requests')).update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
 }
 
 /**

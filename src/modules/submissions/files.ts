@@ -284,6 +284,5 @@ export async function commitFiles(trx: Transaction<Database>, accountId: number,
   }
   if (plan.replaced.length === 0) return [];
   const rows = await uploadsRepo.findUploads(trx, accountId, plan.replaced);
-  await uploadsRepo.deleteUploads(trx, rows.map((r) => r.file_key));
-  return rows.map((r) => r.storage_key);
+  return uploadsRepo.deleteUploads(trx, rows.map((r) => r.file_key));
 }

@@ -63,7 +63,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       async (req, reply) => {
         const accountId = principal(req).accountId;
         const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
-        const outcome = await withIdempotencyKey(ctx.db, accountId, req.headers['idempotency-key'], () => requestHash('POST', req.url, req.body), (save) =>
+        const outcome = await withIdempotencyKey(ctx.db, accountId, req.headers['idempotency-key'], () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body), (save) =>
           service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
             save(trx, { status: 200, body: JSON.stringify(submission) }),
           ),

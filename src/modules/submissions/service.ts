@@ -15,7 +15,7 @@ import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueueFileRemoval } from '../uploads/jobs.js';
-import { commitFileMoves, convertFiles, openDownload, type Download } from '../uploads/service.js';
+import { commitFileMoves, convertFiles, discardCopies, openDownload, type Download } from '../uploads/service.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
 import { fieldToken, formToken, queryWords, words, type Term } from './keywords.js';
@@ -410,11 +410,11 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('Submission');
     const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
-    await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
+    const objects = await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
     await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
     // The objects go once this commits, through the outbox.
-    await enqueueFileRemoval(trx, uploads.map((u) => u.storage_key));
+    await enqueueFileRemoval(trx, objects);
     return { id, formId: row.form_id, deleted: true };
   });
 }
@@ -532,7 +532,9 @@ export async function searchAccount(deps: SubmissionsDeps, accountId: number, q:
   const submissions: SubmissionListItem[] = [];
   for (const row of rows) {
     const { def } = await loadDefinition(deps, accountId, row.form_id);
-    submissions.push(listItem(def, row, { data: true, expandData: true, prettyName: true, dataFormat: 'standardized' }, undefined));
+    // A form that is encrypted, or being converted, shows no values here: that takes its password.
+    const sealed = def.form.encryption_key !== null;
+    submissions.push(listItem(def, row, { data: !sealed, expandData: !sealed, prettyName: !sealed, dataFormat: sealed ? 'legacy' : 'standardized' }, undefined));
   }
   return { submissions, ...page(total, q.pageNumber, q.pageSize) };
 }
@@ -643,7 +645,10 @@ export async function convertBatch(
   const fields = (await fieldsRepo.listFields(db, form.account_id, formId)).map((r) => ({ id: r.id, ...toDefinition(r) }));
   const def: FormDefinition = { form, formId, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(config.secretKey, form) };
   if ((direction === 'encrypt') !== (def.seal !== undefined)) return undefined; // the form moved on: nothing of this job is left to do
-  const rows = await repo.nextBatch(db, dialect, form.account_id, formId, { terms: [] }, after, 'asc', size);
+  // Files are copied inside a batch, between two checkpoints (which renew the job's lease): keep
+  // the batches of forms with file fields small.
+  const batch = fields.some((f) => f.type === 'file' || f.type === 'signature') ? Math.min(size, 20) : size;
+  const rows = await repo.nextBatch(db, dialect, form.account_id, formId, { terms: [] }, after, 'asc', batch);
   // Files first, outside the transaction (storage I/O); the transaction then switches the uploads over.
   const sealing = direction === 'encrypt';
   const files = await uploadsRepo.filesToConvert(db, rows.map((r) => r.id), sealing);
@@ -659,8 +664,11 @@ export async function convertBatch(
     // Cached search totals count what the index holds, which has just changed.
     if (changed) await formsRepo.noteSubmissionChange(trx, form.account_id, formId, 0);
     if (rows.length > 0) await commit(trx, rows[rows.length - 1]!.id);
+  }).catch(async (error: unknown) => {
+    await discardCopies(deps.ctx, moves);
+    throw error;
   });
-  return rows.length < size ? undefined : rows[rows.length - 1]!.id;
+  return rows.length < batch ? undefined : rows[rows.length - 1]!.id;
 }
 
 /** The index-th file of a submission's field; on an encrypted form the password opens it. 404 for no such file. */

@@ -74,8 +74,13 @@ export async function moveUpload(db: Executor, fileKey: string, from: string, to
   return r.numUpdatedRows > 0n;
 }
 
-export async function deleteUploads(db: Executor, fileKeys: string[]): Promise<void> {
-  if (fileKeys.length > 0) await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).execute();
+/**
+ * Deletes the rows and returns the storage keys they held at that moment: read any earlier,
+ * a conversion could move a row to a new object in between, and the new one would be missed.
+ */
+export async function deleteUploads(db: Executor, fileKeys: string[]): Promise<string[]> {
+  if (fileKeys.length === 0) return [];
+  return (await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).returning('storage_key').execute()).map((r) => r.storage_key);
 }
 
 /** A file that a submission holds, for download. */

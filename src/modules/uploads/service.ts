@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { Transform, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { openStream, SEAL_OVERHEAD, sealStream, type FormKeys } from '../../crypto/envelope.js';
+import { openStream, SEAL_OVERHEAD, SealError, sealStream, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
@@ -173,6 +173,7 @@ export async function openDownload(ctx: AppContext, accountId: number, submissio
   if (!upload) throw new NotFoundError('File');
   if (upload.sealed === 1 && !keys) throw new ConflictError('This file is sealed but its form holds no key any more', 'file_sealed');
   try {
+    if (upload.sealed === 1) await verifySealed(ctx, upload, keys!);
     const object = await ctx.storage.get(upload.storage_key);
     if (upload.sealed === 0) return { filename: file.name, size: object.size, stream: object.stream };
     const opened = openStream(keys!, fileAad(upload.file_key));
@@ -198,16 +199,40 @@ export interface FileMove {
  */
 export async function convertFiles(ctx: AppContext, files: UploadRow[], to: { publicKey: KeyObject } | { keys: FormKeys }): Promise<FileMove[]> {
   const moves: FileMove[] = [];
-  for (const file of files) {
-    const object = await ctx.storage.get(file.storage_key);
-    const aad = fileAad(file.file_key);
-    const transform = 'publicKey' in to ? sealStream(to.publicKey, aad) : openStream(to.keys, aad);
-    pipeline(object.stream, transform).catch(() => undefined);
-    const target = storageKey(file.account_id, file.form_id, newFileKey());
-    await ctx.storage.put(target, transform, { maxBytes: object.size + SEAL_OVERHEAD, contentType: file.content_type });
-    moves.push({ fileKey: file.file_key, from: file.storage_key, to: target });
+  try {
+    for (const file of files) {
+      let object;
+      try {
+        object = await ctx.storage.get(file.storage_key);
+      } catch (error) {
+        // A file whose object is gone has nothing to convert; failing on it would stop the job for good.
+        if (error instanceof ObjectNotFoundError) continue;
+        throw error;
+      }
+      const aad = fileAad(file.file_key);
+      const transform = 'publicKey' in to ? sealStream(to.publicKey, aad) : openStream(to.keys, aad);
+      const flowing = pipeline(object.stream, transform);
+      flowing.catch(() => undefined);
+      const target = storageKey(file.account_id, file.form_id, newFileKey());
+      try {
+        await ctx.storage.put(target, transform, { maxBytes: object.size + SEAL_OVERHEAD, contentType: file.content_type });
+      } catch (error) {
+        object.stream.destroy();
+        transform.destroy();
+        throw error;
+      }
+      moves.push({ fileKey: file.file_key, from: file.storage_key, to: target });
+    }
+  } catch (error) {
+    // Copies written so far would never be referenced (and, decrypting, are in the clear).
+    await discardCopies(ctx, moves);
+    throw error;
   }
   return moves;
+}
+
+export async function discardCopies(ctx: AppContext, moves: FileMove[]): Promise<void> {
+  if (moves.length > 0) await ctx.storage.deleteMany(moves.map((m) => m.to)).catch(() => undefined);
 }
 
 /** In the conversion's transaction: the uploads move to their new objects; the objects left behind go through the outbox. */
@@ -215,6 +240,21 @@ export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: 
   const unused: string[] = [];
   for (const move of moves) unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
   await enqueueFileRemoval(trx, unused);
+}
+
+/**
+ * GCM's tag comes after the last byte, so a sealed file streamed straight out would reach the
+ * client whole before an alteration showed: it is read once through to check the tag, and
+ * only then sent (a second read). The cost is reading it twice.
+ */
+async function verifySealed(ctx: AppContext, upload: UploadRow, keys: FormKeys): Promise<void> {
+  const object = await ctx.storage.get(upload.storage_key);
+  try {
+    await pipeline(object.stream, openStream(keys, fileAad(upload.file_key)), new Writable({ write: (_chunk, _enc, done) => done() }));
+  } catch (error) {
+    if (!(error instanceof SealError)) throw error;
+    throw new AppError(500, 'file_integrity_failed', 'The stored file failed its integrity check and is not sent');
+  }
 }
 
 class NotPngError extends Error {}
