@@ -28,13 +28,16 @@ export interface FormListFilter {
 
 /** A form of the account; deleted forms only when asked for. */
 export async function findForm(db: Executor, accountId: number, formId: number, deleted = false): Promise<FormRow | undefined> {
+  return selectForm(db, accountId, formId, deleted).executeTakeFirst();
+}
+
+function selectForm(db: Executor, accountId: number, formId: number, deleted: boolean) {
   return db
     .selectFrom('forms')
     .selectAll()
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
-    .where('deleted_at', deleted ? 'is not' : 'is', null)
-    .executeTakeFirst();
+    .where('deleted_at', deleted ? 'is not' : 'is', null);
 }
 
 /**
@@ -42,12 +45,7 @@ export async function findForm(db: Executor, accountId: number, formId: number, 
  * serializes anyway): for changes that must not interleave, such as encryption's.
  */
 export async function lockForm(db: Executor, dialect: Dialect, accountId: number, formId: number): Promise<FormRow | undefined> {
-  return db
-    .selectFrom('forms')
-    .selectAll()
-    .where('id', '=', formId)
-    .where('account_id', '=', accountId)
-    .where('deleted_at', 'is', null)
+  return selectForm(db, accountId, formId, false)
     .$if(dialect === 'postgres', (q) => q.forUpdate())
     .executeTakeFirst();
 }

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
-import type { Database, FormRow, SubmissionRow } from '../../db/schema.js';
+import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
@@ -88,6 +88,12 @@ export type DataMap = Map<number, StoredValue>;
 /** The API's base path, for download links in records (the same under /api/v2). */
 const API_PATH = '/api/v2025';
 
+/** The one way a form's definition is made, for requests and background conversions alike. */
+function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: string): FormDefinition {
+  const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
+  return { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(secretKey, form) };
+}
+
 async function loadDefinition(
   deps: SubmissionsDeps,
   accountId: number,
@@ -101,8 +107,7 @@ async function loadDefinition(
   if (!def) {
     const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
     if (!form) throw new NotFoundError('Form');
-    const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
-    def = { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(deps.ctx.config.secretKey, form) };
+    def = buildDefinition(form, rows, deps.ctx.config.secretKey);
     deps.definitions.set(key, String(version.revision), def);
   }
   return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
@@ -642,8 +647,8 @@ export async function convertBatch(
   const { db, dialect, config } = deps.ctx;
   const form = await formsRepo.findFormById(db, formId);
   if (!form) return undefined;
-  const fields = (await fieldsRepo.listFields(db, form.account_id, formId)).map((r) => ({ id: r.id, ...toDefinition(r) }));
-  const def: FormDefinition = { form, formId, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(config.secretKey, form) };
+  const def = buildDefinition(form, await fieldsRepo.listFields(db, form.account_id, formId), config.secretKey);
+  const { fields } = def;
   if ((direction === 'encrypt') !== (def.seal !== undefined)) return undefined; // the form moved on: nothing of this job is left to do
   // Files are copied inside a batch, between two checkpoints (which renew the job's lease): keep
   // the batches of forms with file fields small.
