@@ -384,6 +384,20 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal(await sweepExpiredUploads(app.server.ctx), 0, 'idempotent');
     });
 
+    it('has the worker sweep expired uploads by itself, as a recurring chore', async () => {
+      const [u] = await issue(ids.Files!, ['chore.txt']);
+      assert.equal((await put(u!.uploadUrl, Buffer.from('chore'))).status, 200);
+      const db = app.server.db.kysely;
+      const row = await db.selectFrom('uploads').select('storage_key').where('file_key', '=', u!.fileKey).executeTakeFirstOrThrow();
+      app.server.ctx.clock.advance(2 * HOUR + 1);
+      // A fresh worker schedules its chores (uploads.sweep among them) and runs what is due.
+      await createWorker(app.server.ctx).runDue();
+      assert.equal((await db.selectFrom('uploads').select('file_key').where('file_key', '=', u!.fileKey).execute()).length, 0);
+      assert.ok(!stored().includes(row.storage_key), 'its object is gone');
+      const sweeps = await db.selectFrom('jobs').select('state').where('kind', '=', 'uploads.sweep').execute();
+      assert.ok(sweeps.length >= 1 && sweeps.every((j) => j.state === 'done'), JSON.stringify(sweeps));
+    });
+
     it('edit replaces files (removing the old ones from storage), keeps those sent again, and delete removes them all', async () => {
       const db = app.server.db.kysely;
       const objectOf = async (fileKey: string) => (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow()).storage_key;

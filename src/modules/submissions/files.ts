@@ -1,7 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { seal } from '../../crypto/envelope.js';
+import { transact } from '../../db/transaction.js';
 import { fileAad } from '../encryption/keys.js';
+import { enqueueFileRemoval } from '../uploads/jobs.js';
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database, UploadRow } from '../../db/schema.js';
@@ -265,9 +267,16 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
   }
 }
 
-/** Inline files of a submission that was not written. */
+/** Inline files of a submission that was not written: removed now, or by a job if storage fails. */
 export async function discardInline(ctx: AppContext, plan: FilePlan): Promise<void> {
-  if (plan.inline.length > 0) await ctx.storage.deleteMany(plan.inline.map((f) => f.row.storage_key)).catch(() => undefined);
+  if (plan.inline.length === 0) return;
+  const keys = plan.inline.map((f) => f.row.storage_key);
+  try {
+    await ctx.storage.deleteMany(keys);
+  } catch {
+    // No row names these objects, so the sweep would never find them: the outbox keeps trying.
+    await transact(ctx.db, (trx) => enqueueFileRemoval(trx, keys));
+  }
 }
 
 /**
