@@ -168,6 +168,18 @@ describe(`encrypted forms (${dialectName})`, () => {
     }
   });
 
+  it('binds sealed data to its row: swapped between two submissions, it does not open', async () => {
+    const one = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap1@example.org' })), 'one');
+    const two = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap2@example.org' })), 'two');
+    const db = app.server.db.kysely;
+    const rows = await db.selectFrom('submissions').select(['id', 'data']).where('id', 'in', [one.id, two.id]).orderBy('id').execute();
+    await db.updateTable('submissions').set({ data: rows[1]!.data }).where('id', '=', one.id).execute();
+    const res = await a.get(`/submissions/${one.id}`, header());
+    assertError(res, 500, 'submission_integrity_failed', 'swapped data');
+    await db.updateTable('submissions').set({ data: rows[0]!.data }).where('id', '=', one.id).execute();
+    await ok(a.get(`/submissions/${one.id}`, header()), 'restored');
+  });
+
   it('changes the password by re-wrapping the key, without touching the data', async () => {
     const other = await ok(
       a.post('/forms', { name: 'Rewrap', isEncrypted: true, encryptionPassword: PASSWORD, fields: [{ type: 'text', label: 'T' }] }),

@@ -6,7 +6,8 @@ import type { Executor } from '../../db/transaction.js';
 import { formToken, ftsMatch, tsQuery, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
-  data: string;
+  /** The JSON of the values, or, on an encrypted form, what seals them for a row id. */
+  data: string | ((submissionId: number) => string);
   prettyName: string | null;
   /** Every token of the full-text index: words and field tokens (see keywords.ts). */
   tokens: string[];
@@ -27,6 +28,10 @@ export interface ResolvedFilter {
 }
 
 type SubmissionQuery = SelectQueryBuilder<Database, 'submissions', object>;
+
+function dataFor(w: SubmissionWrite, id: number): string {
+  return typeof w.data === 'string' ? w.data : w.data(id);
+}
 
 /** The PostgreSQL keyword index of a submission: array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
 const tsvector = (w: SubmissionWrite) => sql<unknown>`array_to_tsvector(${w.tokens}::text[])`;
@@ -70,12 +75,17 @@ export async function insertSubmission(
       remote_addr: row.remoteAddr,
       latitude: row.latitude,
       longitude: row.longitude,
-      data: w.data,
+      data: typeof w.data === 'string' ? w.data : '',
       pretty_name: w.prettyName,
       ...(dialect === 'postgres' && { search_vector: tsvector(w) }),
     })
     .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
     .executeTakeFirstOrThrow();
+  if (typeof w.data !== 'string') {
+    // Sealed data is bound to the row's id, known only now; the empty value never leaves the transaction.
+    inserted.data = w.data(inserted.id);
+    await db.updateTable('submissions').set({ data: inserted.data }).where('id', '=', inserted.id).execute();
+  }
   await writeSearchable(db, dialect, inserted.id, row.formId, w, true);
   return inserted;
 }
@@ -83,7 +93,7 @@ export async function insertSubmission(
 export async function updateSubmission(db: Executor, dialect: Dialect, accountId: number, existing: SubmissionRow, w: SubmissionWrite): Promise<SubmissionRow> {
   const row = await db
     .updateTable('submissions')
-    .set({ data: w.data, pretty_name: w.prettyName, updated_at: w.now })
+    .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
     .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
@@ -101,7 +111,7 @@ export async function updateSubmission(db: Executor, dialect: Dialect, accountId
 export async function rewriteSubmission(db: Executor, dialect: Dialect, row: SubmissionRow, w: SubmissionWrite): Promise<boolean> {
   const result = await db
     .updateTable('submissions')
-    .set({ data: w.data, pretty_name: w.prettyName })
+    .set({ data: dataFor(w, row.id), pretty_name: w.prettyName })
     .where('id', '=', row.id)
     .where('data', '=', row.data)
     .executeTakeFirst();

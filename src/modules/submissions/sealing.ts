@@ -13,17 +13,17 @@ export function isSealed(data: string): boolean {
   return data.startsWith(PREFIX);
 }
 
-/** The sealed data is bound to its form: a row copied into another form does not open. */
-function dataAad(form: Pick<FormRow, 'view_key'>): string {
-  return `formwork submission ${form.view_key}`;
+/** The sealed data is bound to its form and its row: data copied or swapped between rows does not open. */
+function dataAad(form: Pick<FormRow, 'view_key'>, submissionId: number): string {
+  return `formwork submission ${form.view_key} ${submissionId}`;
 }
 
-export function sealData(form: Pick<FormRow, 'view_key'>, publicKey: KeyObject, json: string): string {
-  return PREFIX + seal(Buffer.from(json), publicKey, dataAad(form)).toString('base64');
+export function sealData(form: Pick<FormRow, 'view_key'>, publicKey: KeyObject, json: string, submissionId: number): string {
+  return PREFIX + seal(Buffer.from(json), publicKey, dataAad(form, submissionId)).toString('base64');
 }
 
-export function openData(form: Pick<FormRow, 'view_key'>, keys: FormKeys, data: string): string {
-  return open(Buffer.from(data.slice(PREFIX.length), 'base64'), keys, dataAad(form)).toString();
+export function openData(form: Pick<FormRow, 'view_key'>, keys: FormKeys, data: string, submissionId: number): string {
+  return open(Buffer.from(data.slice(PREFIX.length), 'base64'), keys, dataAad(form, submissionId)).toString();
 }
 
 const blindKeys = new Map<string, Buffer>();

@@ -1,11 +1,11 @@
 import type { KeyObject } from 'node:crypto';
 import type { Transaction } from 'kysely';
-import type { FormKeys } from '../../crypto/envelope.js';
+import { SealError, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
-import { BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
@@ -125,11 +125,16 @@ async function keysFor(deps: SubmissionsDeps, def: FormDefinition, password: str
 }
 
 /** A row's values; a sealed row needs the form's keys (keysFor), which the caller has checked. */
-function parseData(def: FormDefinition, row: Pick<SubmissionRow, 'data'>, keys: FormKeys | undefined): DataMap {
+function parseData(def: FormDefinition, row: Pick<SubmissionRow, 'id' | 'data'>, keys: FormKeys | undefined): DataMap {
   let json = row.data;
   if (isSealed(json)) {
     if (!keys) throw new ConflictError('This submission is sealed but its form holds no key any more', 'submission_sealed');
-    json = openData(def.form, keys, json);
+    try {
+      json = openData(def.form, keys, json, row.id);
+    } catch (error) {
+      if (!(error instanceof SealError)) throw error;
+      throw new AppError(500, 'submission_integrity_failed', 'The stored submission failed its integrity check');
+    }
   }
   return new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
 }
@@ -197,7 +202,8 @@ function searchable(def: FormShape, data: DataMap, now: number): repo.Submission
   }
   // Nothing searchable in the clear: the index gets the form token alone, unique values their HMAC.
   return {
-    data: sealData(seal.form, seal.publicKey, json),
+    // Sealed once the row has its id, which the seal is bound to.
+    data: (id: number) => sealData(seal.form, seal.publicKey, json, id),
     prettyName: null,
     tokens: [formToken(def.formId)],
     unique: unique.map((u) => ({ fieldId: u.fieldId, norm: blindValue(seal.secretKey, def.formId, u.fieldId, u.norm), ...(both !== undefined && { alt: u.norm }) })),
