@@ -24,16 +24,13 @@ export interface EncryptionPlan {
   conversion?: ConversionPayload;
 }
 
-function jobKey(ctx: AppContext): Buffer {
+/** What wraps a private key while a decryption job carries it: derived from SECRET_KEY. */
+export function conversionKey(ctx: AppContext): Buffer {
   return serviceKey(ctx.config.secretKey, 'conversion job key');
 }
 
 export function conversionKeyAad(formId: number): string {
   return `formwork conversion ${formId}`;
-}
-
-export function conversionKey(ctx: AppContext): Buffer {
-  return jobKey(ctx);
 }
 
 function needPassword(property: string, why: string): never {
@@ -100,6 +97,6 @@ export async function planEncryptionChange(
   }
   // Turning off: the job needs the private key after this request (and after a restart), so it
   // travels in the job wrapped with SECRET_KEY; the data it opens is about to be plain anyway.
-  const key = encryptWith(jobKey(ctx), exportPrivateKey(opened), conversionKeyAad(form.id)).toString('base64');
+  const key = encryptWith(conversionKey(ctx), exportPrivateKey(opened), conversionKeyAad(form.id)).toString('base64');
   return { update: { encryption_state: 'decrypting' }, conversion: { formId: form.id, accountId: form.account_id, direction: 'decrypt', key } };
 }
