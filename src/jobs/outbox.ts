@@ -33,7 +33,7 @@ export async function enqueue(db: Executor, job: NewJob): Promise<number> {
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new Error(`enqueue: maxAttempts must be a whole number of at least 1, got ${maxAttempts}`);
   const payload = JSON.stringify(job.payload ?? null);
   const id = await insertJob(db, { kind: job.kind, payload, runAt: job.runAt ?? 0, maxAttempts });
-  await notifyEnqueued(db);
+  await notifyEnqueued(db, id);
   for (const listener of wakeListeners) listener();
   return id;
 }

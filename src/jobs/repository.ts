@@ -28,14 +28,14 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
  * exactly when a listening worker should look. SQLite has no such thing (and needs none:
  * its one connection makes a worker's claim wait for the enqueuing transaction to end).
  */
-export async function notifyEnqueued(db: Executor): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) await sql`SELECT pg_notify(${CHANNEL}, '')`.execute(db);
+export async function notifyEnqueued(db: Executor, jobId: number): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) await sql`SELECT pg_notify(${CHANNEL}, ${String(jobId)})`.execute(db);
 }
 
-/** A dedicated connection that calls onNotify for every committed enqueue; PostgreSQL only. */
-export async function listenForJobs(databaseUrl: string, onNotify: () => void, onError: (error: Error) => void): Promise<{ close(): Promise<void> }> {
+/** A dedicated connection that calls onNotify with the job id of every committed enqueue; PostgreSQL only. */
+export async function listenForJobs(databaseUrl: string, onNotify: (jobId: number) => void, onError: (error: Error) => void): Promise<{ close(): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
-  client.on('notification', onNotify);
+  client.on('notification', (message) => onNotify(Number(message.payload)));
   client.on('error', onError);
   await client.connect();
   try {
