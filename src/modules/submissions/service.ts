@@ -324,16 +324,8 @@ async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
   }
 }
 
-export function createSubmission(
-  deps: SubmissionsDeps,
-  accountId: number,
-  formId: number,
-  input: SubmissionCreate,
-  meta: RequestMeta,
-  onCreated?: OnCreated,
-): Promise<Submission> {
-  return againIfStale(() => createOnce(deps, accountId, formId, input, meta, onCreated));
-}
+/** Creates a submission; made again against the new definition if the form changed meanwhile. */
+export const createSubmission = (...args: Parameters<typeof createOnce>): Promise<Submission> => againIfStale(() => createOnce(...args));
 
 async function createOnce(
   deps: SubmissionsDeps,
@@ -390,9 +382,7 @@ export async function getSubmission(deps: SubmissionsDeps, accountId: number, id
 }
 
 /** Edits open the stored values with the password and seal the result again. */
-export function updateSubmission(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
-  return againIfStale(() => updateOnce(deps, accountId, id, input, password));
-}
+export const updateSubmission = (...args: Parameters<typeof updateOnce>): Promise<Submission> => againIfStale(() => updateOnce(...args));
 
 async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
