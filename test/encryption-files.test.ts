@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { bytesUnder } from './disk.js';
 import { startS3, type TestS3 } from './s3.js';
 import { ok } from './submission-fixtures.js';
 
@@ -14,18 +15,6 @@ const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from('
 const UPLOADED = Buffer.from('Uploaded-Contents-Narwhal-9130 '.repeat(40));
 const INLINE = Buffer.from('Inline-Contents-Axolotl-2274 '.repeat(40));
 
-function bytesUnder(dir: string): string {
-  const parts: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const path = join(d, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else parts.push(readFileSync(path).toString('latin1'));
-    }
-  };
-  walk(dir);
-  return parts.join('\n');
-}
 
 for (const driver of ['local', 's3'] as const) {
   describe(`encrypted forms' files (${driver} storage, ${dialectName})`, () => {

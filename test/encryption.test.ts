@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { bytesUnder } from './disk.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
 import { ok } from './submission-fixtures.js';
 
@@ -20,15 +19,7 @@ function assertError(res: Reply, status: number, code: string, what: string): vo
 
 /** Every byte the service has written: the SQLite files, or every row of every table on PostgreSQL, and the data directory. */
 async function everythingStored(app: TestApp): Promise<string> {
-  const parts: string[] = [];
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else parts.push(readFileSync(path).toString('latin1'));
-    }
-  };
-  walk(app.config.dataDir);
+  const parts = [bytesUnder(app.config.dataDir)];
   if (dialectName === 'postgres') {
     const db = app.server.db.kysely;
     const tables = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`.execute(db);

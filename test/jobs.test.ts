@@ -35,11 +35,15 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** A job's row and its run log, as the tests read them back. */
+const jobRow = (ctx: AppContext, id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const jobRuns = (ctx: AppContext, id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+
 describe(`background jobs (${dialectName})`, () => {
   let app: TestApp;
   let ctx: AppContext;
-  const job = (id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  const runs = (id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+  const job = (id: number) => jobRow(ctx, id);
+  const runs = (id: number) => jobRuns(ctx, id);
 
   before(async () => {
     app = await startTestApp();
@@ -309,8 +313,8 @@ describe(`background jobs (${dialectName})`, () => {
 describe(`worker processes (${dialectName})`, () => {
   let app: TestApp;
   let ctx: AppContext;
-  const job = (id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  const runs = (id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+  const job = (id: number) => jobRow(ctx, id);
+  const runs = (id: number) => jobRuns(ctx, id);
 
   before(async () => {
     app = await startTestApp();

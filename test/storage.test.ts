@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createStorage, ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../src/storage/index.js';
+import { filesUnder } from './disk.js';
 import { startS3, type TestS3 } from './s3.js';
 
 async function readAll(stream: Readable): Promise<Buffer> {
@@ -29,19 +30,6 @@ function bytes(n: number, seed = 1): Readable {
   });
 }
 
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.push(relative(dir, p));
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
 
 for (const driver of ['local', 's3'] as const) {
   describe(`storage driver: ${driver}`, () => {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createWorker } from '../src/jobs/worker.js';
 import { uploadUrlFor, sweepExpiredUploads } from '../src/modules/uploads/service.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
+import { filesUnder } from './disk.js';
 import { startS3, type TestS3 } from './s3.js';
 
 const HOUR = 60 * 60 * 1000;
@@ -38,20 +38,6 @@ function assertRefused(res: Reply, index: number, label: string, pattern: RegExp
   assert.match(detail.message, pattern);
 }
 
-/** Every file under a directory, relative to it ('.tmp/...' included: a leftover temp file counts). */
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const path = join(d, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else out.push(relative(dir, path));
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
 
 /** A PUT with a chunked body (no Content-Length), as a client streaming a file of unknown size sends it. */
 function putChunked(url: string, body: Buffer): Promise<{ status: number; body: any }> {

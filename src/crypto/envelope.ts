@@ -291,8 +291,17 @@ export function openStream(keys: FormKeys, aad: string): Transform {
 
 /** A key for one purpose derived from SECRET_KEY (job payloads, blind indexes of unique values). */
 export function serviceKey(secretKey: string, purpose: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secretKey), Buffer.alloc(0), `formwork ${purpose}`, 32));
+  // Remembered: some are derived on every request (idempotency hashes, unique values).
+  const id = `${purpose}\0${secretKey}`;
+  let key = serviceKeys.get(id);
+  if (!key) {
+    key = Buffer.from(hkdfSync('sha256', Buffer.from(secretKey), Buffer.alloc(0), `formwork ${purpose}`, 32));
+    serviceKeys.set(id, key);
+  }
+  return key;
 }
+
+const serviceKeys = new Map<string, Buffer>();
 
 /** AES-256-GCM under a service key: iv | ciphertext | tag. */
 export function encryptWith(key: Buffer, plaintext: Buffer, aad: string): Buffer {

@@ -26,18 +26,11 @@ export function openData(form: Pick<FormRow, 'view_key'>, keys: FormKeys, data: 
   return open(Buffer.from(data.slice(PREFIX.length), 'base64'), keys, dataAad(form, submissionId)).toString();
 }
 
-const blindKeys = new Map<string, Buffer>();
-
 /**
  * What a unique field of an encrypted form stores instead of its value: an HMAC under a key
  * derived from SECRET_KEY. Equal values still collide, so uniqueness holds without the
  * password, and nobody holding only the database can read or test a guess against it.
  */
 export function blindValue(secretKey: string, formId: number, fieldId: number, norm: string): string {
-  let key = blindKeys.get(secretKey);
-  if (!key) {
-    key = serviceKey(secretKey, 'unique values');
-    blindKeys.set(secretKey, key);
-  }
-  return `h1:${createHmac('sha256', key).update(`${formId}\0${fieldId}\0${norm}`).digest('base64url')}`;
+  return `h1:${createHmac('sha256', serviceKey(secretKey, 'unique values')).update(`${formId}\0${fieldId}\0${norm}`).digest('base64url')}`;
 }
