@@ -3,6 +3,7 @@
  * service starts) and its forms (made through the API, as a client would).
  */
 import { loadConfig } from '../src/config.js';
+import { Hasher } from '../src/crypto/hasher.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/service.js';
@@ -20,7 +21,7 @@ export async function createBenchAccount(dataDir: string, databaseUrl?: string):
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
-    const created = await createAccount(db.kysely, { name: 'Bench', email: 'bench@example.com' });
+    const created = await createAccount(db.kysely, { name: 'Bench', email: 'bench@example.com' }, new Hasher({ concurrency: 1, queueLimit: 0 }).kdf());
     return created.token;
   } finally {
     await db.close();

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { Hasher } from './crypto/hasher.js';
 import { AppError } from './errors.js';
 import { createAccount, createPersonalToken } from './modules/accounts/service.js';
 import { MAX_ID } from './http/schemas.js';
@@ -52,6 +53,9 @@ function idOption(raw: string | undefined, flag: string, what: string): number {
   return id;
 }
 
+// One command hashes at most one password; the bound is the API's concern.
+const commandHasher = new Hasher({ concurrency: 1, queueLimit: 0 });
+
 async function admin(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
   const { values } = parseArgs({
@@ -73,7 +77,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
   if (action === 'create-account') {
     if (!values.name || !values.email) fail('create-account needs --name and --email');
     const created = await withDatabase(config, (db) =>
-      createAccount(db.kysely, { name: values.name!, email: values.email!, password: values.password }),
+      createAccount(db.kysely, { name: values.name!, email: values.email!, password: values.password }, commandHasher.kdf()),
     );
     print(values.json, { ...created });
   } else if (action === 'create-token') {
@@ -87,7 +91,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
     if (values.password !== undefined && values.password.length < 8) fail('--password must be at least 8 characters');
     const user = await withDatabase(config, async (db) => {
       if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
-      return createUser(db.kysely, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password });
+      return createUser(db.kysely, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password }, commandHasher.kdf());
     });
     print(values.json, { ...user });
   } else if (action === 'set-permission') {

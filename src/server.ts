@@ -6,6 +6,8 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { Hasher } from './crypto/hasher.js';
+import { throttle } from './http/rate-limit.js';
 import { createRateLimiter } from './http/rate-limiter.js';
 import type { JobHandlers } from './jobs/types.js';
 import { startWorker, type Worker } from './jobs/worker.js';
@@ -45,7 +47,13 @@ async function openContext(config: Config, sqliteFile?: string): Promise<OpenCon
     throw error;
   }
   const clock = new Clock();
-  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage }, close };
+  const hasher = new Hasher({
+    concurrency: config.hashConcurrency,
+    queueLimit: config.hashQueueLimit,
+    chargeAccount: (accountId) => throttle(rateLimiter, `hash:account:${accountId}`, config.accountHashAttempts, 900),
+  });
+  const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
+  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys, hasher, storage }, close };
 }
 
 /** Starts listening and, with worker, runs the background worker in the same process. */

@@ -1,7 +1,5 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
-
-const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kdf } from './hasher.js';
 
 /** A random secret with a readable prefix, such as fw_pat_… for personal access tokens. */
 export function newToken(prefix: string): string {
@@ -22,23 +20,19 @@ export function newKey(bytes = 12): string {
 }
 
 // OWASP's scrypt floor: N=2^17, r=8, p=1.
-const SCRYPT = { N: 2 ** 17, r: 8, p: 1, maxmem: 256 * 1024 * 1024 };
+const SCRYPT = { N: 2 ** 17, r: 8, p: 1 };
 
-export async function hashPassword(password: string): Promise<string> {
+/** kdf is the process's bounded hasher (src/crypto/hasher.ts). */
+export async function hashPassword(password: string, kdf: Kdf): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scryptAsync(password, salt, 32, SCRYPT);
+  const key = await kdf(password, salt, 32, SCRYPT);
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+export async function verifyPassword(password: string, stored: string, kdf: Kdf): Promise<boolean> {
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
   const expected = Buffer.from(key, 'base64');
-  const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem,
-  });
+  const actual = await kdf(password, Buffer.from(salt, 'base64'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
   return timingSafeEqual(actual, expected);
 }

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword, hashToken, newToken } from '../../crypto/secrets.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
@@ -14,16 +15,18 @@ export interface CreatedAccount {
   token: string;
 }
 
+/** kdf hashes the owner's password, when there is one. */
 export async function createAccount(
   db: Kysely<Database>,
   input: { name: string; email: string; password?: string },
+  kdf: Kdf,
 ): Promise<CreatedAccount> {
   const name = input.name.trim();
   const email = input.email.trim().toLowerCase();
   if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password, kdf);
   const token = newToken(PAT_PREFIX);
   const now = Date.now();
   return transact(db, async (trx) => {

@@ -102,7 +102,7 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
   const viewKey = newKey();
-  const encryption = await encryptionOfNewForm(input, viewKey);
+  const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, accountId, input.folder);
     const now = Date.now();

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { parse } from 'node:querystring';
 import type { AppContext } from '../../context.js';
+import { HashingBusyError } from '../../crypto/hasher.js';
 import { verifyPassword } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
@@ -108,7 +109,14 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         return again(429, `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`);
       }
       const user = email === '' ? undefined : await findUserByEmail(ctx.db, email);
-      const valid = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
+      let valid: boolean;
+      try {
+        valid = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH, ctx.hasher.kdf());
+      } catch (error) {
+        if (!(error instanceof HashingBusyError)) throw error;
+        reply.header('retry-after', String(error.retryAfterSeconds));
+        return again(503, `Too many people are signing in right now. Try again in ${error.retryAfterSeconds} seconds.`);
+      }
       if (!user?.password_hash || !valid) return again(401, 'Wrong email or password.');
       sessions.start(reply, { userId: user.id, passwordTag: passwordTag(ctx.config.secretKey, user.password_hash) });
       return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);

@@ -11,6 +11,10 @@ const params = idParams('userId');
 const permissionParams = idParams('userId', 'formId');
 const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
 
+const HASHING =
+  'A password is hashed with scrypt: each hash counts against the account\'s budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), ' +
+  'and 503 hashing_busy with Retry-After answers while the service is hashing as many passwords as it can queue.';
+
 export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get('/users', { config, schema: { tags, summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
@@ -24,12 +28,14 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Add a user to the account',
-          description: 'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner.',
+          description:
+            'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
+            HASHING,
           body: UserCreate,
-          response: { 200: User, ...errors(409) },
+          response: { 200: User, ...errors(409, 503) },
         },
       },
-      (req) => service.createUser(ctx.db, principal(req).accountId, req.body),
+      (req) => service.createUser(ctx.db, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
@@ -43,13 +49,16 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Rename a user, change their role or set their password',
-          description: 'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level).',
+          description:
+            'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
+            HASHING,
           params,
           body: UserUpdate,
-          response: { 200: User, ...errors(404) },
+          response: { 200: User, ...errors(404, 503) },
         },
       },
-      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId, req.body),
+      (req) =>
+        service.updateUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.delete(

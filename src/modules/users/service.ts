@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
@@ -29,9 +30,10 @@ export async function getUser(db: Kysely<Database>, accountId: number, userId: n
   return toUser(await requireUser(db, accountId, userId));
 }
 
-export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate): Promise<User> {
+/** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
+export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password, kdf);
   const email = input.email.trim().toLowerCase();
   return transact(db, async (trx) => {
     if (await repo.findUserByEmail(trx, email)) throw new ConflictError('A user with this email already exists', 'email_taken');
@@ -40,8 +42,8 @@ export async function createUser(db: Kysely<Database>, accountId: number, input:
   });
 }
 
-export async function updateUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number, input: UserUpdate): Promise<User> {
-  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+export async function updateUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number, input: UserUpdate, kdf: Kdf): Promise<User> {
+  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password, kdf);
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
