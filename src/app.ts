@@ -10,6 +10,7 @@ import { requireBearerToken } from './http/auth.js';
 import { registerErrorHandling } from './http/error-handler.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
+import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { fieldRoutes } from './modules/fields/routes.js';
@@ -56,6 +57,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       },
     },
     bodyLimit: ctx.config.bodyLimit,
+    ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.
     trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_addr: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
@@ -64,6 +66,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  registerBodyTimeout(app, ctx.config.requestTimeoutMs);
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');

@@ -138,6 +138,12 @@ async function main(argv: string[]): Promise<void> {
       const { values } = parseArgs({ args: rest, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
       const server = await startServer(config, { worker: !values['no-worker'] });
       const stop = async () => {
+        // close() bounds the wait for clients; this bounds whatever else might hang (a
+        // dependency that does not answer while its pool closes).
+        setTimeout(() => {
+          process.stderr.write('formwork: the stop did not finish in time; exiting\n');
+          process.exit(1);
+        }, config.shutdownTimeoutMs + 10_000).unref();
         await server.close();
         process.exit(0);
       };

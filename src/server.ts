@@ -72,8 +72,21 @@ export async function startServer(config: Config, options: { sqliteFile?: string
       ctx,
       url: `http://${host}:${port}`,
       worker,
+      /**
+       * Stops taking requests and waits for those in flight, for SHUTDOWN_TIMEOUT_MS at most:
+       * then their connections are closed, so that no client (one trickling a body, say)
+       * can hold a stop up.
+       */
       async close() {
-        await Promise.all([app.close(), worker?.stop()]);
+        const force = setTimeout(() => {
+          app.log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'closing the connections of requests still in flight');
+          app.server.closeAllConnections();
+        }, config.shutdownTimeoutMs);
+        try {
+          await Promise.all([app.close(), worker?.stop()]);
+        } finally {
+          clearTimeout(force);
+        }
         await close();
       },
     };

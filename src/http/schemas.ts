@@ -31,6 +31,7 @@ const errorDescriptions: Record<number, string> = {
   403: 'Not permitted',
   404: 'Not found, or not visible to this account',
   409: 'Conflicts with the current state',
+  408: 'The request body did not arrive in time (body_timeout); the connection is closed',
   410: 'Expired',
   413: 'Request body too large',
   429: 'Rate limit reached: see the RateLimit header and wait Retry-After seconds',
