@@ -8,6 +8,7 @@ import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
 import { registerErrorHandling } from './http/error-handler.js';
+import { registerSecurityHeaders } from './http/headers.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
@@ -67,6 +68,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
   registerBodyTimeout(app, ctx.config.requestTimeoutMs);
+  registerSecurityHeaders(app, ctx.config.publicUrl);
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
