@@ -11,6 +11,7 @@ import { registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
+import { registerReadiness } from './http/readiness.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
@@ -127,6 +128,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await sql`select 1`.execute(ctx.db);
     return { status: 'ok' };
   });
+  registerReadiness(app, ctx);
   // The API description holds no account data, so it is public like /docs.
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
 

@@ -40,6 +40,8 @@ export interface Storage {
   deleteMany(keys: string[]): Promise<void>;
   /** A URL that takes one HTTP PUT of the object straight to the store, when the store can sign one. */
   presignPut?(key: string, expiresInSeconds: number): Promise<string>;
+  /** Resolves when objects can be stored: the directory is writable, the bucket answers. For /readyz. */
+  check(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
