@@ -39,9 +39,9 @@ const errorDescriptions: Record<number, string> = {
   503: 'Busy or a dependency away, for now: hashing_busy when too many passwords are being hashed, rate_limiter_unavailable when Redis does not answer; wait Retry-After seconds when it is given',
 };
 
-/** The error responses a route declares; 400, 401, 429 and 500 are possible on every API route. */
+/** The error responses a route declares; 400, 401, 429, 500 and 503 are possible on every API route. */
 export function errors(...statuses: number[]): Record<number, TSchema> {
-  const all = new Set([400, 401, 429, 500, ...statuses]);
+  const all = new Set([400, 401, 429, 500, 503, ...statuses]);
   return Object.fromEntries([...all].map((s) => [s, Type.Ref(ErrorBody, { description: errorDescriptions[s] })]));
 }
 

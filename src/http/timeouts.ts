@@ -59,6 +59,12 @@ class BodyStream extends Transform {
   }
 }
 
+/** Whether the request says a body follows (a GET usually does not, and needs no timer). */
+function announcesBody(raw: IncomingMessage): boolean {
+  const length = raw.headers['content-length'];
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
   if (reply.sent) request.raw.socket?.destroy();
   else reply.header('connection', 'close');
@@ -74,7 +80,7 @@ function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
 export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('onRequest', (request, reply, done) => {
     const raw: IncomingMessage = request.raw;
-    if (raw.complete || request.routeOptions.config.streamedBody) return done();
+    if (raw.complete || !announcesBody(raw) || request.routeOptions.config.streamedBody) return done();
     const timer = setTimeout(() => {
       if (raw.complete) return;
       closeWhenSent(request, reply);

@@ -43,7 +43,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Create a form, optionally with its fields',
           description: HASHING,
           body: FormCreate,
-          response: { 200: Form, ...errors(403, 404, 503) },
+          response: { 200: Form, ...errors(403, 404) },
         },
       },
       (req) => service.createForm(ctx, principal(req).accountId, req.body, memberScope(req)),
@@ -78,7 +78,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Form, ...errors(403, 404, 503) } },
+        schema: { tags, summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
       },
       (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
     );

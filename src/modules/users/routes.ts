@@ -32,7 +32,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
             HASHING,
           body: UserCreate,
-          response: { 200: User, ...errors(409, 503) },
+          response: { 200: User, ...errors(409) },
         },
       },
       (req) => service.createUser(ctx.db, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
@@ -54,7 +54,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             HASHING,
           params,
           body: UserUpdate,
-          response: { 200: User, ...errors(404, 503) },
+          response: { 200: User, ...errors(404) },
         },
       },
       (req) =>
