@@ -52,7 +52,7 @@ export const PageNumber = Type.Integer({ minimum: 1, maximum: 1_000_000, default
 export const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 25 });
 export const Flag = Type.Boolean({ default: false, description: 'true or false' });
 
-/** The list body of DESIGN.md: the resource-named array plus paging numbers. */
+/** The list body of every listing: the resource-named array plus paging numbers (docs/api.md). */
 export function listBody<K extends string, T extends TSchema>(name: K, item: T) {
   const items = { [name]: Type.Array(item) } as Record<K, TArray<T>>;
   const paging: Record<'total' | 'pages' | 'pageNumber' | 'pageSize', TInteger> = {
