@@ -60,6 +60,11 @@ describe(`users (${dialectName})`, () => {
     assert.equal((await adminApi.put(`/users/${ownerId}`, { role: 'member' })).body.code, 'owner_protected');
     assert.equal((await adminApi.delete(`/users/${ownerId}`)).body.code, 'owner_protected');
     assert.equal((await adminApi.put(`/users/${ownerId}`, { password: 'taken over!' })).body.code, 'owner_protected');
+    const ownerName = (await owner.get(`/users/${ownerId}`)).body.name;
+    const renamed = await adminApi.put(`/users/${ownerId}`, { name: 'Not the owner any more' });
+    assert.equal(renamed.status, 403, renamed.text);
+    assert.equal(renamed.body.code, 'owner_protected');
+    assert.equal((await owner.get(`/users/${ownerId}`)).body.name, ownerName, 'the name is unchanged');
     assert.equal((await adminApi.put(`/users/${admin.body.id}`, { role: 'member' })).body.code, 'own_role');
     assert.equal((await adminApi.delete(`/users/${admin.body.id}`)).body.code, 'own_user');
     // The owner may rename themselves and set their own password.

@@ -43,7 +43,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Rename a user, change their role or set their password',
-          description: 'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level).',
+          description: 'The owner\'s role never changes, only the owner changes the owner\'s name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level).',
           params,
           body: UserUpdate,
           response: { 200: User, ...errors(404) },

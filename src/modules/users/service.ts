@@ -53,6 +53,10 @@ export async function updateUser(db: Kysely<Database>, accountId: number, caller
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
       throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
     }
+    // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
+    if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
+      throw new ForbiddenError('Only the owner can change the owner\'s name', 'owner_protected');
+    }
     const updated = await repo.updateUser(trx, accountId, userId, {
       ...(input.name !== undefined ? { name: input.name.trim() } : {}),
       ...(input.role !== undefined ? { role: input.role } : {}),
