@@ -77,6 +77,10 @@ describe(`formwork command (${dialectName})`, () => {
     assert.match(created.clientId, /^fwc_/);
     assert.match(created.clientSecret, /^fw_cs_[A-Za-z0-9_-]{43}$/);
     assert.deepEqual(created.redirectUris, ['https://app.example.com/cb', 'http://localhost:3000/cb']);
+    assert.equal(created.requirePkce, true, 'PKCE is required unless --no-pkce');
+    const lax = await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Legacy', '--redirect-uri', 'https://legacy.example.com/cb', '--no-pkce', '--json']);
+    assert.equal(lax.code, 0, lax.stderr);
+    assert.equal(JSON.parse(lax.stdout).requirePkce, false);
 
     // A form of the account, made through the API of a server on the same database.
     const app = await startTestApp(database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir });

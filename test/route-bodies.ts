@@ -24,5 +24,6 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),
   'PUT /users/{userId}/permissions/{formId}': () => ({ level: 'view' }),
   'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
+  'PUT /oauth-clients/{clientId}': () => ({ requirePkce: false }),
 };
 
