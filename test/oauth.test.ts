@@ -262,6 +262,81 @@ describe('authorization endpoint', () => {
   });
 });
 
+describe('an email in several accounts', () => {
+  /** A user with this email and password in a new account of this name. */
+  async function userIn(accountName: string, email: string, password: string) {
+    const acc = await app.account(accountName);
+    const res = await acc.post('/users', { email, name: 'Pat', role: 'member', password });
+    assert.equal(res.status, 200, res.text);
+    return { accountId: acc.accountId, userId: res.body.id as number };
+  }
+
+  /** Signs in on the page; answers the page the sign-in leads to. */
+  async function signIn(browser: Browser, email: string, password: string, challenge = pkce().challenge) {
+    const form = readForm((await browser.fetch(authorizeUrl(client, { code_challenge: challenge }))).text);
+    return browser.fetch(form.action, { method: 'POST', form: { ...form.fields, email, password } });
+  }
+
+  it('signs in to the account whose user the password is for, or lets the person choose when it fits several', async () => {
+    const email = `multi-${Date.now()}@example.com`;
+    await userIn('Alpha Ltd', email, 'password one');
+    const b = await userIn('Beta Ltd', email, 'password two');
+    const c = await userIn('Gamma Ltd', email, 'password one');
+
+    // Every hash of the email shares one salt: a sign-in derives one key however many accounts have it.
+    const hashes = await db().selectFrom('users').select('password_hash').where('email', '=', email).execute();
+    assert.equal(hashes.length, 3);
+    assert.equal(new Set(hashes.map((h) => h.password_hash!.split('$')[4])).size, 1);
+
+    // The password of exactly one of them: that user, named with its account on the consent page.
+    const browserB = new Browser(app.url);
+    const signedB = await signIn(browserB, email, 'password two');
+    assert.equal(signedB.status, 303, signedB.text);
+    const consentB = await browserB.fetch(signedB.location!);
+    assert.match(consentB.text, /Signed in as <strong>multi-[^<]+<\/strong> \(account <strong>Beta Ltd<\/strong>\)/);
+
+    // The password of two of them: a chooser naming only those two accounts.
+    const browser = new Browser(app.url);
+    const p = pkce();
+    const chooser = await signIn(browser, email, 'password one', p.challenge);
+    assert.equal(chooser.status, 200, chooser.text);
+    assert.match(chooser.text, /Alpha Ltd/);
+    assert.match(chooser.text, /Gamma Ltd/);
+    assert.doesNotMatch(chooser.text, /Beta Ltd/);
+    assert.doesNotMatch(chooser.text, /password one/);
+    assert.ok(!chooser.headers.getSetCookie().some((line) => line.startsWith('fw_session=')), 'no session before the choice');
+    const choice = readForm(chooser.text);
+    assert.equal(choice.action, '/oauth2/sign-in');
+
+    // A user the password was not proven for, or a forged proof, is refused.
+    const forgeries: Record<string, string>[] = [{ user: String(b.userId) }, { user: String(c.userId), choice: `${c.userId}:x.${Date.now() + 60_000}.forged` }];
+    for (const forged of forgeries) {
+      const res = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, ...forged } });
+      assert.equal(res.status, 403, res.text);
+      assert.ok(!res.headers.getSetCookie().some((line) => line.startsWith('fw_session=')));
+    }
+
+    const chosen = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, user: String(c.userId) } });
+    assert.equal(chosen.status, 303, chosen.text);
+    const consent = await browser.fetch(chosen.location!);
+    assert.match(consent.text, /\(account <strong>Gamma Ltd<\/strong>\)/);
+    const consentForm = readForm(consent.text);
+    const done = await browser.fetch(consentForm.action, { method: 'POST', form: { ...consentForm.fields, decision: 'allow' } });
+    const code = new URL(done.location!).searchParams.get('code');
+    assert.ok(code, done.location ?? done.text);
+    const token = await exchangeCode(app, client, code, p.verifier);
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+    assert.equal(token.body.user_id, c.userId, 'the token acts for the chosen account\'s user');
+    const issued = await db().selectFrom('oauth_grants').select('account_id').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    assert.equal(issued.account_id, c.accountId);
+
+    // A wrong password is wrong for all of them.
+    const wrong = await signIn(new Browser(app.url), email, 'password three');
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.text, /Wrong email or password/);
+  });
+});
+
 describe('token endpoint', () => {
   it('exchanges a code for a bearer token of an hour, a refresh token, the scope and the user id', async () => {
     const { code, verifier, redirect } = await codeFor();

@@ -24,7 +24,9 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Add a user to the account',
-          description: 'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner.',
+          description:
+            'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
+            'An email is unique within the account (409 email_taken); users of other accounts may have the same email, as one person may belong to several accounts.',
           body: UserCreate,
           response: { 200: User, ...errors(409) },
         },
