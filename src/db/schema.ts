@@ -73,6 +73,8 @@ export interface OAuthClientsTable {
   name: string;
   /** JSON array of the exact redirect URIs. */
   redirect_uris: string;
+  /** 1 when every authorization request of the client must carry a PKCE S256 challenge. */
+  require_pkce: Flag;
   created_at: number;
 }
 
