@@ -118,11 +118,11 @@ export async function receiveUpload(
     const current = await repo.findUpload(ctx.db, fileKey);
     if (!current || current.expires_at <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
     // An upload whose receiving process stopped (killed, crashed) gives its URL back at once.
-    const abandoned =
-      current.state === 'receiving' && current.receiver !== null && current.receive_token !== null && (await ctx.presence.stopped([current.receiver])).has(current.receiver);
+    const receiving = current.state === 'receiving';
+    const abandoned = receiving && current.receiver !== null && current.receive_token !== null && (await ctx.presence.stopped([current.receiver])).has(current.receiver);
     target = storageKey(current.account_id, current.form_id, newFileKey());
     if (!abandoned || !(await repo.takeOverReceiving(ctx.db, fileKey, current.receive_token!, receiver, target, now))) {
-      throw urlError(409, 'upload_url_used', 'This upload URL has already been used');
+      throw urlError(409, 'upload_url_used', receiving ? 'An upload to this URL is under way; it can be retried if it fails' : 'This upload URL has already been used');
     }
   }
   let size: number;
