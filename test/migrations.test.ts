@@ -62,7 +62,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
     ).id;
     await k.insertInto('form_permissions').values({ user_id: member, form_id: form, account_id: account, level: 'view', updated_at: now }).execute();
 
-    assert.deepEqual(await migrateToLatest(db), ['0007_token_management', '0008_client_pkce', '0009_emails_per_account']);
+    assert.deepEqual(await migrateToLatest(db), ['0007_token_management', '0008_client_pkce', '0009_emails_per_account', '0010_processes']);
 
     assert.equal((await k.selectFrom('oauth_clients').select('require_pkce').where('id', '=', client).executeTakeFirstOrThrow()).require_pkce, 1);
     const users = await k.selectFrom('users').select(['id', 'email']).orderBy('id').execute();

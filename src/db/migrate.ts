@@ -10,6 +10,7 @@ import * as encryption from './migrations/0006_encryption.js';
 import * as tokenManagement from './migrations/0007_token_management.js';
 import * as clientPkce from './migrations/0008_client_pkce.js';
 import * as emailsPerAccount from './migrations/0009_emails_per_account.js';
+import * as processes from './migrations/0010_processes.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -26,6 +27,7 @@ const migrations: Record<string, MigrationModule> = {
   '0007_token_management': tokenManagement,
   '0008_client_pkce': clientPkce,
   '0009_emails_per_account': emailsPerAccount,
+  '0010_processes': processes,
 };
 
 class StaticProvider implements MigrationProvider {
