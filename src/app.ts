@@ -9,6 +9,7 @@ import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
 import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
+import { queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
 import { ErrorBody } from './http/schemas.js';
@@ -55,6 +56,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         ],
         censor: '[redacted]',
       },
+      ...queryRedaction,
     },
     bodyLimit: ctx.config.bodyLimit,
     // A number of hops trusts that many proxies nearest to the server.
