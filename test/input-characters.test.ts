@@ -92,6 +92,23 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     assert.equal(await dump(app), before);
   });
 
+  it('answers a path whose escapes are not UTF-8, or an over-long path part, with the usual error body', async () => {
+    for (const path of ['/forms/%FF', `/forms/${form.id}/fields/%ED%A0%80`, '/folders/caf%C3']) {
+      const res = await a.get(path);
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.deepEqual(res.body, {
+        status: 'error',
+        error: 'path: is not valid percent-encoded UTF-8',
+        code: 'invalid_url',
+        details: [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }],
+      });
+    }
+    const long = await a.get(`/forms/${'1'.repeat(201)}`);
+    assert.equal(long.status, 414);
+    assert.equal(long.body.code, 'uri_too_long');
+    assert.equal(long.body.status, 'error');
+  });
+
   it('keeps text that is well formed exactly as sent: astral characters, U+FFFD itself, a lone % in a query', async () => {
     const name = 'Zoë 😀 \ufffd 𝄞 \u2028 ✓';
     const created = await ok(a.post('/forms', { name }));

@@ -45,7 +45,8 @@ const bracketsAsPath = (name: string) => {
 /** Every string (and property name) in a parsed value that breaks the rule, by path. */
 export function invalidCharacters(value: unknown, base: string): ErrorDetail[] {
   const details: ErrorDetail[] = [];
-  // A loop rather than recursion: a body may nest as deep as the JSON parser allows.
+  // A loop rather than recursion: a body may nest as deep as the JSON parser allows. Twenty
+  // details say enough about a body full of them.
   const pending: [unknown, string][] = [[value, base]];
   while (pending.length > 0 && details.length < 20) {
     const [item, path] = pending.pop()!;

@@ -19,12 +19,15 @@ const fastifyErrors: Record<string, [string, string]> = {
  * Errors that Fastify meets before a route is chosen: a path whose escapes are not UTF-8
  * (or not escapes), a path parameter over maxParamLength.
  */
-export function frameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error.code === 'FST_ERR_BAD_URL') {
     return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }]);
   }
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long', 'A part of the request path is too long');
-  return send(reply, error.statusCode ?? 400, 'bad_request', 'The request could not be read');
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return send(reply, status, 'bad_request', 'The request could not be read');
+  request.log.error({ err: error }, 'request failed');
+  return send(reply, 500, 'internal_error', 'Something went wrong on our side; it has been logged');
 }
 
 /** The one place where errors become HTTP responses. */
