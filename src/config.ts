@@ -42,6 +42,10 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** How long a stop waits for requests in flight before it closes their connections, in ms. */
   shutdownTimeoutMs: number;
+  /** Failed authentications (unknown, expired or revoked bearer tokens, wrong client credentials) per client address per 15 minutes. */
+  authFailureAttempts: number;
+  /** How often each process writes the last use of personal access tokens, in seconds. */
+  tokenUsageFlushSeconds: number;
   /** How often an idle worker looks for due jobs, in ms (jobs enqueued by this process wake it sooner). */
   workerPollMs: number;
   /** How long a claimed job is held without a checkpoint before another worker may take it over. */
@@ -50,6 +54,11 @@ export interface Config {
   workerConcurrency: number;
   /** Finished (done or failed) jobs and their run logs are deleted after this many days. */
   jobRetentionDays: number;
+  /**
+   * A process that has not written its heartbeat for this long counts as stopped, even if
+   * its lock still looks held (a machine cut off from the database, a process hung).
+   */
+  processTimeoutSeconds: number;
   /** Where uploaded files live. */
   storage: { driver: 'local' } | { driver: 's3'; s3: S3Settings };
 }
@@ -193,11 +202,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Longer than the 60 s idle timeout of common load balancers, so that they close first.
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    // A client with a valid token never fails; 100 leaves room for one that keeps retrying a
+    // revoked token for a while, and no 0 for the same reason as above.
+    authFailureAttempts: integer(env, 'AUTH_FAILURE_ATTEMPTS', 100, 1, 1_000_000),
+    tokenUsageFlushSeconds: integer(env, 'TOKEN_USAGE_FLUSH_SECONDS', 60, 1, 86_400),
     workerPollMs: integer(env, 'WORKER_POLL_MS', 1000, 10, 3_600_000),
     // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4, 1, 64),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
+    // At least 5 seconds: heartbeats go every sixth of it, and a busy database may delay one.
+    processTimeoutSeconds: integer(env, 'PROCESS_TIMEOUT_SECONDS', 30, 5, 3600),
     storage: storage(env),
   };
 }

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { Hasher, HashingBusyError } from '../src/crypto/hasher.js';
 import { TooManyRequestsError } from '../src/errors.js';
 import { dialectName, startTestApp, type Reply } from './helpers.js';
+import { authorizeUrl, Browser, readForm, registerClient } from './oauth-flow.js';
 
 const PASSWORD = 'correct horse battery staple';
 const CHEAP = { N: 2 ** 10, r: 8, p: 1 };
@@ -112,6 +113,57 @@ describe(`password hashing limits (${dialectName})`, () => {
       assert.equal((await a.post('/forms', { name: 'Plain' })).status, 200);
       assert.deepEqual((await a.get('/forms')).body.forms.map((x: { name: string }) => x.name).sort(), ['One', 'Plain', 'Two']);
       assert.equal((await b.post('/forms', sealed('Theirs'))).status, 200, 'another account has its own budget');
+    } finally {
+      await app.close();
+    }
+  });
+  it('passes sign-in through the hasher: one derivation for an email in several accounts or in none, and 503 on the page when it is full', async () => {
+    const app = await startTestApp({ HASH_CONCURRENCY: '1', HASH_QUEUE_LIMIT: '0' });
+    try {
+      const owner = await app.account('Alpha');
+      const client = await registerClient(owner);
+      const email = `multi-${randomBytes(4).toString('hex')}@example.com`;
+      for (const acc of [owner, await app.account('Beta')]) {
+        const made = await acc.post('/users', { email, name: 'Pat', role: 'member', password: PASSWORD });
+        assert.equal(made.status, 200, made.text);
+      }
+      // Every derivation the hasher runs, by its salt.
+      const hasher = app.server.ctx.hasher;
+      const salts: string[] = [];
+      const scrypt = hasher.scrypt.bind(hasher);
+      hasher.scrypt = (password, salt, ...rest) => {
+        salts.push(salt.toString('base64'));
+        return scrypt(password, salt, ...rest);
+      };
+      const signIn = async (address: string, password: string) => {
+        const browser = new Browser(app.url);
+        const form = readForm((await browser.fetch(authorizeUrl(client))).text);
+        return browser.fetch(form.action, { method: 'POST', form: { ...form.fields, email: address, password } });
+      };
+
+      // The password of both users: the chooser, after one derivation (the two hashes share a salt).
+      const both = await signIn(email, PASSWORD);
+      assert.equal(both.status, 200, both.text);
+      assert.match(both.text, /Alpha/);
+      assert.match(both.text, /Beta/);
+      assert.equal(salts.length, 1, 'one derivation checks both accounts');
+      // A wrong password, and an email in no account (the dummy hash): one derivation each.
+      assert.equal((await signIn(email, 'a wrong guess')).status, 401);
+      assert.equal((await signIn(`nobody-${randomBytes(4).toString('hex')}@example.com`, PASSWORD)).status, 401);
+      assert.equal(salts.length, 3);
+
+      // The one slot taken (p=16: sixteen times the usual work) and no queue: the sign-in page says to come back.
+      const holding = scrypt('held', randomBytes(16), 32, { N: 2 ** 17, r: 8, p: 16 });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(hasher.load.running, 1);
+      const busy = await signIn(email, PASSWORD);
+      assert.equal(hasher.load.running, 1, 'the slot was still taken when the sign-in was refused');
+      assert.equal(busy.status, 503, busy.text);
+      assert.ok(Number(busy.headers.get('retry-after')) >= 1, 'Retry-After says when to come back');
+      assert.match(busy.text, /Too many people are signing in right now/);
+      assert.ok(!busy.headers.getSetCookie().some((line) => line.startsWith('fw_session=')), 'no session');
+      await holding;
+      assert.equal((await signIn(email, PASSWORD)).status, 200, 'once the slot is free, sign-in works again');
     } finally {
       await app.close();
     }

@@ -26,7 +26,10 @@ export const ErrorBody = Type.Object(
 );
 
 const errorDescriptions: Record<number, string> = {
-  400: 'Invalid parameters or body',
+  400:
+    'Invalid parameters or body. validation_failed: details name each input (numbers in paths and queries are plain decimal digits, such as 42: ' +
+    'no +, leading zero, space, exponent or 0x); invalid_characters: text with NUL (U+0000), a lone surrogate, or bytes or %-escapes that are not UTF-8 ' +
+    '(refused, never stored changed); invalid_json: the body is not JSON',
   401: 'Missing, malformed, unknown, expired or revoked access token; for the submissions of an encrypted form, a missing (encryption_password_required) or wrong (encryption_password_invalid) encryption password',
   403: 'Not permitted',
   404: 'Not found, or not visible to this account',
@@ -54,7 +57,7 @@ export const PageNumber = Type.Integer({ minimum: 1, maximum: 1_000_000, default
 export const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 25 });
 export const Flag = Type.Boolean({ default: false, description: 'true or false' });
 
-/** The list body of DESIGN.md: the resource-named array plus paging numbers. */
+/** The list body of every listing: the resource-named array plus paging numbers (docs/api.md). */
 export function listBody<K extends string, T extends TSchema>(name: K, item: T) {
   const items = { [name]: Type.Array(item) } as Record<K, TArray<T>>;
   const paging: Record<'total' | 'pages' | 'pageNumber' | 'pageSize', TInteger> = {

@@ -1,12 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { Kdf } from '../../crypto/hasher.js';
-import { hashPassword, hashToken, newToken } from '../../crypto/secrets.js';
+import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
+import { hashPasswordFor } from '../users/service.js';
 import * as repo from './repository.js';
 
 export const PAT_PREFIX = 'fw_pat_';
+/** Characters of a personal access token kept in clear to tell tokens apart: the kind and 4 of its 43 random ones. */
+export const tokenPrefix = (token: string): string => token.slice(0, PAT_PREFIX.length + 4);
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface CreatedAccount {
@@ -26,13 +29,13 @@ export async function createAccount(
   if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password, kdf);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
   const token = newToken(PAT_PREFIX);
   const now = Date.now();
   return transact(db, async (trx) => {
     const accountId = await repo.insertAccount(trx, name, now);
     const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
-    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null }, now);
+    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null, prefix: tokenPrefix(token) }, now);
     return { accountId, userId, token };
   });
 }
@@ -49,7 +52,7 @@ export async function createPersonalToken(
     if (!user) throw new NotFoundError('User');
     const tokenId = await repo.insertToken(
       trx,
-      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null },
+      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null, prefix: tokenPrefix(token) },
       now,
     );
     return { tokenId, token };

@@ -1,16 +1,16 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { parse } from 'node:querystring';
 import type { AppContext } from '../../context.js';
 import { HashingBusyError } from '../../crypto/hasher.js';
-import { verifyPassword } from '../../crypto/secrets.js';
+import { verifyPasswords } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
-import { throttle } from '../../http/rate-limit.js';
-import { findUser } from '../accounts/repository.js';
-import { findUserByEmail } from '../users/repository.js';
-import { consentPage, errorPage, signInPage } from './pages.js';
-import { authenticateClient, checkAuthorization, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
+import { parseFormBody } from '../../http/characters.js';
+import { countAuthFailure, throttle } from '../../http/rate-limit.js';
+import { accountName, findUser } from '../accounts/repository.js';
+import { findSignInCandidates } from '../users/repository.js';
+import { accountChooserPage, consentPage, errorPage, signInPage } from './pages.js';
+import { authenticateClient, checkAuthorization, clientCredentials, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
 import type { FormworkClient } from './model.js';
-import { passwordTag, Sessions } from './session.js';
+import { passwordTag, Sessions, type Session } from './session.js';
 
 type Form = Record<string, unknown>;
 
@@ -54,7 +54,8 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     const csrf = sessions.csrfToken(request, reply);
     const user = await signedInUser(request);
     if (!user) return html(reply, 200, signInPage({ clientName: checked.client.name, csrf, params: checked.params }));
-    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, scopes: checked.scopes, csrf, params: checked.params }));
+    const account = (await accountName(ctx.db, user.account_id)) ?? '';
+    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, accountName: account, scopes: checked.scopes, csrf, params: checked.params }));
   }
 
   /** Answers a request that cannot go on; undefined when it can. */
@@ -65,7 +66,13 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
   }
 
   return async (app: FastifyInstance) => {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parse(body as string)));
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parseFormBody(body as Buffer));
+      } catch (error) {
+        done(error as Error);
+      }
+    });
 
     // The token, revocation and introspection endpoints answer errors as RFC 6749 5.2 says;
     // the pages answer with a page.
@@ -100,6 +107,19 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const again = (status: number, error: string) =>
         html(reply, status, signInPage({ clientName: ok.client.name, csrf: sessions.csrfToken(request, reply), params: ok.params, email, error }));
       if (!sessions.csrfValid(request, body.csrf_token)) return again(403, 'This form expired. Please sign in again.');
+      const signedIn = (session: Session) => {
+        sessions.start(reply, session);
+        return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);
+      };
+      // The account chooser's answer: one of the users the password was proven for.
+      if (body.choice !== undefined) {
+        const chosen = sessions.readChoice(body.choice, body.csrf_token)?.find((u) => String(u.userId) === body.user);
+        const user = chosen && (await findUser(ctx.db, chosen.userId));
+        if (!chosen || !user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== chosen.passwordTag) {
+          return again(403, 'This choice expired. Please sign in again.');
+        }
+        return signedIn(chosen);
+      }
       try {
         await throttle(ctx.rateLimiter, `signin:ip:${request.ip}`, ctx.config.signInAttempts, 900);
         await throttle(ctx.rateLimiter, `signin:email:${email}`, ctx.config.signInAttempts, 900);
@@ -108,18 +128,35 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         reply.header('retry-after', String(error.retryAfterSeconds));
         return again(429, `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`);
       }
-      const user = email === '' ? undefined : await findUserByEmail(ctx.db, email);
-      let valid: boolean;
+      // Emails are unique per account, so the email may name users of several accounts; their
+      // hashes share one salt (users/service.ts hashPasswordFor), so this costs one derivation
+      // whether the email is in no account, one or many.
+      const candidates = email === '' ? [] : await findSignInCandidates(ctx.db, email);
+      let valid: boolean[];
       try {
-        valid = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH, ctx.hasher.kdf());
+        valid = await verifyPasswords(password, candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH], ctx.hasher.kdf());
       } catch (error) {
         if (!(error instanceof HashingBusyError)) throw error;
         reply.header('retry-after', String(error.retryAfterSeconds));
         return again(503, `Too many people are signing in right now. Try again in ${error.retryAfterSeconds} seconds.`);
       }
-      if (!user?.password_hash || !valid) return again(401, 'Wrong email or password.');
-      sessions.start(reply, { userId: user.id, passwordTag: passwordTag(ctx.config.secretKey, user.password_hash) });
-      return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);
+      const matched = candidates.filter((_, i) => valid[i]);
+      if (matched.length === 0) return again(401, 'Wrong email or password.');
+      const proven = matched.map((u) => ({ userId: u.id, passwordTag: passwordTag(ctx.config.secretKey, u.password_hash!) }));
+      if (proven.length === 1) return signedIn(proven[0]!);
+      const csrf = sessions.csrfToken(request, reply);
+      return html(
+        reply,
+        200,
+        accountChooserPage({
+          clientName: ok.client.name,
+          csrf,
+          params: ok.params,
+          email,
+          choice: sessions.choiceToken(proven, csrf),
+          accounts: matched.map((u) => ({ userId: u.id, accountName: u.account_name })),
+        }),
+      );
     });
 
     app.post('/oauth2/authorize', hide, async (request, reply) => {
@@ -143,8 +180,29 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       return html(reply, 200, errorPage('You are signed out.'));
     });
 
+    /**
+     * Counts a failed client authentication that presented credentials (AUTH_FAILURE_ATTEMPTS
+     * per address); past the limit, answers 429 with Retry-After and returns true.
+     */
+    async function refusedAfterFailure(request: FastifyRequest, reply: FastifyReply, body: Form): Promise<boolean> {
+      if (!clientCredentials(request.headers.authorization, body)) return false;
+      try {
+        await countAuthFailure(ctx, request.ip);
+        return false;
+      } catch (error) {
+        if (!(error instanceof TooManyRequestsError)) throw error;
+        reply
+          .code(429)
+          .headers({ 'retry-after': String(error.retryAfterSeconds), 'cache-control': 'no-store' })
+          .send({ error: 'invalid_client', error_description: `Client authentication failed too often from this address; try again in ${error.retryAfterSeconds} s` });
+        return true;
+      }
+    }
+
     app.post('/oauth2/token', hide, async (request, reply) => {
-      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body: (request.body ?? {}) as Form });
+      const body = (request.body ?? {}) as Form;
+      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body });
+      if (result.body.error === 'invalid_client' && (await refusedAfterFailure(request, reply, body))) return reply;
       return reply.code(result.status).headers(result.headers).send(result.body);
     });
 
@@ -153,6 +211,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const body = (request.body ?? {}) as Form;
       const client = await authenticateClient(ctx.db, request.headers.authorization, body);
       if (!client) {
+        if (await refusedAfterFailure(request, reply, body)) return undefined;
         reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
         return undefined;
       }

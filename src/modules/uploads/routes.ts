@@ -21,7 +21,8 @@ const UPLOAD_FLOW =
   'not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field\'s subvalues when ' +
   'creating or editing a submission. With the local storage driver the uploadUrl is this service\'s own signed URL, which ' +
   'enforces the field\'s maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload ' +
-  '(409 upload_url_used after it; a refused or broken upload may be retried), cuts off an upload that averages less than ' +
+  '(409 upload_url_used after it, and while another PUT to it is under way; a refused or broken upload may be retried, also one ' +
+  'cut off by a crash of the service, as soon as the service process that took it is known to have stopped), cuts off an upload that averages less than ' +
   'UPLOAD_MIN_BYTES_PER_SECOND (1 KiB/s by default) over a window of REQUEST_TIMEOUT_MS (408 body_timeout, nothing kept, retry allowed) ' +
   'and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +

@@ -2,13 +2,14 @@ import type { Kysely } from 'kysely';
 import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
-import { transact } from '../../db/transaction.js';
+import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { insertUser } from '../accounts/repository.js';
 import { findForm } from '../forms/repository.js';
 import type { Level } from '../permissions/levels.js';
 import * as permissions from '../permissions/repository.js';
+import { revokeUserCredentials } from '../tokens/repository.js';
 import * as repo from './repository.js';
 import type { FormPermission, User, UserCreate, UserUpdate } from './schemas.js';
 
@@ -30,20 +31,52 @@ export async function getUser(db: Kysely<Database>, accountId: number, userId: n
   return toUser(await requireUser(db, accountId, userId));
 }
 
+/**
+ * The hash to store for a user's password. Every hash of one email shares the salt of the
+ * first, whatever the account: sign-in, which looks for the email in every account, then
+ * derives one key for all of them, and its time does not tell how many accounts have the
+ * email. (Two first hashes made at the same moment may still differ; that costs sign-in a
+ * second derivation, nothing else.) kdf is the process's bounded hasher, counted against the
+ * account when the API asks.
+ */
+export async function hashPasswordFor(db: Executor, email: string, password: string, kdf: Kdf, userId?: number): Promise<string> {
+  return hashPassword(password, kdf, await repo.passwordHashOfEmail(db, email, userId));
+}
+
 /** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
 export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
-  // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password, kdf);
   const email = input.email.trim().toLowerCase();
+  // Hashing takes a while and much memory; done before the transaction so it holds no connection.
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
   return transact(db, async (trx) => {
-    if (await repo.findUserByEmail(trx, email)) throw new ConflictError('A user with this email already exists', 'email_taken');
+    // Only this account's users: whether other accounts have the email is not the caller's to learn.
+    if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('A user of this account already has this email', 'email_taken');
     const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
 
-export async function updateUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number, input: UserUpdate, kdf: Kdf): Promise<User> {
-  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password, kdf);
+/**
+ * Changing a password that was set ends the user's other credentials: every personal access
+ * token and OAuth grant, but the token making the request when it is the user's own (a
+ * password change is what someone does who fears their account is in other hands; the
+ * session they do it from stays). Setting a first password ends nothing.
+ */
+export async function updateUser(
+  db: Kysely<Database>,
+  accountId: number,
+  caller: { userId: number; tokenId: number },
+  userId: number,
+  input: UserUpdate,
+  kdf: Kdf,
+): Promise<User> {
+  const callerId = caller.userId;
+  let passwordHash: string | undefined;
+  if (input.password !== undefined) {
+    const target = await repo.findUser(db, accountId, userId);
+    if (!target) throw new NotFoundError('User');
+    passwordHash = await hashPasswordFor(db, target.email, input.password, kdf, userId);
+  }
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
@@ -54,6 +87,13 @@ export async function updateUser(db: Kysely<Database>, accountId: number, caller
     }
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
       throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
+    }
+    // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
+    if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
+      throw new ForbiddenError('Only the owner can change the owner\'s name', 'owner_protected');
+    }
+    if (passwordHash !== undefined && user.password_hash !== null) {
+      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
     }
     const updated = await repo.updateUser(trx, accountId, userId, {
       ...(input.name !== undefined ? { name: input.name.trim() } : {}),
