@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
@@ -28,7 +29,7 @@ describe(`turning encryption on and off (${dialectName})`, () => {
   before(async () => {
     app = await startTestApp();
     a = await app.account();
-    worker = startWorker(app.server.ctx, { pollMs: 50 });
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
   });
   after(async () => {
     await worker.stop();

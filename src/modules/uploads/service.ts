@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { enqueue } from '../../jobs/outbox.js';
 import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
 import { ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../../storage/types.js';
@@ -13,7 +14,7 @@ import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FileRef } from '../submissions/values.js';
-import { enqueueFileRemoval } from './jobs.js';
+import { removeFilesJob } from './jobs.js';
 import * as repo from './repository.js';
 import { contentTypeOf, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
 import type { UploadUrls } from './schemas.js';
@@ -136,28 +137,6 @@ export async function receiveUpload(
   return { fileKey, size };
 }
 
-/** Removes stored objects; idempotent, so that it can be retried (outbox job payload: {keys}). */
-export async function removeStoredFiles(ctx: Pick<AppContext, 'storage'>, payload: { keys: string[] }): Promise<void> {
-  if (payload.keys.length > 0) await ctx.storage.deleteMany(payload.keys);
-}
-
-/**
- * Removes the uploads that no submission claimed once their URL expired: objects first,
- * then rows, so that a failure leaves rows for the next run. Idempotent. Returns how many went.
- */
-export async function sweepExpiredUploads(ctx: Pick<AppContext, 'db' | 'storage' | 'clock'>): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const now = ctx.clock.now();
-    const rows = await repo.expiredUnclaimed(ctx.db, now, 500);
-    if (rows.length === 0) return removed;
-    await ctx.storage.deleteMany(rows.map((r) => r.storage_key));
-    await transact(ctx.db, (trx) => repo.deleteExpiredUnclaimed(trx, rows.map((r) => r.file_key), now));
-    removed += rows.length;
-    if (rows.length < 500) return removed;
-  }
-}
-
 export interface Download {
   filename: string;
   size: number;
@@ -239,7 +218,7 @@ export async function discardCopies(ctx: AppContext, moves: FileMove[]): Promise
 export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean): Promise<void> {
   const unused: string[] = [];
   for (const move of moves) unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
-  await enqueueFileRemoval(trx, unused);
+  if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
 }
 
 /**
