@@ -22,6 +22,12 @@ export default tseslint.config(
       // A cycle makes the order of module start-up matter and hides which layer owns what
       // (docs/architecture.md); type-only imports count too, as they tie the layers together.
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // The outbox and the worker run job kinds without knowing them (the list is src/job-kinds.ts):
+      // modules import src/jobs to enqueue, so src/jobs importing a module would close a cycle of folders.
+      'import-x/no-restricted-paths': [
+        'error',
+        { zones: [{ target: './src/jobs', from: './src/modules', message: 'src/jobs must not import src/modules: list a job kind in src/job-kinds.ts' }] },
+      ],
     },
   },
   {

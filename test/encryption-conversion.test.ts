@@ -96,6 +96,23 @@ describe(`turning encryption on and off (${dialectName})`, () => {
     assert.equal((await uniqueValues(form.id)).some((u) => u.value_norm.startsWith('h1:')), false);
   });
 
+  it('carries the private key in a decryption job only until the job is done', async () => {
+    const { form } = await plainForm(3);
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
+    await waitFor('encryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
+    await waitFor('decryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    const jobs = await app.server.db.kysely.selectFrom('jobs').select(['payload', 'state']).where('kind', '=', 'forms.encryption-conversion').orderBy('id').execute();
+    const ofForm = jobs.map((j) => ({ ...j, payload: JSON.parse(j.payload) })).filter((j) => j.payload.formId === form.id);
+    assert.deepEqual(
+      ofForm.map((j) => [j.state, j.payload.direction, 'key' in j.payload]),
+      [
+        ['done', 'encrypt', false],
+        ['done', 'decrypt', false],
+      ],
+    );
+  });
+
   it('resumes a conversion from its checkpoint after a crash, converting each row once', async () => {
     // An app without a worker: the job the form update enqueues is run here by hand, with a
     // checkpoint that fails in the third batch, as a worker dying there would.

@@ -177,6 +177,84 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(waiting.last_error, 'No handler for job kind "test.nobody"');
   });
 
+  it("fails a job whose stored payload does not match its kind's schema at once, without running its handler", async () => {
+    const ran: string[][] = [];
+    const strict = defineJob({ name: 'test.strict', payload: Type.Object({ keys: Type.Array(Type.String()) }), handler: async (_ctx, j) => void ran.push(j.payload.keys) });
+    const worker = createWorker(ctx, { kinds: [strict] });
+    // Written as another version of the code might have: the same kind, a payload this one refuses.
+    const id = await enqueue(ctx.db, testJob('test.strict'), { keys: 'a.txt' });
+    assert.equal(await worker.runDue(), 1);
+    assert.deepEqual(ran, []);
+    const row = await job(id);
+    assert.equal(row.state, 'failed', 'not retried: every attempt would read the same payload');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.max_attempts, 5);
+    assert.equal(row.last_error, "The payload of this test.strict job does not match its kind's schema (payload/keys: Expected array)");
+    assert.deepEqual(
+      (await runs(id)).map((r) => [r.attempt, r.outcome, r.error]),
+      [[1, 'failed', row.last_error]],
+    );
+
+    const fits = await enqueue(ctx.db, strict, { keys: ['a.txt'] });
+    assert.equal(await worker.runDue(), 1);
+    assert.deepEqual(ran, [['a.txt']]);
+    assert.equal((await job(fits)).state, 'done');
+    // Checked by the compiler (npm run typecheck): enqueue takes the payload its kind declares, and nothing else.
+    const _typed = async () => {
+      // @ts-expect-error keys are strings
+      await enqueue(ctx.db, strict, { keys: [1] });
+      // @ts-expect-error a property the kind does not declare
+      await enqueue(ctx.db, strict, { keys: [], extra: true });
+      // @ts-expect-error no payload
+      await enqueue(ctx.db, strict);
+    };
+  });
+
+  it('retries with the attempts and backoff that its kind declares', async () => {
+    const flaky = testJob('test.flaky', {
+      maxAttempts: 2,
+      backoff: { baseMs: 1000, maxMs: 1000 },
+      handler: async () => {
+        throw new Error('not yet');
+      },
+    });
+    const worker = createWorker(ctx, { kinds: [flaky] });
+    const id = await enqueue(ctx.db, flaky, {});
+    assert.equal((await job(id)).max_attempts, 2);
+    assert.equal(await worker.runDue(), 1);
+    const delay = (await job(id)).run_at - (await runs(id))[0]!.finished_at!;
+    assert.ok(delay >= 500 && delay <= 1000, `delay ${delay}`);
+    ctx.clock.advance(delay);
+    assert.equal(await worker.runDue(), 1);
+    const row = await job(id);
+    assert.equal(row.state, 'failed');
+    assert.equal(row.attempts, 2);
+  });
+
+  it('schedules the kinds that declare themselves recurring, one at a time, every so often', async () => {
+    let ran = 0;
+    const chore = defineJob({ name: 'test.chore', payload: Type.Object({}), maxAttempts: 2, recurring: { everyMs: 2 * HOUR }, handler: async () => void ran++ });
+    const worker = createWorker(ctx, { kinds: [chore] });
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(ran, 1);
+    ctx.clock.advance(HOUR);
+    assert.equal(await worker.runDue(), 0, 'it ran within the last two hours');
+    ctx.clock.advance(HOUR + 1);
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(ran, 2);
+    const rows = await ctx.db.selectFrom('jobs').select(['payload', 'max_attempts', 'state']).where('kind', '=', 'test.chore').execute();
+    assert.deepEqual(rows, [1, 2].map(() => ({ payload: '{}', max_attempts: 2, state: 'done' })));
+    assert.equal(await createWorker(ctx, { kinds: [] }).runDue(), 0, 'a worker not given the kind does not schedule it');
+  });
+
+  it('refuses job kinds that could not run as defined', () => {
+    const handler = async () => {};
+    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({ n: Type.Integer() }), recurring: { everyMs: HOUR }, handler }), /test\.bad: a recurring kind is enqueued with the payload \{\}, which its schema refuses/);
+    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({}), maxAttempts: 0, handler }), /test\.bad: maxAttempts must be a whole number of at least 1, got 0/);
+    assert.throws(() => defineJob({ name: '', payload: Type.Object({}), handler }), /needs a name/);
+    assert.throws(() => createWorker(ctx, { kinds: [testJob('test.twice'), testJob('test.twice')] }), /two job kinds are named "test.twice"/);
+  });
+
   it('takes over a job whose lease ran out and resumes it from its last checkpoint', async () => {
     const processed: number[] = [];
     const hung = deferred();
