@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { AppError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
+import { AppError, RetryLaterError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
 function send(reply: FastifyReply, status: number, code: string, error: string, details?: ErrorDetail[]) {
@@ -19,7 +19,7 @@ const fastifyErrors: Record<string, [string, string]> = {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
-      if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfterSeconds));
+      if (error instanceof TooManyRequestsError || error instanceof RetryLaterError) reply.header('Retry-After', String(error.retryAfterSeconds));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
       if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
       return send(reply, error.statusCode, error.code, error.message, error.details);

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineJob } from '../../jobs/kind.js';
-import { removeStoredFiles, sweepExpiredUploads } from './cleanup.js';
+import { removeAbandonedWrites, removeStoredFiles, sweepExpiredUploads } from './cleanup.js';
 
 /**
  * Removes stored objects whose rows a committed change deleted (a submission, replaced
@@ -13,7 +13,10 @@ export const removeFilesJob = defineJob({
   handler: (ctx, job) => removeStoredFiles(ctx, job.payload.keys),
 });
 
-/** Removes uploads that no submission claimed once their URL expired. */
+/**
+ * Removes uploads that no submission claimed once their URL expired, and the temporary
+ * files of processes that stopped mid-write.
+ */
 export const sweepUploadsJob = defineJob({
   name: 'uploads.sweep',
   payload: Type.Object({}),
@@ -22,5 +25,6 @@ export const sweepUploadsJob = defineJob({
   recurring: { everyMs: 10 * 60 * 1000 },
   async handler(ctx) {
     await sweepExpiredUploads(ctx);
+    await removeAbandonedWrites(ctx);
   },
 });
