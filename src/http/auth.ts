@@ -18,17 +18,17 @@ const BEARER = /^Bearer ([A-Za-z0-9_]{1,16}_[A-Za-z0-9_-]{20,128})$/;
 export function requireBearerToken(scope: FastifyInstance, db: Kysely<Database>): void {
   scope.addHook('onRequest', async (request) => {
     const header = request.headers.authorization;
-    if (header === undefined) throw new UnauthorizedError('Send an access token as Authorization: Bearer <token>', 'token_missing');
+    if (header === undefined) throw new UnauthorizedError('token_missing');
     const match = BEARER.exec(header);
-    if (!match?.[1]) throw new UnauthorizedError('The Authorization header is not a bearer token', 'token_malformed');
+    if (!match?.[1]) throw new UnauthorizedError('token_malformed');
     const owner = await findLiveToken(db, hashToken(match[1]), Date.now());
-    if (!owner) throw new UnauthorizedError('The access token is unknown, expired or revoked', 'token_invalid');
+    if (!owner) throw new UnauthorizedError('token_invalid');
     request.principal = owner;
   });
 }
 
 /** The caller of an authenticated route. */
 export function principal(request: FastifyRequest): TokenOwner {
-  if (!request.principal) throw new UnauthorizedError();
+  if (!request.principal) throw new UnauthorizedError('unauthorized');
   return request.principal;
 }

@@ -42,17 +42,17 @@ export async function withIdempotencyKey<T>(
 ): Promise<IdempotentOutcome<T>> {
   if (key === undefined) return { replayed: false, result: await run(async () => {}) };
   if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw invalid('header.idempotency-key', 'must be 1 to 255 visible ASCII characters', 'invalid_idempotency_key');
+    throw invalid('invalid_idempotency_key', 'header.idempotency-key', 'must be 1 to 255 visible ASCII characters');
   }
   const now = Date.now();
   const requestHashValue = hash();
-  const inProgress = () => new ConflictError('A request with this Idempotency-Key is still being processed; retry shortly', 'idempotency_in_progress');
+  const inProgress = (cause?: unknown) => new ConflictError('idempotency_in_progress', undefined, { cause });
   const replay = await transact(db, async (trx) => {
     await repo.deleteExpired(trx, accountId, now - KEY_LIFETIME_MS);
     const existing = await repo.findKey(trx, accountId, key);
     if (existing) {
       if (existing.request_hash !== requestHashValue) {
-        throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key for a new request');
+        throw new AppError('idempotency_key_reused');
       }
       if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
       if (existing.created_at > now - STALE_CLAIM_MS) throw inProgress();
@@ -62,7 +62,7 @@ export async function withIdempotencyKey<T>(
     return undefined;
   }).catch((error: unknown) => {
     // Two first requests at once: the second one's claim meets the first one's.
-    throw error instanceof ConflictError && error.code === 'duplicate' ? inProgress() : error;
+    throw error instanceof ConflictError && error.code === 'duplicate' ? inProgress(error) : error;
   });
   if (replay) return { replayed: true, response: replay };
   try {

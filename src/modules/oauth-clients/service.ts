@@ -30,10 +30,10 @@ export function toClient(row: repo.OAuthClientRow): OAuthClient {
 
 export async function createClient(db: Kysely<Database>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
   const name = input.name.trim();
-  if (name === '') throw invalid('body.name', 'must not be blank');
+  if (name === '') throw invalid('invalid_request', 'body.name', 'must not be blank');
   input.redirectUris.forEach((uri, i) => {
     const problem = redirectUriProblem(uri);
-    if (problem) throw invalid(`body.redirectUris[${i}]`, problem);
+    if (problem) throw invalid('invalid_request', `body.redirectUris[${i}]`, problem);
   });
   const secret = newToken(CLIENT_SECRET_PREFIX);
   const row = await transact(db, (trx) =>
@@ -56,13 +56,13 @@ export async function listClients(db: Kysely<Database>, accountId: number): Prom
 
 export async function getClient(db: Kysely<Database>, accountId: number, id: number): Promise<OAuthClient> {
   const row = await repo.findClient(db, accountId, id);
-  if (!row) throw new NotFoundError('OAuth client');
+  if (!row) throw new NotFoundError('oauth_client_not_found');
   return toClient(row);
 }
 
 export async function deleteClient(db: Kysely<Database>, accountId: number, id: number): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
-    if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('OAuth client');
+    if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('oauth_client_not_found');
     return { id, deleted: true as const };
   });
 }
