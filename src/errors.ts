@@ -70,6 +70,7 @@ export const ERRORS = {
   user_not_found: { status: 404, message: 'User not found' },
   form_permission_not_found: { status: 404, message: 'Form permission not found' },
   oauth_client_not_found: { status: 404, message: 'OAuth client not found' },
+  token_not_found: { status: 404, message: 'Token not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },
