@@ -101,6 +101,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (the scopes it was made with, every scope by default) or an OAuth access token' },
           oauth2: {
             type: 'oauth2',
+            // RFC 8414 has no field saying PKCE is required (only the methods supported), so
+            // the metadata's service_documentation (/docs) says it here.
+            description:
+              'Authorization code flow (RFC 6749) with PKCE (RFC 7636), S256 only. Every authorization request must carry ' +
+              'code_challenge and code_challenge_method=S256 unless the application is registered with requirePkce: false ' +
+              '(POST or PUT /oauth-clients); a request without them is sent back to the redirect URI with invalid_request. ' +
+              `Server metadata: ${ctx.config.publicUrl}/.well-known/oauth-authorization-server.`,
             flows: {
               authorizationCode: {
                 authorizationUrl: `${ctx.config.publicUrl}/oauth2/authorize`,

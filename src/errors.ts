@@ -81,7 +81,10 @@ export const ERRORS = {
   encryption_change_running: { status: 409, message: "This form's submissions are still being sealed or opened; try again when encryptionState is null" },
   submission_sealed: { status: 409, message: 'This submission is sealed but its form holds no key any more' },
   file_sealed: { status: 409, message: 'This file is sealed but its form holds no key any more' },
-  idempotency_in_progress: { status: 409, message: 'A request with this Idempotency-Key is still being processed; retry shortly' },
+  idempotency_in_progress: {
+    status: 409,
+    message: 'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
+  },
   upload_url_used: { status: 409, message: 'This upload URL has already been used' },
   // 410 to 429
   upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },
@@ -175,6 +178,18 @@ export class NotFoundError extends AppError<CodeWithStatus<404>> {
 export class ConflictError extends AppError<CodeWithStatus<409>> {
   constructor(code: CodeWithStatus<409>, message?: string, options: AppErrorOptions = {}) {
     super(code, message, { ...options, status: 409 });
+  }
+}
+
+/** A conflict that passes by itself (another request is still running): the error handler sends Retry-After from it. */
+export class RetryLaterError extends ConflictError {
+  constructor(
+    code: CodeWithStatus<409>,
+    readonly retryAfterSeconds: number,
+    message?: string,
+    options: AppErrorOptions = {},
+  ) {
+    super(code, message, options);
   }
 }
 

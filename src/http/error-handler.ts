@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { AppError, ERRORS, isErrorCode, TooManyRequestsError, type ErrorCode, type ErrorDetail } from '../errors.js';
+import { AppError, ERRORS, isErrorCode, RetryLaterError, TooManyRequestsError, type ErrorCode, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
 function send(reply: FastifyReply, status: number, code: ErrorCode, error: string = ERRORS[code].message, details?: ErrorDetail[]) {
@@ -25,7 +25,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
         request.log.error({ err: error }, 'request failed with an uncatalogued error code');
         return send(reply, 500, 'internal_error');
       }
-      if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfterSeconds));
+      if (error instanceof TooManyRequestsError || error instanceof RetryLaterError) reply.header('Retry-After', String(error.retryAfterSeconds));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
       // A 4xx is the client's, but what it wraps (a constraint, a storage answer) helps debugging.
       if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
