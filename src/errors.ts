@@ -25,6 +25,12 @@ export const ERRORS = {
   validation_failed: { status: 400, message: 'A parameter, header or body property is invalid', note: '`details` names each offending input' },
   invalid_request: { status: 400, message: 'A property is invalid', note: '`details` names it' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON' },
+  invalid_characters: {
+    status: 400,
+    message: 'A text input holds a NUL (U+0000), a lone surrogate, or bytes or %-escapes that are not UTF-8',
+    note: '`details` names each',
+  },
+  invalid_url: { status: 400, message: 'The request path is not valid percent-encoded UTF-8' },
   bad_request: { status: 400, message: 'The request could not be read', note: 'sent with the 4xx status that Fastify gives the problem' },
   invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
   too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
@@ -89,6 +95,7 @@ export const ERRORS = {
   // 410 to 429
   upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },
   payload_too_large: { status: 413, message: 'The request body is larger than this service accepts' },
+  uri_too_long: { status: 414, message: 'A part of the request path is too long' },
   file_too_large: { status: 413, message: 'The file is larger than this field allows' },
   unsupported_media_type: { status: 415, message: 'Send the request body as application/json' },
   idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used with a different request; use a new key for a new request' },

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERRORS, isErrorCode, RetryLaterError, TooManyRequestsError, type ErrorCode, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
@@ -14,6 +14,21 @@ const fastifyErrors: Record<string, [ErrorCode, string]> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['bad_request', 'The Content-Length header does not match the body'],
   FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', ERRORS.payload_too_large.message],
 };
+
+/**
+ * Errors that Fastify meets before a route is chosen: a path whose escapes are not UTF-8
+ * (or not escapes), a path parameter over maxParamLength.
+ */
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }]);
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long');
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return send(reply, status, 'bad_request');
+  request.log.error({ err: error }, 'request failed');
+  return send(reply, 500, 'internal_error');
+}
 
 /** The one place where errors become HTTP responses. */
 export function registerErrorHandling(app: FastifyInstance): void {

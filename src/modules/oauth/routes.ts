@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { parse } from 'node:querystring';
 import type { AppContext } from '../../context.js';
 import { verifyPasswords } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
+import { parseFormBody } from '../../http/characters.js';
 import { countAuthFailure, throttle } from '../../http/rate-limit.js';
 import { accountName, findUser } from '../accounts/repository.js';
 import { findSignInCandidates } from '../users/repository.js';
@@ -65,7 +65,13 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
   }
 
   return async (app: FastifyInstance) => {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parse(body as string)));
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parseFormBody(body as Buffer));
+      } catch (error) {
+        done(error as Error);
+      }
+    });
 
     // The token, revocation and introspection endpoints answer errors as RFC 6749 5.2 says;
     // the pages answer with a page.
