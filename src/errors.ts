@@ -4,82 +4,222 @@ export interface ErrorDetail {
   message: string;
 }
 
-/** An error whose status, code and message are safe to show to the caller. */
-export class AppError extends Error {
+interface ErrorSpec {
+  /** The HTTP status it is sent with; the first one unless the throw site picks another listed here. */
+  status: number | readonly number[];
+  /** Sent when the throw site has nothing more precise to say; the code's meaning in docs/api.md. */
+  message: string;
+  /** Said in docs/api.md after the message, never sent. */
+  note?: string;
+}
+
+/**
+ * Every code that the API sends in an error body, with its status and message: the one list.
+ * A code is a promise to clients (they branch on it), so once shipped it keeps its spelling.
+ * The OpenAPI document publishes these as the enum of ErrorBody.code, and docs/api.md lists them
+ * (test/errors.test.ts checks both). The OAuth token, revocation and introspection endpoints are
+ * not here: they answer with RFC 6749's own error names (`invalid_grant` …).
+ */
+export const ERRORS = {
+  // 400
+  validation_failed: { status: 400, message: 'A parameter, header or body property is invalid', note: '`details` names each offending input' },
+  invalid_request: { status: 400, message: 'A property is invalid', note: '`details` names it' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON' },
+  invalid_characters: {
+    status: 400,
+    message: 'A text input holds a NUL (U+0000), a lone surrogate, or bytes or %-escapes that are not UTF-8',
+    note: '`details` names each',
+  },
+  invalid_url: { status: 400, message: 'The request path is not valid percent-encoded UTF-8' },
+  bad_request: { status: 400, message: 'The request could not be read', note: 'sent with the 4xx status that Fastify gives the problem' },
+  invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
+  too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
+  invalid_submission: { status: 400, message: 'A submitted value is invalid', note: '`details` names each offending field' },
+  required_field_missing: { status: 400, message: 'A required field has no value', note: '`details` names each' },
+  not_unique: { status: 400, message: 'A value of a unique field is already taken by another submission', note: '`details` names each' },
+  not_a_file_field: { status: 400, message: 'Only file and signature fields take uploads' },
+  too_many_files: { status: 400, message: 'More files than the field takes' },
+  invalid_filename: { status: 400, message: 'A file name is invalid', note: '`details` names each' },
+  not_png: { status: 400, message: 'A signature must be a PNG image' },
+  not_a_member: { status: 400, message: 'Form permissions are for members; owners and admins hold every level on every form' },
+  folder_too_deep: { status: 400, message: 'Folders nest at most five levels deep' },
+  folder_cycle: { status: 400, message: 'A folder cannot move into itself or one of its subfolders' },
+  invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
+  invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
+  encryption_password_required: {
+    status: [401, 400],
+    message: 'This form is encrypted: send its password in the X-Formwork-Encryption-Password header',
+    note: '401 without the header; 400 when a body property that changes the encryption lacks a password',
+  },
+  // 401
+  unauthorized: { status: 401, message: 'A valid access token is required' },
+  token_missing: { status: 401, message: 'Send an access token as Authorization: Bearer <token>' },
+  token_malformed: { status: 401, message: 'The Authorization header is not a bearer token' },
+  token_invalid: { status: 401, message: 'The access token is unknown, expired or revoked' },
+  encryption_password_invalid: { status: 401, message: 'The encryption password of this form is wrong' },
+  // 403
+  insufficient_scope: { status: 403, message: 'The access token was not granted the scope this needs' },
+  admin_required: { status: 403, message: 'Only the account owner and admins may do this' },
+  form_permission_required: { status: 403, message: 'The user lacks the level on the form that this needs' },
+  owner_protected: { status: 403, message: 'Only the owner may do this to the owner' },
+  own_role: { status: 403, message: 'You cannot change your own role' },
+  own_user: { status: 403, message: 'You cannot remove yourself' },
+  upload_url_invalid: { status: 403, message: 'This upload URL is not valid' },
+  // 404
+  route_not_found: { status: 404, message: 'No route for this method and path' },
+  form_not_found: { status: 404, message: 'Form not found' },
+  deleted_form_not_found: { status: 404, message: 'Deleted form not found' },
+  field_not_found: { status: 404, message: 'Field not found' },
+  folder_not_found: { status: 404, message: 'Folder not found' },
+  submission_not_found: { status: 404, message: 'Submission not found' },
+  file_not_found: { status: 404, message: 'File not found' },
+  user_not_found: { status: 404, message: 'User not found' },
+  form_permission_not_found: { status: 404, message: 'Form permission not found' },
+  oauth_client_not_found: { status: 404, message: 'OAuth client not found' },
+  token_not_found: { status: 404, message: 'Token not found' },
+  // 409
+  duplicate: { status: 409, message: 'A record with the same unique value already exists' },
+  email_taken: { status: 409, message: 'A user with this email already exists' },
+  form_changed: { status: 409, message: 'The form kept changing while this was written; send it again' },
+  form_inactive: { status: 409, message: 'This form is inactive and takes no submissions' },
+  form_full: { status: 409, message: 'This form has reached its submission limit' },
+  encryption_changed: { status: 409, message: 'The encryption of this form changed while this request ran; send it again' },
+  encryption_change_running: { status: 409, message: "This form's submissions are still being sealed or opened; try again when encryptionState is null" },
+  submission_sealed: { status: 409, message: 'This submission is sealed but its form holds no key any more' },
+  file_sealed: { status: 409, message: 'This file is sealed but its form holds no key any more' },
+  idempotency_in_progress: {
+    status: 409,
+    message: 'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
+  },
+  upload_url_used: { status: 409, message: 'This upload URL has already been used' },
+  // 408 to 429
+  body_timeout: { status: 408, message: 'The request body did not arrive in time; the connection is closed' },
+  upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },
+  payload_too_large: { status: 413, message: 'The request body is larger than this service accepts' },
+  uri_too_long: { status: 414, message: 'A part of the request path is too long' },
+  file_too_large: { status: 413, message: 'The file is larger than this field allows' },
+  unsupported_media_type: { status: 415, message: 'Send the request body as application/json' },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used with a different request; use a new key for a new request' },
+  rate_limited: { status: 429, message: 'Too many requests; try again later', note: 'wait `Retry-After` seconds' },
+  // 5xx
+  internal_error: { status: 500, message: 'Something went wrong on our side; it has been logged' },
+  submission_integrity_failed: { status: 500, message: 'The stored submission failed its integrity check' },
+  file_integrity_failed: { status: 500, message: 'The stored file failed its integrity check and is not sent' },
+  rate_limiter_unavailable: { status: 503, message: 'Rate limits cannot be checked right now; try again shortly' },
+  hashing_busy: { status: 503, message: 'Too many passwords are being checked right now; try again shortly', note: 'wait `Retry-After` seconds' },
+  not_ready: { status: 503, message: 'The service is not ready: a dependency does not answer' },
+} as const satisfies Record<string, ErrorSpec>;
+
+type Catalogue = typeof ERRORS;
+export type ErrorCode = keyof Catalogue;
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+/** The statuses that code C may be sent with. */
+type StatusOf<C extends ErrorCode> = C extends ErrorCode ? (Catalogue[C]['status'] extends readonly (infer S)[] ? S : Catalogue[C]['status']) : never;
+/** The codes that may be sent with HTTP status S. */
+export type CodeWithStatus<S extends number> = { [C in ErrorCode]: S extends StatusOf<C> ? C : never }[ErrorCode];
+
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERRORS, code);
+}
+
+/** Every status code C may be sent with, the usual one first. */
+export function statusesOf(code: ErrorCode): readonly number[] {
+  const status: number | readonly number[] = ERRORS[code].status;
+  return typeof status === 'number' ? [status] : status;
+}
+
+export interface AppErrorOptions {
+  details?: ErrorDetail[];
+  /** What went wrong underneath (a driver error, a storage or crypto failure): logged, never sent. */
+  cause?: unknown;
+}
+
+/** An error whose status, code and message are safe to show to the caller; its cause is not. */
+export class AppError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly statusCode: number;
+  readonly details: ErrorDetail[] | undefined;
+
   constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-    readonly details?: ErrorDetail[],
+    readonly code: C,
+    message?: string,
+    options: AppErrorOptions & { status?: StatusOf<C> } = {},
   ) {
-    super(message);
+    // A code cast past the types is not in the catalogue: a 500, which the handler refuses to send as is.
+    const known = isErrorCode(code);
+    super(message ?? (known ? ERRORS[code].message : code), options.cause === undefined ? undefined : { cause: options.cause });
+    this.statusCode = options.status ?? (known ? statusesOf(code)[0]! : 500);
+    this.details = options.details;
   }
 }
 
-export class BadRequestError extends AppError {
-  constructor(message: string, details?: ErrorDetail[], code = 'invalid_request') {
-    super(400, code, message, details);
+// One class per common status: the throw site reads as what the client gets, and the compiler
+// refuses a code that the catalogue does not send with that status.
+
+export class BadRequestError extends AppError<CodeWithStatus<400>> {
+  constructor(code: CodeWithStatus<400>, message?: string, options: AppErrorOptions = {}) {
+    super(code, message, { ...options, status: 400 });
   }
 }
 
 /** A single bad property: the common case of service-level validation. */
-export function invalid(property: string, message: string, code = 'invalid_request'): BadRequestError {
-  return new BadRequestError(`${property}: ${message}`, [{ property, message }], code);
+export function invalid(code: CodeWithStatus<400>, property: string, message: string): BadRequestError {
+  return new BadRequestError(code, `${property}: ${message}`, { details: [{ property, message }] });
 }
 
-export class UnauthorizedError extends AppError {
-  constructor(message = 'A valid access token is required', code = 'unauthorized') {
-    super(401, code, message);
+export class UnauthorizedError extends AppError<CodeWithStatus<401>> {
+  constructor(code: CodeWithStatus<401>, message?: string, options: AppErrorOptions = {}) {
+    super(code, message, { ...options, status: 401 });
   }
 }
 
-export class ForbiddenError extends AppError {
-  constructor(message = 'You do not have permission to do this', code = 'forbidden') {
-    super(403, code, message);
+export class ForbiddenError extends AppError<CodeWithStatus<403>> {
+  constructor(code: CodeWithStatus<403>, message?: string, options: AppErrorOptions = {}) {
+    super(code, message, { ...options, status: 403 });
   }
 }
 
-export class NotFoundError extends AppError {
-  constructor(resource: string, code = `${resource.toLowerCase().replace(/\s+/g, '_')}_not_found`) {
-    super(404, code, `${resource} not found`);
+export class NotFoundError extends AppError<CodeWithStatus<404>> {
+  constructor(code: CodeWithStatus<404>, message?: string, options: AppErrorOptions = {}) {
+    super(code, message, { ...options, status: 404 });
   }
 }
 
-export class ConflictError extends AppError {
-  constructor(message: string, code = 'conflict') {
-    super(409, code, message);
+export class ConflictError extends AppError<CodeWithStatus<409>> {
+  constructor(code: CodeWithStatus<409>, message?: string, options: AppErrorOptions = {}) {
+    super(code, message, { ...options, status: 409 });
   }
 }
 
 /** A conflict that passes by itself (another request is still running): the error handler sends Retry-After from it. */
 export class RetryLaterError extends ConflictError {
   constructor(
-    message: string,
-    code: string,
+    code: CodeWithStatus<409>,
     readonly retryAfterSeconds: number,
+    message?: string,
+    options: AppErrorOptions = {},
   ) {
-    super(message, code);
+    super(code, message, options);
   }
 }
 
 /** A quota or an attempt limit is used up; the error handler sends Retry-After from it. */
-export class TooManyRequestsError extends AppError {
+export class TooManyRequestsError extends AppError<CodeWithStatus<429>> {
   constructor(
+    code: CodeWithStatus<429>,
     readonly retryAfterSeconds: number,
     message = `Too many requests; try again in ${retryAfterSeconds} s`,
-    code = 'rate_limited',
+    options: AppErrorOptions = {},
   ) {
-    super(429, code, message);
+    super(code, message, { ...options, status: 429 });
   }
 }
 
 /** A dependency or a capacity is away for now; with retryAfterSeconds, the handler sends Retry-After. */
-export class ServiceUnavailableError extends AppError {
-  constructor(
-    message: string,
-    code = 'service_unavailable',
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(503, code, message);
+export class ServiceUnavailableError extends AppError<CodeWithStatus<503>> {
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: CodeWithStatus<503>, message?: string, options: AppErrorOptions & { retryAfterSeconds?: number } = {}) {
+    super(code, message, { ...options, status: 503 });
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }

@@ -39,7 +39,7 @@ describe('bounded password hasher', () => {
       queueLimit: 0,
       chargeAccount: async (account) => {
         charged.push(account);
-        if (account === 2) throw new TooManyRequestsError(60);
+        if (account === 2) throw new TooManyRequestsError('rate_limited', 60);
       },
     });
     await hasher.scrypt('password', randomBytes(16), 32, CHEAP, { account: 1 });

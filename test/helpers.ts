@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '../src/config.js';
+import { isErrorCode } from '../src/errors.js';
 import { createAccount, type CreatedAccount } from '../src/modules/accounts/service.js';
 import { startServer, type RunningServer } from '../src/server.js';
 
@@ -68,6 +69,13 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
   };
 }
 
+/** Every error body that any test receives must carry a code of src/errors.ts (docs/api.md lists them). */
+function assertCataloguedCode(body: unknown, what: string): void {
+  if (typeof body !== 'object' || body === null || (body as { status?: unknown }).status !== 'error') return;
+  const code = (body as { code?: unknown }).code;
+  if (!isErrorCode(code)) throw new Error(`${what} answered the error code ${JSON.stringify(code)}, which src/errors.ts does not list`);
+}
+
 /**
  * A service on a database of its own, or, with share, a second process-like instance on
  * the same database as another test app (as when several servers run behind a balancer).
@@ -108,6 +116,7 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     let parsed: unknown = text;
     // JSON and +json bodies are parsed; NDJSON (application/x-ndjson) stays text.
     if (/[/+]json\b/.test(res.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text);
+    assertCataloguedCode(parsed, `${method} ${path}`);
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   }
 

@@ -16,7 +16,7 @@ const MAXMEM = 256 * 1024 * 1024;
 
 export class HashingBusyError extends ServiceUnavailableError {
   constructor(retryAfterSeconds: number) {
-    super(`Too many passwords are being checked right now; try again in ${retryAfterSeconds} s`, 'hashing_busy', retryAfterSeconds);
+    super('hashing_busy', `Too many passwords are being checked right now; try again in ${retryAfterSeconds} s`, { retryAfterSeconds });
   }
 }
 

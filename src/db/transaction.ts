@@ -19,10 +19,10 @@ export function translateDbError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
   const { code } = error as DriverError;
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    return new ConflictError('A record with the same unique value already exists', 'duplicate');
+    return new ConflictError('duplicate', undefined, { cause: error });
   }
   if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-    return new BadRequestError('The request refers to a record that does not exist', undefined, 'invalid_reference');
+    return new BadRequestError('invalid_reference', undefined, { cause: error });
   }
   return error;
 }

@@ -77,10 +77,10 @@ export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>)
 async function check(db: Kysely<Database>, request: FastifyRequest, access: RouteAccess): Promise<void> {
   const who = principal(request);
   if (who.scopes !== null && !who.scopes.includes(access.scope)) {
-    throw new ForbiddenError(`This token was not granted the ${access.scope} scope`, 'insufficient_scope');
+    throw new ForbiddenError('insufficient_scope', `This token was not granted the ${access.scope} scope`);
   }
   if (isAdminRole(who.role)) return;
-  if (access.role === 'admin') throw new ForbiddenError('Only the account owner and admins may do this', 'admin_required');
+  if (access.role === 'admin') throw new ForbiddenError('admin_required');
   if (!access.level || !access.formFrom) return;
 
   const params = request.params as Record<string, number | undefined>;
@@ -100,9 +100,9 @@ async function check(db: Kysely<Database>, request: FastifyRequest, access: Rout
 export async function requireFormLevel(db: Executor, accountId: number, userId: number, formId: number, level: Level): Promise<void> {
   const held = await levelOnForm(db, accountId, userId, formId);
   if (held === undefined) return;
-  if (held === null) throw new ForbiddenError('You have no permission on this form', 'form_permission_required');
+  if (held === null) throw new ForbiddenError('form_permission_required', 'You have no permission on this form');
   if (!levelAtLeast(held, level)) {
-    throw new ForbiddenError(`This needs the ${level} level on the form; you hold ${held}`, 'form_permission_required');
+    throw new ForbiddenError('form_permission_required', `This needs the ${level} level on the form; you hold ${held}`);
   }
 }
 

@@ -23,15 +23,15 @@ const BEARER = /^Bearer ([A-Za-z0-9_]{1,16}_[A-Za-z0-9_-]{20,128})$/;
 export function requireBearerToken(scope: FastifyInstance, ctx: AppContext, usage: TokenUsage): void {
   scope.addHook('onRequest', async (request) => {
     const header = request.headers.authorization;
-    if (header === undefined) throw new UnauthorizedError('Send an access token as Authorization: Bearer <token>', 'token_missing');
+    if (header === undefined) throw new UnauthorizedError('token_missing');
     const match = BEARER.exec(header);
-    if (!match?.[1]) throw new UnauthorizedError('The Authorization header is not a bearer token', 'token_malformed');
+    if (!match?.[1]) throw new UnauthorizedError('token_malformed');
     const now = ctx.clock.now();
     const owner = await findLiveToken(ctx.db, hashToken(match[1]), now);
     if (!owner) {
       // A token that was looked up and not found is a guess or a stale token: counted per address.
       await countAuthFailure(ctx, request.ip);
-      throw new UnauthorizedError('The access token is unknown, expired or revoked', 'token_invalid');
+      throw new UnauthorizedError('token_invalid');
     }
     if (owner.clientId === null) usage.record(owner.tokenId, now);
     request.principal = owner;
@@ -40,6 +40,6 @@ export function requireBearerToken(scope: FastifyInstance, ctx: AppContext, usag
 
 /** The caller of an authenticated route. */
 export function principal(request: FastifyRequest): TokenOwner {
-  if (!request.principal) throw new UnauthorizedError();
+  if (!request.principal) throw new UnauthorizedError('unauthorized');
   return request.principal;
 }

@@ -16,8 +16,6 @@ import { BadRequestError, type ErrorDetail } from '../errors.js';
  * through percent-escapes, which decodePercent reads strictly.
  */
 
-export const INVALID_CHARACTERS = 'invalid_characters';
-
 // eslint-disable-next-line no-control-regex -- NUL is what the rule refuses
 const NOT_ALLOWED = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -31,7 +29,7 @@ const NOT_UTF8 = 'is not valid UTF-8';
 
 function refusal(details: ErrorDetail[]): BadRequestError {
   const first = details[0]!;
-  return new BadRequestError(`${first.property}: ${first.message}`, details, INVALID_CHARACTERS);
+  return new BadRequestError('invalid_characters', `${first.property}: ${first.message}`, { details });
 }
 
 const member = (path: string, key: string) => (/^\d+$/.test(key) ? `${path}[${key}]` : `${path}.${key}`);

@@ -1,18 +1,18 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, RetryLaterError, ServiceUnavailableError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
+import { AppError, ERRORS, isErrorCode, RetryLaterError, ServiceUnavailableError, TooManyRequestsError, type ErrorCode, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
-function send(reply: FastifyReply, status: number, code: string, error: string, details?: ErrorDetail[]) {
+function send(reply: FastifyReply, status: number, code: ErrorCode, error: string = ERRORS[code].message, details?: ErrorDetail[]) {
   return reply.status(status).send(details ? { status: 'error', error, code, details } : { status: 'error', error, code });
 }
 
 // Fastify's own client errors, by their code, as stable codes and plain messages.
-const fastifyErrors: Record<string, [string, string]> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+const fastifyErrors: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', ERRORS.invalid_json.message],
   FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty but the content type says JSON'],
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the request body as application/json'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', ERRORS.unsupported_media_type.message],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['bad_request', 'The Content-Length header does not match the body'],
-  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than this service accepts'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', ERRORS.payload_too_large.message],
 };
 
 /**
@@ -23,22 +23,30 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   if (error.code === 'FST_ERR_BAD_URL') {
     return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }]);
   }
-  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long', 'A part of the request path is too long');
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long');
   const status = error.statusCode ?? 500;
-  if (status >= 400 && status < 500) return send(reply, status, 'bad_request', 'The request could not be read');
+  if (status >= 400 && status < 500) return send(reply, status, 'bad_request');
   request.log.error({ err: error }, 'request failed');
-  return send(reply, 500, 'internal_error', 'Something went wrong on our side; it has been logged');
+  return send(reply, 500, 'internal_error');
 }
 
 /** The one place where errors become HTTP responses. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
+      // The types allow only catalogued codes; this keeps a cast or a plain-JS caller from
+      // sending a code that clients were never told about.
+      if (!isErrorCode(error.code)) {
+        request.log.error({ err: error }, 'request failed with an uncatalogued error code');
+        return send(reply, 500, 'internal_error');
+      }
       const retryAfter =
         error instanceof TooManyRequestsError || error instanceof RetryLaterError || error instanceof ServiceUnavailableError ? error.retryAfterSeconds : undefined;
       if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
+      // A 4xx is the client's, but what it wraps (a constraint, a storage answer) helps debugging.
       if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+      else if (error.cause !== undefined) request.log.debug({ err: error }, 'request refused');
       return send(reply, error.statusCode, error.code, error.message, error.details);
     }
     if (error.validation) {
@@ -50,11 +58,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const known = (error.code && fastifyErrors[error.code]) || (error instanceof SyntaxError ? fastifyErrors.FST_ERR_CTP_INVALID_JSON_BODY : undefined);
-      const [code, message] = known ?? ['bad_request', 'The request could not be read'];
+      const [code, message] = known ?? ['bad_request', ERRORS.bad_request.message];
       return send(reply, status, code, message);
     }
     request.log.error({ err: error }, 'request failed');
-    return send(reply, 500, 'internal_error', 'Something went wrong on our side; it has been logged');
+    return send(reply, 500, 'internal_error');
   });
 
   app.setNotFoundHandler((request, reply) =>

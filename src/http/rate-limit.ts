@@ -22,9 +22,7 @@ async function consume(limiter: RateLimiter, key: string, windows: readonly Rate
     return await limiter.consume(key, windows);
   } catch (error) {
     if (!(error instanceof RateLimiterUnavailableError)) throw error;
-    const unavailable = new ServiceUnavailableError('Rate limits cannot be checked right now; try again shortly', 'rate_limiter_unavailable');
-    unavailable.cause = error;
-    throw unavailable;
+    throw new ServiceUnavailableError('rate_limiter_unavailable', undefined, { cause: error });
   }
 }
 
@@ -57,6 +55,7 @@ export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter,
     if (!decision.allowed) {
       const spent = decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ?? decision.windows[0]!;
       throw new TooManyRequestsError(
+        'rate_limited',
         decision.retryAfterSeconds,
         `This access token has made its ${spent.limit} calls per ${per(spent.seconds)}; try again in ${decision.retryAfterSeconds} s`,
       );
@@ -72,7 +71,7 @@ export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter,
 export async function throttle(limiter: RateLimiter, key: string, limit: number, seconds: number): Promise<void> {
   const decision = await consume(limiter, key, [{ name: 'attempts', limit, seconds }]);
   if (!decision.allowed) {
-    throw new TooManyRequestsError(decision.retryAfterSeconds, `Too many attempts; try again in ${decision.retryAfterSeconds} s`);
+    throw new TooManyRequestsError('rate_limited', decision.retryAfterSeconds, `Too many attempts; try again in ${decision.retryAfterSeconds} s`);
   }
 }
 
@@ -88,6 +87,7 @@ export async function countAuthFailure(ctx: { rateLimiter: RateLimiter; config: 
   const decision = await consume(ctx.rateLimiter, `authfail:ip:${address}`, [{ name: 'auth-failures', limit: ctx.config.authFailureAttempts, seconds: 900 }]);
   if (!decision.allowed) {
     throw new TooManyRequestsError(
+      'rate_limited',
       decision.retryAfterSeconds,
       `Too many failed authentications from this address; try again in ${decision.retryAfterSeconds} s`,
     );

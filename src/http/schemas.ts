@@ -1,4 +1,5 @@
 import { Type, type TArray, type TInteger, type TObject, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODES } from '../errors.js';
 
 /** Largest id we hand out: PostgreSQL's integer. */
 export const MAX_ID = 2_147_483_647;
@@ -15,7 +16,7 @@ export const ErrorBody = Type.Object(
   {
     status: Type.Literal('error'),
     error: Type.String({ description: 'What went wrong, for a person' }),
-    code: Type.String({ description: 'Stable snake_case code, for a program' }),
+    code: StringEnum(ERROR_CODES, { description: 'Stable snake_case code, for a program; docs/api.md says what each means' }),
     details: Type.Optional(
       Type.Array(Type.Object({ property: Type.String(), message: Type.String() }), {
         description: 'On 400: each offending input, by path',

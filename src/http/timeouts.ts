@@ -13,9 +13,9 @@ declare module 'fastify' {
 }
 
 /** A request body that stopped coming; 408, and the connection is closed after the answer. */
-export class BodyTimeoutError extends AppError {
+export class BodyTimeoutError extends AppError<'body_timeout'> {
   constructor(message: string) {
-    super(408, 'body_timeout', message);
+    super('body_timeout', message);
   }
 }
 

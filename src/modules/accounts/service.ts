@@ -26,9 +26,9 @@ export async function createAccount(
 ): Promise<CreatedAccount> {
   const name = input.name.trim();
   const email = input.email.trim().toLowerCase();
-  if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
-  if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
-  if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
+  if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
+  if (!EMAIL.test(email) || email.length > 254) throw invalid('invalid_request', 'email', 'must be an email address');
+  if (input.password !== undefined && input.password.length < 8) throw invalid('invalid_request', 'password', 'must be at least 8 characters');
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
   const token = newToken(PAT_PREFIX);
   const now = Date.now();
@@ -49,7 +49,7 @@ export async function createPersonalToken(
   const now = Date.now();
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, userId);
-    if (!user) throw new NotFoundError('User');
+    if (!user) throw new NotFoundError('user_not_found');
     const tokenId = await repo.insertToken(
       trx,
       { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null, prefix: tokenPrefix(token) },

@@ -3,22 +3,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../../context.js';
 import { formPublicKey, serviceKey, unwrapFormKey, WrongPasswordError, type FormKeys, type WrappedFormKey } from '../../crypto/envelope.js';
 import type { FormRow } from '../../db/schema.js';
-import { AppError } from '../../errors.js';
+import { UnauthorizedError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
 import type { KeyObject } from 'node:crypto';
 
 /** The request header that carries a form's encryption password, and the original service's name for it. */
 export const PASSWORD_HEADERS = ['x-formwork-encryption-password', 'x-fs-encryption-password'] as const;
 
-export class EncryptionPasswordError extends AppError {
+export class EncryptionPasswordError extends UnauthorizedError {
   constructor(missing: boolean) {
-    super(
-      401,
-      missing ? 'encryption_password_required' : 'encryption_password_invalid',
-      missing
-        ? 'This form is encrypted: send its password in the X-Formwork-Encryption-Password header'
-        : 'The encryption password of this form is wrong',
-    );
+    super(missing ? 'encryption_password_required' : 'encryption_password_invalid');
   }
 }
 

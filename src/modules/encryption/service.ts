@@ -36,13 +36,13 @@ export function conversionKeyAad(formId: number): string {
 }
 
 function needPassword(property: string, why: string): never {
-  throw invalid(`body.${property}`, why, 'encryption_password_required');
+  throw invalid('encryption_password_required', `body.${property}`, why);
 }
 
 /** A form created with isEncrypted: its key pair, wrapped with the password (one hash of the account's budget). */
 export async function encryptionOfNewForm(ctx: AppContext, accountId: number, input: EncryptionInput, viewKey: string): Promise<EncryptionPlan['update'] | undefined> {
   if (input.isEncrypted !== true) {
-    if (input.encryptionPassword !== undefined) throw invalid('body.encryptionPassword', 'goes with isEncrypted: true', 'validation_failed');
+    if (input.encryptionPassword !== undefined) throw invalid('validation_failed', 'body.encryptionPassword', 'goes with isEncrypted: true');
     return undefined;
   }
   if (input.encryptionPassword === undefined) needPassword('encryptionPassword', 'an encrypted form needs a password to protect it with');
@@ -71,15 +71,15 @@ export async function planEncryptionChange(
   const rewrap = input.newEncryptionPassword !== undefined;
   if (!turnOn && !turnOff && !rewrap) {
     if (input.encryptionPassword !== undefined && !encrypted && input.isEncrypted !== true) {
-      throw invalid('body.encryptionPassword', 'goes with isEncrypted: true, or with newEncryptionPassword on an encrypted form', 'validation_failed');
+      throw invalid('validation_failed', 'body.encryptionPassword', 'goes with isEncrypted: true, or with newEncryptionPassword on an encrypted form');
     }
     return undefined;
   }
   if (form.encryption_state) {
-    throw new ConflictError(`This form's submissions are still being ${form.encryption_state === 'encrypting' ? 'sealed' : 'opened'}; try again when encryptionState is null`, 'encryption_change_running');
+    throw new ConflictError('encryption_change_running', `This form's submissions are still being ${form.encryption_state === 'encrypting' ? 'sealed' : 'opened'}; try again when encryptionState is null`);
   }
   if (rewrap && (!encrypted || input.isEncrypted === false)) {
-    throw invalid('body.newEncryptionPassword', 'changes the password of an encrypted form, which this form is not or stops being', 'validation_failed');
+    throw invalid('validation_failed', 'body.newEncryptionPassword', 'changes the password of an encrypted form, which this form is not or stops being');
   }
   if (input.encryptionPassword === undefined) {
     needPassword('encryptionPassword', turnOn ? 'turning encryption on needs the password to protect the form with' : 'needs the current encryption password');

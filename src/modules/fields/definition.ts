@@ -137,7 +137,7 @@ export function checkDefinition(def: FieldDefinition, path: string, siblings: Ma
 
   if (problems.length > 0) {
     const first = problems[0]!;
-    throw new BadRequestError(`${first.property}: ${first.message}`, problems, 'invalid_field');
+    throw new BadRequestError('invalid_field', `${first.property}: ${first.message}`, { details: problems });
   }
   return { ...def, attributes };
 }

@@ -15,7 +15,7 @@ function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
 
 async function requireField(db: Executor, accountId: number, formId: number, fieldId: number): Promise<FieldRow> {
   const field = await repo.findField(db, accountId, formId, fieldId);
-  if (!field) throw new NotFoundError('Field');
+  if (!field) throw new NotFoundError('field_not_found');
   return field;
 }
 
@@ -35,7 +35,7 @@ export async function createField(ctx: AppContext, accountId: number, formId: nu
     await requireForm(trx, accountId, formId);
     const existing = await repo.listFields(trx, accountId, formId);
     if (existing.length >= MAX_FIELDS_PER_FORM) {
-      throw new BadRequestError(`A form holds at most ${MAX_FIELDS_PER_FORM} fields`, undefined, 'too_many_fields');
+      throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
     }
     const def = checkDefinition(withDefaults(input), 'body', siblingsOf(existing));
     const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;

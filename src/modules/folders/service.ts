@@ -67,7 +67,7 @@ class FolderTree {
 
 async function requireFolder(db: Executor, accountId: number, folderId: number): Promise<FolderRow> {
   const folder = await repo.findFolder(db, accountId, folderId);
-  if (!folder) throw new NotFoundError('Folder');
+  if (!folder) throw new NotFoundError('folder_not_found');
   return folder;
 }
 
@@ -78,7 +78,7 @@ export async function requireFolderId(db: Executor, accountId: number, folderId:
 
 function checkDepth(tree: FolderTree, parentId: number | null, subtreeHeight: number): void {
   const depth = (parentId === null ? 0 : tree.depth(parentId)) + subtreeHeight;
-  if (depth > MAX_FOLDER_DEPTH) throw invalid('body.parent', `folders nest at most ${MAX_FOLDER_DEPTH} levels deep`, 'folder_too_deep');
+  if (depth > MAX_FOLDER_DEPTH) throw invalid('folder_too_deep', 'body.parent', `folders nest at most ${MAX_FOLDER_DEPTH} levels deep`);
 }
 
 export async function listFolders(ctx: AppContext, accountId: number, query: FolderListQuery, visibleTo?: number): Promise<Page & { folders: Folder[] }> {
@@ -115,7 +115,7 @@ export async function updateFolder(ctx: AppContext, accountId: number, folderId:
       await requireFolderId(trx, accountId, input.parent);
       const tree = await FolderTree.load(trx, accountId);
       if (input.parent !== null && tree.isWithin(input.parent, folderId)) {
-        throw invalid('body.parent', 'a folder cannot move into itself or one of its subfolders', 'folder_cycle');
+        throw invalid('folder_cycle', 'body.parent', 'a folder cannot move into itself or one of its subfolders');
       }
       checkDepth(tree, input.parent, tree.height(folderId));
       update.parent_id = input.parent;

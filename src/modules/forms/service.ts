@@ -43,7 +43,7 @@ export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
 /** A live form of the account, or 404: the one gate for every form-scoped route. */
 export async function requireForm(db: Executor, accountId: number, formId: number): Promise<FormRow> {
   const form = await repo.findForm(db, accountId, formId);
-  if (!form) throw new NotFoundError('Form');
+  if (!form) throw new NotFoundError('form_not_found');
   return form;
 }
 
@@ -81,7 +81,7 @@ export async function readFormJson(
   serialize: (form: Form) => string,
 ): Promise<{ etag: string; body: string }> {
   const found = await repo.findFormVersion(ctx.db, accountId, formId);
-  if (found === undefined) throw new NotFoundError('Form');
+  if (found === undefined) throw new NotFoundError('form_not_found');
   const version = `${found.revision}.${found.submissionsCount}`;
   const key = `${formId}:${withFields ? 'f' : ''}`;
   const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
@@ -138,9 +138,9 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
     const current = encryption ? await repo.lockForm(trx, ctx.dialect, accountId, formId) : await requireForm(trx, accountId, formId);
-    if (!current) throw new NotFoundError('Form');
+    if (!current) throw new NotFoundError('form_not_found');
     if (encryption && (current.encryption_key !== before.encryption_key || current.encryption_state !== before.encryption_state)) {
-      throw new ConflictError('The encryption of this form changed while this request ran; send it again', 'encryption_changed');
+      throw new ConflictError('encryption_changed');
     }
     await requireFolderId(trx, accountId, input.folder);
     const row = await repo.updateForm(trx, accountId, formId, {
@@ -169,7 +169,7 @@ export async function deleteForm(ctx: AppContext, accountId: number, formId: num
 export async function restoreForm(ctx: AppContext, accountId: number, formId: number): Promise<Form> {
   return transact(ctx.db, async (trx) => {
     const form = await repo.findForm(trx, accountId, formId, true);
-    if (!form) throw new NotFoundError('Deleted form');
+    if (!form) throw new NotFoundError('deleted_form_not_found');
     // The folder may have been deleted since; the form then comes back at the top level.
     const row = await repo.updateForm(trx, accountId, formId, { deleted_at: null, updated_at: Date.now() });
     return toForm(ctx, row);

@@ -34,12 +34,7 @@ export function requestHash(secretKey: string, method: string, path: string, bod
   return createHmac('sha256', serviceKey(secretKey, 'idempotency requests')).update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
 }
 
-const inProgress = () =>
-  new RetryLaterError(
-    'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
-    'idempotency_in_progress',
-    IN_PROGRESS_RETRY_AFTER_SECONDS,
-  );
+const inProgress = (cause?: unknown) => new RetryLaterError('idempotency_in_progress', IN_PROGRESS_RETRY_AFTER_SECONDS, undefined, { cause });
 
 /**
  * Runs a request at most once per Idempotency-Key. The key is claimed in a transaction of
@@ -60,7 +55,7 @@ export async function withIdempotencyKey<T>(
 ): Promise<IdempotentOutcome<T>> {
   if (key === undefined) return { replayed: false, result: await run(async () => {}) };
   if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw invalid('header.idempotency-key', 'must be 1 to 255 visible ASCII characters', 'invalid_idempotency_key');
+    throw invalid('invalid_idempotency_key', 'header.idempotency-key', 'must be 1 to 255 visible ASCII characters');
   }
   const { db, presence } = ctx;
   const now = Date.now();
@@ -74,7 +69,7 @@ export async function withIdempotencyKey<T>(
       return undefined;
     }
     if (existing.request_hash !== requestHashValue) {
-      throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key for a new request');
+      throw new AppError('idempotency_key_reused');
     }
     if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
     const abandoned =
@@ -83,7 +78,7 @@ export async function withIdempotencyKey<T>(
     return undefined;
   }).catch((error: unknown) => {
     // Two first requests at once: the second one's claim meets the first one's.
-    throw error instanceof ConflictError && error.code === 'duplicate' ? inProgress() : error;
+    throw error instanceof ConflictError && error.code === 'duplicate' ? inProgress(error) : error;
   });
   if (replay) return { replayed: true, response: replay };
   try {

@@ -37,7 +37,7 @@ export function toClient(row: repo.OAuthClientRow): OAuthClient {
 
 function checkedName(raw: string): string {
   const name = raw.trim();
-  if (name === '') throw invalid('body.name', 'must not be blank');
+  if (name === '') throw invalid('invalid_request', 'body.name', 'must not be blank');
   return name;
 }
 
@@ -45,7 +45,7 @@ function checkedName(raw: string): string {
 function checkedRedirectUris(uris: string[]): string {
   uris.forEach((uri, i) => {
     const problem = redirectUriProblem(uri);
-    if (problem) throw invalid(`body.redirectUris[${i}]`, problem);
+    if (problem) throw invalid('invalid_request', `body.redirectUris[${i}]`, problem);
   });
   return JSON.stringify([...new Set(uris)]);
 }
@@ -77,7 +77,7 @@ export async function updateClient(db: Kysely<Database>, accountId: number, id: 
   };
   return transact(db, async (trx) => {
     const row = await repo.updateClient(trx, accountId, id, update);
-    if (!row) throw new NotFoundError('OAuth client');
+    if (!row) throw new NotFoundError('oauth_client_not_found');
     return toClient(row);
   });
 }
@@ -88,13 +88,13 @@ export async function listClients(db: Kysely<Database>, accountId: number): Prom
 
 export async function getClient(db: Kysely<Database>, accountId: number, id: number): Promise<OAuthClient> {
   const row = await repo.findClient(db, accountId, id);
-  if (!row) throw new NotFoundError('OAuth client');
+  if (!row) throw new NotFoundError('oauth_client_not_found');
   return toClient(row);
 }
 
 export async function deleteClient(db: Kysely<Database>, accountId: number, id: number): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
-    if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('OAuth client');
+    if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('oauth_client_not_found');
     return { id, deleted: true as const };
   });
 }

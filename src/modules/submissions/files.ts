@@ -248,7 +248,7 @@ export async function resolveFiles(
     // In the order of the fields sent, whichever check found them.
     const at = (d: ErrorDetail) => Number(/\[(\d+)\]/.exec(d.property)?.[1]);
     problems.sort((x, y) => at(x) - at(y));
-    throw new BadRequestError(`${problems[0]!.property}: ${problems[0]!.message}`, problems, 'invalid_submission');
+    throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, { details: problems });
   }
   return { inputs: out, plan };
 }
@@ -289,7 +289,9 @@ export async function commitFiles(trx: Transaction<Database>, accountId: number,
   await uploadsRepo.insertUploads(trx, plan.inline.map((f) => ({ ...f.row, submission_id: submissionId })));
   for (const claim of plan.claims) {
     if (!(await uploadsRepo.claimUpload(trx, { ...claim, submissionId, now }))) {
-      throw new BadRequestError(`fileKey ${claim.fileKey} has already been used or has expired`, [{ property: 'body.fields', message: `fileKey ${claim.fileKey} has already been used or has expired` }], 'invalid_submission');
+      throw new BadRequestError('invalid_submission', `fileKey ${claim.fileKey} has already been used or has expired`, {
+        details: [{ property: 'body.fields', message: `fileKey ${claim.fileKey} has already been used or has expired` }],
+      });
     }
   }
   if (plan.replaced.length === 0) return [];

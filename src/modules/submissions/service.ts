@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
-import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { AppError, BadRequestError, ConflictError, NotFoundError, type CodeWithStatus, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
@@ -102,12 +102,12 @@ async function loadDefinition(
 ): Promise<{ def: FormDefinition; submissionsCount: number; submissionsVersion: number }> {
   const { db } = deps.ctx;
   const version = await formsRepo.findFormVersion(db, accountId, formId);
-  if (!version) throw new NotFoundError('Form');
+  if (!version) throw new NotFoundError('form_not_found');
   const key = `${accountId}:${formId}`;
   let def = deps.definitions.get(key, String(version.revision));
   if (!def) {
     const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
-    if (!form) throw new NotFoundError('Form');
+    if (!form) throw new NotFoundError('form_not_found');
     def = buildDefinition(form, rows, deps.ctx.config.secretKey);
     deps.definitions.set(key, String(version.revision), def);
   }
@@ -129,20 +129,20 @@ async function keysFor(deps: SubmissionsDeps, def: FormDefinition, password: str
 function parseData(def: FormDefinition, row: Pick<SubmissionRow, 'id' | 'data'>, keys: FormKeys | undefined): DataMap {
   let json = row.data;
   if (isSealed(json)) {
-    if (!keys) throw new ConflictError('This submission is sealed but its form holds no key any more', 'submission_sealed');
+    if (!keys) throw new ConflictError('submission_sealed');
     try {
       json = openData(def.form, keys, json, row.id);
     } catch (error) {
       if (!(error instanceof SealError)) throw error;
-      throw new AppError(500, 'submission_integrity_failed', 'The stored submission failed its integrity check');
+      throw new AppError('submission_integrity_failed', undefined, { cause: error });
     }
   }
   return new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
 }
 
-function fail(problems: ErrorDetail[], code = 'invalid_submission'): never {
+function fail(code: CodeWithStatus<400>, problems: ErrorDetail[]): never {
   const first = problems[0]!;
-  throw new BadRequestError(`${first.property}: ${first.message}`, problems, code);
+  throw new BadRequestError(code, `${first.property}: ${first.message}`, { details: problems });
 }
 
 /** Reads the values sent into data (in place); every problem is collected before failing. */
@@ -170,7 +170,7 @@ function applyValues(def: FormShape, inputs: SubmissionCreate['fields'], data: D
       problems.push({ property: `body.fields[${i}].value`, message: `${field.label} (${id}): ${error.message}` });
     }
   });
-  if (problems.length > 0) fail(problems);
+  if (problems.length > 0) fail('invalid_submission', problems);
 }
 
 function checkRequired(def: FormShape, data: DataMap): void {
@@ -178,7 +178,7 @@ function checkRequired(def: FormShape, data: DataMap): void {
   const problems = def.fields
     .filter((f) => f.required && TYPE_RULES[f.type].input && visible.has(f.id) && !data.has(f.id))
     .map((f) => ({ property: `body.fields(id=${f.id})`, message: `${f.label} (${f.id}) is required` }));
-  if (problems.length > 0) fail(problems, 'required_field_missing');
+  if (problems.length > 0) fail('required_field_missing', problems);
 }
 
 /**
@@ -248,7 +248,7 @@ async function checkUnique(trx: Transaction<Database>, def: FormDefinition, writ
       problems.push({ property: `body.fields(id=${field.id})`, message: `${field.label} (${field.id}) must be unique; this value was already submitted` });
     }
   }
-  if (problems.length > 0) fail(problems, 'not_unique');
+  if (problems.length > 0) fail('not_unique', problems);
 }
 
 /** Files as the API shows them: each with the path that downloads it. */
@@ -320,7 +320,7 @@ async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
       return await attempt();
     } catch (error) {
       if (!(error instanceof StaleDefinition)) throw error;
-      if (tries === 3) throw new ConflictError('The form kept changing while this was written; send it again', 'form_changed');
+      if (tries === 3) throw new ConflictError('form_changed');
     }
   }
 }
@@ -337,9 +337,9 @@ async function createOnce(
   onCreated?: OnCreated,
 ): Promise<Submission> {
   const { def, submissionsCount } = await loadDefinition(deps, accountId, formId);
-  if (def.form.inactive === 1) throw new ConflictError('This form is inactive and takes no submissions', 'form_inactive');
+  if (def.form.inactive === 1) throw new ConflictError('form_inactive');
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
-  if (limit !== undefined && submissionsCount >= limit) throw new ConflictError(`This form has reached its limit of ${limit} submissions`, 'form_full');
+  if (limit !== undefined && submissionsCount >= limit) throw new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
 
   const { ctx } = deps;
   const files = await resolveFiles(ctx, def, accountId, input.fields);
@@ -372,7 +372,7 @@ async function createOnce(
 
 async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ row: SubmissionRow; def: FormDefinition }> {
   const row = await repo.findSubmission(deps.ctx.db, accountId, id);
-  if (!row) throw new NotFoundError('Submission');
+  if (!row) throw new NotFoundError('submission_not_found');
   const { def } = await loadDefinition(deps, accountId, row.form_id);
   return { row, def };
 }
@@ -411,7 +411,7 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
   const { ctx } = deps;
   return deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
-    if (!row) throw new NotFoundError('Submission');
+    if (!row) throw new NotFoundError('submission_not_found');
     const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
     const objects = await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
@@ -425,7 +425,7 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
 function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {
   if (text === undefined) return undefined;
   const t = parseWallTime(text);
-  if (!t) fail([{ property, message: 'is not a real date and time' }], 'validation_failed');
+  if (!t) fail('validation_failed', [{ property, message: 'is not a real date and time' }]);
   return bound === 'lower' ? lowerBound(t) : upperBound(t);
 }
 
@@ -435,7 +435,7 @@ function resolveFilter(def: FormDefinition | undefined, q: SubmissionFilters): r
   const to = timeBound(q.maxTime, 'query.maxTime', 'upper');
   const terms: Term[] = [];
   for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
-    if (def && !def.byId.has(c.fieldId)) fail([{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }], 'validation_failed');
+    if (def && !def.byId.has(c.fieldId)) fail('validation_failed', [{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }]);
     const prefix = c.value.endsWith('*');
     terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
   }
@@ -548,7 +548,7 @@ export async function countSubmissions(deps: SubmissionsDeps, accountId: number,
   let from: number | undefined;
   let to: number | undefined;
   const start = q.startDate === undefined ? undefined : parseWallTime(q.startDate);
-  if (q.startDate !== undefined && !start) fail([{ property: 'query.startDate', message: 'is not a real date and time' }], 'validation_failed');
+  if (q.startDate !== undefined && !start) fail('validation_failed', [{ property: 'query.startDate', message: 'is not a real date and time' }]);
   if (q.lookbackPeriod !== undefined) {
     // The lookback counts whole Eastern days: the day of startDate (or today) and the days before it.
     const day = start ?? { ...easternDay(Date.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
@@ -692,6 +692,6 @@ export async function openSubmissionFile(
   const { row, def } = await requireSubmission(deps, accountId, submissionId);
   const keys = await keysFor(deps, def, password);
   const file = fileRefs(parseData(def, row, keys).get(fieldId))?.[index];
-  if (!file) throw new NotFoundError('File');
+  if (!file) throw new NotFoundError('file_not_found');
   return openDownload(deps.ctx, accountId, submissionId, file, keys);
 }

@@ -38,36 +38,36 @@ export function toPersonalToken(row: repo.PersonalTokenRow): PersonalToken {
 function scopesFor(requested: readonly string[] | undefined, held: readonly string[] | null): Scope[] | null {
   if (requested === undefined) return held === null ? null : SCOPES.filter((s) => held.includes(s));
   const unknown = requested.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length > 0) throw invalid('scopes', `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`);
-  if (requested.length === 0) throw invalid('scopes', 'must name at least one scope');
+  if (unknown.length > 0) throw invalid('invalid_request', 'scopes', `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`);
+  if (requested.length === 0) throw invalid('invalid_request', 'scopes', 'must name at least one scope');
   if (held !== null) {
     const missing = requested.filter((s) => !held.includes(s));
     if (missing.length > 0) {
-      throw new ForbiddenError(`A token can only be given scopes that the token making it holds; this one lacks ${missing.join(', ')}`, 'insufficient_scope');
+      throw new ForbiddenError('insufficient_scope', `A token can only be given scopes that the token making it holds; this one lacks ${missing.join(', ')}`);
     }
   }
   return SCOPES.filter((s) => requested.includes(s));
 }
 
 function expiryFor(input: Pick<PersonalTokenCreate, 'expiresAt' | 'expiresInDays'>, now: number): number | null {
-  if (input.expiresAt !== undefined && input.expiresInDays !== undefined) throw invalid('expiresInDays', 'give expiresAt or expiresInDays, not both');
+  if (input.expiresAt !== undefined && input.expiresInDays !== undefined) throw invalid('invalid_request', 'expiresInDays', 'give expiresAt or expiresInDays, not both');
   if (input.expiresInDays !== undefined) {
     if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
-      throw invalid('expiresInDays', `must be a whole number of days from 1 to ${MAX_TOKEN_DAYS}`);
+      throw invalid('invalid_request', 'expiresInDays', `must be a whole number of days from 1 to ${MAX_TOKEN_DAYS}`);
     }
     return now + input.expiresInDays * DAY_MS;
   }
   if (input.expiresAt === undefined) return null;
   const at = Date.parse(input.expiresAt);
-  if (Number.isNaN(at)) throw invalid('expiresAt', 'must be an ISO 8601 date and time');
-  if (at <= now) throw invalid('expiresAt', 'must be in the future');
-  if (at > now + MAX_TOKEN_DAYS * DAY_MS) throw invalid('expiresAt', 'must be at most ten years ahead');
+  if (Number.isNaN(at)) throw invalid('invalid_request', 'expiresAt', 'must be an ISO 8601 date and time');
+  if (at <= now) throw invalid('invalid_request', 'expiresAt', 'must be in the future');
+  if (at > now + MAX_TOKEN_DAYS * DAY_MS) throw invalid('invalid_request', 'expiresAt', 'must be at most ten years ahead');
   return at;
 }
 
 async function issue(trx: Executor, user: UserRow, input: TokenRequest, held: readonly string[] | null, now: number): Promise<PersonalTokenCreated> {
   const name = input.name.trim();
-  if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
+  if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
   const scopes = scopesFor(input.scopes, held);
   const expiresAt = expiryFor(input, now);
   const token = newToken(PAT_PREFIX);
@@ -86,8 +86,8 @@ async function issue(trx: Executor, user: UserRow, input: TokenRequest, held: re
  */
 async function targetUser(db: Executor, who: TokenOwner, userId: number): Promise<UserRow> {
   const user = await findUser(db, who.accountId, userId);
-  if (!user) throw new NotFoundError('User');
-  if (user.role === 'owner' && who.userId !== user.id) throw new ForbiddenError('Only the owner manages the owner\'s tokens', 'owner_protected');
+  if (!user) throw new NotFoundError('user_not_found');
+  if (user.role === 'owner' && who.userId !== user.id) throw new ForbiddenError('owner_protected', 'Only the owner manages the owner\'s tokens');
   return user;
 }
 
@@ -103,7 +103,7 @@ export async function createToken(db: Kysely<Database>, who: TokenOwner, userId:
 export async function revokeToken(db: Kysely<Database>, who: TokenOwner, userId: number, tokenId: number, now: number): Promise<{ id: number; revoked: true }> {
   return transact(db, async (trx) => {
     const user = await targetUser(trx, who, userId);
-    if (!(await repo.findPersonalToken(trx, user.id, tokenId))) throw new NotFoundError('Token');
+    if (!(await repo.findPersonalToken(trx, user.id, tokenId))) throw new NotFoundError('token_not_found');
     await revokeTokenRow(trx, tokenId, now);
     return { id: tokenId, revoked: true as const };
   });
@@ -114,13 +114,13 @@ export async function revokeToken(db: Kysely<Database>, who: TokenOwner, userId:
 export async function createTokenForUser(db: Kysely<Database>, userId: number, input: TokenRequest, now: number): Promise<PersonalTokenCreated> {
   return transact(db, async (trx) => {
     const user = await findAnyUser(trx, userId);
-    if (!user) throw new NotFoundError('User');
+    if (!user) throw new NotFoundError('user_not_found');
     return issue(trx, user, input, null, now);
   });
 }
 
 export async function listTokensOfUser(db: Kysely<Database>, userId: number): Promise<{ userId: number; tokens: PersonalToken[] }> {
-  if (!(await findAnyUser(db, userId))) throw new NotFoundError('User');
+  if (!(await findAnyUser(db, userId))) throw new NotFoundError('user_not_found');
   return { userId, tokens: (await repo.listPersonalTokens(db, userId)).map(toPersonalToken) };
 }
 
@@ -139,7 +139,7 @@ export async function revokeAnyToken(db: Kysely<Database>, by: { id: number } | 
       }
     }
     const found = await repo.findAnyToken(trx, 'id' in by ? { id: by.id } : { hash: hashToken(by.token) });
-    if (!found) throw new NotFoundError('Token');
+    if (!found) throw new NotFoundError('token_not_found');
     if (found.grantId !== null) await revokeGrant(trx, found.grantId, now);
     else await revokeTokenRow(trx, found.id, now);
     return { tokenId: found.id, userId: found.userId, kind: found.kind, revoked: true as const };

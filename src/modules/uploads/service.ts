@@ -5,7 +5,7 @@ import { openStream, SEAL_OVERHEAD, SealError, sealStream, type FormKeys } from 
 import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { AppError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
@@ -41,21 +41,23 @@ export async function uploadUrlFor(ctx: AppContext, upload: Pick<UploadRow, 'fil
 
 export async function issueUploadUrls(ctx: AppContext, accountId: number, formId: number, fieldId: number, filenames: string[]): Promise<UploadUrls> {
   const form = await formsRepo.findForm(ctx.db, accountId, formId);
-  if (!form) throw new NotFoundError('Form');
+  if (!form) throw new NotFoundError('form_not_found');
   const row = await fieldsRepo.findField(ctx.db, accountId, formId, fieldId);
-  if (!row) throw new NotFoundError('Field');
+  if (!row) throw new NotFoundError('field_not_found');
   const field = { id: row.id, ...toDefinition(row) };
-  if (!isFileField(field)) throw new BadRequestError(`Field ${fieldId} is a ${field.type} field; only file and signature fields take uploads`, [{ property: 'path.fieldId', message: 'is not a file or signature field' }], 'not_a_file_field');
+  if (!isFileField(field)) throw new BadRequestError('not_a_file_field', `Field ${fieldId} is a ${field.type} field; only file and signature fields take uploads`, { details: [{ property: 'path.fieldId', message: 'is not a file or signature field' }] });
   const { maxFiles, maxFileSize } = fileLimits(field);
   if (filenames.length > maxFiles) {
-    throw new BadRequestError(`${field.label} (${fieldId}) takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`, [{ property: 'body.filenames', message: `names ${filenames.length} files; the field takes at most ${maxFiles}` }], 'too_many_files');
+    throw new BadRequestError('too_many_files', `${field.label} (${fieldId}) takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`, {
+      details: [{ property: 'body.filenames', message: `names ${filenames.length} files; the field takes at most ${maxFiles}` }],
+    });
   }
   const problems: ErrorDetail[] = [];
   filenames.forEach((name, i) => {
     const problem = filenameProblem(field, name);
     if (problem) problems.push({ property: `body.filenames[${i}]`, message: problem });
   });
-  if (problems.length > 0) throw new BadRequestError(`${problems[0]!.property}: ${problems[0]!.message}`, problems, 'invalid_filename');
+  if (problems.length > 0) throw new BadRequestError('invalid_filename', `${problems[0]!.property}: ${problems[0]!.message}`, { details: problems });
 
   const now = ctx.clock.now();
   // An encrypted form's files pass through the service, which seals them before storage
@@ -88,8 +90,6 @@ export async function issueUploadUrls(ctx: AppContext, accountId: number, formId
   return { uploads };
 }
 
-const urlError = (status: number, code: string, message: string) => new AppError(status, code, message);
-
 /**
  * Takes the bytes of one service upload: checks the signed URL, uses it up (a conditional
  * state change, so two PUTs cannot both take it), and streams the body into storage with
@@ -102,27 +102,25 @@ export async function receiveUpload(
   body: Readable,
   contentLength: number | undefined,
 ): Promise<{ fileKey: string; size: number }> {
-  if (!signatureMatches(ctx.config.secretKey, fileKey, query.expires, query.signature)) {
-    throw urlError(403, 'upload_url_invalid', 'This upload URL is not valid');
-  }
+  if (!signatureMatches(ctx.config.secretKey, fileKey, query.expires, query.signature)) throw new ForbiddenError('upload_url_invalid');
   const now = ctx.clock.now();
-  if (query.expires * 1000 <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+  if (query.expires * 1000 <= now) throw new AppError('upload_url_expired');
   const upload = await repo.findUpload(ctx.db, fileKey);
-  if (!upload) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+  if (!upload) throw new AppError('upload_url_expired');
   if (contentLength !== undefined && contentLength > upload.max_size) {
-    throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
+    throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
   }
   const receiver: repo.Receiver = { owner: ctx.presence.id, token: randomBytes(16).toString('hex') };
   let target = upload.storage_key;
   if (!(await repo.startReceiving(ctx.db, fileKey, now, receiver))) {
     const current = await repo.findUpload(ctx.db, fileKey);
-    if (!current || current.expires_at <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+    if (!current || current.expires_at <= now) throw new AppError('upload_url_expired');
     // An upload whose receiving process stopped (killed, crashed) gives its URL back at once.
     const receiving = current.state === 'receiving';
     const abandoned = receiving && current.receiver !== null && current.receive_token !== null && (await ctx.presence.stopped([current.receiver])).has(current.receiver);
     target = storageKey(current.account_id, current.form_id, newFileKey());
     if (!abandoned || !(await repo.takeOverReceiving(ctx.db, fileKey, current.receive_token!, receiver, target, now))) {
-      throw urlError(409, 'upload_url_used', receiving ? 'An upload to this URL is under way; it can be retried if it fails' : 'This upload URL has already been used');
+      throw new ConflictError('upload_url_used', receiving ? 'An upload to this URL is under way; it can be retried if it fails' : undefined);
     }
   }
   let size: number;
@@ -134,8 +132,8 @@ export async function receiveUpload(
     if (sealed) size -= SEAL_OVERHEAD;
   } catch (error) {
     await repo.abandonReceiving(ctx.db, fileKey, receiver.token);
-    if (error instanceof ObjectTooLargeError) throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
-    if (error instanceof NotPngError) throw urlError(400, 'not_png', 'A signature must be a PNG image');
+    if (error instanceof ObjectTooLargeError) throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`, { cause: error });
+    if (error instanceof NotPngError) throw new BadRequestError('not_png');
     throw error;
   }
   if (!(await repo.finishReceiving(ctx.db, fileKey, receiver.token, size, sealed))) {
@@ -143,8 +141,8 @@ export async function receiveUpload(
     // PUT after this process was judged stopped (the other PUT writes another object): keep nothing.
     await ctx.storage.deleteMany([target]);
     const current = await repo.findUpload(ctx.db, fileKey);
-    if (current && current.expires_at > ctx.clock.now()) throw urlError(409, 'upload_url_used', 'This upload URL was taken over by another upload');
-    throw urlError(410, 'upload_url_expired', 'This upload URL expired while the file was being uploaded');
+    if (current && current.expires_at > ctx.clock.now()) throw new ConflictError('upload_url_used', 'This upload URL was taken over by another upload');
+    throw new AppError('upload_url_expired', 'This upload URL expired while the file was being uploaded');
   }
   return { fileKey, size };
 }
@@ -161,8 +159,8 @@ export interface Download {
  */
 export async function openDownload(ctx: AppContext, accountId: number, submissionId: number, file: FileRef, keys: FormKeys | undefined): Promise<Download> {
   const upload = await repo.findClaimed(ctx.db, accountId, submissionId, file.fileKey);
-  if (!upload) throw new NotFoundError('File');
-  if (upload.sealed === 1 && !keys) throw new ConflictError('This file is sealed but its form holds no key any more', 'file_sealed');
+  if (!upload) throw new NotFoundError('file_not_found');
+  if (upload.sealed === 1 && !keys) throw new ConflictError('file_sealed');
   try {
     if (upload.sealed === 1) await verifySealed(ctx, upload, keys!);
     const object = await ctx.storage.get(upload.storage_key);
@@ -171,7 +169,7 @@ export async function openDownload(ctx: AppContext, accountId: number, submissio
     pipeline(object.stream, opened).catch(() => undefined); // an error reaches the reader through opened
     return { filename: file.name, size: object.size - SEAL_OVERHEAD, stream: opened };
   } catch (error) {
-    if (error instanceof ObjectNotFoundError) throw new NotFoundError('File');
+    if (error instanceof ObjectNotFoundError) throw new NotFoundError('file_not_found', undefined, { cause: error });
     throw error;
   }
 }
@@ -244,7 +242,7 @@ async function verifySealed(ctx: AppContext, upload: UploadRow, keys: FormKeys):
     await pipeline(object.stream, openStream(keys, fileAad(upload.file_key)), new Writable({ write: (_chunk, _enc, done) => done() }));
   } catch (error) {
     if (!(error instanceof SealError)) throw error;
-    throw new AppError(500, 'file_integrity_failed', 'The stored file failed its integrity check and is not sent');
+    throw new AppError('file_integrity_failed', undefined, { cause: error });
   }
 }
 

@@ -19,7 +19,7 @@ export function toUser(row: UserRow): User {
 
 async function requireUser(db: Kysely<Database>, accountId: number, userId: number): Promise<UserRow> {
   const user = await repo.findUser(db, accountId, userId);
-  if (!user) throw new NotFoundError('User');
+  if (!user) throw new NotFoundError('user_not_found');
   return user;
 }
 
@@ -50,7 +50,7 @@ export async function createUser(db: Kysely<Database>, accountId: number, input:
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
   return transact(db, async (trx) => {
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
-    if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('A user of this account already has this email', 'email_taken');
+    if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('email_taken', 'A user of this account already has this email');
     const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
@@ -74,23 +74,23 @@ export async function updateUser(
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
     const target = await repo.findUser(db, accountId, userId);
-    if (!target) throw new NotFoundError('User');
+    if (!target) throw new NotFoundError('user_not_found');
     passwordHash = await hashPasswordFor(db, target.email, input.password, kdf, userId);
   }
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
-    if (!user) throw new NotFoundError('User');
+    if (!user) throw new NotFoundError('user_not_found');
     if (input.role !== undefined && input.role !== user.role) {
-      if (user.role === 'owner') throw new ForbiddenError('The owner\'s role cannot change', 'owner_protected');
-      if (userId === callerId) throw new ForbiddenError('You cannot change your own role', 'own_role');
+      if (user.role === 'owner') throw new ForbiddenError('owner_protected', 'The owner\'s role cannot change');
+      if (userId === callerId) throw new ForbiddenError('own_role');
       if (input.role !== 'member') await repo.clearPermissions(trx, userId);
     }
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
-      throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
+      throw new ForbiddenError('owner_protected', 'Only the owner can set the owner\'s password');
     }
     // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
     if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
-      throw new ForbiddenError('Only the owner can change the owner\'s name', 'owner_protected');
+      throw new ForbiddenError('owner_protected', 'Only the owner can change the owner\'s name');
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
       await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
@@ -107,9 +107,9 @@ export async function updateUser(
 export async function deleteUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
-    if (!user) throw new NotFoundError('User');
-    if (user.role === 'owner') throw new ForbiddenError('The account owner cannot be removed', 'owner_protected');
-    if (userId === callerId) throw new ForbiddenError('You cannot remove yourself', 'own_user');
+    if (!user) throw new NotFoundError('user_not_found');
+    if (user.role === 'owner') throw new ForbiddenError('owner_protected', 'The account owner cannot be removed');
+    if (userId === callerId) throw new ForbiddenError('own_user');
     await repo.deleteUser(trx, accountId, userId);
     return { id: userId, deleted: true as const };
   });
@@ -126,9 +126,9 @@ export async function listPermissions(db: Kysely<Database>, accountId: number, u
 export async function setPermission(db: Kysely<Database>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
-    if (!user) throw new NotFoundError('User');
-    if (user.role !== 'member') throw new BadRequestError('Owners and admins hold every level on every form; form permissions are for members', undefined, 'not_a_member');
-    if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('Form');
+    if (!user) throw new NotFoundError('user_not_found');
+    if (user.role !== 'member') throw new BadRequestError('not_a_member', 'Owners and admins hold every level on every form; form permissions are for members');
+    if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('form_not_found');
     const now = Date.now();
     await permissions.setPermission(trx, { accountId, userId, formId, level }, now);
     return toPermission({ formId, level, updatedAt: now });
@@ -137,8 +137,8 @@ export async function setPermission(db: Kysely<Database>, accountId: number, use
 
 export async function deletePermission(db: Kysely<Database>, accountId: number, userId: number, formId: number): Promise<{ userId: number; formId: number; deleted: true }> {
   return transact(db, async (trx) => {
-    if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('User');
-    if (!(await permissions.deletePermission(trx, accountId, userId, formId))) throw new NotFoundError('Form permission');
+    if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('user_not_found');
+    if (!(await permissions.deletePermission(trx, accountId, userId, formId))) throw new NotFoundError('form_permission_not_found');
     return { userId, formId, deleted: true as const };
   });
 }
