@@ -37,7 +37,8 @@ interface OpenContext {
  */
 async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
-  const rateLimiter = createRateLimiter(config.redisUrl);
+  const clock = new Clock();
+  const rateLimiter = createRateLimiter(config.redisUrl, clock);
   const log = pino({ level: config.logLevel });
   let presence: Presence | undefined;
   let storage: Storage | undefined;
@@ -55,7 +56,6 @@ async function openContext(config: Config, sqliteFile?: string): Promise<OpenCon
     await close();
     throw error;
   }
-  const clock = new Clock();
   const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage, presence };
   try {
     await presence.reap();

@@ -1,6 +1,5 @@
-import type { Kysely } from 'kysely';
+import type { AppContext } from '../../context.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
-import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
 import { hashPasswordFor } from '../users/service.js';
@@ -18,7 +17,7 @@ export interface CreatedAccount {
 }
 
 export async function createAccount(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   input: { name: string; email: string; password?: string },
 ): Promise<CreatedAccount> {
   const name = input.name.trim();
@@ -26,10 +25,10 @@ export async function createAccount(
   if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password);
   const token = newToken(PAT_PREFIX);
-  const now = Date.now();
-  return transact(db, async (trx) => {
+  const now = ctx.clock.now();
+  return transact(ctx.db, async (trx) => {
     const accountId = await repo.insertAccount(trx, name, now);
     const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
     await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null, prefix: tokenPrefix(token) }, now);
@@ -38,13 +37,13 @@ export async function createAccount(
 }
 
 export async function createPersonalToken(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   userId: number,
   name = 'personal',
 ): Promise<{ tokenId: number; token: string }> {
   const token = newToken(PAT_PREFIX);
-  const now = Date.now();
-  return transact(db, async (trx) => {
+  const now = ctx.clock.now();
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, userId);
     if (!user) throw new NotFoundError('User');
     const tokenId = await repo.insertToken(

@@ -31,7 +31,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(409) },
         },
       },
-      (req) => service.createUser(ctx.db, principal(req).accountId, req.body),
+      (req) => service.createUser(ctx, principal(req).accountId, req.body),
     );
 
     app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
@@ -53,7 +53,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req), req.params.userId, req.body),
+      (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body),
     );
 
     app.delete(
@@ -90,7 +90,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermission, ...errors(404) },
         },
       },
-      (req) => service.setPermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+      (req) => service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
     );
 
     app.delete(

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { AppContext } from '../../context.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
@@ -41,14 +42,14 @@ export async function hashPasswordFor(db: Executor, email: string, password: str
   return hashPassword(password, await repo.passwordHashOfEmail(db, email, userId));
 }
 
-export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate): Promise<User> {
+export async function createUser(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: UserCreate): Promise<User> {
   const email = input.email.trim().toLowerCase();
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password);
-  return transact(db, async (trx) => {
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password);
+  return transact(ctx.db, async (trx) => {
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
     if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('A user of this account already has this email', 'email_taken');
-    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
+    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, ctx.clock.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
@@ -60,7 +61,7 @@ export async function createUser(db: Kysely<Database>, accountId: number, input:
  * session they do it from stays). Setting a first password ends nothing.
  */
 export async function updateUser(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   accountId: number,
   caller: { userId: number; tokenId: number },
   userId: number,
@@ -69,11 +70,11 @@ export async function updateUser(
   const callerId = caller.userId;
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
-    const target = await repo.findUser(db, accountId, userId);
+    const target = await repo.findUser(ctx.db, accountId, userId);
     if (!target) throw new NotFoundError('User');
-    passwordHash = await hashPasswordFor(db, target.email, input.password, userId);
+    passwordHash = await hashPasswordFor(ctx.db, target.email, input.password, userId);
   }
-  return transact(db, async (trx) => {
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
     if (input.role !== undefined && input.role !== user.role) {
@@ -89,7 +90,7 @@ export async function updateUser(
       throw new ForbiddenError('Only the owner can change the owner\'s name', 'owner_protected');
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
-      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
+      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, ctx.clock.now());
     }
     const updated = await repo.updateUser(trx, accountId, userId, {
       ...(input.name !== undefined ? { name: input.name.trim() } : {}),
@@ -119,13 +120,13 @@ export async function listPermissions(db: Kysely<Database>, accountId: number, u
 }
 
 /** Gives a member a level on a form of the account (replacing the one they held). */
-export async function setPermission(db: Kysely<Database>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
-  return transact(db, async (trx) => {
+export async function setPermission(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
     if (user.role !== 'member') throw new BadRequestError('Owners and admins hold every level on every form; form permissions are for members', undefined, 'not_a_member');
     if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('Form');
-    const now = Date.now();
+    const now = ctx.clock.now();
     await permissions.setPermission(trx, { accountId, userId, formId, level }, now);
     return toPermission({ formId, level, updatedAt: now });
   });
