@@ -4,6 +4,7 @@
  */
 import { Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
+import { Hasher } from '../src/crypto/hasher.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/service.js';
@@ -21,7 +22,7 @@ export async function createBenchAccount(dataDir: string, databaseUrl?: string):
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
-    const created = await createAccount({ db: db.kysely, clock: new Clock() }, { name: 'Bench', email: 'bench@example.com' });
+    const created = await createAccount({ db: db.kysely, clock: new Clock() }, { name: 'Bench', email: 'bench@example.com' }, new Hasher({ concurrency: 1, queueLimit: 0 }).kdf());
     return created.token;
   } finally {
     await db.close();

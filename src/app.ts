@@ -9,9 +9,12 @@ import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
 import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
+import { registerSecurityHeaders } from './http/headers.js';
 import { queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
+import { registerReadiness } from './http/readiness.js';
+import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
 import { fieldRoutes } from './modules/fields/routes.js';
@@ -62,6 +65,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       ...queryRedaction,
     },
     bodyLimit: ctx.config.bodyLimit,
+    ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.
     trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_addr: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
@@ -71,6 +75,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  registerBodyTimeout(app, ctx.config.requestTimeoutMs);
+  registerSecurityHeaders(app, ctx.config.publicUrl);
   refuseInvalidCharacters(app);
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
@@ -143,6 +149,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await sql`select 1`.execute(ctx.db);
     return { status: 'ok' };
   });
+  registerReadiness(app, ctx);
   // The API description holds no account data, so it is public like /docs.
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
   // The same operations under the older prefix, so that its clients find a description where they look.

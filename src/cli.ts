@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { Hasher } from './crypto/hasher.js';
 import { AppError } from './errors.js';
 import { createAccount } from './modules/accounts/service.js';
 import { MAX_ID } from './http/schemas.js';
@@ -61,6 +62,9 @@ function idOption(raw: string | undefined, flag: string, what: string): number {
   return id;
 }
 
+// One command hashes at most one password; the bound is the API's concern.
+const commandHasher = new Hasher({ concurrency: 1, queueLimit: 0 });
+
 async function admin(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
   const { values } = parseArgs({
@@ -87,7 +91,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
   if (action === 'create-account') {
     if (!values.name || !values.email) fail('create-account needs --name and --email');
     const created = await withDatabase(config, (ctx) =>
-      createAccount(ctx, { name: values.name!, email: values.email!, password: values.password }),
+      createAccount(ctx, { name: values.name!, email: values.email!, password: values.password }, commandHasher.kdf()),
     );
     print(values.json, { ...created });
   } else if (action === 'create-token') {
@@ -118,7 +122,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
     if (values.password !== undefined && values.password.length < 8) fail('--password must be at least 8 characters');
     const user = await withDatabase(config, async (ctx) => {
       if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
-      return createUser(ctx, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password });
+      return createUser(ctx, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password }, commandHasher.kdf());
     });
     print(values.json, { ...user });
   } else if (action === 'set-permission') {
@@ -165,6 +169,12 @@ async function main(argv: string[]): Promise<void> {
       const { values } = parseArgs({ args: rest, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
       const server = await startServer(config, { worker: !values['no-worker'] });
       const stop = async () => {
+        // close() bounds the wait for clients; this bounds whatever else might hang (a
+        // dependency that does not answer while its pool closes).
+        setTimeout(() => {
+          process.stderr.write('formwork: the stop did not finish in time; exiting\n');
+          process.exit(1);
+        }, config.shutdownTimeoutMs + 10_000).unref();
         await server.close();
         process.exit(0);
       };

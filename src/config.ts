@@ -28,6 +28,20 @@ export interface Config {
   signInAttempts: number;
   /** Encryption password attempts per form per 15 minutes. */
   encryptionPasswordAttempts: number;
+  /** Password hashes (scrypt) one account's API calls may cause per 15 minutes. */
+  accountHashAttempts: number;
+  /** Password hashes run at once in this process (each holds 128 MiB while it runs). */
+  hashConcurrency: number;
+  /** Password hashes that may wait for a free slot; beyond it, 503 hashing_busy. */
+  hashQueueLimit: number;
+  /** Headers of a request, then its JSON body, must each arrive within this many ms. */
+  requestTimeoutMs: number;
+  /** An upload streamed to PUT /uploads/… must average at least this many bytes a second over each requestTimeoutMs. */
+  uploadMinBytesPerSecond: number;
+  /** How long an idle keep-alive connection stays open, in ms. */
+  keepAliveTimeoutMs: number;
+  /** How long a stop waits for requests in flight before it closes their connections, in ms. */
+  shutdownTimeoutMs: number;
   /** Failed authentications (unknown, expired or revoked bearer tokens, wrong client credentials) per client address per 15 minutes. */
   authFailureAttempts: number;
   /** How often each process writes the last use of personal access tokens, in seconds. */
@@ -178,6 +192,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // No 0 here: turning off guessing protection is not a setting.
     signInAttempts: integer(env, 'SIGN_IN_ATTEMPTS', 10, 1, 1_000_000),
     encryptionPasswordAttempts: integer(env, 'ENCRYPTION_PASSWORD_ATTEMPTS', 10, 1, 1_000_000),
+    accountHashAttempts: integer(env, 'ACCOUNT_HASH_ATTEMPTS', 100, 1, 1_000_000),
+    // Two: scrypt holds 128 MiB and a core for a third of a second, and libuv's pool (four
+    // threads by default) must keep threads for file and DNS work.
+    hashConcurrency: integer(env, 'HASH_CONCURRENCY', 2, 1, 64),
+    hashQueueLimit: integer(env, 'HASH_QUEUE_LIMIT', 16, 0, 10_000),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    uploadMinBytesPerSecond: integer(env, 'UPLOAD_MIN_BYTES_PER_SECOND', 1024, 1, 1_000_000_000),
+    // Longer than the 60 s idle timeout of common load balancers, so that they close first.
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     // A client with a valid token never fails; 100 leaves room for one that keeps retrying a
     // revoked token for a while, and no 0 for the same reason as above.
     authFailureAttempts: integer(env, 'AUTH_FAILURE_ATTEMPTS', 100, 1, 1_000_000),

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import type { Hasher } from './crypto/hasher.js';
 import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
@@ -19,6 +20,8 @@ export interface AppContext {
   clock: Clock;
   /** Unwrapped keys of encrypted forms, briefly, per process. */
   formKeys: FormKeyCache;
+  /** Every password hash of the process (scrypt), bounded in concurrency and queue. */
+  hasher: Hasher;
   /** Uploaded files: local disk or an S3-compatible bucket. */
   storage: Storage;
   /** This process's registration, and which others have stopped (whose work may be taken over). */

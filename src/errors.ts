@@ -73,8 +73,13 @@ export class TooManyRequestsError extends AppError {
   }
 }
 
+/** A dependency or a capacity is away for now; with retryAfterSeconds, the handler sends Retry-After. */
 export class ServiceUnavailableError extends AppError {
-  constructor(message: string, code = 'service_unavailable') {
+  constructor(
+    message: string,
+    code = 'service_unavailable',
+    readonly retryAfterSeconds?: number,
+  ) {
     super(503, code, message);
   }
 }

@@ -6,12 +6,15 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { Hasher } from './crypto/hasher.js';
+import { throttle } from './http/rate-limit.js';
 import { createRateLimiter } from './http/rate-limiter.js';
-import type { JobHandlers } from './jobs/types.js';
+import { jobKinds } from './job-kinds.js';
+import type { JobKind } from './jobs/kind.js';
 import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
 import { startPresence, writerName, type Presence } from './modules/processes/service.js';
-import { removeAbandonedWrites } from './modules/uploads/service.js';
+import { removeAbandonedWrites } from './modules/uploads/cleanup.js';
 import { createStorage, type Storage } from './storage/index.js';
 
 export interface RunningServer {
@@ -56,7 +59,13 @@ async function openContext(config: Config, sqliteFile?: string): Promise<OpenCon
     await close();
     throw error;
   }
-  const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage, presence };
+  const hasher = new Hasher({
+    concurrency: config.hashConcurrency,
+    queueLimit: config.hashQueueLimit,
+    chargeAccount: (accountId) => throttle(rateLimiter, `hash:account:${accountId}`, config.accountHashAttempts, 900),
+  });
+  const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
+  const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys, hasher, storage, presence };
   try {
     await presence.reap();
     await removeAbandonedWrites(ctx);
@@ -75,15 +84,28 @@ export async function startServer(config: Config, options: { sqliteFile?: string
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    const worker = options.worker ? startWorker(ctx, { log: app.log }) : undefined;
+    const worker = options.worker ? startWorker(ctx, { kinds: jobKinds, log: app.log }) : undefined;
     return {
       app,
       db,
       ctx,
       url: `http://${host}:${port}`,
       worker,
+      /**
+       * Stops taking requests and waits for those in flight, for SHUTDOWN_TIMEOUT_MS at most:
+       * then their connections are closed, so that no client (one trickling a body, say)
+       * can hold a stop up.
+       */
       async close() {
-        await Promise.all([app.close(), worker?.stop()]);
+        const force = setTimeout(() => {
+          app.log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'closing the connections of requests still in flight');
+          app.server.closeAllConnections();
+        }, config.shutdownTimeoutMs);
+        try {
+          await Promise.all([app.close(), worker?.stop()]);
+        } finally {
+          clearTimeout(force);
+        }
         await close();
       },
     };
@@ -99,11 +121,11 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** A process that only runs jobs (`formwork worker`), with handlers from the registry unless given. */
-export async function startWorkerProcess(config: Config, options: { handlers?: JobHandlers } = {}): Promise<RunningWorker> {
+/** A process that only runs jobs (`formwork worker`), of the application's kinds (job-kinds.ts) unless given others. */
+export async function startWorkerProcess(config: Config, options: { kinds?: readonly JobKind[] } = {}): Promise<RunningWorker> {
   const { ctx, close } = await openContext(config);
   const log = pino({ level: config.logLevel });
-  const worker = startWorker(ctx, { log, handlers: options.handlers });
+  const worker = startWorker(ctx, { kinds: options.kinds ?? jobKinds, log });
   log.info({ worker: worker.id }, 'worker started');
   return {
     ctx,

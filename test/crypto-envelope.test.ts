@@ -15,6 +15,9 @@ import {
   wrapFormKey,
   WrongPasswordError,
 } from '../src/crypto/envelope.js';
+import { Hasher } from '../src/crypto/hasher.js';
+
+const kdf = new Hasher({ concurrency: 2, queueLimit: 100 }).kdf();
 
 function chunks(data: Buffer, size: number): Readable {
   const parts: Buffer[] = [];
@@ -41,16 +44,16 @@ describe('encryption envelope', () => {
 
   it('wraps the private key with the password and refuses another password or form', async () => {
     const keys = newFormKeys();
-    const wrapped = await wrapFormKey(keys, 'a long password', 'form key X');
+    const wrapped = await wrapFormKey(keys, 'a long password', 'form key X', kdf);
     assert.ok(!JSON.stringify(wrapped).includes('a long password'));
     assert.equal(wrapped.N, 2 ** 17);
-    const back = await unwrapFormKey(wrapped, 'a long password', 'form key X');
+    const back = await unwrapFormKey(wrapped, 'a long password', 'form key X', kdf);
     assert.deepEqual(open(seal(Buffer.from('x'), keys.publicKey, 'v'), back, 'v'), Buffer.from('x'));
-    await assert.rejects(unwrapFormKey(wrapped, 'another password', 'form key X'), WrongPasswordError);
-    await assert.rejects(unwrapFormKey(wrapped, 'a long password', 'form key Y'), WrongPasswordError);
+    await assert.rejects(unwrapFormKey(wrapped, 'another password', 'form key X', kdf), WrongPasswordError);
+    await assert.rejects(unwrapFormKey(wrapped, 'a long password', 'form key Y', kdf), WrongPasswordError);
     // A public key swapped in the stored record (to have new data sealed to another key) is caught on unwrap.
-    const swapped = { ...wrapped, publicKey: (await wrapFormKey(newFormKeys(), 'x'.repeat(8), 'other')).publicKey };
-    await assert.rejects(unwrapFormKey(swapped, 'a long password', 'form key X'), SealError);
+    const swapped = { ...wrapped, publicKey: (await wrapFormKey(newFormKeys(), 'x'.repeat(8), 'other', kdf)).publicKey };
+    await assert.rejects(unwrapFormKey(swapped, 'a long password', 'form key X', kdf), SealError);
   });
 
   it('seals and opens streams in any chunking, and fails an altered stream', async () => {

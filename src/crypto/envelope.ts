@@ -7,11 +7,11 @@ import {
   generateKeyPairSync,
   hkdfSync,
   randomBytes,
-  scrypt,
   type DecipherGCM,
   type KeyObject,
 } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
+import type { Kdf } from './hasher.js';
 
 /**
  * The encryption of encrypted forms.
@@ -26,7 +26,6 @@ import { Transform, type TransformCallback } from 'node:stream';
 
 /** OWASP's scrypt recommendation: N=2^17, r=8, p=1 (128 MiB, about a third of a second here). */
 export const SCRYPT_PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
-const SCRYPT_MAXMEM = 256 * 1024 * 1024;
 
 /** What a form stores: the public key in the clear and the private key wrapped by the password. */
 export interface WrappedFormKey {
@@ -50,10 +49,8 @@ export class WrongPasswordError extends Error {
 
 export class SealError extends Error {}
 
-function kek(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, 32, { ...params, maxmem: SCRYPT_MAXMEM }, (err, key) => (err ? reject(err) : resolve(key))),
-  );
+function kek(kdf: Kdf, password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+  return kdf(password.normalize('NFC'), salt, 32, { N: params.N, r: params.r, p: params.p });
 }
 
 function rawPublic(key: KeyObject): Buffer {
@@ -76,11 +73,14 @@ export function newFormKeys(): FormKeys {
   return generateKeyPairSync('x25519');
 }
 
-/** Wraps the private key with a key derived from the password; aad binds the record to its form. */
-export async function wrapFormKey(keys: FormKeys, password: string, aad: string): Promise<WrappedFormKey> {
+/**
+ * Wraps the private key with a key derived from the password; aad binds the record to its
+ * form. kdf is the process's bounded hasher (src/crypto/hasher.ts).
+ */
+export async function wrapFormKey(keys: FormKeys, password: string, aad: string, kdf: Kdf): Promise<WrappedFormKey> {
   const salt = randomBytes(16);
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', await kek(password, salt, SCRYPT_PARAMS), iv);
+  const cipher = createCipheriv('aes-256-gcm', await kek(kdf, password, salt, SCRYPT_PARAMS), iv);
   cipher.setAAD(Buffer.from(aad));
   const der = keys.privateKey.export({ format: 'der', type: 'pkcs8' });
   const wrapped = Buffer.concat([cipher.update(der), cipher.final()]);
@@ -97,8 +97,8 @@ export async function wrapFormKey(keys: FormKeys, password: string, aad: string)
 }
 
 /** The private key, or WrongPasswordError (GCM's tag is what tells a wrong password). */
-export async function unwrapFormKey(record: WrappedFormKey, password: string, aad: string): Promise<FormKeys> {
-  const key = await kek(password, Buffer.from(record.salt, 'base64'), record);
+export async function unwrapFormKey(record: WrappedFormKey, password: string, aad: string, kdf: Kdf): Promise<FormKeys> {
+  const key = await kek(kdf, password, Buffer.from(record.salt, 'base64'), record);
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(record.iv, 'base64'), { authTagLength: TAG });
   decipher.setAAD(Buffer.from(aad));
   decipher.setAuthTag(Buffer.from(record.tag, 'base64'));

@@ -1,7 +1,5 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
-
-const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kdf } from './hasher.js';
 
 /** A random secret with a readable prefix, such as fw_pat_… for personal access tokens. */
 export function newToken(prefix: string): string {
@@ -22,16 +20,17 @@ export function newKey(bytes = 12): string {
 }
 
 // OWASP's scrypt floor: N=2^17, r=8, p=1.
-const SCRYPT = { N: 2 ** 17, r: 8, p: 1, maxmem: 256 * 1024 * 1024 };
+const SCRYPT = { N: 2 ** 17, r: 8, p: 1 };
 
 /**
- * A scrypt hash of the password. With sameSaltAs (another stored hash), the salt of that hash:
- * the hashes of one email in several accounts share a salt, so that signing in derives one
- * key however many accounts the email is in (see verifyPasswords).
+ * A scrypt hash of the password; kdf is the process's bounded hasher (src/crypto/hasher.ts).
+ * With sameSaltAs (another stored hash), the salt of that hash: the hashes of one email in
+ * several accounts share a salt, so that signing in derives one key however many accounts
+ * the email is in (see verifyPasswords).
  */
-export async function hashPassword(password: string, sameSaltAs?: string): Promise<string> {
+export async function hashPassword(password: string, kdf: Kdf, sameSaltAs?: string): Promise<string> {
   const salt = (sameSaltAs === undefined ? undefined : parseHash(sameSaltAs)?.salt) ?? randomBytes(16);
-  const key = await scryptAsync(password, salt, 32, SCRYPT);
+  const key = await kdf(password, salt, 32, SCRYPT);
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
@@ -51,16 +50,17 @@ function parseHash(stored: string): ParsedHash | undefined {
   return parsed.key.length >= 16 && parsed.salt.length > 0 ? parsed : undefined;
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  return (await verifyPasswords(password, [stored]))[0]!;
+export async function verifyPassword(password: string, stored: string, kdf: Kdf): Promise<boolean> {
+  return (await verifyPasswords(password, [stored], kdf))[0]!;
 }
 
 /**
  * Whether the password is the one of each stored hash. The key is derived once per distinct
  * salt (and parameters), one after the other to bound memory: hashes that share a salt cost
- * one derivation together, so the time says nothing about how many there are.
+ * one derivation together, so the time says nothing about how many there are. Each derivation
+ * is one call of kdf, so it takes one slot of the bounded hasher and counts once.
  */
-export async function verifyPasswords(password: string, stored: readonly string[]): Promise<boolean[]> {
+export async function verifyPasswords(password: string, stored: readonly string[], kdf: Kdf): Promise<boolean[]> {
   const derived = new Map<string, Buffer>();
   const results: boolean[] = [];
   for (const hash of stored) {
@@ -72,7 +72,7 @@ export async function verifyPasswords(password: string, stored: readonly string[
     const id = `${parsed.N}$${parsed.r}$${parsed.p}$${parsed.salt.toString('base64')}$${parsed.key.length}`;
     let actual = derived.get(id);
     if (!actual) {
-      actual = await scryptAsync(password, parsed.salt, parsed.key.length, { N: parsed.N, r: parsed.r, p: parsed.p, maxmem: SCRYPT.maxmem });
+      actual = await kdf(password, parsed.salt, parsed.key.length, { N: parsed.N, r: parsed.r, p: parsed.p });
       derived.set(id, actual);
     }
     results.push(timingSafeEqual(actual, parsed.key));

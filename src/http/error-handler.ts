@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, RetryLaterError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
+import { AppError, RetryLaterError, ServiceUnavailableError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
 function send(reply: FastifyReply, status: number, code: string, error: string, details?: ErrorDetail[]) {
@@ -34,7 +34,9 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
-      if (error instanceof TooManyRequestsError || error instanceof RetryLaterError) reply.header('Retry-After', String(error.retryAfterSeconds));
+      const retryAfter =
+        error instanceof TooManyRequestsError || error instanceof RetryLaterError || error instanceof ServiceUnavailableError ? error.retryAfterSeconds : undefined;
+      if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
       if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
       return send(reply, error.statusCode, error.code, error.message, error.details);

@@ -31,6 +31,8 @@ export interface RateLimiter {
    * consumes nothing, so a client hammering a closed window does not push its reset further.
    */
   consume(key: string, windows: readonly RateWindow[]): Promise<RateDecision>;
+  /** Resolves when the counters can be reached (always, in memory); for /readyz. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -101,6 +103,7 @@ export function createMemoryRateLimiter(now: () => number): MemoryRateLimiter {
       });
       return decide(windows, slotList, counts, allowed, t);
     },
+    async ping() {},
     async close() {
       counters.clear();
     },
@@ -176,6 +179,14 @@ export function createRedisRateLimiter(redisUrl: string, now: () => number): Rat
         throw new RateLimiterUnavailableError(`Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
       }
       return decide(windows, slotList, reply.slice(1), reply[0] === 1, t);
+    },
+    async ping() {
+      try {
+        await redis.ping();
+      } catch (error) {
+        const cause = lastError ?? error;
+        throw new RateLimiterUnavailableError(`Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      }
     },
     async close() {
       if (redis.status === 'ready') await redis.quit();

@@ -34,15 +34,17 @@ const errorDescriptions: Record<number, string> = {
   403: 'Not permitted',
   404: 'Not found, or not visible to this account',
   409: 'Conflicts with the current state',
+  408: 'The request body did not arrive in time (body_timeout); the connection is closed',
   410: 'Expired',
   413: 'Request body too large',
   429: 'Rate limit reached: see the RateLimit header and wait Retry-After seconds',
   500: 'Internal error',
+  503: 'Busy or a dependency away, for now: hashing_busy when too many passwords are being hashed, rate_limiter_unavailable when Redis does not answer; wait Retry-After seconds when it is given',
 };
 
-/** The error responses a route declares; 400, 401, 429 and 500 are possible on every API route. */
+/** The error responses a route declares; 400, 401, 429, 500 and 503 are possible on every API route. */
 export function errors(...statuses: number[]): Record<number, TSchema> {
-  const all = new Set([400, 401, 429, 500, ...statuses]);
+  const all = new Set([400, 401, 429, 500, 503, ...statuses]);
   return Object.fromEntries([...all].map((s) => [s, Type.Ref(ErrorBody, { description: errorDescriptions[s] })]));
 }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -109,6 +109,17 @@ export class LocalStorage implements Storage {
     for (const name of names) {
       if (!TEMPORARY.test(name)) throw new Error(`Not a temporary file: ${JSON.stringify(name)}`);
       await rm(join(this.tmpDir, name), { force: true });
+    }
+  }
+
+  /** Writes and removes a file where puts write theirs: a full or read-only disk fails it. */
+  async check(): Promise<void> {
+    await mkdir(this.tmpDir, { recursive: true });
+    const probe = join(this.tmpDir, `${randomBytes(12).toString('hex')}.ready`);
+    try {
+      await writeFile(probe, 'ready', { flag: 'wx' });
+    } finally {
+      await rm(probe, { force: true });
     }
   }
 

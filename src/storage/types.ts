@@ -56,6 +56,8 @@ export interface Storage {
    */
   temporaryFiles?(): Promise<TemporaryFile[]>;
   removeTemporary?(names: string[]): Promise<void>;
+  /** Resolves when objects can be stored: the directory is writable, the bucket answers. For /readyz. */
+  check(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 

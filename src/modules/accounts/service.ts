@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import type { Kdf } from '../../crypto/hasher.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
 import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
@@ -16,16 +17,18 @@ export interface CreatedAccount {
   token: string;
 }
 
+/** kdf hashes the owner's password, when there is one. */
 export async function createAccount(
   ctx: Pick<AppContext, 'db' | 'clock'>,
   input: { name: string; email: string; password?: string },
+  kdf: Kdf,
 ): Promise<CreatedAccount> {
   const name = input.name.trim();
   const email = input.email.trim().toLowerCase();
   if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   const token = newToken(PAT_PREFIX);
   const now = ctx.clock.now();
   return transact(ctx.db, async (trx) => {

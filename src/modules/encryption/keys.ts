@@ -72,7 +72,7 @@ export class FormKeyCache {
   private readonly hmacKey: Buffer;
 
   constructor(
-    private readonly ctx: Pick<AppContext, 'config' | 'clock' | 'rateLimiter'>,
+    private readonly ctx: Pick<AppContext, 'config' | 'clock' | 'rateLimiter' | 'hasher'>,
     private readonly ttlMs = 10 * 60_000,
     private readonly maxEntries = 1000,
   ) {
@@ -82,9 +82,10 @@ export class FormKeyCache {
   /**
    * The form's keys for this password: 401 when the password is missing or wrong. Every
    * check that reaches scrypt counts against the form's attempt limit (429 beyond it), which
-   * both stops guessing and bounds the CPU that scrypt can be made to spend.
+   * both stops guessing and bounds the CPU that scrypt can be made to spend; it also counts
+   * against the account's hashing budget, and waits in the process's bounded hasher.
    */
-  async unlock(form: Pick<FormRow, 'id' | 'view_key' | 'encryption_key'>, password: string | undefined): Promise<FormKeys> {
+  async unlock(form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'encryption_key'>, password: string | undefined): Promise<FormKeys> {
     const wrapped = wrappedKeyOf(form);
     if (!wrapped) throw new Error(`form ${form.id} has no key`);
     if (password === undefined) throw new EncryptionPasswordError(true);
@@ -101,11 +102,15 @@ export class FormKeyCache {
     return pending;
   }
 
-  private async check(form: Pick<FormRow, 'id' | 'view_key'>, wrapped: WrappedFormKey, password: string, id: string, now: number): Promise<FormKeys> {
-    await throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900);
+  private async check(form: Pick<FormRow, 'id' | 'account_id' | 'view_key'>, wrapped: WrappedFormKey, password: string, id: string, now: number): Promise<FormKeys> {
+    // Counted once the hasher has room: a 503 for a full queue costs the form no attempt.
+    const kdf = this.ctx.hasher.kdf({
+      account: form.account_id,
+      attempt: () => throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900),
+    });
     let keys: FormKeys;
     try {
-      keys = await unwrapFormKey(wrapped, password, keyAad(form.view_key));
+      keys = await unwrapFormKey(wrapped, password, keyAad(form.view_key), kdf);
     } catch (error) {
       if (error instanceof WrongPasswordError) throw new EncryptionPasswordError(false);
       throw error;

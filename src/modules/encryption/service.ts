@@ -1,3 +1,4 @@
+import { Type, type Static } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { encryptWith, exportPrivateKey, newFormKeys, serviceKey, wrapFormKey } from '../../crypto/envelope.js';
 import type { FormRow, FormUpdate } from '../../db/schema.js';
@@ -10,14 +11,15 @@ export interface EncryptionInput {
   newEncryptionPassword?: string;
 }
 
-/** A job that converts a form's existing submissions; see convert.ts. */
-export interface ConversionPayload {
-  formId: number;
-  accountId: number;
-  direction: 'encrypt' | 'decrypt';
+/** The payload of the job that converts a form's existing submissions; see convert.ts. */
+export const ConversionPayload = Type.Object({
+  formId: Type.Integer(),
+  accountId: Type.Integer(),
+  direction: Type.Union([Type.Literal('encrypt'), Type.Literal('decrypt')]),
   /** decrypt only: the private key, wrapped with a key derived from SECRET_KEY (base64). */
-  key?: string;
-}
+  key: Type.Optional(Type.String()),
+});
+export type ConversionPayload = Static<typeof ConversionPayload>;
 
 export interface EncryptionPlan {
   update: Pick<FormUpdate, 'is_encrypted' | 'encryption_key' | 'encryption_state'>;
@@ -37,14 +39,14 @@ function needPassword(property: string, why: string): never {
   throw invalid(`body.${property}`, why, 'encryption_password_required');
 }
 
-/** A form created with isEncrypted: its key pair, wrapped with the password. */
-export async function encryptionOfNewForm(input: EncryptionInput, viewKey: string): Promise<EncryptionPlan['update'] | undefined> {
+/** A form created with isEncrypted: its key pair, wrapped with the password (one hash of the account's budget). */
+export async function encryptionOfNewForm(ctx: AppContext, accountId: number, input: EncryptionInput, viewKey: string): Promise<EncryptionPlan['update'] | undefined> {
   if (input.isEncrypted !== true) {
     if (input.encryptionPassword !== undefined) throw invalid('body.encryptionPassword', 'goes with isEncrypted: true', 'validation_failed');
     return undefined;
   }
   if (input.encryptionPassword === undefined) needPassword('encryptionPassword', 'an encrypted form needs a password to protect it with');
-  const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(viewKey));
+  const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(viewKey), ctx.hasher.kdf({ account: accountId }));
   return { is_encrypted: 1, encryption_key: JSON.stringify(wrapped) };
 }
 
@@ -83,7 +85,7 @@ export async function planEncryptionChange(
     needPassword('encryptionPassword', turnOn ? 'turning encryption on needs the password to protect the form with' : 'needs the current encryption password');
   }
   if (turnOn) {
-    const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(form.view_key));
+    const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(form.view_key), ctx.hasher.kdf({ account: form.account_id }));
     // Always through the job, even with no submissions: one may land while scrypt runs above.
     return {
       update: { is_encrypted: 1, encryption_key: JSON.stringify(wrapped), encryption_state: 'encrypting' },
@@ -92,7 +94,7 @@ export async function planEncryptionChange(
   }
   const opened = await ctx.formKeys.unlock(form, input.encryptionPassword);
   if (rewrap) {
-    const wrapped = await wrapFormKey(opened, input.newEncryptionPassword!, keyAad(form.view_key));
+    const wrapped = await wrapFormKey(opened, input.newEncryptionPassword!, keyAad(form.view_key), ctx.hasher.kdf({ account: form.account_id }));
     return { update: { encryption_key: JSON.stringify(wrapped) } };
   }
   // Turning off: the job needs the private key after this request (and after a restart), so it

@@ -11,6 +11,10 @@ import * as service from './service.js';
 
 const tags = ['Forms'];
 const params = idParams('formId');
+const HASHING =
+  'A password sent to protect or open the form (encryptionPassword, newEncryptionPassword) is hashed with scrypt. Each hash counts ' +
+  'against the account\'s budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), and 503 hashing_busy with Retry-After ' +
+  'answers while the service is hashing as many passwords as it can queue.';
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   const readCache = new VersionedCache(ctx.config.readCacheBytes);
@@ -37,6 +41,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Create a form, optionally with its fields',
+          description: HASHING,
           body: FormCreate,
           response: { 200: Form, ...errors(403, 404) },
         },
@@ -73,7 +78,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, summary: 'Update a form', params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
+        schema: { tags, summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
       },
       (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
     );

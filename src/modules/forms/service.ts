@@ -5,8 +5,9 @@ import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { enqueue } from '../../jobs/outbox.js';
 import { encryptionOfNewForm, planEncryptionChange } from '../encryption/service.js';
-import { enqueueConversion } from '../encryption/convert.js';
+import { conversionJob } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import type { VersionedCache } from '../../http/versioned-cache.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
@@ -103,7 +104,7 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
   const viewKey = newKey();
-  const encryption = await encryptionOfNewForm(input, viewKey);
+  const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, accountId, input.folder);
     const now = ctx.clock.now();
@@ -151,7 +152,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
       ...encryption?.update,
       updated_at: ctx.clock.now(),
     });
-    if (encryption?.conversion) await enqueueConversion(trx, encryption.conversion);
+    if (encryption?.conversion) await enqueue(trx, conversionJob, encryption.conversion);
     return toForm(ctx, row);
   });
 }

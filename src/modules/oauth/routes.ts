@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
+import { HashingBusyError } from '../../crypto/hasher.js';
 import { verifyPasswords } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
 import { parseFormBody } from '../../http/characters.js';
@@ -131,7 +132,14 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       // hashes share one salt (users/service.ts hashPasswordFor), so this costs one derivation
       // whether the email is in no account, one or many.
       const candidates = email === '' ? [] : await findSignInCandidates(ctx.db, email);
-      const valid = await verifyPasswords(password, candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH]);
+      let valid: boolean[];
+      try {
+        valid = await verifyPasswords(password, candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH], ctx.hasher.kdf());
+      } catch (error) {
+        if (!(error instanceof HashingBusyError)) throw error;
+        reply.header('retry-after', String(error.retryAfterSeconds));
+        return again(503, `Too many people are signing in right now. Try again in ${error.retryAfterSeconds} seconds.`);
+      }
       const matched = candidates.filter((_, i) => valid[i]);
       if (matched.length === 0) return again(401, 'Wrong email or password.');
       const proven = matched.map((u) => ({ userId: u.id, passwordTag: passwordTag(ctx.config.secretKey, u.password_hash!) }));

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
+import { watchUploadRate, type BodyTimeoutError } from '../../http/timeouts.js';
 import { ServiceUploadDone, ServiceUploadQuery, UploadUrls, UploadUrlsRequest } from './schemas.js';
 import * as service from './service.js';
 
@@ -21,7 +22,9 @@ const UPLOAD_FLOW =
   'creating or editing a submission. With the local storage driver the uploadUrl is this service\'s own signed URL, which ' +
   'enforces the field\'s maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload ' +
   '(409 upload_url_used after it, and while another PUT to it is under way; a refused or broken upload may be retried, also one ' +
-  'cut off by a crash of the service, as soon as the service process that took it is known to have stopped) and answers 410 upload_url_expired after 2 hours. ' +
+  'cut off by a crash of the service, as soon as the service process that took it is known to have stopped), cuts off an upload that averages less than ' +
+  'UPLOAD_MIN_BYTES_PER_SECOND (1 KiB/s by default) over a window of REQUEST_TIMEOUT_MS (408 body_timeout, nothing kept, retry allowed) ' +
+  'and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
   'use: the object\'s size is checked when a submission claims the fileKey, and an object over the limit is deleted and ' +
   'the submission refused. Uploads that no submission claims are removed once their URL expires.';
@@ -65,11 +68,12 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.put(
       '/uploads/:fileKey',
       {
+        config: { streamedBody: true },
         schema: {
           hide: true,
           params: Type.Object({ fileKey: Type.String({ maxLength: 100 }) }, { additionalProperties: false }),
           querystring: ServiceUploadQuery,
-          response: { 200: ServiceUploadDone, ...errors(403, 409, 410, 413) },
+          response: { 200: ServiceUploadDone, ...errors(403, 408, 409, 410, 413) },
         },
       },
       async (req, reply) => {
@@ -84,6 +88,12 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
         req.raw.on('close', () => {
           if (!req.raw.complete && !body.destroyed) body.destroy(new Error('The upload was interrupted'));
         });
+        // A client that stalls is cut off like a broken upload: storage keeps nothing, the URL can be used again.
+        let tooSlow: BodyTimeoutError | undefined;
+        watchUploadRate(req.raw, { bytesPerSecond: ctx.config.uploadMinBytesPerSecond, windowMs: ctx.config.requestTimeoutMs }, (error) => {
+          tooSlow = error;
+          body.destroy(error);
+        });
         try {
           return await service.receiveUpload(ctx, req.params.fileKey, req.query, body, Number.isFinite(length) ? length : undefined);
         } catch (error) {
@@ -91,7 +101,7 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
           body.destroy();
           // The rest of a refused body is not worth reading: answer and close the connection.
           if (!req.raw.complete) (reply as FastifyReply).header('connection', 'close');
-          throw error;
+          throw tooSlow ?? error;
         }
       },
     );

@@ -11,6 +11,10 @@ const params = idParams('userId');
 const permissionParams = idParams('userId', 'formId');
 const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
 
+const HASHING =
+  'A password is hashed with scrypt: each hash counts against the account\'s budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), ' +
+  'and 503 hashing_busy with Retry-After answers while the service is hashing as many passwords as it can queue.';
+
 export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get('/users', { config, schema: { tags, summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
@@ -26,12 +30,13 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Add a user to the account',
           description:
             'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
-            'An email is unique within the account (409 email_taken); users of other accounts may have the same email, as one person may belong to several accounts.',
+            'An email is unique within the account (409 email_taken); users of other accounts may have the same email, as one person may belong to several accounts. ' +
+            HASHING,
           body: UserCreate,
           response: { 200: User, ...errors(409) },
         },
       },
-      (req) => service.createUser(ctx, principal(req).accountId, req.body),
+      (req) => service.createUser(ctx, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
@@ -47,13 +52,14 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Rename a user, change their role or set their password',
           description:
             'The owner\'s role never changes, only the owner changes the owner\'s name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
-            'Changing a password that was set revokes the user\'s personal access tokens and OAuth grants, except the token making the request when it is the user\'s own.',
+            'Changing a password that was set revokes the user\'s personal access tokens and OAuth grants, except the token making the request when it is the user\'s own. ' +
+            HASHING,
           params,
           body: UserUpdate,
           response: { 200: User, ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body),
+      (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.delete(

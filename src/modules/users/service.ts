@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../context.js';
+import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
@@ -36,16 +37,18 @@ export async function getUser(db: Kysely<Database>, accountId: number, userId: n
  * first, whatever the account: sign-in, which looks for the email in every account, then
  * derives one key for all of them, and its time does not tell how many accounts have the
  * email. (Two first hashes made at the same moment may still differ; that costs sign-in a
- * second derivation, nothing else.)
+ * second derivation, nothing else.) kdf is the process's bounded hasher, counted against the
+ * account when the API asks.
  */
-export async function hashPasswordFor(db: Executor, email: string, password: string, userId?: number): Promise<string> {
-  return hashPassword(password, await repo.passwordHashOfEmail(db, email, userId));
+export async function hashPasswordFor(db: Executor, email: string, password: string, kdf: Kdf, userId?: number): Promise<string> {
+  return hashPassword(password, kdf, await repo.passwordHashOfEmail(db, email, userId));
 }
 
-export async function createUser(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: UserCreate): Promise<User> {
+/** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
+export async function createUser(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
   const email = input.email.trim().toLowerCase();
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   return transact(ctx.db, async (trx) => {
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
     if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('A user of this account already has this email', 'email_taken');
@@ -66,13 +69,14 @@ export async function updateUser(
   caller: { userId: number; tokenId: number },
   userId: number,
   input: UserUpdate,
+  kdf: Kdf,
 ): Promise<User> {
   const callerId = caller.userId;
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
     const target = await repo.findUser(ctx.db, accountId, userId);
     if (!target) throw new NotFoundError('User');
-    passwordHash = await hashPasswordFor(ctx.db, target.email, input.password, userId);
+    passwordHash = await hashPasswordFor(ctx.db, target.email, input.password, kdf, userId);
   }
   return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);

@@ -1,0 +1,234 @@
+/**
+ * Slow clients against real `formwork serve` processes, over raw sockets: a body, an upload
+ * or headers that trickle are cut off, and SIGTERM finishes whatever the clients do.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { createPgDatabase, dialectName, TEST_PG_URL } from './helpers.js';
+
+const run = promisify(execFile);
+// Generous: each bound below is seconds where the behaviour needs one, and minutes without it.
+const BOUND_MS = 20_000;
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+interface Served {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** What came back on a raw connection, once the server closed it (or the bound passed). */
+interface Outcome {
+  text: string;
+  closed: boolean;
+}
+
+/**
+ * Opens a connection, sends head at once and then one byte of drip every interval until the
+ * server closes the connection. Resolves when it does, or after boundMs with closed false.
+ */
+function trickle(port: number, head: string, drip: string, intervalMs = 200, boundMs = BOUND_MS): { outcome: Promise<Outcome>; socket: Socket } {
+  const socket = connect(port, '127.0.0.1');
+  let text = '';
+  let i = 0;
+  socket.setEncoding('latin1');
+  socket.on('data', (d: string) => (text += d));
+  socket.on('error', () => undefined);
+  socket.write(head);
+  const timer = setInterval(() => {
+    if (!socket.destroyed && socket.writable) socket.write(drip[i++ % drip.length]!);
+  }, intervalMs);
+  const outcome = new Promise<Outcome>((resolve) => {
+    const bound = setTimeout(() => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve({ text, closed: false });
+    }, boundMs);
+    socket.once('close', () => {
+      clearInterval(timer);
+      clearTimeout(bound);
+      resolve({ text, closed: true });
+    });
+  });
+  return { outcome, socket };
+}
+
+function statusOf(text: string): number {
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+}
+
+function jsonOf(text: string): any {
+  return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+}
+
+describe(`slow clients and stopping (${dialectName})`, () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-timeouts-'));
+  let database: { url: string; drop(): Promise<void> } | undefined;
+  let env: Record<string, string>;
+  let token: string;
+  const children: ChildProcess[] = [];
+
+  async function serve(extra: Record<string, string>): Promise<Served> {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      env: { ...env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: `http://127.0.0.1:${port}`, ...extra },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(child);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
+      try {
+        if ((await fetch(`${url}/healthz`)).ok) return { child, port, url, exited };
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function stop(served: Served): Promise<void> {
+    if (served.child.exitCode === null && served.child.signalCode === null) {
+      served.child.kill('SIGKILL');
+      await served.exited;
+    }
+  }
+
+  const api = (served: Served, method: string, path: string, body?: unknown) =>
+    fetch(`${served.url}/api/v2025${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  /** A signed upload URL (the local driver's, this service's own) for a new file field. */
+  async function uploadPath(served: Served): Promise<string> {
+    const form = (await (await api(served, 'POST', '/forms', { name: 'Files', fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1_000_000 } }] })).json()) as any;
+    const issued = (await (await api(served, 'POST', `/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['a.txt'] })).json()) as any;
+    const url = new URL(issued.uploads[0].uploadUrl);
+    return `${url.pathname}${url.search}`;
+  }
+
+  const jsonHead = (length: number, auth = true) =>
+    `POST /api/v2025/forms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n` +
+    `${auth ? `Authorization: Bearer ${token}\r\n` : ''}\r\n{"name":"`;
+
+  before(async () => {
+    if (TEST_PG_URL) database = await createPgDatabase();
+    env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(database ? { DATABASE_URL: database.url } : {}) };
+    // Also migrates, so that the servers start on a ready schema.
+    const created = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'admin', 'create-account', '--name', 'Slow', '--email', 'slow@example.com', '--json'], { env });
+    token = JSON.parse(created.stdout).token;
+  });
+
+  after(async () => {
+    await Promise.all(
+      children.map(async (c) => {
+        if (c.exitCode === null && c.signalCode === null) {
+          c.kill('SIGKILL');
+          await once(c, 'exit');
+        }
+      }),
+    );
+    await database?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('cuts off a JSON body, an unread body and headers that trickle, after REQUEST_TIMEOUT_MS', async () => {
+    const served = await serve({ REQUEST_TIMEOUT_MS: '1000' });
+    try {
+      const body = trickle(served.port, jsonHead(10_000), 'a');
+      // The token check answers before the body is read; the rest of the body may not hold the connection.
+      const unread = trickle(served.port, jsonHead(10_000, false), 'a');
+      const headers = trickle(served.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ', 'a');
+      const [b, u, h] = await Promise.all([body.outcome, unread.outcome, headers.outcome]);
+
+      assert.ok(b.closed, 'the connection of a trickling body is closed');
+      assert.equal(statusOf(b.text), 408, b.text);
+      assert.deepEqual(jsonOf(b.text), { status: 'error', error: 'The request body did not arrive within 1000 ms', code: 'body_timeout' });
+      assert.match(b.text, /\r\nconnection: close\r\n/i);
+
+      assert.ok(u.closed, 'the connection of an unread trickling body is closed');
+      assert.equal(statusOf(u.text), 401, u.text);
+
+      assert.ok(h.closed, 'the connection of trickling headers is closed');
+      assert.equal(statusOf(h.text), 408, h.text);
+
+      // Nothing was created, and the service answers as before.
+      const forms = (await (await api(served, 'GET', '/forms')).json()) as any;
+      assert.equal(forms.forms.length, 0);
+      assert.equal((await api(served, 'POST', '/forms', { name: 'Quick' })).status, 200);
+    } finally {
+      await stop(served);
+    }
+  });
+
+  it('cuts off an upload slower than UPLOAD_MIN_BYTES_PER_SECOND, keeps nothing and lets the URL be used again', async () => {
+    const served = await serve({ REQUEST_TIMEOUT_MS: '1000', UPLOAD_MIN_BYTES_PER_SECOND: '1000' });
+    try {
+      const path = await uploadPath(served);
+      // About 50 bytes a second, against a floor of 1000.
+      const slow = trickle(served.port, `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`, '0123456789', 200);
+      const cut = await slow.outcome;
+      assert.ok(cut.closed, 'the connection of a trickling upload is closed');
+      assert.equal(statusOf(cut.text), 408, cut.text);
+      assert.equal(jsonOf(cut.text).code, 'body_timeout');
+      const tmp = join(dataDir, 'files', '.tmp');
+      assert.deepEqual(readdirSync(tmp), [], 'no partial file is left');
+
+      // The URL was given back: a whole upload at a normal pace takes it.
+      const whole = await fetch(`${served.url}${path}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(50_000) });
+      assert.equal(whole.status, 200, await whole.clone().text());
+      assert.equal(((await whole.json()) as any).size, 50_000);
+    } finally {
+      await stop(served);
+    }
+  });
+
+  it('finishes a SIGTERM within SHUTDOWN_TIMEOUT_MS while clients trickle a body and an upload', async () => {
+    // Deadlines far away, so that only the stop can end these requests.
+    const served = await serve({ REQUEST_TIMEOUT_MS: '600000', UPLOAD_MIN_BYTES_PER_SECOND: '1', SHUTDOWN_TIMEOUT_MS: '1000' });
+    try {
+      const path = await uploadPath(served);
+      // The clients would go on for three times the bound the stop is given, so that only the server can end them.
+      const body = trickle(served.port, jsonHead(10_000), 'a', 200, 3 * BOUND_MS);
+      const upload = trickle(served.port, `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`, '0123456789', 200, 3 * BOUND_MS);
+      // An idle keep-alive connection too.
+      const idle = connect(served.port, '127.0.0.1');
+      idle.on('error', () => undefined);
+      idle.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await once(idle, 'data');
+      await new Promise((r) => setTimeout(r, 1000));
+
+      served.child.kill('SIGTERM');
+      const exit = await Promise.race([served.exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), BOUND_MS))]);
+      assert.deepEqual(exit, { code: 0, signal: null }, 'the process stops, cleanly, within the bound');
+      const [b, u] = await Promise.all([body.outcome, upload.outcome]);
+      assert.ok(b.closed && u.closed, 'the trickling connections were closed');
+      idle.destroy();
+    } finally {
+      await stop(served);
+    }
+  });
+});
