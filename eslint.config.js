@@ -31,6 +31,20 @@ export default tseslint.config(
     },
   },
   {
+    // Time comes from ctx.clock (src/clock.ts), so that tests move it instead of ageing rows
+    // (docs/architecture.md). A justified exception says why in an eslint-disable comment.
+    files: ['src/**/*.ts'],
+    ignores: ['src/clock.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Read the time from ctx.clock (src/clock.ts).' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Read the time from ctx.clock (src/clock.ts): new Date(ctx.clock.now()).' },
+        { selector: "CallExpression[callee.name='Date']", message: 'Read the time from ctx.clock (src/clock.ts).' },
+      ],
+    },
+  },
+  {
     // Response bodies in tests are read loosely on purpose: the assertions check their shape.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

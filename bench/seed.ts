@@ -2,6 +2,7 @@
  * Seeding for the benchmark: one account (made straight in the database file, before the
  * service starts) and its forms (made through the API, as a client would).
  */
+import { Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { Hasher } from '../src/crypto/hasher.js';
 import { openDatabase } from '../src/db/database.js';
@@ -21,7 +22,7 @@ export async function createBenchAccount(dataDir: string, databaseUrl?: string):
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
-    const created = await createAccount(db.kysely, { name: 'Bench', email: 'bench@example.com' }, new Hasher({ concurrency: 1, queueLimit: 0 }).kdf());
+    const created = await createAccount({ db: db.kysely, clock: new Clock() }, { name: 'Bench', email: 'bench@example.com' }, new Hasher({ concurrency: 1, queueLimit: 0 }).kdf());
     return created.token;
   } finally {
     await db.close();

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { Clock } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import type { AppContext } from './context.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { Hasher } from './crypto/hasher.js';
@@ -36,11 +38,14 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-async function withDatabase<T>(config: Config, fn: (db: ReturnType<typeof openDatabase>) => Promise<T>): Promise<T> {
+/** The part of a context that admin commands use: the database and the system's time. */
+type AdminContext = Pick<AppContext, 'db' | 'clock'>;
+
+async function withDatabase<T>(config: Config, fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
-    return await fn(db);
+    return await fn({ db: db.kysely, clock: new Clock() });
   } finally {
     await db.close();
   }
@@ -85,8 +90,8 @@ async function admin(config: Config, args: string[]): Promise<void> {
   });
   if (action === 'create-account') {
     if (!values.name || !values.email) fail('create-account needs --name and --email');
-    const created = await withDatabase(config, (db) =>
-      createAccount(db.kysely, { name: values.name!, email: values.email!, password: values.password }, commandHasher.kdf()),
+    const created = await withDatabase(config, (ctx) =>
+      createAccount(ctx, { name: values.name!, email: values.email!, password: values.password }, commandHasher.kdf()),
     );
     print(values.json, { ...created });
   } else if (action === 'create-token') {
@@ -98,26 +103,26 @@ async function admin(config: Config, args: string[]): Promise<void> {
       ...(values.scope ? { scopes: values.scope.flatMap((s) => s.split(/[\s,]+/)).filter((s) => s !== '') } : {}),
       ...(days !== undefined ? { expiresInDays: Number(days) } : {}),
     };
-    const created = await withDatabase(config, (db) => createTokenForUser(db.kysely, userId, input, Date.now()));
+    const created = await withDatabase(config, (ctx) => createTokenForUser(ctx.db, userId, input, ctx.clock.now()));
     print(values.json, { userId, tokenId: created.id, name: created.name, prefix: created.prefix, scopes: created.scopes, expiresAt: created.expiresAt, token: created.token });
   } else if (action === 'list-tokens') {
     const userId = idOption(values.user, '--user', 'a user id');
-    const listed = await withDatabase(config, (db) => listTokensOfUser(db.kysely, userId));
+    const listed = await withDatabase(config, (ctx) => listTokensOfUser(ctx.db, userId));
     if (values.json) print(true, listed);
     else for (const t of listed.tokens) process.stdout.write(`${t.id}\t${t.prefix ?? '-'}\t${t.name}\t${t.scopes.join(' ')}\tcreated ${t.created}\tlast used ${t.lastUsed ?? 'never'}\texpires ${t.expiresAt ?? 'never'}\n`);
   } else if (action === 'revoke-token') {
     if ((values['token-id'] === undefined) === (values.token === undefined)) fail('revoke-token needs --token-id or --token, one of them');
     const by = values.token !== undefined ? { token: values.token } : { id: idOption(values['token-id'], '--token-id', 'a token id') };
-    const revoked = await withDatabase(config, (db) => revokeAnyToken(db.kysely, by, Date.now()));
+    const revoked = await withDatabase(config, (ctx) => revokeAnyToken(ctx.db, by, ctx.clock.now()));
     print(values.json, { ...revoked });
   } else if (action === 'create-user') {
     const accountId = idOption(values.account, '--account', 'an account id');
     if (!values.email || !values.name) fail('create-user needs --email and --name');
     if (values.role !== 'admin' && values.role !== 'member') fail('create-user needs --role admin or --role member');
     if (values.password !== undefined && values.password.length < 8) fail('--password must be at least 8 characters');
-    const user = await withDatabase(config, async (db) => {
-      if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
-      return createUser(db.kysely, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password }, commandHasher.kdf());
+    const user = await withDatabase(config, async (ctx) => {
+      if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
+      return createUser(ctx, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password }, commandHasher.kdf());
     });
     print(values.json, { ...user });
   } else if (action === 'set-permission') {
@@ -125,19 +130,19 @@ async function admin(config: Config, args: string[]): Promise<void> {
     const formId = idOption(values.form, '--form', 'a form id');
     const level = values.level;
     if (level !== 'none' && !LEVELS.includes(level as Level)) fail(`set-permission needs --level ${LEVELS.join('|')}|none`);
-    const result = await withDatabase(config, async (db) => {
-      const user = await findUser(db.kysely, userId);
+    const result = await withDatabase(config, async (ctx) => {
+      const user = await findUser(ctx.db, userId);
       if (!user) fail('User not found');
-      if (level === 'none') return deletePermission(db.kysely, user.account_id, userId, formId);
-      return { userId, ...(await setPermission(db.kysely, user.account_id, userId, formId, level as Level)) };
+      if (level === 'none') return deletePermission(ctx.db, user.account_id, userId, formId);
+      return { userId, ...(await setPermission(ctx, user.account_id, userId, formId, level as Level)) };
     });
     print(values.json, { ...result });
   } else if (action === 'create-client') {
     const accountId = idOption(values.account, '--account', 'an account id');
     if (!values.name || !values['redirect-uri']?.length) fail('create-client needs --name and at least one --redirect-uri');
-    const client = await withDatabase(config, async (db) => {
-      if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
-      return createClient(db.kysely, accountId, { name: values.name!, redirectUris: values['redirect-uri']!, requirePkce: !values['no-pkce'] });
+    const client = await withDatabase(config, async (ctx) => {
+      if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
+      return createClient(ctx, accountId, { name: values.name!, redirectUris: values['redirect-uri']!, requirePkce: !values['no-pkce'] });
     });
     print(values.json, { ...client });
   } else {

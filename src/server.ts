@@ -40,7 +40,8 @@ interface OpenContext {
  */
 async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
-  const rateLimiter = createRateLimiter(config.redisUrl);
+  const clock = new Clock();
+  const rateLimiter = createRateLimiter(config.redisUrl, clock);
   const log = pino({ level: config.logLevel });
   let presence: Presence | undefined;
   let storage: Storage | undefined;
@@ -58,7 +59,6 @@ async function openContext(config: Config, sqliteFile?: string): Promise<OpenCon
     await close();
     throw error;
   }
-  const clock = new Clock();
   const hasher = new Hasher({
     concurrency: config.hashConcurrency,
     queueLimit: config.hashQueueLimit,

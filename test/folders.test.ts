@@ -138,9 +138,8 @@ describe(`folders (${dialectName})`, () => {
     const member = (await b.post('/users', { email: unique(), name: 'Member', role: 'member' })).body;
     const admin = (await b.post('/users', { email: unique(), name: 'Admin', role: 'admin' })).body;
     await b.put(`/users/${member.id}/permissions/${shared.id}`, { level: 'view' });
-    const db = app.server.db.kysely;
-    const memberToken = (await createPersonalToken(db, member.id)).token;
-    const adminToken = (await createPersonalToken(db, admin.id)).token;
+    const memberToken = (await createPersonalToken(app.server.ctx, member.id)).token;
+    const adminToken = (await createPersonalToken(app.server.ctx, admin.id)).token;
     const get = (token: string, path: string) => app.request('GET', `/api/v2025${path}`, { token });
 
     const counts = async (token: string) => {

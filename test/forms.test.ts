@@ -195,7 +195,7 @@ describe(`forms (${dialectName})`, () => {
     const member = await a.post('/users', { email: `copier-${randomBytes(5).toString('hex')}@example.com`, name: 'Copier', role: 'member' });
     assert.equal((await a.put(`/users/${member.body.id}/permissions/${own.id}`, { level: 'view' })).status, 200);
     assert.equal((await a.put(`/users/${member.body.id}/permissions/${seen.id}`, { level: 'view' })).status, 200);
-    const token = (await createPersonalToken(app.server.db.kysely, member.body.id)).token;
+    const token = (await createPersonalToken(app.server.ctx, member.body.id)).token;
     const copy = (query: string) => app.request('POST', `/api/v2025/forms/${own.id}/copy${query}`, { token });
 
     const formsBefore = (await a.get('/forms')).body.total;

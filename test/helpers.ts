@@ -127,7 +127,7 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     config,
     request,
     async account(name = `Account ${++accounts}`) {
-      const created = await createAccount(server.db.kysely, { name, email: `${randomBytes(6).toString('hex')}@example.com` }, server.ctx.hasher.kdf());
+      const created = await createAccount(server.ctx, { name, email: `${randomBytes(6).toString('hex')}@example.com` }, server.ctx.hasher.kdf());
       const api = <T,>(method: string, path: string, options: RequestOptions = {}) =>
         request<T>(method, `/api/v2025${path}`, { token: created.token, ...options });
       return {

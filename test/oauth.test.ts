@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { ACCESS_TOKEN_SECONDS, CODE_SECONDS, REFRESH_TOKEN_SECONDS } from '../src/modules/oauth/model.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
 import {
   apiStatus,
@@ -449,7 +450,7 @@ describe('RFC 9700 attacks', () => {
 
   it('an expired code is refused', async () => {
     const { code, verifier } = await codeFor();
-    await db().updateTable('oauth_codes').set({ expires_at: Date.now() - 1000 }).where('used_at', 'is', null).execute();
+    app.server.ctx.clock.advance(CODE_SECONDS * 1000 + 1000);
     const res = await exchangeCode(app, client, code, verifier);
     assert.equal(res.body.error, 'invalid_grant');
     assert.match(res.body.error_description, /expired/);
@@ -491,9 +492,9 @@ describe('RFC 9700 attacks', () => {
 
   it('expired access and refresh tokens are refused', async () => {
     const t = await tokens();
-    await db().updateTable('access_tokens').set({ expires_at: Date.now() - 1000 }).where('kind', '=', 'oauth').execute();
+    app.server.ctx.clock.advance(ACCESS_TOKEN_SECONDS * 1000 + 1000);
     assert.equal(await apiStatus(app, t.access_token), 401);
-    await db().updateTable('oauth_refresh_tokens').set({ expires_at: Date.now() - 1000 }).execute();
+    app.server.ctx.clock.advance(REFRESH_TOKEN_SECONDS * 1000);
     const res = await refresh(t.refresh_token);
     assert.equal(res.body.error, 'invalid_grant');
     assert.match(res.body.error_description, /expired/);

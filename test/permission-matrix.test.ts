@@ -94,7 +94,7 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
   // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.
   const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target.id;
-  const token = await createPersonalToken(app.server.db.kysely, tokenOf, 'Matrix token');
+  const token = await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token');
   return { folderId: folder.id, formId: form.id, fieldId: field.id, submissionId: submission.id, userId: target.id, clientId: client.id, tokenId: token.tokenId };
 }
 
@@ -135,10 +135,10 @@ describe(`permission matrix (${dialectName})`, () => {
     const db = app.server.db.kysely;
     callers.push({ name: 'owner', token: owner.token, role: 'owner', userId: owner.userId });
     const admin = await ok(owner.post('/users', { email: `admin-${randomBytes(5).toString('hex')}@example.com`, name: 'Admin', role: 'admin' }), 'admin');
-    callers.push({ name: 'admin', token: (await createPersonalToken(db, admin.id)).token, role: 'admin', userId: admin.id });
+    callers.push({ name: 'admin', token: (await createPersonalToken(app.server.ctx, admin.id)).token, role: 'admin', userId: admin.id });
     for (const level of [null, ...LEVELS]) {
       const member = await ok(owner.post('/users', { email: `member-${randomBytes(5).toString('hex')}@example.com`, name: `Member ${level}`, role: 'member' }), 'member');
-      callers.push({ name: `member with ${level ?? 'no'} level`, token: (await createPersonalToken(db, member.id)).token, role: 'member', level, userId: member.id });
+      callers.push({ name: `member with ${level ?? 'no'} level`, token: (await createPersonalToken(app.server.ctx, member.id)).token, role: 'member', level, userId: member.id });
     }
     // Tokens of the owner's that hold one scope each, as OAuth grants do.
     for (const scope of SCOPES) {
@@ -191,7 +191,7 @@ describe(`permission matrix (${dialectName})`, () => {
     for (const f of [mine, theirs]) await ok(owner.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: `${word} ${f.id}` }] }), 'submission');
     const member = await ok(owner.post('/users', { email: `lister-${word}@example.com`, name: 'Lister', role: 'member' }), 'member');
     await ok(owner.put(`/users/${member.id}/permissions/${mine.id}`, { level: 'view' }), 'level');
-    const token = (await createPersonalToken(app.server.db.kysely, member.id)).token;
+    const token = (await createPersonalToken(app.server.ctx, member.id)).token;
 
     const listed = await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists');
     assert.deepEqual((listed.forms as { id: number }[]).map((f) => f.id), [mine.id]);

@@ -161,13 +161,13 @@ describe('Redis rate limiter', { skip: redisSkip }, () => {
   after(() => redis.quit());
 
   storeContract(() => ({
-    limiter: createRedisRateLimiter(REDIS_URL),
+    limiter: createRedisRateLimiter(REDIS_URL, Date.now),
     // Real time: Redis expires the counters by the wall clock.
     advance: (ms) => new Promise((r) => setTimeout(r, ms - (Date.now() % ms) + 20)),
   }));
 
   it('keeps counters under fw:rl: and lets them expire with their window', async () => {
-    const limiter = createRedisRateLimiter(REDIS_URL);
+    const limiter = createRedisRateLimiter(REDIS_URL, Date.now);
     try {
       const key = unique();
       await limiter.consume(key, [{ name: 'w', limit: 5, seconds: 60 }]);
@@ -184,7 +184,7 @@ describe('Redis rate limiter', { skip: redisSkip }, () => {
 
 describe('Redis rate limiter without Redis', () => {
   it('fails quickly with an error that names the server', async () => {
-    const limiter = createRedisRateLimiter('redis://:secret@127.0.0.1:1');
+    const limiter = createRedisRateLimiter('redis://:secret@127.0.0.1:1', Date.now);
     try {
       const started = Date.now();
       await assert.rejects(limiter.consume('k', [{ name: 'w', limit: 5, seconds: 60 }]), (e: unknown) => {
@@ -268,7 +268,7 @@ describe(`API quotas per access token (${dialectName}, in memory)`, () => {
     assert.equal((await a.get('/forms')).status, 200);
     assert.equal(rateLimit((await b.get('/forms')).headers).r, 2);
     // Another token of the same user has a quota of its own.
-    const { token } = await createPersonalToken(app.server.db.kysely, a.userId);
+    const { token } = await createPersonalToken(app.server.ctx, a.userId);
     const other = await a.get('/forms', { token });
     assert.equal(rateLimit(other.headers).r, 2);
     const missing = await a.get('/forms/999999');

@@ -405,7 +405,7 @@ describe(`route matrix (${dialectName})`, () => {
     });
 
     // A revoked and an expired token of A's; each worked before.
-    const extra = await createPersonalToken(db, a.userId, 'to revoke');
+    const extra = await createPersonalToken(app.server.ctx, a.userId, 'to revoke');
     await ok(app.request('GET', `${API_PREFIX}/forms`, { token: extra.token }), 'extra token works');
     assert.equal(await revokeToken(db, extra.tokenId, Date.now()), true);
     revokedToken = extra.token;

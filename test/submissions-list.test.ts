@@ -502,11 +502,15 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
 
     it('counts back from today with lookbackPeriod alone', async () => {
       const form = await ok(a.post('/forms', { name: 'Recent', fields: [{ type: 'text', label: 'T' }] }));
-      const make = async (ms: number) => setCreated(app, (await ok(a.post(`/forms/${form.id}/submissions`, { fields: [] }))).id, ms);
-      const now = Date.now();
-      await make(now - 8 * 86_400_000);
-      await make(now - 3 * 86_400_000);
-      await ok(a.post(`/forms/${form.id}/submissions`, { fields: [] }));
+      const clock = app.server.ctx.clock;
+      const make = () => ok(a.post(`/forms/${form.id}/submissions`, { fields: [] }));
+      // Made 8 days ago, 3 days ago and today.
+      await make();
+      clock.advance(5 * 86_400_000);
+      await make();
+      clock.advance(3 * 86_400_000);
+      await make();
+      const now = clock.now();
       const c = async (q: string) => ok(a.get(`/forms/${form.id}/submissions/count?${q}`));
       const week = await c('lookbackPeriod=7');
       assert.equal(week.count, 2);

@@ -664,10 +664,11 @@ describe(`submissions (${dialectName})`, () => {
 
     it('answers 409 while the first request with the key is still running, and takes over a stale claim', async () => {
       const db = app.server.db.kysely;
+      const clock = app.server.ctx.clock;
       const sent = body(ids, { Name: 'Running' });
       const hash = requestHash(app.config.secretKey, 'POST', `${API_PREFIX}${path()}`, sent);
       const before = await rowCounts(app);
-      await db.insertInto('idempotency_keys').values({ account_id: a.accountId, idem_key: 'key-running', request_hash: hash, state: 'running', created_at: Date.now() }).execute();
+      await db.insertInto('idempotency_keys').values({ account_id: a.accountId, idem_key: 'key-running', request_hash: hash, state: 'running', created_at: clock.now() }).execute();
       const res = await post(sent, 'key-running');
       assert.equal(res.status, 409, res.text);
       assert.equal(res.body.code, 'idempotency_in_progress');
@@ -676,7 +677,7 @@ describe(`submissions (${dialectName})`, () => {
       assert.deepEqual(await rowCounts(app), before);
 
       // A claim left by a process that died more than a minute ago is taken over.
-      await db.updateTable('idempotency_keys').set({ created_at: Date.now() - 61_000 }).where('idem_key', '=', 'key-running').execute();
+      clock.advance(61_000);
       const taken = await post(sent, 'key-running');
       assert.equal(taken.status, 200, taken.text);
       assert.equal(taken.headers.get('idempotent-replayed'), null);
@@ -700,11 +701,7 @@ describe(`submissions (${dialectName})`, () => {
     it('replays for 24 hours, even once the form is inactive, then forgets the key', async () => {
       const sent = body(ids, { Name: 'Expiring' });
       const first = await ok(post(sent, 'key-expiring'));
-      await app.server.db.kysely
-        .updateTable('idempotency_keys')
-        .set({ created_at: Date.now() - 24 * 3_600_000 + 60_000 })
-        .where('idem_key', '=', 'key-expiring')
-        .execute();
+      app.server.ctx.clock.advance(24 * 3_600_000 - 60_000);
       await ok(a.put(`/forms/${every.form.id}`, { inactive: true }));
       try {
         const replay = await post(sent, 'key-expiring');
@@ -714,11 +711,7 @@ describe(`submissions (${dialectName})`, () => {
       } finally {
         await ok(a.put(`/forms/${every.form.id}`, { inactive: false }));
       }
-      await app.server.db.kysely
-        .updateTable('idempotency_keys')
-        .set({ created_at: Date.now() - 24 * 3_600_000 - 1000 })
-        .where('idem_key', '=', 'key-expiring')
-        .execute();
+      app.server.ctx.clock.advance(61_000);
       const later = await post(sent, 'key-expiring');
       assert.equal(later.status, 200);
       assert.equal(later.headers.get('idempotent-replayed'), null);

@@ -16,7 +16,7 @@ before(async () => {
 after(() => app.close());
 
 async function tokenOf(userId: number): Promise<string> {
-  return (await createPersonalToken(app.server.db.kysely, userId)).token;
+  return (await createPersonalToken(app.server.ctx, userId)).token;
 }
 const as = (token: string) => ({
   get: (path: string) => app.request('GET', `/api/v2025${path}`, { token }),
@@ -66,7 +66,7 @@ describe(`users (${dialectName})`, () => {
     assert.equal(again.body.code, 'email_taken');
     assert.equal((await other.get('/users')).body.users.filter((u: { email: string }) => u.email === address).length, 1);
     // A new account may be made for an email that other accounts have users with.
-    const made = await createAccount(app.server.db.kysely, { name: 'Third', email: address }, app.server.ctx.hasher.kdf());
+    const made = await createAccount(app.server.ctx, { name: 'Third', email: address }, app.server.ctx.hasher.kdf());
     assert.notEqual(made.userId, here.body.id);
   });
 

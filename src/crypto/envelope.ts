@@ -168,6 +168,10 @@ function rawOf(key: KeyObject): Buffer {
  * values sealed together rather than one per row.
  */
 const SENDER_USES = 100_000;
+/**
+ * An age in this process's memory, not a time of the service: measured on the monotonic
+ * clock (performance.now), which neither a test's ctx.clock nor a system clock step moves.
+ */
 const SENDER_MS = 10 * 60_000;
 const senders = new Map<string, { ephRaw: Buffer; key: Buffer; uses: number; until: number }>();
 const opened = new Map<string, Buffer>();
@@ -177,7 +181,7 @@ function sealHeader(recipient: KeyObject): SealHeader {
   const recipientRaw = rawOf(recipient);
   const id = recipientRaw.toString('base64');
   let sender = senders.get(id);
-  const now = Date.now();
+  const now = performance.now();
   if (!sender || sender.uses >= SENDER_USES || sender.until < now) {
     const eph = generateKeyPairSync('x25519');
     const ephRaw = rawPublic(eph.publicKey);

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Clock } from '../clock.js';
 
 /** One fixed window: at most `limit` calls per `seconds`, windows aligned on the Unix epoch. */
 export interface RateWindow {
@@ -71,8 +72,8 @@ export interface MemoryRateLimiter extends RateLimiter {
   readonly size: number;
 }
 
-/** Counters in this process: right for one server, wrong behind a balancer (use Redis there). */
-export function createMemoryRateLimiter(now: () => number = Date.now): MemoryRateLimiter {
+/** Counters in this process: right for one server, wrong behind a balancer (use Redis there). now: the service clock's time. */
+export function createMemoryRateLimiter(now: () => number): MemoryRateLimiter {
   const counters = new Map<string, { count: number; endMs: number }>();
   let nextSweep = 0;
   return {
@@ -141,7 +142,7 @@ type ConsumeCommand = (numKeys: number, ...args: (string | number)[]) => Promise
  * open the door to guessing whenever Redis is down, and one behaviour for every caller is
  * simpler to reason about. Redis is then as necessary as the database.
  */
-export function createRedisRateLimiter(redisUrl: string, now: () => number = Date.now): RateLimiter {
+export function createRedisRateLimiter(redisUrl: string, now: () => number): RateLimiter {
   const where = (() => {
     const u = new URL(redisUrl);
     return `${u.protocol}//${u.host}`;
@@ -194,7 +195,8 @@ export function createRedisRateLimiter(redisUrl: string, now: () => number = Dat
   };
 }
 
-/** Redis when a URL is configured (counters shared between processes), else process memory. */
-export function createRateLimiter(redisUrl: string | undefined): RateLimiter {
-  return redisUrl ? createRedisRateLimiter(redisUrl) : createMemoryRateLimiter();
+/** Redis when a URL is configured (counters shared between processes), else process memory; windows by the service clock. */
+export function createRateLimiter(redisUrl: string | undefined, clock: Clock): RateLimiter {
+  const now = () => clock.now();
+  return redisUrl ? createRedisRateLimiter(redisUrl, now) : createMemoryRateLimiter(now);
 }

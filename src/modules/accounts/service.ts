@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
+import type { AppContext } from '../../context.js';
 import type { Kdf } from '../../crypto/hasher.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
-import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
 import { hashPasswordFor } from '../users/service.js';
@@ -20,7 +19,7 @@ export interface CreatedAccount {
 
 /** kdf hashes the owner's password, when there is one. */
 export async function createAccount(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   input: { name: string; email: string; password?: string },
   kdf: Kdf,
 ): Promise<CreatedAccount> {
@@ -29,10 +28,10 @@ export async function createAccount(
   if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('invalid_request', 'email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('invalid_request', 'password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   const token = newToken(PAT_PREFIX);
-  const now = Date.now();
-  return transact(db, async (trx) => {
+  const now = ctx.clock.now();
+  return transact(ctx.db, async (trx) => {
     const accountId = await repo.insertAccount(trx, name, now);
     const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
     await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null, prefix: tokenPrefix(token) }, now);
@@ -41,13 +40,13 @@ export async function createAccount(
 }
 
 export async function createPersonalToken(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   userId: number,
   name = 'personal',
 ): Promise<{ tokenId: number; token: string }> {
   const token = newToken(PAT_PREFIX);
-  const now = Date.now();
-  return transact(db, async (trx) => {
+  const now = ctx.clock.now();
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, userId);
     if (!user) throw new NotFoundError('user_not_found');
     const tokenId = await repo.insertToken(

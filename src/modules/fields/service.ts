@@ -39,7 +39,7 @@ export async function createField(ctx: AppContext, accountId: number, formId: nu
     }
     const def = checkDefinition(withDefaults(input), 'body', siblingsOf(existing));
     const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;
-    const now = Date.now();
+    const now = ctx.clock.now();
     const row = await repo.insertField(trx, toFieldRow(def, { accountId, formId, displayOrder }, now));
     await touchForm(trx, accountId, formId, now);
     return toField(row);
@@ -59,7 +59,7 @@ export async function updateField(ctx: AppContext, accountId: number, formId: nu
       merged.defaultValue = input.defaultValue ?? null;
     }
     const def = checkDefinition(merged, 'body', siblingsOf(all, fieldId), fieldId);
-    const now = Date.now();
+    const now = ctx.clock.now();
     const row = await repo.updateField(trx, accountId, fieldId, { ...toFieldColumns(def), display_order: def.displayOrder ?? current.display_order, updated_at: now });
     await touchForm(trx, accountId, formId, now);
     return toField(row);
@@ -70,7 +70,7 @@ export async function deleteField(ctx: AppContext, accountId: number, formId: nu
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, accountId, formId);
     const field = await requireField(trx, accountId, formId, fieldId);
-    const now = Date.now();
+    const now = ctx.clock.now();
     // Checks on the deleted field go with it; logic left with no checks is removed.
     for (const other of await repo.listFields(trx, accountId, formId)) {
       const logic = toDefinition(other).logic;

@@ -101,7 +101,7 @@ export async function createFolder(ctx: AppContext, accountId: number, input: Fo
     const parentId = input.parent ?? null;
     await requireFolderId(trx, accountId, parentId);
     checkDepth(await FolderTree.load(trx, accountId), parentId, 1);
-    const row = await repo.insertFolder(trx, { accountId, parentId, name: input.name }, Date.now());
+    const row = await repo.insertFolder(trx, { accountId, parentId, name: input.name }, ctx.clock.now());
     return (await FolderTree.load(trx, accountId)).record(row);
   });
 }
@@ -120,7 +120,7 @@ export async function updateFolder(ctx: AppContext, accountId: number, folderId:
       checkDepth(tree, input.parent, tree.height(folderId));
       update.parent_id = input.parent;
     }
-    await repo.updateFolder(trx, accountId, folderId, update, Date.now());
+    await repo.updateFolder(trx, accountId, folderId, update, ctx.clock.now());
     const updated = await requireFolder(trx, accountId, folderId);
     return (await FolderTree.load(trx, accountId)).record(updated);
   });
@@ -129,7 +129,7 @@ export async function updateFolder(ctx: AppContext, accountId: number, folderId:
 export async function deleteFolder(ctx: AppContext, accountId: number, folderId: number): Promise<{ id: number }> {
   return transact(ctx.db, async (trx) => {
     const folder = await requireFolder(trx, accountId, folderId);
-    await repo.moveSubfolders(trx, accountId, folderId, folder.parent_id, Date.now());
+    await repo.moveSubfolders(trx, accountId, folderId, folder.parent_id, ctx.clock.now());
     await moveFormsOfFolder(trx, accountId, folderId, folder.parent_id);
     await repo.deleteFolder(trx, accountId, folderId);
     return { id: folderId };

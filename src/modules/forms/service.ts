@@ -107,7 +107,7 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, accountId, input.folder);
-    const now = Date.now();
+    const now = ctx.clock.now();
     const form = await repo.insertForm(trx, {
       account_id: accountId,
       folder_id: input.folder ?? null,
@@ -150,7 +150,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
       ...(input.inactive !== undefined && { inactive: Number(input.inactive) }),
       ...(input.settings !== undefined && { settings: JSON.stringify(input.settings) }),
       ...encryption?.update,
-      updated_at: Date.now(),
+      updated_at: ctx.clock.now(),
     });
     if (encryption?.conversion) await enqueue(trx, conversionJob, encryption.conversion);
     return toForm(ctx, row);
@@ -160,7 +160,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
 export async function deleteForm(ctx: AppContext, accountId: number, formId: number): Promise<{ id: number; name: string; deleted: string }> {
   return transact(ctx.db, async (trx) => {
     const form = await requireForm(trx, accountId, formId);
-    const now = Date.now();
+    const now = ctx.clock.now();
     await repo.updateForm(trx, accountId, formId, { deleted_at: now });
     return { id: form.id, name: form.name, deleted: isoTime(now) };
   });
@@ -171,7 +171,7 @@ export async function restoreForm(ctx: AppContext, accountId: number, formId: nu
     const form = await repo.findForm(trx, accountId, formId, true);
     if (!form) throw new NotFoundError('deleted_form_not_found');
     // The folder may have been deleted since; the form then comes back at the top level.
-    const row = await repo.updateForm(trx, accountId, formId, { deleted_at: null, updated_at: Date.now() });
+    const row = await repo.updateForm(trx, accountId, formId, { deleted_at: null, updated_at: ctx.clock.now() });
     return toForm(ctx, row);
   });
 }
@@ -183,7 +183,7 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
     // The copy shows the template's settings to whoever copies it: a member must be able to read that form too.
     if (q.template !== undefined && member !== undefined) await requireFormLevel(trx, accountId, member, q.template, 'view');
     if (q.folder !== undefined) await requireFolderId(trx, accountId, q.folder);
-    const now = Date.now();
+    const now = ctx.clock.now();
     const copy = await repo.insertForm(trx, {
       account_id: accountId,
       folder_id: q.folder ?? source.folder_id,

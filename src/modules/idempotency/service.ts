@@ -47,7 +47,7 @@ const inProgress = (cause?: unknown) => new RetryLaterError('idempotency_in_prog
  * second change. A failed run releases the key, so the client can retry.
  */
 export async function withIdempotencyKey<T>(
-  ctx: Pick<AppContext, 'db' | 'presence'>,
+  ctx: Pick<AppContext, 'db' | 'presence' | 'clock'>,
   accountId: number,
   key: string | undefined,
   hash: () => string,
@@ -58,7 +58,7 @@ export async function withIdempotencyKey<T>(
     throw invalid('invalid_idempotency_key', 'header.idempotency-key', 'must be 1 to 255 visible ASCII characters');
   }
   const { db, presence } = ctx;
-  const now = Date.now();
+  const now = ctx.clock.now();
   const requestHashValue = hash();
   const claim: repo.Claim = { owner: presence.id, token: randomBytes(16).toString('hex') };
   const replay = await transact(db, async (trx) => {

@@ -30,7 +30,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: OAuthClientCreated, ...errors() },
         },
       },
-      (req) => service.createClient(ctx.db, principal(req).accountId, req.body),
+      (req) => service.createClient(ctx, principal(req).accountId, req.body),
     );
 
     app.get('/oauth-clients/:clientId', { config, schema: { tags, summary: 'Read an application', params, response: { 200: OAuthClient, ...errors(404) } } }, (req) =>

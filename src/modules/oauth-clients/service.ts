@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { AppContext } from '../../context.js';
 import { hashToken, newKey, newToken } from '../../crypto/secrets.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
@@ -50,11 +51,11 @@ function checkedRedirectUris(uris: string[]): string {
   return JSON.stringify([...new Set(uris)]);
 }
 
-export async function createClient(db: Kysely<Database>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
+export async function createClient(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
   const name = checkedName(input.name);
   const redirectUris = checkedRedirectUris(input.redirectUris);
   const secret = newToken(CLIENT_SECRET_PREFIX);
-  const row = await transact(db, (trx) =>
+  const row = await transact(ctx.db, (trx) =>
     repo.insertClient(trx, {
       account_id: accountId,
       client_id: `fwc_${newKey(16)}`,
@@ -62,7 +63,7 @@ export async function createClient(db: Kysely<Database>, accountId: number, inpu
       name,
       redirect_uris: redirectUris,
       require_pkce: input.requirePkce === false ? 0 : 1,
-      created_at: Date.now(),
+      created_at: ctx.clock.now(),
     }),
   );
   const { id, clientId, ...rest } = toClient(row);

@@ -1,5 +1,6 @@
 import { InvalidGrantError, type AuthorizationCode, type AuthorizationCodeModel, type Client, type RefreshToken, type RefreshTokenModel, type Token, type User } from '@node-oauth/oauth2-server';
 import { timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../../clock.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { Executor } from '../../db/transaction.js';
 import { SCOPES, type Scope } from '../../http/access.js';
@@ -44,9 +45,16 @@ const sameSecret = (a: string, b: string) => a.length === b.length && timingSafe
  * grants. Codes and tokens are kept only as SHA-256 hashes. A replayed code or refresh
  * token revokes its whole grant; that revocation must outlive the failed request's
  * transaction, so it is queued in `afterFailure` and run by the caller on its own.
+ *
+ * The library computes expiry dates and checks them against the system clock, so the
+ * expiry Dates that pass between it and the model are on the system clock, and the database
+ * holds them on the service clock (clock.toSystem / clock.fromSystem): a code or token is
+ * expired for the library exactly when it is for everything else that reads ctx.clock.
  */
-export function createModel(db: Executor, afterFailure: ((db: Executor) => Promise<void>)[]): AuthorizationCodeModel & RefreshTokenModel {
-  const revokeLater = (grantId: number) => afterFailure.push((later) => repo.revokeGrant(later, grantId, Date.now()));
+export function createModel(db: Executor, clock: Clock, afterFailure: ((db: Executor) => Promise<void>)[]): AuthorizationCodeModel & RefreshTokenModel {
+  const revokeLater = (grantId: number) => afterFailure.push((later) => repo.revokeGrant(later, grantId, clock.now()));
+  const stored = (date: Date) => clock.fromSystem(date.getTime());
+  const given = (ms: number | string) => new Date(clock.toSystem(Number(ms)));
 
   async function clientById(dbId: number): Promise<FormworkClient | undefined> {
     const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', dbId).executeTakeFirst();
@@ -81,7 +89,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
         scope: (code.scope ?? []).join(' '),
         code_challenge: code.codeChallenge ?? null,
         code_challenge_method: code.codeChallengeMethod ?? null,
-        expires_at: code.expiresAt.getTime(),
+        expires_at: stored(code.expiresAt),
       });
       return { ...code, client: c, user: u };
     },
@@ -103,7 +111,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
       return {
         authorizationCode,
         id: row.id,
-        expiresAt: new Date(Number(row.expiresAt)),
+        expiresAt: given(row.expiresAt),
         redirectUri: row.redirectUri,
         scope: row.scope.split(' '),
         codeChallenge: row.codeChallenge ?? undefined,
@@ -114,7 +122,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
     },
 
     async revokeAuthorizationCode(code: AuthorizationCode) {
-      const now = Date.now();
+      const now = clock.now();
       const used = await repo.useCode(db, code.id as number, now);
       if (!used) revokeLater((code.user as GrantUser).grantId);
       // The library consumes the code before checking the PKCE verifier and redirect URI, so a
@@ -126,7 +134,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
     async saveToken(token: Token, client: Client, user: User) {
       const c = client as FormworkClient;
       const u = user as GrantUser;
-      const now = Date.now();
+      const now = clock.now();
       const scope = (token.scope ?? []).join(' ');
       await repo.insertAccessToken(
         db,
@@ -138,7 +146,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
           clientName: c.name,
           grantId: u.grantId,
           scope,
-          expiresAt: token.accessTokenExpiresAt!.getTime(),
+          expiresAt: stored(token.accessTokenExpiresAt!),
         },
         now,
       );
@@ -148,7 +156,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
           grant_id: u.grantId,
           scope,
           created_at: now,
-          expires_at: token.refreshTokenExpiresAt!.getTime(),
+          expires_at: stored(token.refreshTokenExpiresAt!),
         });
       }
       return {
@@ -179,7 +187,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
       return {
         refreshToken,
         id: row.id,
-        refreshTokenExpiresAt: new Date(Number(row.expiresAt)),
+        refreshTokenExpiresAt: given(row.expiresAt),
         scope: row.scope.split(' '),
         client,
         user: { id: row.userId, accountId: row.accountId, grantId: row.grantId } satisfies GrantUser,
@@ -187,7 +195,7 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
     },
 
     async revokeToken(token: RefreshToken) {
-      const rotated = await repo.rotateRefreshToken(db, token.id as number, Date.now());
+      const rotated = await repo.rotateRefreshToken(db, token.id as number, clock.now());
       if (!rotated) revokeLater((token.user as GrantUser).grantId);
       return rotated;
     },

@@ -39,7 +39,7 @@ function see(reply: FastifyReply, location: string): FastifyReply {
  */
 export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
   const issuer = ctx.config.publicUrl;
-  const sessions = new Sessions(ctx.config.secretKey, issuer.startsWith('https:'));
+  const sessions = new Sessions(ctx.config.secretKey, issuer.startsWith('https:'), ctx.clock);
 
   async function signedInUser(request: FastifyRequest) {
     const session = sessions.read(request);
@@ -171,7 +171,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       if (body.decision !== 'allow') {
         return see(reply, redirectTo(ok.params.redirect_uri!, { error: 'access_denied', error_description: 'The user declined', state: ok.params.state, iss: issuer }));
       }
-      return see(reply, await issueCode(ctx.db, ok, { id: user.id, accountId: user.account_id }, issuer));
+      return see(reply, await issueCode(ctx, ok, { id: user.id, accountId: user.account_id }, issuer));
     });
 
     app.post('/oauth2/sign-out', hide, async (request, reply) => {
@@ -201,7 +201,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
 
     app.post('/oauth2/token', hide, async (request, reply) => {
       const body = (request.body ?? {}) as Form;
-      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body });
+      const result = await exchangeToken(ctx, { headers: request.headers as Record<string, string>, body });
       if (result.body.error === 'invalid_client' && (await refusedAfterFailure(request, reply, body))) return reply;
       return reply.code(result.status).headers(result.headers).send(result.body);
     });
@@ -209,7 +209,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     /** The authenticated client and the token named in the body of a revocation or introspection request. */
     async function clientAndToken(request: FastifyRequest, reply: FastifyReply): Promise<{ client: FormworkClient; token: string } | undefined> {
       const body = (request.body ?? {}) as Form;
-      const client = await authenticateClient(ctx.db, request.headers.authorization, body);
+      const client = await authenticateClient(ctx, request.headers.authorization, body);
       if (!client) {
         if (await refusedAfterFailure(request, reply, body)) return undefined;
         reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
@@ -225,14 +225,14 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     app.post('/oauth2/revoke', hide, async (request, reply) => {
       const found = await clientAndToken(request, reply);
       if (!found) return reply;
-      await revoke(ctx.db, found.client, found.token);
+      await revoke(ctx, found.client, found.token);
       return reply.code(200).header('cache-control', 'no-store').send();
     });
 
     app.post('/oauth2/introspect', hide, async (request, reply) => {
       const found = await clientAndToken(request, reply);
       if (!found) return reply;
-      return reply.header('cache-control', 'no-store').send(await introspect(ctx.db, found.client, found.token, issuer));
+      return reply.header('cache-control', 'no-store').send(await introspect(ctx, found.client, found.token, issuer));
     });
   };
 }

@@ -90,19 +90,20 @@ export async function checkAuthorization(db: Kysely<Database>, source: Record<st
 
 /** On consent: a new grant and its code, and the URL that takes the code back to the client. */
 export async function issueCode(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   checked: { client: FormworkClient; params: AuthorizeParams; scopes: Scope[] },
   user: { id: number; accountId: number },
   issuer: string,
 ): Promise<string> {
   const code = newToken(CODE_PREFIX);
-  await transact(db, async (trx) => {
-    const now = Date.now();
+  await transact(ctx.db, async (trx) => {
+    const now = ctx.clock.now();
     const grantId = await repo.insertGrant(trx, { clientId: checked.client.dbId, userId: user.id, accountId: user.accountId, scope: checked.scopes.join(' ') }, now);
-    await createModel(trx, []).saveAuthorizationCode(
+    await createModel(trx, ctx.clock, []).saveAuthorizationCode(
       {
         authorizationCode: code,
-        expiresAt: new Date(now + CODE_SECONDS * 1000),
+        // On the system clock, as the library's dates are (see createModel).
+        expiresAt: new Date(ctx.clock.toSystem(now + CODE_SECONDS * 1000)),
         redirectUri: checked.params.redirect_uri!,
         scope: checked.scopes,
         codeChallenge: checked.params.code_challenge,
@@ -132,7 +133,7 @@ function errorReply(error: OAuthError, headers: Record<string, string> = {}): OA
  * The token endpoint, through @node-oauth/oauth2-server, in one transaction. Revocations
  * that a replayed code or refresh token calls for are run after the failed transaction.
  */
-export async function exchangeToken(db: Kysely<Database>, request: { headers: Record<string, string>; body: Record<string, unknown> }): Promise<OAuthReply> {
+export async function exchangeToken(ctx: Pick<AppContext, 'db' | 'clock'>, request: { headers: Record<string, string>; body: Record<string, unknown> }): Promise<OAuthReply> {
   const grantType = request.body.grant_type;
   // The library knows more grants than a client here may use; those are unsupported, not unauthorized.
   if (typeof grantType === 'string' && !GRANT_TYPES.includes(grantType)) {
@@ -141,8 +142,8 @@ export async function exchangeToken(db: Kysely<Database>, request: { headers: Re
   const afterFailure: ((db: Executor) => Promise<void>)[] = [];
   const response = new OAuthResponse();
   try {
-    await transact(db, async (trx) => {
-      const server = new OAuth2Server({ model: createModel(trx, afterFailure) });
+    await transact(ctx.db, async (trx) => {
+      const server = new OAuth2Server({ model: createModel(trx, ctx.clock, afterFailure) });
       await server.token(new OAuthRequest({ method: 'POST', headers: request.headers, query: {}, body: request.body }), response, {
         accessTokenLifetime: ACCESS_TOKEN_SECONDS,
         refreshTokenLifetime: REFRESH_TOKEN_SECONDS,
@@ -152,7 +153,7 @@ export async function exchangeToken(db: Kysely<Database>, request: { headers: Re
       });
     });
   } catch (error) {
-    if (afterFailure.length > 0) await transact(db, async (trx) => { for (const run of afterFailure) await run(trx); });
+    if (afterFailure.length > 0) await transact(ctx.db, async (trx) => { for (const run of afterFailure) await run(trx); });
     if (error instanceof OAuthError) return errorReply(error, response.headers);
     throw error;
   }
@@ -175,10 +176,10 @@ export function clientCredentials(authorization: string | undefined, body: Recor
   return undefined;
 }
 
-export async function authenticateClient(db: Kysely<Database>, authorization: string | undefined, body: Record<string, unknown>): Promise<FormworkClient | undefined> {
+export async function authenticateClient(ctx: Pick<AppContext, 'db' | 'clock'>, authorization: string | undefined, body: Record<string, unknown>): Promise<FormworkClient | undefined> {
   const credentials = clientCredentials(authorization, body);
   if (!credentials) return undefined;
-  return (await createModel(db, []).getClient(credentials.id, credentials.secret)) as FormworkClient | undefined;
+  return (await createModel(ctx.db, ctx.clock, []).getClient(credentials.id, credentials.secret)) as FormworkClient | undefined;
 }
 
 /**
@@ -188,10 +189,10 @@ export async function authenticateClient(db: Kysely<Database>, authorization: st
  * leaked file) should be able to end it where standard tooling looks. Unknown tokens and
  * other clients' or accounts' tokens are answered the same way (nothing happens).
  */
-export async function revoke(db: Kysely<Database>, client: FormworkClient, token: string): Promise<void> {
+export async function revoke(ctx: Pick<AppContext, 'db' | 'clock'>, client: FormworkClient, token: string): Promise<void> {
   const hash = hashToken(token);
-  await transact(db, async (trx) => {
-    const now = Date.now();
+  await transact(ctx.db, async (trx) => {
+    const now = ctx.clock.now();
     const refresh = await repo.findRefreshToken(trx, hash);
     if (refresh && refresh.clientId === client.dbId) return repo.revokeGrant(trx, refresh.grantId, now);
     const access = await repo.findAccessToken(trx, hash);
@@ -202,9 +203,10 @@ export async function revoke(db: Kysely<Database>, client: FormworkClient, token
 }
 
 /** RFC 7662: the state of a token issued to this client; anything else is simply inactive. */
-export async function introspect(db: Kysely<Database>, client: FormworkClient, token: string, issuer: string): Promise<Record<string, unknown>> {
+export async function introspect(ctx: Pick<AppContext, 'db' | 'clock'>, client: FormworkClient, token: string, issuer: string): Promise<Record<string, unknown>> {
+  const { db } = ctx;
   const hash = hashToken(token);
-  const now = Date.now();
+  const now = ctx.clock.now();
   const seconds = (ms: number | string) => Math.floor(Number(ms) / 1000);
   const access = await repo.findAccessToken(db, hash);
   if (access && access.clientId === client.dbId && access.revokedAt === null && access.expiresAt !== null && Number(access.expiresAt) > now) {

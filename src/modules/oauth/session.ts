@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../../clock.js';
 
 /**
  * The browser side of the authorization endpoint: a signed session cookie after sign-in,
@@ -61,6 +62,7 @@ export class Sessions {
   constructor(
     private readonly secret: string,
     private readonly secure: boolean,
+    private readonly clock: Clock,
   ) {}
 
   /** The CSRF token for this browser, setting its cookie when it has none. */
@@ -79,7 +81,7 @@ export class Sessions {
   }
 
   start(reply: FastifyReply, session: Session): void {
-    const payload = `${session.userId}.${Date.now() + SESSION_SECONDS * 1000}.${session.passwordTag}`;
+    const payload = `${session.userId}.${this.clock.now() + SESSION_SECONDS * 1000}.${session.passwordTag}`;
     appendCookie(reply, cookie(SESSION_COOKIE, `${payload}.${mac(this.secret, 'session', payload)}`, this.secure, SESSION_SECONDS));
   }
 
@@ -92,7 +94,7 @@ export class Sessions {
    * signed list that a choice posts back, bound to the CSRF token of the page that shows it.
    */
   choiceToken(users: Session[], csrfToken: string): string {
-    const payload = `${users.map((u) => `${u.userId}:${u.passwordTag}`).join(',')}.${Date.now() + CHOICE_SECONDS * 1000}`;
+    const payload = `${users.map((u) => `${u.userId}:${u.passwordTag}`).join(',')}.${this.clock.now() + CHOICE_SECONDS * 1000}`;
     return `${payload}.${mac(this.secret, 'choice', `${csrfToken}.${payload}`)}`;
   }
 
@@ -104,7 +106,7 @@ export class Sessions {
     const payload = token.slice(0, dot);
     if (!equal(token.slice(dot + 1), mac(this.secret, 'choice', `${csrfToken}.${payload}`))) return undefined;
     const [list, expires] = payload.split('.');
-    if (!list || !expires || Number(expires) < Date.now()) return undefined;
+    if (!list || !expires || Number(expires) < this.clock.now()) return undefined;
     return list.split(',').map((entry) => {
       const [userId, tag] = entry.split(':');
       return { userId: Number(userId), passwordTag: tag ?? '' };
@@ -119,7 +121,7 @@ export class Sessions {
     const payload = value.slice(0, dot);
     if (dot === -1 || !equal(value.slice(dot + 1), mac(this.secret, 'session', payload))) return undefined;
     const [userId, expires, tag] = payload.split('.');
-    if (!userId || !expires || !tag || Number(expires) < Date.now()) return undefined;
+    if (!userId || !expires || !tag || Number(expires) < this.clock.now()) return undefined;
     return { userId: Number(userId), passwordTag: tag };
   }
 }

@@ -146,7 +146,7 @@ function fail(code: CodeWithStatus<400>, problems: ErrorDetail[]): never {
 }
 
 /** Reads the values sent into data (in place); every problem is collected before failing. */
-function applyValues(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap): void {
+function applyValues(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap, now: number): void {
   const problems: ErrorDetail[] = [];
   const seen = new Set<number>();
   inputs.forEach((input, i) => {
@@ -162,7 +162,7 @@ function applyValues(def: FormShape, inputs: SubmissionCreate['fields'], data: D
     }
     seen.add(id);
     try {
-      const value = readValue(field, input.value);
+      const value = readValue(field, input.value, now);
       if (value === null) data.delete(id);
       else data.set(id, value);
     } catch (error) {
@@ -187,7 +187,7 @@ function checkRequired(def: FormShape, data: DataMap): void {
  * already stored (on edit) and is changed in place. Throws a 400 naming each problem.
  */
 export function prepareSubmission(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap, now: number): repo.SubmissionWrite {
-  applyValues(def, inputs, data);
+  applyValues(def, inputs, data, now);
   checkRequired(def, data);
   return searchable(def, data, now);
 }
@@ -344,7 +344,7 @@ async function createOnce(
   const { ctx } = deps;
   const files = await resolveFiles(ctx, def, accountId, input.fields);
   const data: DataMap = new Map();
-  const write = prepareSubmission(def, files.inputs, data, Date.now());
+  const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
 
   // Inline bytes go to storage before the transaction (group commit: no slow I/O inside it)
   // and are removed again if the transaction does not commit.
@@ -390,7 +390,7 @@ async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, 
   const { ctx } = deps;
   const data = parseData(def, row, await keysFor(deps, def, password));
   const files = await resolveFiles(ctx, def, accountId, input.fields, { submissionId: id, data });
-  const write = prepareSubmission(def, files.inputs, data, Date.now());
+  const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
   await storeInline(ctx, files.plan);
   try {
     return await deps.write(async (trx) => {
@@ -551,7 +551,7 @@ export async function countSubmissions(deps: SubmissionsDeps, accountId: number,
   if (q.startDate !== undefined && !start) fail('validation_failed', [{ property: 'query.startDate', message: 'is not a real date and time' }]);
   if (q.lookbackPeriod !== undefined) {
     // The lookback counts whole Eastern days: the day of startDate (or today) and the days before it.
-    const day = start ?? { ...easternDay(Date.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
+    const day = start ?? { ...easternDay(deps.ctx.clock.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
     const last = start && !start.dateOnly ? upperBound(start) : upperBound({ ...day, hour: 0, minute: 0, second: 0, dateOnly: true });
     const first = new Date(Date.UTC(day.year, day.month - 1, day.day - q.lookbackPeriod + 1));
     from = lowerBound({ year: first.getUTCFullYear(), month: first.getUTCMonth() + 1, day: first.getUTCDate(), hour: 0, minute: 0, second: 0, dateOnly: true });

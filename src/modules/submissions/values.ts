@@ -146,7 +146,7 @@ const CARD_BRANDS: [string, RegExp][] = [
 ];
 
 /** Card numbers are checked and then reduced to brand and last four digits: no full number is stored. */
-function checkCard(value: unknown, attributes: Record<string, unknown>): Record<string, string> {
+function checkCard(value: unknown, attributes: Record<string, unknown>, nowMs: number): Record<string, string> {
   const obj = record(value);
   if (!obj) throw new ValueError('must be an object with number, expMonth and expYear');
   const allowed = ['number', 'expMonth', 'expYear', 'cvv', 'name'];
@@ -161,7 +161,7 @@ function checkCard(value: unknown, attributes: Record<string, unknown>): Record<
   const year = Number(obj.expYear);
   if (!Number.isInteger(month) || month < 1 || month > 12) throw new ValueError('expMonth must be 1 to 12');
   if (!Number.isInteger(year) || year < 2000 || year > 2100) throw new ValueError('expYear must be a four-digit year');
-  const now = new Date();
+  const now = new Date(nowMs);
   if (year < now.getUTCFullYear() || (year === now.getUTCFullYear() && month < now.getUTCMonth() + 1)) throw new ValueError('the card has expired');
   if (obj.cvv !== undefined && !/^\d{3,4}$/.test(String(obj.cvv))) throw new ValueError('cvv must be 3 or 4 digits');
   return { brand, last4: digits.slice(-4), expMonth: String(month).padStart(2, '0'), expYear: String(year) };
@@ -188,8 +188,8 @@ export function isEmptyInput(raw: unknown): boolean {
   return Array.isArray(raw) && raw.length === 0;
 }
 
-/** Checks what was sent for a field against its definition; returns what is stored, or null for nothing. */
-export function readValue(field: FieldForValues, raw: unknown): StoredValue | null {
+/** Checks what was sent for a field against its definition, at now (epoch ms); returns what is stored, or null for nothing. */
+export function readValue(field: FieldForValues, raw: unknown, now: number): StoredValue | null {
   const rule = TYPE_RULES[field.type];
   if (!rule.input) throw new ValueError(`a ${field.type} field takes no value`);
   if (field.type === 'file' || field.type === 'signature') {
@@ -267,7 +267,7 @@ export function readValue(field: FieldForValues, raw: unknown): StoredValue | nu
       return Object.keys(out).length === 0 ? null : out;
     }
     case 'creditcard':
-      return checkCard(value, a);
+      return checkCard(value, a, now);
     default:
       throw new ValueError(`a ${field.type} field takes no value`);
   }

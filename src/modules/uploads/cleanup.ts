@@ -39,7 +39,8 @@ export async function removeAbandonedWrites(ctx: Pick<AppContext, 'storage' | 'p
   const files = await ctx.storage.temporaryFiles();
   const writers = files.map((f) => writerProcess(f.writer)).filter((id): id is number => id !== undefined);
   const stopped = await ctx.presence.stopped(writers);
-  // File times are the system clock's, not the service clock's.
+  // File times are the system clock's (the file system stamps them), not the service clock's.
+  // eslint-disable-next-line no-restricted-properties -- compared with file times, which the service clock does not set
   const unnamedBefore = Date.now() - UNNAMED_TEMPORARY_MS;
   const abandoned = files.filter((f) => {
     const writer = writerProcess(f.writer);

@@ -36,7 +36,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(409) },
         },
       },
-      (req) => service.createUser(ctx.db, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
+      (req) => service.createUser(ctx, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
@@ -59,7 +59,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: User, ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req), req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
+      (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.delete(
@@ -96,7 +96,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermission, ...errors(404) },
         },
       },
-      (req) => service.setPermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+      (req) => service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
     );
 
     app.delete(

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { AppContext } from '../../context.js';
 import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
@@ -44,14 +45,14 @@ export async function hashPasswordFor(db: Executor, email: string, password: str
 }
 
 /** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
-export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
+export async function createUser(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
   const email = input.email.trim().toLowerCase();
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password, kdf);
-  return transact(db, async (trx) => {
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
+  return transact(ctx.db, async (trx) => {
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
     if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('email_taken', 'A user of this account already has this email');
-    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
+    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, ctx.clock.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
@@ -63,7 +64,7 @@ export async function createUser(db: Kysely<Database>, accountId: number, input:
  * session they do it from stays). Setting a first password ends nothing.
  */
 export async function updateUser(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   accountId: number,
   caller: { userId: number; tokenId: number },
   userId: number,
@@ -73,11 +74,11 @@ export async function updateUser(
   const callerId = caller.userId;
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
-    const target = await repo.findUser(db, accountId, userId);
+    const target = await repo.findUser(ctx.db, accountId, userId);
     if (!target) throw new NotFoundError('user_not_found');
-    passwordHash = await hashPasswordFor(db, target.email, input.password, kdf, userId);
+    passwordHash = await hashPasswordFor(ctx.db, target.email, input.password, kdf, userId);
   }
-  return transact(db, async (trx) => {
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
     if (input.role !== undefined && input.role !== user.role) {
@@ -93,7 +94,7 @@ export async function updateUser(
       throw new ForbiddenError('owner_protected', 'Only the owner can change the owner\'s name');
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
-      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
+      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, ctx.clock.now());
     }
     const updated = await repo.updateUser(trx, accountId, userId, {
       ...(input.name !== undefined ? { name: input.name.trim() } : {}),
@@ -123,13 +124,13 @@ export async function listPermissions(db: Kysely<Database>, accountId: number, u
 }
 
 /** Gives a member a level on a form of the account (replacing the one they held). */
-export async function setPermission(db: Kysely<Database>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
-  return transact(db, async (trx) => {
+export async function setPermission(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
+  return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
     if (user.role !== 'member') throw new BadRequestError('not_a_member', 'Owners and admins hold every level on every form; form permissions are for members');
     if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('form_not_found');
-    const now = Date.now();
+    const now = ctx.clock.now();
     await permissions.setPermission(trx, { accountId, userId, formId, level }, now);
     return toPermission({ formId, level, updatedAt: now });
   });
