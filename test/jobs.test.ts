@@ -11,8 +11,8 @@ import { listenForJobs } from '../src/jobs/repository.js';
 import type { JobHandlers } from '../src/jobs/types.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
-import { dialectName, startTestApp, type TestApp } from './helpers.js';
-import { TEST_TABLES_SQL, testHandlers } from './job-handlers.js';
+import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
+import { TEST_TABLES_SQL, testHandlers } from './support/job-handlers.js';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -324,8 +324,8 @@ describe(`worker processes (${dialectName})`, () => {
   after(() => app.close());
   beforeEach(() => ctx.db.deleteFrom('jobs').execute());
 
-  /** test/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
-  function startChild(args = ['test/job-worker-child.ts'], env: Record<string, string> = {}) {
+  /** test/support/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
+  function startChild(args = ['test/support/job-worker-child.ts'], env: Record<string, string> = {}) {
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       env: {
         PATH: process.env.PATH,

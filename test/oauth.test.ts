@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import {
   apiStatus,
   authorize,
@@ -24,7 +24,7 @@ import {
   tokenRequest,
   userWithPassword,
   type Client,
-} from './oauth-flow.js';
+} from './support/oauth-flow.js';
 
 let app: TestApp;
 let owner: TestAccount;

@@ -15,8 +15,8 @@ import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { SCOPES, type RouteAccess, type Scope } from '../src/http/access.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { LEVELS, levelAtLeast, type Level } from '../src/modules/permissions/levels.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { VALID_BODIES } from './route-bodies.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { VALID_BODIES } from './support/route-bodies.js';
 
 interface Operation {
   key: string;

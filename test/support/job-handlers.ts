@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { JobHandlers } from '../src/jobs/types.js';
+import type { JobHandlers } from '../../src/jobs/types.js';
 
 /** Tables the handlers below write to, made by the test in its own database. */
 export const TEST_TABLES_SQL = [
@@ -7,7 +7,7 @@ export const TEST_TABLES_SQL = [
   'CREATE TABLE job_test_spread (n integer NOT NULL, worker_pid integer NOT NULL)',
 ];
 
-/** Handlers of the jobs that test/jobs.test.ts runs in worker processes (test/job-worker-child.ts). */
+/** Handlers of the jobs that test/jobs.test.ts runs in worker processes (test/support/job-worker-child.ts). */
 export const testHandlers: JobHandlers = {
   /**
    * Works like the long jobs that encrypt a form's submissions: batch after batch, each
