@@ -22,14 +22,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-interface OpenContext {
+export interface OpenContext {
   db: Db;
   ctx: AppContext;
   close(): Promise<void>;
 }
 
 /** Opens the database, brings its schema up to date and makes the context that services share. */
-async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
+export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const rateLimiter = createRateLimiter(config.redisUrl);
   const storage = createStorage(config);
