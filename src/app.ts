@@ -22,6 +22,9 @@ import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
+import { tokenRoutes } from './modules/tokens/routes.js';
+import { PersonalToken } from './modules/tokens/schemas.js';
+import { TokenUsage } from './modules/tokens/usage.js';
 import { serviceUploadRoute, uploadRoutes } from './modules/uploads/routes.js';
 import { Submission, SubmissionListItem } from './modules/submissions/schemas.js';
 import { userRoutes } from './modules/users/routes.js';
@@ -73,7 +76,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     parseJson(req, body as string, done);
   });
 
-  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem, User, OAuthClient]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem, User, OAuthClient, PersonalToken]) app.addSchema(schema);
 
   // A route without query parameters still refuses unknown ones, as routes with them do.
   app.addHook('onRoute', (route) => {
@@ -96,7 +99,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       servers: [{ url: `${ctx.config.publicUrl}${API_PREFIX}` }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (every scope) or an OAuth access token' },
+          bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (the scopes it was made with, every scope by default) or an OAuth access token' },
           oauth2: {
             type: 'oauth2',
             flows: {
@@ -129,9 +132,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(oauthRoutes(ctx));
   await app.register(serviceUploadRoute(ctx));
 
+  const usage = new TokenUsage(ctx.db, ctx.config.tokenUsageFlushSeconds * 1000, (error) => app.log.warn({ err: error }, 'could not write the last use of tokens'));
+  // Before the database closes (server.ts closes the app first): the uses since the last flush.
+  app.addHook('onClose', () => usage.close());
+
   await app.register(
     async (api) => {
-      requireBearerToken(api, ctx.db);
+      requireBearerToken(api, ctx, usage);
       registerRateLimits(api, ctx.rateLimiter, ctx.config);
       requireAccessRules(api, ctx.db);
       await api.register(formRoutes(ctx));
@@ -141,6 +148,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(uploadRoutes(ctx));
       await api.register(userRoutes(ctx));
       await api.register(oauthClientRoutes(ctx));
+      await api.register(tokenRoutes(ctx));
     },
     { prefix: API_PREFIX },
   );

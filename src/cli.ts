@@ -4,11 +4,12 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { AppError } from './errors.js';
-import { createAccount, createPersonalToken } from './modules/accounts/service.js';
+import { createAccount } from './modules/accounts/service.js';
 import { MAX_ID } from './http/schemas.js';
 import { accountExists, findUser } from './modules/accounts/repository.js';
 import { createClient } from './modules/oauth-clients/service.js';
 import { LEVELS, type Level } from './modules/permissions/levels.js';
+import { createTokenForUser, listTokensOfUser, revokeAnyToken } from './modules/tokens/service.js';
 import { createUser, deletePermission, setPermission } from './modules/users/service.js';
 import { startServer, startWorkerProcess } from './server.js';
 
@@ -18,7 +19,9 @@ const USAGE = `Usage: formwork <command>
   worker                     run only the background worker (for deployments with separate workers)
   migrate                    bring the database schema up to date
   admin create-account --name NAME --email EMAIL [--password PW] [--json]
-  admin create-token --user ID [--name NAME] [--json]
+  admin create-token --user ID [--name NAME] [--scope SCOPE ...] [--expires-in-days N] [--json]
+  admin list-tokens --user ID [--json]
+  admin revoke-token --token-id ID | --token VALUE [--json]
   admin create-user --account ID --email EMAIL --name NAME --role admin|member [--password PW] [--json]
   admin set-permission --user ID --form ID --level view|submissions|edit|full [--json]
                              (--level none takes the member's level on the form away)
@@ -66,6 +69,10 @@ async function admin(config: Config, args: string[]): Promise<void> {
       form: { type: 'string' },
       level: { type: 'string' },
       'redirect-uri': { type: 'string', multiple: true },
+      scope: { type: 'string', multiple: true },
+      'expires-in-days': { type: 'string' },
+      'token-id': { type: 'string' },
+      token: { type: 'string' },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -78,8 +85,25 @@ async function admin(config: Config, args: string[]): Promise<void> {
     print(values.json, { ...created });
   } else if (action === 'create-token') {
     const userId = idOption(values.user, '--user', 'a user id');
-    const created = await withDatabase(config, (db) => createPersonalToken(db.kysely, userId, values.name));
-    print(values.json, { userId, token: created.token });
+    const days = values['expires-in-days'];
+    if (days !== undefined && !/^\d{1,9}$/.test(days)) fail('--expires-in-days needs a whole number of days');
+    const input = {
+      name: values.name ?? 'personal',
+      ...(values.scope ? { scopes: values.scope.flatMap((s) => s.split(/[\s,]+/)).filter((s) => s !== '') } : {}),
+      ...(days !== undefined ? { expiresInDays: Number(days) } : {}),
+    };
+    const created = await withDatabase(config, (db) => createTokenForUser(db.kysely, userId, input, Date.now()));
+    print(values.json, { userId, tokenId: created.id, name: created.name, prefix: created.prefix, scopes: created.scopes, expiresAt: created.expiresAt, token: created.token });
+  } else if (action === 'list-tokens') {
+    const userId = idOption(values.user, '--user', 'a user id');
+    const listed = await withDatabase(config, (db) => listTokensOfUser(db.kysely, userId));
+    if (values.json) print(true, listed);
+    else for (const t of listed.tokens) process.stdout.write(`${t.id}\t${t.prefix ?? '-'}\t${t.name}\t${t.scopes.join(' ')}\tcreated ${t.created}\tlast used ${t.lastUsed ?? 'never'}\texpires ${t.expiresAt ?? 'never'}\n`);
+  } else if (action === 'revoke-token') {
+    if ((values['token-id'] === undefined) === (values.token === undefined)) fail('revoke-token needs --token-id or --token, one of them');
+    const by = values.token !== undefined ? { token: values.token } : { id: idOption(values['token-id'], '--token-id', 'a token id') };
+    const revoked = await withDatabase(config, (db) => revokeAnyToken(db.kysely, by, Date.now()));
+    print(values.json, { ...revoked });
   } else if (action === 'create-user') {
     const accountId = idOption(values.account, '--account', 'an account id');
     if (!values.email || !values.name) fail('create-user needs --email and --name');

@@ -28,6 +28,10 @@ export interface Config {
   signInAttempts: number;
   /** Encryption password attempts per form per 15 minutes. */
   encryptionPasswordAttempts: number;
+  /** Failed authentications (unknown, expired or revoked bearer tokens, wrong client credentials) per client address per 15 minutes. */
+  authFailureAttempts: number;
+  /** How often each process writes the last use of personal access tokens, in seconds. */
+  tokenUsageFlushSeconds: number;
   /** How often an idle worker looks for due jobs, in ms (jobs enqueued by this process wake it sooner). */
   workerPollMs: number;
   /** How long a claimed job is held without a checkpoint before another worker may take it over. */
@@ -169,6 +173,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // No 0 here: turning off guessing protection is not a setting.
     signInAttempts: integer(env, 'SIGN_IN_ATTEMPTS', 10, 1, 1_000_000),
     encryptionPasswordAttempts: integer(env, 'ENCRYPTION_PASSWORD_ATTEMPTS', 10, 1, 1_000_000),
+    // A client with a valid token never fails; 100 leaves room for one that keeps retrying a
+    // revoked token for a while, and no 0 for the same reason as above.
+    authFailureAttempts: integer(env, 'AUTH_FAILURE_ATTEMPTS', 100, 1, 1_000_000),
+    tokenUsageFlushSeconds: integer(env, 'TOKEN_USAGE_FLUSH_SECONDS', 60, 1, 86_400),
     workerPollMs: integer(env, 'WORKER_POLL_MS', 1000, 10, 3_600_000),
     // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),

@@ -101,6 +101,51 @@ describe(`formwork command (${dialectName})`, () => {
     assert.match((await cli(['admin', 'set-permission', '--user', String(member.id), '--form', '1', '--level', 'god'])).stderr, /--level/);
   });
 
+  it('makes tokens with scopes and an expiry, lists them without values, and revokes them by id or by value', async () => {
+    const owner = JSON.parse((await cli(['admin', 'create-account', '--name', 'Tokens Co', '--email', 'tokens-owner@example.com', '--json'])).stdout);
+    const made = await cli(['admin', 'create-token', '--user', String(owner.userId), '--name', 'ci', '--scope', 'submissions:read', '--scope', 'forms:read', '--expires-in-days', '7', '--json']);
+    assert.equal(made.code, 0, made.stderr);
+    const ci = JSON.parse(made.stdout);
+    assert.deepEqual(Object.keys(ci).sort(), ['expiresAt', 'name', 'prefix', 'scopes', 'token', 'tokenId', 'userId']);
+    assert.deepEqual(ci.scopes, ['forms:read', 'submissions:read']);
+    assert.equal(ci.prefix, ci.token.slice(0, 11));
+    const days = (Date.parse(ci.expiresAt) - Date.now()) / 86_400_000;
+    assert.ok(days > 6.9 && days <= 7, `expires in ${days} days`);
+
+    const listed = await cli(['admin', 'list-tokens', '--user', String(owner.userId), '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const { tokens } = JSON.parse(listed.stdout);
+    assert.deepEqual(tokens.map((t: any) => t.name), ['initial', 'ci']);
+    assert.ok(!listed.stdout.includes(ci.token.slice(11)) && !listed.stdout.includes(owner.token.slice(11)), 'no token value listed');
+    const table = await cli(['admin', 'list-tokens', '--user', String(owner.userId)]);
+    assert.match(table.stdout, new RegExp(`^${ci.tokenId}\\t${ci.prefix}\\tci\\tforms:read submissions:read\\t`, 'm'));
+
+    // Both tokens work until revoked; then the API refuses them.
+    const app = await startTestApp({ DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) });
+    try {
+      const status = async (token: string) => (await app.request('GET', '/api/v2025/forms', { token })).status;
+      assert.equal(await status(ci.token), 200);
+      assert.equal(await status(owner.token), 200);
+      const byId = await cli(['admin', 'revoke-token', '--token-id', String(ci.tokenId), '--json']);
+      assert.equal(byId.code, 0, byId.stderr);
+      assert.deepEqual(JSON.parse(byId.stdout), { tokenId: ci.tokenId, userId: owner.userId, kind: 'pat', revoked: true });
+      assert.equal(await status(ci.token), 401);
+      const byValue = await cli(['admin', 'revoke-token', '--token', owner.token, '--json']);
+      assert.equal(byValue.code, 0, byValue.stderr);
+      assert.equal(await status(owner.token), 401);
+    } finally {
+      await app.close();
+    }
+    assert.deepEqual(JSON.parse((await cli(['admin', 'list-tokens', '--user', String(owner.userId), '--json'])).stdout).tokens, []);
+
+    assert.match((await cli(['admin', 'revoke-token', '--token-id', String(ci.tokenId)])).stderr, /^formwork: Token not found\n$/);
+    assert.match((await cli(['admin', 'revoke-token'])).stderr, /--token-id or --token/);
+    assert.match((await cli(['admin', 'list-tokens', '--user', '999999'])).stderr, /User not found/);
+    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--scope', 'everything'])).stderr, /unknown scope everything/);
+    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', 'soon'])).stderr, /--expires-in-days/);
+    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', '0'])).stderr, /expiresInDays/);
+  });
+
   it('refuses bad admin input with one clear line', async () => {
     const dup = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
     assert.equal(dup.code, 1);

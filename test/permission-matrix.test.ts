@@ -54,6 +54,7 @@ interface Caller {
   role: 'owner' | 'admin' | 'member';
   /** A member's level on the forms it is given; null for none. */
   level?: Level | null;
+  /** The user the token acts for. */
   userId?: number;
   /** Only this scope (OAuth-like token); undefined means every scope. */
   scope?: Scope;
@@ -109,7 +110,10 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
   const client = await ok(owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }), 'client');
   if (caller.level && caller.userId) await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
-  return { folderId: folder.id, formId: form.id, fieldId: field.id, submissionId: submission.id, userId: target.id, clientId: client.id };
+  // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.
+  const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target.id;
+  const token = await createPersonalToken(app.server.db.kysely, tokenOf, 'Matrix token');
+  return { folderId: folder.id, formId: form.id, fieldId: field.id, submissionId: submission.id, userId: target.id, clientId: client.id, tokenId: token.tokenId };
 }
 
 function urlOf(op: Operation, ids: Record<string, number>): string {
@@ -151,9 +155,9 @@ describe(`permission matrix (${dialectName})`, () => {
     operations = operations.sort((x, y) => x.key.localeCompare(y.key));
 
     const db = app.server.db.kysely;
-    callers.push({ name: 'owner', token: owner.token, role: 'owner' });
+    callers.push({ name: 'owner', token: owner.token, role: 'owner', userId: owner.userId });
     const admin = await ok(owner.post('/users', { email: `admin-${randomBytes(5).toString('hex')}@example.com`, name: 'Admin', role: 'admin' }), 'admin');
-    callers.push({ name: 'admin', token: (await createPersonalToken(db, admin.id)).token, role: 'admin' });
+    callers.push({ name: 'admin', token: (await createPersonalToken(db, admin.id)).token, role: 'admin', userId: admin.id });
     for (const level of [null, ...LEVELS]) {
       const member = await ok(owner.post('/users', { email: `member-${randomBytes(5).toString('hex')}@example.com`, name: `Member ${level}`, role: 'member' }), 'member');
       callers.push({ name: `member with ${level ?? 'no'} level`, token: (await createPersonalToken(db, member.id)).token, role: 'member', level, userId: member.id });
@@ -165,7 +169,7 @@ describe(`permission matrix (${dialectName})`, () => {
         .insertInto('access_tokens')
         .values({ account_id: owner.accountId, user_id: owner.userId, token_hash: hashToken(token), kind: 'oauth', name: scope, created_at: Date.now(), expires_at: Date.now() + 3_600_000, scope })
         .execute();
-      callers.push({ name: `token with only ${scope}`, token, role: 'owner', scope });
+      callers.push({ name: `token with only ${scope}`, token, role: 'owner', scope, userId: owner.userId });
     }
   });
   after(() => app.close());

@@ -253,6 +253,8 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   const users = await ok(acc.get('/users'), 'list users');
   const permissions: unknown[] = [];
   for (const u of users.users) permissions.push(await ok(acc.get(`/users/${u.id}/permissions`), 'list permissions'));
+  const tokens: unknown[] = [await ok(acc.get('/tokens'), 'list own tokens')];
+  for (const u of users.users) tokens.push(await ok(acc.get(`/users/${u.id}/tokens`), 'list tokens'));
   const clients = await ok(acc.get('/oauth-clients'), 'list OAuth clients');
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
@@ -263,7 +265,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     }
   };
   await walk(folders.folders);
-  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, clients };
+  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, tokens, clients };
 }
 
 /** The last test of each matrix: nothing it sent changed A's or B's data. */
@@ -356,8 +358,12 @@ describe(`route matrix (${dialectName})`, () => {
     const member = await ok(a.post('/users', { email: `member-${MARK}@example.com`, name: `Member ${MARK}`, role: 'member' }), 'create member');
     await ok(a.put(`/users/${member.id}/permissions/${form.id}`, { level: 'edit' }), 'give a level');
     const client = await ok(a.post('/oauth-clients', { name: `App ${MARK}`, redirectUris: ['https://example.com/a'] }), 'create client');
+    // Personal access tokens: the member's, and one of A's own.
+    const memberToken = await ok(a.post(`/users/${member.id}/tokens`, { name: `Member token ${MARK}` }), 'create member token');
+    const ownToken = await ok(a.post('/tokens', { name: `Own token ${MARK}` }), 'create own token');
     Object.assign(aIds, {
       userId: [member.id],
+      tokenId: [memberToken.id, ownToken.id],
       clientId: [client.id],
       formId: [form.id, second.id, gone.id],
       fieldId: [fileField.id, select.id, withLogic.id],
@@ -371,7 +377,9 @@ describe(`route matrix (${dialectName})`, () => {
     const bSubmission = await ok(b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }), 'create B submission');
     const bMember = await ok(b.post('/users', { email: `b-member-${randomBytes(4).toString('hex')}@example.com`, name: 'B member', role: 'member' }), 'create B member');
     const bClient = await ok(b.post('/oauth-clients', { name: 'B app', redirectUris: ['https://example.com/b'] }), 'create B client');
+    const bToken = await ok(b.post(`/users/${bMember.id}/tokens`, { name: 'B member token' }), 'create B member token');
     Object.assign(bIds, {
+      tokenId: bToken.id,
       formId: bForm.id,
       fieldId: bForm.fields[0].id,
       folderId: bFolder.id,

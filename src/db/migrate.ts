@@ -7,6 +7,7 @@ import * as oauthPermissions from './migrations/0003_oauth_permissions.js';
 import * as jobs from './migrations/0004_jobs.js';
 import * as uploads from './migrations/0005_uploads.js';
 import * as encryption from './migrations/0006_encryption.js';
+import * as tokenManagement from './migrations/0007_token_management.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -20,6 +21,7 @@ const migrations: Record<string, MigrationModule> = {
   '0004_jobs': jobs,
   '0005_uploads': uploads,
   '0006_encryption': encryption,
+  '0007_token_management': tokenManagement,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -55,10 +55,14 @@ export interface AccessTokensTable {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
-  /** Space-separated scopes; null for personal access tokens (every scope). */
+  /** Space-separated scopes; null for every scope (personal access tokens made without a list). */
   scope: string | null;
   client_id: number | null;
   grant_id: number | null;
+  /** The token's first characters, to tell tokens apart in lists; null for tokens older than it. */
+  token_prefix: ColumnType<string | null, string | null | undefined, never>;
+  /** Epoch ms of the last use that was written (batched per process, so up to a flush behind). */
+  last_used_at: ColumnType<number | null, never, number | null>;
 }
 
 export interface OAuthClientsTable {

@@ -75,3 +75,21 @@ export async function throttle(limiter: RateLimiter, key: string, limit: number,
     throw new TooManyRequestsError(decision.retryAfterSeconds, `Too many attempts; try again in ${decision.retryAfterSeconds} s`);
   }
 }
+
+/**
+ * Counts one failed authentication from a client address (a bearer token that is unknown,
+ * expired or revoked; wrong OAuth client credentials) and throws a 429 past
+ * AUTH_FAILURE_ATTEMPTS in 15 minutes. Only failures are counted and only failures are
+ * refused: a valid token or secret from the same address still passes, so a client behind
+ * the same proxy or NAT as a scanner keeps working. (Tokens and secrets hold 256 random bits;
+ * the limit is there to stop scanners hammering the service, not to make guessing feasible.)
+ */
+export async function countAuthFailure(ctx: { rateLimiter: RateLimiter; config: Pick<Config, 'authFailureAttempts'> }, address: string): Promise<void> {
+  const decision = await consume(ctx.rateLimiter, `authfail:ip:${address}`, [{ name: 'auth-failures', limit: ctx.config.authFailureAttempts, seconds: 900 }]);
+  if (!decision.allowed) {
+    throw new TooManyRequestsError(
+      decision.retryAfterSeconds,
+      `Too many failed authentications from this address; try again in ${decision.retryAfterSeconds} s`,
+    );
+  }
+}

@@ -85,6 +85,10 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     // Quotas on, so every test passes through them, but too high to refuse (test/rate-limit.test.ts sets its own).
     RATE_LIMIT_PER_MINUTE: '1000000',
     RATE_LIMIT_PER_DAY: '1000000',
+    // The matrices send hundreds of bad tokens from one address (test/tokens.test.ts sets its own limit).
+    AUTH_FAILURE_ATTEMPTS: '1000000',
+    // Last uses are written when the app closes, not while a test compares two reads (test/tokens.test.ts flushes sooner).
+    TOKEN_USAGE_FLUSH_SECONDS: '86400',
     ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
     ...(sharedDb ? { DATABASE_URL: sharedDb } : {}),
     ...env,

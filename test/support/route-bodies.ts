@@ -24,5 +24,7 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),
   'PUT /users/{userId}/permissions/{formId}': () => ({ level: 'view' }),
   'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
+  'POST /tokens': () => ({ name: 'Matrix token' }),
+  'POST /users/{userId}/tokens': () => ({ name: 'Matrix token' }),
 };
 

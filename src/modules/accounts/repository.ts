@@ -9,7 +9,7 @@ export interface TokenOwner {
   accountId: number;
   userId: number;
   role: UserRow['role'];
-  /** The scopes the token was granted; null for personal access tokens, which hold every scope. */
+  /** The scopes the token was granted; null for a personal access token that holds every scope. */
   scopes: readonly string[] | null;
   /** The OAuth client the token was issued to, or null for personal access tokens. */
   clientId: number | null;
@@ -50,7 +50,17 @@ export async function findUser(db: Executor, userId: number): Promise<UserRow | 
 
 export async function insertToken(
   db: Executor,
-  token: { accountId: number; userId: number; hash: string; kind: string; name: string; expiresAt: number | null },
+  token: {
+    accountId: number;
+    userId: number;
+    hash: string;
+    kind: string;
+    name: string;
+    expiresAt: number | null;
+    /** Space-separated; null (the default) for every scope. */
+    scope?: string | null;
+    prefix?: string | null;
+  },
   now: number,
 ): Promise<number> {
   const row = await db
@@ -63,6 +73,8 @@ export async function insertToken(
       name: token.name,
       created_at: now,
       expires_at: token.expiresAt,
+      scope: token.scope ?? null,
+      token_prefix: token.prefix ?? null,
     })
     .returning('id')
     .executeTakeFirstOrThrow();

@@ -6,6 +6,8 @@ import { invalid, NotFoundError } from '../../errors.js';
 import * as repo from './repository.js';
 
 export const PAT_PREFIX = 'fw_pat_';
+/** Characters of a personal access token kept in clear to tell tokens apart: the kind and 4 of its 43 random ones. */
+export const tokenPrefix = (token: string): string => token.slice(0, PAT_PREFIX.length + 4);
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface CreatedAccount {
@@ -29,7 +31,7 @@ export async function createAccount(
   return transact(db, async (trx) => {
     const accountId = await repo.insertAccount(trx, name, now);
     const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
-    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null }, now);
+    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null, prefix: tokenPrefix(token) }, now);
     return { accountId, userId, token };
   });
 }
@@ -46,7 +48,7 @@ export async function createPersonalToken(
     if (!user) throw new NotFoundError('User');
     const tokenId = await repo.insertToken(
       trx,
-      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null },
+      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null, prefix: tokenPrefix(token) },
       now,
     );
     return { tokenId, token };

@@ -110,7 +110,7 @@ export async function revokeGrant(db: Executor, grantId: number, now: number): P
   await db.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
 }
 
-/** An OAuth access token by hash, with its state, for introspection and revocation. */
+/** An access token by hash (OAuth or, with no client, personal), with its state, for introspection and revocation. */
 export async function findAccessToken(db: Executor, hash: string) {
   return db
     .selectFrom('access_tokens as t')
@@ -120,6 +120,7 @@ export async function findAccessToken(db: Executor, hash: string) {
       't.client_id as clientId',
       't.grant_id as grantId',
       't.user_id as userId',
+      't.account_id as accountId',
       'u.email as email',
       't.scope',
       't.created_at as createdAt',

@@ -3,11 +3,11 @@ import { parse } from 'node:querystring';
 import type { AppContext } from '../../context.js';
 import { verifyPassword } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
-import { throttle } from '../../http/rate-limit.js';
+import { countAuthFailure, throttle } from '../../http/rate-limit.js';
 import { findUser } from '../accounts/repository.js';
 import { findUserByEmail } from '../users/repository.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
-import { authenticateClient, checkAuthorization, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
+import { authenticateClient, checkAuthorization, clientCredentials, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
 import type { FormworkClient } from './model.js';
 import { passwordTag, Sessions } from './session.js';
 
@@ -135,8 +135,29 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       return html(reply, 200, errorPage('You are signed out.'));
     });
 
+    /**
+     * Counts a failed client authentication that presented credentials (AUTH_FAILURE_ATTEMPTS
+     * per address); past the limit, answers 429 with Retry-After and returns true.
+     */
+    async function refusedAfterFailure(request: FastifyRequest, reply: FastifyReply, body: Form): Promise<boolean> {
+      if (!clientCredentials(request.headers.authorization, body)) return false;
+      try {
+        await countAuthFailure(ctx, request.ip);
+        return false;
+      } catch (error) {
+        if (!(error instanceof TooManyRequestsError)) throw error;
+        reply
+          .code(429)
+          .headers({ 'retry-after': String(error.retryAfterSeconds), 'cache-control': 'no-store' })
+          .send({ error: 'invalid_client', error_description: `Client authentication failed too often from this address; try again in ${error.retryAfterSeconds} s` });
+        return true;
+      }
+    }
+
     app.post('/oauth2/token', hide, async (request, reply) => {
-      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body: (request.body ?? {}) as Form });
+      const body = (request.body ?? {}) as Form;
+      const result = await exchangeToken(ctx.db, { headers: request.headers as Record<string, string>, body });
+      if (result.body.error === 'invalid_client' && (await refusedAfterFailure(request, reply, body))) return reply;
       return reply.code(result.status).headers(result.headers).send(result.body);
     });
 
@@ -145,6 +166,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const body = (request.body ?? {}) as Form;
       const client = await authenticateClient(ctx.db, request.headers.authorization, body);
       if (!client) {
+        if (await refusedAfterFailure(request, reply, body)) return undefined;
         reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
         return undefined;
       }

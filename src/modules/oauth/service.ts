@@ -181,7 +181,10 @@ export async function authenticateClient(db: Kysely<Database>, authorization: st
 
 /**
  * RFC 7009: the client's own access or refresh token stops working; a refresh token ends its
- * whole grant. Unknown tokens and other clients' tokens are answered the same way (nothing happens).
+ * whole grant. A personal access token of the client's account stops working too: it was
+ * issued to no client, and a client of the account that comes across one (in a log, a
+ * leaked file) should be able to end it where standard tooling looks. Unknown tokens and
+ * other clients' or accounts' tokens are answered the same way (nothing happens).
  */
 export async function revoke(db: Kysely<Database>, client: FormworkClient, token: string): Promise<void> {
   const hash = hashToken(token);
@@ -190,7 +193,9 @@ export async function revoke(db: Kysely<Database>, client: FormworkClient, token
     const refresh = await repo.findRefreshToken(trx, hash);
     if (refresh && refresh.clientId === client.dbId) return repo.revokeGrant(trx, refresh.grantId, now);
     const access = await repo.findAccessToken(trx, hash);
-    if (access && access.clientId === client.dbId) await revokeToken(trx, access.id, now);
+    if (!access) return;
+    const personal = access.clientId === null && access.accountId === client.accountId;
+    if (access.clientId === client.dbId || personal) await revokeToken(trx, access.id, now);
   });
 }
 

@@ -46,13 +46,15 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'updateUser',
           summary: 'Rename a user, change their role or set their password',
-          description: 'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level).',
+          description:
+            'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
+            'Changing a password that was set revokes the user\'s personal access tokens and OAuth grants, except the token making the request when it is the user\'s own.',
           params,
           body: UserUpdate,
           response: { 200: Type.Ref(User), ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId, req.body),
+      (req) => service.updateUser(ctx.db, principal(req).accountId, principal(req), req.params.userId, req.body),
     );
 
     app.delete(

@@ -8,6 +8,7 @@ import { insertUser } from '../accounts/repository.js';
 import { findForm } from '../forms/repository.js';
 import type { Level } from '../permissions/levels.js';
 import * as permissions from '../permissions/repository.js';
+import { revokeUserCredentials } from '../tokens/repository.js';
 import * as repo from './repository.js';
 import type { FormPermission, User, UserCreate, UserUpdate } from './schemas.js';
 
@@ -40,7 +41,20 @@ export async function createUser(db: Kysely<Database>, accountId: number, input:
   });
 }
 
-export async function updateUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number, input: UserUpdate): Promise<User> {
+/**
+ * Changing a password that was set ends the user's other credentials: every personal access
+ * token and OAuth grant, but the token making the request when it is the user's own (a
+ * password change is what someone does who fears their account is in other hands; the
+ * session they do it from stays). Setting a first password ends nothing.
+ */
+export async function updateUser(
+  db: Kysely<Database>,
+  accountId: number,
+  caller: { userId: number; tokenId: number },
+  userId: number,
+  input: UserUpdate,
+): Promise<User> {
+  const callerId = caller.userId;
   const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
@@ -52,6 +66,9 @@ export async function updateUser(db: Kysely<Database>, accountId: number, caller
     }
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
       throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
+    }
+    if (passwordHash !== undefined && user.password_hash !== null) {
+      await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
     }
     const updated = await repo.updateUser(trx, accountId, userId, {
       ...(input.name !== undefined ? { name: input.name.trim() } : {}),
