@@ -7,7 +7,9 @@ import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
-import { registerErrorHandling } from './http/error-handler.js';
+import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
+import { frameworkError, registerErrorHandling } from './http/error-handler.js';
+import { queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
 import { ErrorBody } from './http/schemas.js';
@@ -37,7 +39,7 @@ export const API_PREFIX = '/api/v2025';
  * v2025 routes, so there is one implementation and one OpenAPI document.
  */
 export function rewriteLegacyUrl(url: string): string {
-  if (!/^\/api\/v2(\/|$|\?|\.json)/.test(url)) return url;
+  if (!/^\/api\/v2(\/|$|\?|\.json)/.test(url) || /^\/api\/v2\/openapi\.json(\?|$)/.test(url)) return url;
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const rest = q === -1 ? '' : url.slice(q);
@@ -57,23 +59,32 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         ],
         censor: '[redacted]',
       },
+      ...queryRedaction,
     },
     bodyLimit: ctx.config.bodyLimit,
     // A number of hops trusts that many proxies nearest to the server.
     trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_addr: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
+    frameworkErrors: frameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  refuseInvalidCharacters(app);
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers(); // JSON only: any other body type gets a clear 415
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '') return done(null, undefined);
-    parseJson(req, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    let text: string;
+    try {
+      text = decodeBody(body as Buffer);
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (text === '') return done(null, undefined);
+    parseJson(req, text, done);
   });
 
   for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem, User, OAuthClient, PersonalToken]) app.addSchema(schema);
@@ -102,6 +113,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (the scopes it was made with, every scope by default) or an OAuth access token' },
           oauth2: {
             type: 'oauth2',
+            // RFC 8414 has no field saying PKCE is required (only the methods supported), so
+            // the metadata's service_documentation (/docs) says it here.
+            description:
+              'Authorization code flow (RFC 6749) with PKCE (RFC 7636), S256 only. Every authorization request must carry ' +
+              'code_challenge and code_challenge_method=S256 unless the application is registered with requirePkce: false ' +
+              '(POST or PUT /oauth-clients); a request without them is sent back to the redirect URI with invalid_request. ' +
+              `Server metadata: ${ctx.config.publicUrl}/.well-known/oauth-authorization-server.`,
             flows: {
               authorizationCode: {
                 authorizationUrl: `${ctx.config.publicUrl}/oauth2/authorize`,
@@ -128,6 +146,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   // The API description holds no account data, so it is public like /docs.
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
+  // The same operations under the older prefix, so that its clients find a description where they look.
+  app.get('/api/v2/openapi.json', { schema: { hide: true } }, () => ({ ...app.swagger(), servers: [{ url: `${ctx.config.publicUrl}/api/v2` }] }));
 
   await app.register(oauthRoutes(ctx));
   await app.register(serviceUploadRoute(ctx));

@@ -25,7 +25,8 @@ const USAGE = `Usage: formwork <command>
   admin create-user --account ID --email EMAIL --name NAME --role admin|member [--password PW] [--json]
   admin set-permission --user ID --form ID --level view|submissions|edit|full [--json]
                              (--level none takes the member's level on the form away)
-  admin create-client --account ID --name NAME --redirect-uri URI [--redirect-uri URI ...] [--json]
+  admin create-client --account ID --name NAME --redirect-uri URI [--redirect-uri URI ...] [--no-pkce] [--json]
+                             (--no-pkce lets the application leave out PKCE; it is required otherwise)
 
 Settings come from the environment; see the README.`;
 
@@ -73,6 +74,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
       'expires-in-days': { type: 'string' },
       'token-id': { type: 'string' },
       token: { type: 'string' },
+      'no-pkce': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -131,7 +133,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
     if (!values.name || !values['redirect-uri']?.length) fail('create-client needs --name and at least one --redirect-uri');
     const client = await withDatabase(config, async (db) => {
       if (!(await accountExists(db.kysely, accountId))) fail('Account not found');
-      return createClient(db.kysely, accountId, { name: values.name!, redirectUris: values['redirect-uri']! });
+      return createClient(db.kysely, accountId, { name: values.name!, redirectUris: values['redirect-uri']!, requirePkce: !values['no-pkce'] });
     });
     print(values.json, { ...client });
   } else {

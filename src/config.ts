@@ -40,6 +40,11 @@ export interface Config {
   workerConcurrency: number;
   /** Finished (done or failed) jobs and their run logs are deleted after this many days. */
   jobRetentionDays: number;
+  /**
+   * A process that has not written its heartbeat for this long counts as stopped, even if
+   * its lock still looks held (a machine cut off from the database, a process hung).
+   */
+  processTimeoutSeconds: number;
   /** Where uploaded files live. */
   storage: { driver: 'local' } | { driver: 's3'; s3: S3Settings };
 }
@@ -182,6 +187,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4, 1, 64),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
+    // At least 5 seconds: heartbeats go every sixth of it, and a busy database may delay one.
+    processTimeoutSeconds: integer(env, 'PROCESS_TIMEOUT_SECONDS', 30, 5, 3600),
     storage: storage(env),
   };
 }

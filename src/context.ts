@@ -5,6 +5,7 @@ import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
 import type { FormKeyCache } from './modules/encryption/keys.js';
+import type { Presence } from './modules/processes/service.js';
 import type { Storage } from './storage/types.js';
 
 /** What services need from the process: the database, the settings, the rate-limit counters and file storage. */
@@ -20,4 +21,6 @@ export interface AppContext {
   formKeys: FormKeyCache;
   /** Uploaded files: local disk or an S3-compatible bucket. */
   storage: Storage;
+  /** This process's registration, and which others have stopped (whose work may be taken over). */
+  presence: Presence;
 }

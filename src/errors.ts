@@ -51,6 +51,17 @@ export class ConflictError extends AppError {
   }
 }
 
+/** A conflict that passes by itself (another request is still running): the error handler sends Retry-After from it. */
+export class RetryLaterError extends ConflictError {
+  constructor(
+    message: string,
+    code: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message, code);
+  }
+}
+
 /** A quota or an attempt limit is used up; the error handler sends Retry-After from it. */
 export class TooManyRequestsError extends AppError {
   constructor(

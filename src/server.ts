@@ -10,7 +10,9 @@ import { createRateLimiter } from './http/rate-limiter.js';
 import type { JobHandlers } from './jobs/types.js';
 import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
-import { createStorage } from './storage/index.js';
+import { startPresence, writerName, type Presence } from './modules/processes/service.js';
+import { removeAbandonedWrites } from './modules/uploads/service.js';
+import { createStorage, type Storage } from './storage/index.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -28,24 +30,40 @@ export interface OpenContext {
   close(): Promise<void>;
 }
 
-/** Opens the database, brings its schema up to date and makes the context that services share. */
+/**
+ * Opens the database, brings its schema up to date, registers this process (see
+ * modules/processes) and makes the context that services share; then clears what
+ * processes that died left behind.
+ */
 export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const rateLimiter = createRateLimiter(config.redisUrl);
-  const storage = createStorage(config);
+  const log = pino({ level: config.logLevel });
+  let presence: Presence | undefined;
+  let storage: Storage | undefined;
   const close = async () => {
+    await presence?.close();
     await rateLimiter.close();
-    await storage.close();
+    await storage?.close();
     await db.close();
   };
   try {
     await migrateToLatest(db);
+    presence = await startPresence({ db: db.kysely, dialect: db.dialect, databaseUrl: config.databaseUrl, dataDir: config.dataDir, timeoutMs: config.processTimeoutSeconds * 1000, log });
+    storage = createStorage(config, { writer: writerName(presence.id) });
   } catch (error) {
     await close();
     throw error;
   }
   const clock = new Clock();
-  return { db, ctx: { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage }, close };
+  const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys: new FormKeyCache({ config, clock, rateLimiter }), storage, presence };
+  try {
+    await presence.reap();
+    await removeAbandonedWrites(ctx);
+  } catch (error) {
+    log.warn({ err: error }, 'could not clear what stopped processes left behind; the upload sweep tries again');
+  }
+  return { db, ctx, close };
 }
 
 /** Starts listening and, with worker, runs the background worker in the same process. */

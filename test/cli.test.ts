@@ -77,6 +77,10 @@ describe(`formwork command (${dialectName})`, () => {
     assert.match(created.clientId, /^fwc_/);
     assert.match(created.clientSecret, /^fw_cs_[A-Za-z0-9_-]{43}$/);
     assert.deepEqual(created.redirectUris, ['https://app.example.com/cb', 'http://localhost:3000/cb']);
+    assert.equal(created.requirePkce, true, 'PKCE is required unless --no-pkce');
+    const lax = await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Legacy', '--redirect-uri', 'https://legacy.example.com/cb', '--no-pkce', '--json']);
+    assert.equal(lax.code, 0, lax.stderr);
+    assert.equal(JSON.parse(lax.stdout).requirePkce, false);
 
     // A form of the account, made through the API of a server on the same database.
     const app = await startTestApp(database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir });
@@ -147,9 +151,14 @@ describe(`formwork command (${dialectName})`, () => {
   });
 
   it('refuses bad admin input with one clear line', async () => {
-    const dup = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
+    // Emails are unique per account: the owner of one account may own another, but an account
+    // cannot have two users with one email.
+    const again = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
+    assert.equal(again.code, 0, again.stderr);
+    const { accountId } = JSON.parse(again.stdout) as { accountId: number };
+    const dup = await cli(['admin', 'create-user', '--account', String(accountId), '--email', 'Owner@example.com', '--name', 'Twin', '--role', 'member', '--json']);
     assert.equal(dup.code, 1);
-    assert.match(dup.stderr, /^formwork: .*already exists/m);
+    assert.match(dup.stderr, /^formwork: .*already has this email/m);
     assert.equal((await cli(['admin', 'create-account', '--name', 'x'])).code, 1);
     assert.match((await cli(['admin', 'create-token', '--user', '999999'])).stderr, /User not found/);
     assert.match((await cli(['admin', 'create-token', '--user', 'abc'])).stderr, /--user/);

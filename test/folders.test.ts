@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe(`folders (${dialectName})`, () => {
@@ -123,5 +125,46 @@ describe(`folders (${dialectName})`, () => {
     const restored = await a.post(`/forms/${f1.id}/restore`);
     assert.equal(restored.status, 200);
     assert.equal(restored.body.folder, null);
+  });
+
+  it('counts for a member only the forms the member holds a level on, in listings and reads', async () => {
+    const b = await app.account('Counts');
+    const top = (await b.post('/folders', { name: 'Team' })).body;
+    const sub = (await b.post('/folders', { name: 'Hidden work', parent: top.id })).body;
+    const shared = (await b.post('/forms', { name: 'Shared', folder: top.id })).body;
+    await b.post('/forms', { name: 'Private 1', folder: top.id });
+    await b.post('/forms', { name: 'Private 2', folder: sub.id });
+    const unique = () => `${randomBytes(5).toString('hex')}@example.com`;
+    const member = (await b.post('/users', { email: unique(), name: 'Member', role: 'member' })).body;
+    const admin = (await b.post('/users', { email: unique(), name: 'Admin', role: 'admin' })).body;
+    await b.put(`/users/${member.id}/permissions/${shared.id}`, { level: 'view' });
+    const db = app.server.db.kysely;
+    const memberToken = (await createPersonalToken(db, member.id)).token;
+    const adminToken = (await createPersonalToken(db, admin.id)).token;
+    const get = (token: string, path: string) => app.request('GET', `/api/v2025${path}`, { token });
+
+    const counts = async (token: string) => {
+      const list = await get(token, '/folders');
+      assert.equal(list.status, 200, list.text);
+      const [listed] = list.body.folders;
+      const read = await get(token, `/folders/${top.id}`);
+      const subRead = await get(token, `/folders/${sub.id}`);
+      assert.equal(read.status, 200, read.text);
+      return {
+        listed: [listed.formsCount, listed.subfolders[0].formsCount],
+        read: [read.body.formsCount, read.body.subfolders[0].formsCount],
+        sub: subRead.body.formsCount,
+      };
+    };
+    assert.deepEqual(await counts(memberToken), { listed: [1, 0], read: [1, 0], sub: 0 });
+    assert.deepEqual(await counts(adminToken), { listed: [2, 1], read: [2, 1], sub: 1 });
+    assert.deepEqual(await counts(b.token), { listed: [2, 1], read: [2, 1], sub: 1 });
+    // The /api/v2 paths are the same routes.
+    const legacy = await app.request('GET', `/api/v2/folders/${top.id}.json`, { token: memberToken });
+    assert.equal(legacy.body.formsCount, 1);
+
+    // A form the member makes gives them a level, so it counts at once.
+    await app.request('POST', '/api/v2025/forms', { token: memberToken, body: { name: 'Mine', folder: sub.id } });
+    assert.deepEqual(await counts(memberToken), { listed: [1, 1], read: [1, 1], sub: 1 });
   });
 });

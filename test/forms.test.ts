@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 const contactFields = [
@@ -184,6 +186,42 @@ describe(`forms (${dialectName})`, () => {
     assert.equal((await a.post(`/forms/${form.id}/copy?template=999999`)).status, 404);
     assert.equal((await a.post(`/forms/${form.id}/copy?includeEmails=maybe`)).status, 400);
     assert.equal((await a.post('/forms/999999/copy')).status, 404);
+  });
+
+  it('copies with a template only a member may read, and only into the account\'s own folders', async () => {
+    const secret = (await a.post('/forms', { name: 'Hidden', submitButtonTitle: 'Secret title', settings: { successMessage: 'secret', redirectUrl: 'https://secret.example.com' } })).body;
+    const seen = (await a.post('/forms', { name: 'Seen', submitButtonTitle: 'Seen title', settings: { successMessage: 'seen' } })).body;
+    const own = (await a.post('/forms', { name: 'Own' })).body;
+    const member = await a.post('/users', { email: `copier-${randomBytes(5).toString('hex')}@example.com`, name: 'Copier', role: 'member' });
+    assert.equal((await a.put(`/users/${member.body.id}/permissions/${own.id}`, { level: 'view' })).status, 200);
+    assert.equal((await a.put(`/users/${member.body.id}/permissions/${seen.id}`, { level: 'view' })).status, 200);
+    const token = (await createPersonalToken(app.server.db.kysely, member.body.id)).token;
+    const copy = (query: string) => app.request('POST', `/api/v2025/forms/${own.id}/copy${query}`, { token });
+
+    const formsBefore = (await a.get('/forms')).body.total;
+    const refused = await copy(`?template=${secret.id}`);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.body.code, 'form_permission_required');
+    assert.ok(!refused.text.includes('secret'), 'nothing of the hidden form is shown');
+    assert.equal((await a.get('/forms')).body.total, formsBefore, 'the refused copy wrote nothing');
+
+    const styled = await copy(`?template=${seen.id}`);
+    assert.equal(styled.status, 200, styled.text);
+    assert.equal(styled.body.submitButtonTitle, 'Seen title');
+    assert.deepEqual(styled.body.settings, { successMessage: 'seen' });
+
+    // Another account's form or folder is 404, for the owner and for the member alike.
+    const b = await app.account('B');
+    const bForm = (await b.post('/forms', { name: 'B form', submitButtonTitle: 'B title' })).body;
+    const bFolder = (await b.post('/folders', { name: 'B folder' })).body;
+    for (const res of [await copy(`?template=${bForm.id}`), await a.post(`/forms/${own.id}/copy?template=${bForm.id}`)]) {
+      assert.equal(res.status, 404, res.text);
+      assert.equal(res.body.code, 'form_not_found');
+    }
+    for (const res of [await copy(`?folder=${bFolder.id}`), await a.post(`/forms/${own.id}/copy?folder=${bFolder.id}`)]) {
+      assert.equal(res.status, 404, res.text);
+      assert.equal(res.body.code, 'folder_not_found');
+    }
   });
 
   it('accepts an empty body sent with Content-Type: application/json on a body-less route', async () => {

@@ -30,6 +30,8 @@ let app: TestApp;
 let owner: TestAccount;
 let client: Client;
 let other: Client;
+/** Registered as not needing PKCE. */
+let lax: Client;
 let user: { id: number; email: string; password: string };
 
 before(async () => {
@@ -37,16 +39,22 @@ before(async () => {
   owner = await app.account();
   client = await registerClient(owner);
   other = await registerClient(owner, [REDIRECT], 'Other app');
+  lax = await registerClient(owner, [REDIRECT], 'Legacy app', false);
   user = await userWithPassword(owner);
 });
 after(() => app.close());
 
 const db = () => app.server.db.kysely;
 
-/** A code and its verifier, through sign-in and consent. */
-async function codeFor(params: Record<string, string | undefined> = {}, withPkce = true): Promise<{ code: string; verifier?: string; redirect: URL }> {
+/** A code and its verifier, through sign-in and consent; without PKCE, for a client that does not require it. */
+async function codeFor(params: Record<string, string | undefined> = {}, withPkce = true, c: Client = client): Promise<{ code: string; verifier?: string; redirect: URL }> {
   const p = pkce();
-  const redirect = await authorize(app, client, user, withPkce ? { code_challenge: p.challenge, code_challenge_method: 'S256', ...params } : params);
+  const redirect = await authorize(
+    app,
+    c,
+    user,
+    withPkce ? { code_challenge: p.challenge, code_challenge_method: 'S256', ...params } : { code_challenge: undefined, code_challenge_method: undefined, ...params },
+  );
   const code = redirect.searchParams.get('code');
   assert.ok(code, `no code in ${redirect.toString()}`);
   return { code, verifier: withPkce ? p.verifier : undefined, redirect };
@@ -73,6 +81,68 @@ describe('metadata', () => {
     assert.deepEqual(res.body.code_challenge_methods_supported, ['S256']);
     assert.deepEqual(res.body.response_types_supported, ['code']);
     assert.deepEqual(res.body.scopes_supported, ['forms:read', 'forms:write', 'submissions:read', 'submissions:write', 'admin']);
+  });
+
+  it('says where PKCE is documented as required: the service documentation\'s OAuth description', async () => {
+    const meta = await app.request('GET', '/.well-known/oauth-authorization-server');
+    assert.equal(meta.body.service_documentation, 'http://forms.test/docs');
+    const doc = await app.request('GET', '/api/v2025/openapi.json');
+    const description: string = doc.body.components.securitySchemes.oauth2.description;
+    assert.match(description, /must carry code_challenge and code_challenge_method=S256 unless the application is registered with requirePkce: false/);
+  });
+});
+
+describe('PKCE requirement', () => {
+  it('registers applications as needing PKCE unless told otherwise, and changes that with PUT', async () => {
+    const made = await owner.post('/oauth-clients', { name: 'Strict', redirectUris: [REDIRECT] });
+    assert.equal(made.status, 200, made.text);
+    assert.equal(made.body.requirePkce, true);
+    assert.equal((await owner.get(`/oauth-clients/${made.body.id}`)).body.requirePkce, true);
+    assert.equal((await owner.get(`/oauth-clients/${lax.id}`)).body.requirePkce, false);
+
+    const relaxed = await owner.put(`/oauth-clients/${made.body.id}`, { requirePkce: false });
+    assert.equal(relaxed.status, 200, relaxed.text);
+    assert.deepEqual({ ...relaxed.body, created: undefined }, { id: made.body.id, clientId: made.body.clientId, name: 'Strict', redirectUris: [REDIRECT], requirePkce: false, created: undefined });
+    assert.ok(!relaxed.text.includes(made.body.clientSecret));
+    const renamed = await owner.put(`/oauth-clients/${made.body.id}`, { name: ' Renamed ', redirectUris: ['https://app.example.com/cb', 'https://app.example.com/cb'] });
+    assert.deepEqual([renamed.body.name, renamed.body.redirectUris, renamed.body.requirePkce], ['Renamed', ['https://app.example.com/cb'], false]);
+
+    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, {})).status, 400);
+    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { requirePkce: 'no' })).status, 400);
+    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { redirectUris: ['http://example.com/cb'] })).status, 400);
+    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { name: '  ' })).status, 400);
+    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { clientSecret: 'mine' })).status, 400);
+    assert.equal((await owner.put('/oauth-clients/2147483647', { requirePkce: true })).status, 404);
+    const elsewhere = await app.account();
+    assert.equal((await elsewhere.put(`/oauth-clients/${made.body.id}`, { requirePkce: true })).status, 404);
+    assert.equal((await owner.get(`/oauth-clients/${made.body.id}`)).body.requirePkce, false, 'the refused changes wrote nothing');
+  });
+
+  it('sends invalid_request back to an application that must use PKCE and sent no challenge, before any sign-in', async () => {
+    const res = await new Browser(app.url).fetch(authorizeUrl(client, { code_challenge: undefined, code_challenge_method: undefined }));
+    assert.equal(res.status, 303);
+    const to = new URL(res.location!);
+    assert.equal(`${to.origin}${to.pathname}`, REDIRECT);
+    assert.equal(to.searchParams.get('error'), 'invalid_request');
+    assert.match(to.searchParams.get('error_description') ?? '', /PKCE/);
+    assert.equal(to.searchParams.get('state'), 'st-1');
+    assert.equal(to.searchParams.get('iss'), 'http://forms.test');
+  });
+
+  it('lets an application registered without PKCE go without it', async () => {
+    const { code } = await codeFor({}, false, lax);
+    const res = await exchangeCode(app, lax, code);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+
+  it('the token endpoint refuses a code issued without PKCE once its application requires PKCE', async () => {
+    const c = await registerClient(owner, [REDIRECT], 'Turning strict', false);
+    const { code } = await codeFor({}, false, c);
+    assert.equal((await owner.put(`/oauth-clients/${c.id}`, { requirePkce: true })).status, 200);
+    const res = await exchangeCode(app, c, code);
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error, 'invalid_grant');
+    assert.match(res.body.error_description, /PKCE/);
   });
 });
 
@@ -111,8 +181,9 @@ describe('authorization endpoint', () => {
     ['response_type=token', { response_type: 'token' }, 'unsupported_response_type'],
     ['an unknown scope', { scope: 'forms:read everything' }, 'invalid_scope'],
     ['the plain PKCE method', { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }, 'invalid_request'],
-    ['a challenge without a method', { code_challenge: 'a'.repeat(43) }, 'invalid_request'],
-    ['a method without a challenge', { code_challenge_method: 'S256' }, 'invalid_request'],
+    ['a challenge without a method', { code_challenge: 'a'.repeat(43), code_challenge_method: undefined }, 'invalid_request'],
+    ['a method without a challenge', { code_challenge: undefined, code_challenge_method: 'S256' }, 'invalid_request'],
+    ['no PKCE challenge from a client that must use PKCE', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
     ['a short challenge', { code_challenge: 'abc', code_challenge_method: 'S256' }, 'invalid_request'],
   ] as const) {
     it(`sends ${error} back to the client for ${name}, with the state`, async () => {
@@ -191,6 +262,81 @@ describe('authorization endpoint', () => {
   });
 });
 
+describe('an email in several accounts', () => {
+  /** A user with this email and password in a new account of this name. */
+  async function userIn(accountName: string, email: string, password: string) {
+    const acc = await app.account(accountName);
+    const res = await acc.post('/users', { email, name: 'Pat', role: 'member', password });
+    assert.equal(res.status, 200, res.text);
+    return { accountId: acc.accountId, userId: res.body.id as number };
+  }
+
+  /** Signs in on the page; answers the page the sign-in leads to. */
+  async function signIn(browser: Browser, email: string, password: string, challenge = pkce().challenge) {
+    const form = readForm((await browser.fetch(authorizeUrl(client, { code_challenge: challenge }))).text);
+    return browser.fetch(form.action, { method: 'POST', form: { ...form.fields, email, password } });
+  }
+
+  it('signs in to the account whose user the password is for, or lets the person choose when it fits several', async () => {
+    const email = `multi-${Date.now()}@example.com`;
+    await userIn('Alpha Ltd', email, 'password one');
+    const b = await userIn('Beta Ltd', email, 'password two');
+    const c = await userIn('Gamma Ltd', email, 'password one');
+
+    // Every hash of the email shares one salt: a sign-in derives one key however many accounts have it.
+    const hashes = await db().selectFrom('users').select('password_hash').where('email', '=', email).execute();
+    assert.equal(hashes.length, 3);
+    assert.equal(new Set(hashes.map((h) => h.password_hash!.split('$')[4])).size, 1);
+
+    // The password of exactly one of them: that user, named with its account on the consent page.
+    const browserB = new Browser(app.url);
+    const signedB = await signIn(browserB, email, 'password two');
+    assert.equal(signedB.status, 303, signedB.text);
+    const consentB = await browserB.fetch(signedB.location!);
+    assert.match(consentB.text, /Signed in as <strong>multi-[^<]+<\/strong> \(account <strong>Beta Ltd<\/strong>\)/);
+
+    // The password of two of them: a chooser naming only those two accounts.
+    const browser = new Browser(app.url);
+    const p = pkce();
+    const chooser = await signIn(browser, email, 'password one', p.challenge);
+    assert.equal(chooser.status, 200, chooser.text);
+    assert.match(chooser.text, /Alpha Ltd/);
+    assert.match(chooser.text, /Gamma Ltd/);
+    assert.doesNotMatch(chooser.text, /Beta Ltd/);
+    assert.doesNotMatch(chooser.text, /password one/);
+    assert.ok(!chooser.headers.getSetCookie().some((line) => line.startsWith('fw_session=')), 'no session before the choice');
+    const choice = readForm(chooser.text);
+    assert.equal(choice.action, '/oauth2/sign-in');
+
+    // A user the password was not proven for, or a forged proof, is refused.
+    const forgeries: Record<string, string>[] = [{ user: String(b.userId) }, { user: String(c.userId), choice: `${c.userId}:x.${Date.now() + 60_000}.forged` }];
+    for (const forged of forgeries) {
+      const res = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, ...forged } });
+      assert.equal(res.status, 403, res.text);
+      assert.ok(!res.headers.getSetCookie().some((line) => line.startsWith('fw_session=')));
+    }
+
+    const chosen = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, user: String(c.userId) } });
+    assert.equal(chosen.status, 303, chosen.text);
+    const consent = await browser.fetch(chosen.location!);
+    assert.match(consent.text, /\(account <strong>Gamma Ltd<\/strong>\)/);
+    const consentForm = readForm(consent.text);
+    const done = await browser.fetch(consentForm.action, { method: 'POST', form: { ...consentForm.fields, decision: 'allow' } });
+    const code = new URL(done.location!).searchParams.get('code');
+    assert.ok(code, done.location ?? done.text);
+    const token = await exchangeCode(app, client, code, p.verifier);
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+    assert.equal(token.body.user_id, c.userId, 'the token acts for the chosen account\'s user');
+    const issued = await db().selectFrom('oauth_grants').select('account_id').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    assert.equal(issued.account_id, c.accountId);
+
+    // A wrong password is wrong for all of them.
+    const wrong = await signIn(new Browser(app.url), email, 'password three');
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.text, /Wrong email or password/);
+  });
+});
+
 describe('token endpoint', () => {
   it('exchanges a code for a bearer token of an hour, a refresh token, the scope and the user id', async () => {
     const { code, verifier, redirect } = await codeFor();
@@ -254,8 +400,8 @@ describe('token endpoint', () => {
 
 describe('RFC 9700 attacks', () => {
   it('PKCE downgrade: a verifier for a code issued without a challenge is refused', async () => {
-    const { code } = await codeFor({}, false);
-    const res = await exchangeCode(app, client, code, pkce().verifier);
+    const { code } = await codeFor({}, false, lax);
+    const res = await exchangeCode(app, lax, code, pkce().verifier);
     assert.equal(res.status, 400);
     assert.equal(res.body.error, 'invalid_grant');
   });

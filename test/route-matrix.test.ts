@@ -49,6 +49,12 @@ const ID_PROPERTIES: Record<string, string> = { folder: 'folderId', parent: 'fol
 const idKindOf = (name: string): string | undefined => ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
 
 const BAD_PATH_IDS = ['abc', '1.5', '0', '-1', '99999999999'];
+/** Numbers that JavaScript's Number() reads but that are not written the one plain way. */
+const MISSPELT_NUMBERS = ['0x10', '+1', '1e0', '01', ' 1', '1 ', '1.', '0b1', '\t1'];
+/** Text that no input takes: a NUL, lone surrogates, a reversed pair. */
+const BAD_TEXT = ['a\u0000b', '\u0000', 'a\ud800b', 'a\udfffb', '\udc00\ud800'];
+/** Percent-escapes that are not UTF-8 (a lone surrogate's bytes, a stray byte, an overlong NUL). */
+const NOT_UTF8_ESCAPES = ['%ED%A0%80', '%FF', 'a%C3', '%C0%80'];
 const ERROR_KEYS = new Set(['status', 'error', 'code', 'details']);
 
 // ---------------------------------------------------------------- schema helpers
@@ -94,6 +100,16 @@ function accepts(types: Set<string>, v: unknown): boolean {
 function isIdSchema(s: Schema): boolean {
   if (s.type === 'integer' && s.maximum === MAX_ID) return true;
   return ((s.anyOf ?? s.oneOf ?? []) as Schema[]).some(isIdSchema);
+}
+
+/** Paths (as the error details name them) to every string in a body, with a setter for it. */
+function stringLeaves(value: unknown, path = 'body', out: { property: string; set(v: string): unknown }[] = [], rebuild: (v: unknown) => unknown = (v) => v) {
+  if (typeof value === 'string') out.push({ property: path, set: (v) => rebuild(v) });
+  else if (Array.isArray(value)) value.forEach((item, i) => stringLeaves(item, `${path}[${i}]`, out, (v) => rebuild(value.map((x, j) => (j === i ? v : x)))));
+  else if (typeof value === 'object' && value !== null) {
+    for (const [k, item] of Object.entries(value)) stringLeaves(item, `${path}.${k}`, out, (v) => rebuild({ ...value, [k]: v }));
+  }
+  return out;
 }
 
 /** Paths to every string with a maxLength, through nested objects (and object/string branches of unions). */
@@ -529,7 +545,7 @@ describe(`route matrix (${dialectName})`, () => {
       if (op.pathParams.length > 0) {
         it(`${op.key} rejects bad path ids`, async () => {
           for (const param of op.pathParams) {
-            for (const bad of BAD_PATH_IDS) {
+            for (const bad of [...BAD_PATH_IDS, ...MISSPELT_NUMBERS]) {
               const path = `${API_PREFIX}${fillPath(op, { ...ids(), [param]: bad })}`;
               const res = await call(op.method, path, { token: a.token, body: validBody(op, ids()) }, `${param}=${bad}`);
               assertError(res, 400, `${op.key} with ${param}=${bad}`, 'validation_failed');
@@ -655,9 +671,52 @@ describe(`route matrix (${dialectName})`, () => {
             // The same parameter twice is not one value.
             const pair = types !== 'any' && types.has('boolean') ? ['true', 'false'] : ['1', '2'];
             if (!validate({ [q.name]: [...pair] })) await send(`${q.name}=${pair[0]}&${q.name}=${pair[1]}`, `${q.name} twice`, `query.${q.name}`);
+            // Numbers are written one way; ajv's coercion alone would take all of these.
+            if (types !== 'any' && (types.has('integer') || types.has('number')) && !types.has('string')) {
+              for (const v of MISSPELT_NUMBERS) await send(`${q.name}=${encodeURIComponent(v)}`, `${q.name}=${JSON.stringify(v)}`, `query.${q.name}`);
+            }
           }
         });
       }
+
+      it(`${op.key} refuses NUL, lone surrogates and bytes that are not UTF-8 in every input`, async () => {
+        const body = validBody(op, ids());
+        const refused = async (path: string, options: RequestOptions, what: string, property: string) => {
+          const res = await call(op.method, path, { token: a.token, ...options }, what);
+          assertError(res, 400, `${op.key} with ${what}`, 'invalid_characters');
+          assertDetail(res, property, `${op.key} with ${what}`);
+        };
+        for (const param of op.pathParams) {
+          await refused(`${API_PREFIX}${fillPath(op, { ...ids(), [param]: '\u0000' })}`, { body }, `NUL as ${param}`, `path.${param}`);
+        }
+        for (const q of op.query) {
+          await refused(`${url()}${withQuery(op, `${q.name}=1%00`)}`, { body }, `NUL in ${q.name}`, `query.${q.name}`);
+          for (const escape of NOT_UTF8_ESCAPES) await refused(`${url()}${withQuery(op, `${q.name}=${escape}`)}`, { body }, `${escape} in ${q.name}`, `query.${q.name}`);
+        }
+        if (body) {
+          const leaves = stringLeaves(body);
+          assert.ok(leaves.length > 0, `${op.key}: its valid body has no string to spoil`);
+          for (const leaf of leaves) {
+            for (const bad of BAD_TEXT) await refused(url(), { body: leaf.set(bad) }, `${JSON.stringify(bad)} at ${leaf.property}`, leaf.property);
+          }
+          // Where the schema allows a string the valid body leaves out.
+          for (const s of boundedStrings(op.body!)) {
+            const property = `body.${s.path.join('.')}`;
+            await refused(url(), { body: setAt(body, s.path, 'x\u0000') }, `NUL at ${property}`, property);
+          }
+          await refused(url(), { body: { ...body, ['na\u0000me']: 1 } }, 'a NUL in a property name', 'body');
+          const json = JSON.stringify(body);
+          // JSON.stringify escapes lone surrogates; a client may write the escape itself.
+          await refused(url(), { raw: `${json.slice(0, -1)},"x":"a${String.raw`\udbff`}"}` }, 'a \\udbff escape', 'body.x');
+          const bytes = Buffer.concat([Buffer.from(`${json.slice(0, -1)},"x":"`), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
+          const res = await fetch(`${app.url}${url()}`, { method: op.method, headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body: bytes });
+          requests++;
+          const text = await res.text();
+          const reply = { status: res.status, headers: res.headers, body: JSON.parse(text), text };
+          assertError(reply, 400, `${op.key} with bytes that are not UTF-8`, 'invalid_characters');
+          assertDetail(reply, 'body', `${op.key} with bytes that are not UTF-8`);
+        }
+      });
     }
 
     it("changed nothing of A's", assertUnchanged);
@@ -665,6 +724,13 @@ describe(`route matrix (${dialectName})`, () => {
 
   describe('legacy /api/v2 aliases', () => {
     const legacy = (op: Operation, ids: Record<string, number | string>, json: boolean) => `/api/v2${fillPath(op, ids)}${json ? '.json' : ''}`;
+
+    it('describes the same operations at /api/v2/openapi.json, with the /api/v2 server', async () => {
+      const res = await call('GET', '/api/v2/openapi.json', {}, 'v2 document');
+      assert.equal(res.status, 200, res.text.slice(0, 300));
+      assert.deepEqual(res.body.servers, [{ url: `${app.config.publicUrl}/api/v2` }]);
+      assert.deepEqual({ ...res.body, servers: doc.servers }, doc);
+    });
 
     for (const op of operations.filter((o) => o.method === 'GET')) {
       it(`${op.key} reads the same under /api/v2, with and without .json`, async () => {

@@ -613,7 +613,8 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.ok(res.text.startsWith(`id,timestamp,remoteAddr,userAgent,"'=Label, ""quoted""",Picks,N\r\n`), res.text.slice(0, 100));
       const rows = parseCsv(res.text);
       assert.deepEqual(rows[0], ['id', 'timestamp', 'remoteAddr', 'userAgent', `'=Label, "quoted"`, 'Picks', 'N']);
-      const defuse = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
+      // OWASP's signs, also after leading blanks and line breaks and in full-width form.
+      const defuse = (v: string) => (/^(?:[\t\r]|\s*[=+\-@＝＋－＠])/.test(v) ? `'${v}` : v);
       assert.deepEqual(
         rows.slice(1),
         made.map((s, i) => [
@@ -634,9 +635,22 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.ok(res.text.includes(`,'-3,`));
       assert.ok(res.text.includes(`,'\tTabbed,`));
       assert.ok(res.text.includes(`,"cr\rhere",`));
+      assert.ok(res.text.includes(`,' =spaced,`));
       // CSV is the default format, newest first.
       const byDefault = parseCsv((await exportOf('')).text);
       assert.deepEqual(byDefault.slice(1).map((r) => Number(r[0])), made.map((s) => s.id).reverse());
+    });
+
+    it('defuses formulas behind leading blanks and line breaks, and in full-width signs', async () => {
+      const defused = ['\n=HYPERLINK("http://x")', '\r\n\t @SUM(1)', '  +1', '\u3000-2', '\u00a0=1', '＝1+1', '＋1', '－1', '＠x', '\v=1'];
+      const kept = ['a=b', 'x\n=y', '1-2', 'mail@example.com', ' plain'];
+      const target = await ok(a.post('/forms', { name: 'Formulas', fields: [{ type: 'textarea', label: 'Cell' }] }));
+      for (const value of [...defused, ...kept]) await ok(a.post(`/forms/${target.id}/submissions`, { fields: [{ id: target.fields[0].id, value }] }), JSON.stringify(value));
+      const rows = parseCsv((await a.get(`/forms/${target.id}/submissions/export?format=csv&order=asc`)).text).slice(1);
+      assert.deepEqual(
+        rows.map((r) => r.at(-1)),
+        [...defused.map((v) => `'${v}`), ...kept],
+      );
     });
 
     it('writes NDJSON of the detailed records', async () => {

@@ -1,13 +1,15 @@
 /**
- * Random bodies for POST and PUT: every one is answered 200 or 400 (never 500), a 400
- * leaves every table as it was, and a 200 adds exactly one submission, whose stored
- * values are then found by field search and keyword search.
+ * Random bodies for POST and PUT: every one is answered 200 or 400 (never 500; 413 only
+ * for a body over the limit), a refusal leaves every table as it was, and a 200 adds exactly
+ * one submission, whose stored values are then found by field search and keyword search.
+ * Text with NUL or a lone surrogate, anywhere in the body, is always 400 invalid_characters.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { words } from '../src/modules/submissions/keywords.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { brokenPaths, hostileString, wireSize } from './support/hostile-text.js';
 import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './support/submission-fixtures.js';
 
 const RUNS = Number(process.env.FORMWORK_PROPERTY_RUNS ?? 150);
@@ -56,11 +58,12 @@ const PLAUSIBLE = [
   '-minus +plus',
   "O'Brien & co:* | !",
 ];
-const SUBFIELDS = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix', 'address', 'address2', 'city', 'state', 'zip', 'country', 'value', 'subvalues', 'other'];
+const SUBFIELDS = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix', 'address', 'address2', 'city', 'state', 'zip', 'country', 'value', 'subvalues', 'other', 'fir\u0000st', '\ud800'];
 
 const scalar = fc.oneof(
   fc.constantFrom(...PLAUSIBLE),
   fc.string({ unit: 'grapheme', maxLength: 30 }),
+  hostileString,
   fc.integer({ min: -20, max: 20 }),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.boolean(),
@@ -130,9 +133,9 @@ describe(`random submission bodies (${dialectName})`, () => {
       ['Topic', fc.constantFrom<unknown>('sales', { subvalues: [{ subvalue: 'support' }] })],
       ['Size', fc.constantFrom<unknown>('s', { value: 'm' }, { subvalues: [{ subvalue: 'l' }] })],
       ['Colours', fc.constantFrom<unknown>('red', { subvalues: [{ subvalue: 'green' }, { subvalue: 'blue' }] })],
-      ['Address', fc.record({ city: fc.string({ unit: 'grapheme', maxLength: 20 }), country: fc.constantFrom('BR', 'Deutschland') }, { requiredKeys: [] })],
+      ['Address', fc.record({ city: fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) }, { weight: 1, arbitrary: hostileString }), country: fc.constantFrom('BR', 'Deutschland') }, { requiredKeys: [] })],
       ['Note', fc.string({ unit: 'grapheme', minLength: 2, maxLength: 12 })],
-      ['Ticket', fc.string({ unit: 'grapheme', maxLength: 60 })],
+      ['Ticket', fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }) }, { weight: 1, arbitrary: hostileString })],
     ];
     const goodEntry = fc.oneof(...good.map(([label, v]) => v.map((x) => ({ id: ids[label], value: x }))));
     const mostlyGood = fc
@@ -171,21 +174,39 @@ describe(`random submission bodies (${dialectName})`, () => {
     }
   }
 
+  /** Checks the answer as far as the body's size and text decide it; otherwise that it is 200 or 400. */
+  function assertTextRule(sent: unknown, res: { status: number; text: string; body: any }): void {
+    const what = `${res.status} for ${JSON.stringify(sent)?.slice(0, 300)}: ${res.text.slice(0, 300)}`;
+    if (wireSize(sent) > app.config.bodyLimit) {
+      assert.equal(res.status, 413, what);
+      return;
+    }
+    const broken = brokenPaths(sent);
+    if (broken.length > 0) {
+      assert.equal(res.status, 400, what);
+      assert.equal(res.body.code, 'invalid_characters', what);
+      for (const d of res.body.details) assert.ok(broken.includes(d.property), `${d.property} is not one of ${JSON.stringify(broken)}: ${what}`);
+      return;
+    }
+    assert.ok(res.status === 200 || res.status === 400, what);
+  }
+
   it('answers POST with 200 or 400; a 400 stores nothing and a 200 one submission', async (t) => {
-    const seen = { 200: 0, 400: 0 };
+    const seen = { 200: 0, 400: 0, 413: 0, invalidCharacters: 0 };
     await fc.assert(
       fc.asyncProperty(bodies, async (sent) => {
         const before = await rowCounts(app);
         const countBefore = (await ok(a.get(`/forms/${every.form.id}`))).submissionsCount;
         const res = await a.post(`/forms/${every.form.id}/submissions`, sent);
-        assert.ok(res.status === 200 || res.status === 400, `${res.status} for ${JSON.stringify(sent)}: ${res.text.slice(0, 300)}`);
-        seen[res.status as 200 | 400]++;
+        assertTextRule(sent, res);
+        seen[res.status as 200 | 400 | 413]++;
+        if (res.body?.code === 'invalid_characters') seen.invalidCharacters++;
         if (process.env.FORMWORK_PROPERTY_DEBUG && res.status === 400) console.log(res.body.code, JSON.stringify(res.body.details?.[0]));
         const afterCounts = await rowCounts(app);
         const countAfter = (await ok(a.get(`/forms/${every.form.id}`))).submissionsCount;
-        if (res.status === 400) {
+        if (res.status !== 200) {
           assert.equal(res.body.status, 'error');
-          assert.ok(Array.isArray(res.body.details) || res.body.code === 'invalid_json', res.text);
+          assert.ok(Array.isArray(res.body.details) || ['invalid_json', 'payload_too_large'].includes(res.body.code), res.text);
           assert.deepEqual(afterCounts, before, `a 400 changed the tables: ${JSON.stringify(sent)}`);
           assert.equal(countAfter, countBefore);
         } else {
@@ -204,20 +225,21 @@ describe(`random submission bodies (${dialectName})`, () => {
     );
     t.diagnostic(`outcomes: ${JSON.stringify(seen)}`);
     assert.ok(seen[200] > RUNS / 10 && seen[400] > RUNS / 10, `both outcomes should be common: ${JSON.stringify(seen)}`);
+    assert.ok(seen.invalidCharacters > 0, `no body with NUL or a lone surrogate was tried: ${JSON.stringify(seen)}`);
   });
 
   it('answers PUT with 200 or 400; a 400 changes nothing and a 200 adds no row', async (t) => {
     const target = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Target', Email: 'target@example.com', Topic: 'sales' })));
-    const seen = { 200: 0, 400: 0 };
+    const seen = { 200: 0, 400: 0, 413: 0 };
     await fc.assert(
       fc.asyncProperty(bodies, async (sent) => {
         const before = await rowCounts(app);
         const stored = await ok(a.get(`/submissions/${target.id}`));
         const res = await a.put(`/submissions/${target.id}`, sent);
-        assert.ok(res.status === 200 || res.status === 400, `${res.status} for ${JSON.stringify(sent)}: ${res.text.slice(0, 300)}`);
-        seen[res.status as 200 | 400]++;
+        assertTextRule(sent, res);
+        seen[res.status as 200 | 400 | 413]++;
         const afterCounts = await rowCounts(app);
-        if (res.status === 400) {
+        if (res.status !== 200) {
           assert.deepEqual(afterCounts, before, `a 400 changed the tables: ${JSON.stringify(sent)}`);
           assert.deepEqual(await ok(a.get(`/submissions/${target.id}`)), stored);
         } else {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { createPersonalToken } from '../src/modules/accounts/service.js';
+import { createAccount, createPersonalToken } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 let app: TestApp;
@@ -53,6 +53,23 @@ describe(`users (${dialectName})`, () => {
     assert.equal((await owner.post('/users', { email: 'not an email', name: 'C', role: 'member' })).status, 400);
   });
 
+  it('keeps emails unique within an account only, and tells nothing about other accounts', async () => {
+    const address = email();
+    const other = await app.account('Elsewhere');
+    assert.equal((await other.post('/users', { email: address, name: 'There', role: 'admin', password: 'other password' })).status, 200);
+    // The same person may be a user here too; the answer is the same as for an unknown email.
+    const here = await owner.post('/users', { email: address.toUpperCase(), name: 'Here', role: 'member' });
+    assert.equal(here.status, 200, here.text);
+    assert.equal(here.body.email, address);
+    const again = await owner.post('/users', { email: address, name: 'Twice', role: 'member' });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'email_taken');
+    assert.equal((await other.get('/users')).body.users.filter((u: { email: string }) => u.email === address).length, 1);
+    // A new account may be made for an email that other accounts have users with.
+    const made = await createAccount(app.server.db.kysely, { name: 'Third', email: address });
+    assert.notEqual(made.userId, here.body.id);
+  });
+
   it('protects the owner and keeps anyone from changing their own role or removing themselves', async () => {
     const admin = await owner.post('/users', { email: email(), name: 'Admin', role: 'admin' });
     const adminApi = as(await tokenOf(admin.body.id));
@@ -60,6 +77,11 @@ describe(`users (${dialectName})`, () => {
     assert.equal((await adminApi.put(`/users/${ownerId}`, { role: 'member' })).body.code, 'owner_protected');
     assert.equal((await adminApi.delete(`/users/${ownerId}`)).body.code, 'owner_protected');
     assert.equal((await adminApi.put(`/users/${ownerId}`, { password: 'taken over!' })).body.code, 'owner_protected');
+    const ownerName = (await owner.get(`/users/${ownerId}`)).body.name;
+    const renamed = await adminApi.put(`/users/${ownerId}`, { name: 'Not the owner any more' });
+    assert.equal(renamed.status, 403, renamed.text);
+    assert.equal(renamed.body.code, 'owner_protected');
+    assert.equal((await owner.get(`/users/${ownerId}`)).body.name, ownerName, 'the name is unchanged');
     assert.equal((await adminApi.put(`/users/${admin.body.id}`, { role: 'member' })).body.code, 'own_role');
     assert.equal((await adminApi.delete(`/users/${admin.body.id}`)).body.code, 'own_user');
     // The owner may rename themselves and set their own password.

@@ -24,21 +24,58 @@ export function newKey(bytes = 12): string {
 // OWASP's scrypt floor: N=2^17, r=8, p=1.
 const SCRYPT = { N: 2 ** 17, r: 8, p: 1, maxmem: 256 * 1024 * 1024 };
 
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
+/**
+ * A scrypt hash of the password. With sameSaltAs (another stored hash), the salt of that hash:
+ * the hashes of one email in several accounts share a salt, so that signing in derives one
+ * key however many accounts the email is in (see verifyPasswords).
+ */
+export async function hashPassword(password: string, sameSaltAs?: string): Promise<string> {
+  const salt = (sameSaltAs === undefined ? undefined : parseHash(sameSaltAs)?.salt) ?? randomBytes(16);
   const key = await scryptAsync(password, salt, 32, SCRYPT);
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+interface ParsedHash {
+  N: number;
+  r: number;
+  p: number;
+  salt: Buffer;
+  key: Buffer;
+}
+
+function parseHash(stored: string): ParsedHash | undefined {
   const [scheme, n, r, p, salt, key] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
-  const expected = Buffer.from(key, 'base64');
-  const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem,
-  });
-  return timingSafeEqual(actual, expected);
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return undefined;
+  const parsed = { N: Number(n), r: Number(r), p: Number(p), salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') };
+  // An empty key would equal an empty derivation: a damaged hash must match no password.
+  return parsed.key.length >= 16 && parsed.salt.length > 0 ? parsed : undefined;
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  return (await verifyPasswords(password, [stored]))[0]!;
+}
+
+/**
+ * Whether the password is the one of each stored hash. The key is derived once per distinct
+ * salt (and parameters), one after the other to bound memory: hashes that share a salt cost
+ * one derivation together, so the time says nothing about how many there are.
+ */
+export async function verifyPasswords(password: string, stored: readonly string[]): Promise<boolean[]> {
+  const derived = new Map<string, Buffer>();
+  const results: boolean[] = [];
+  for (const hash of stored) {
+    const parsed = parseHash(hash);
+    if (!parsed) {
+      results.push(false);
+      continue;
+    }
+    const id = `${parsed.N}$${parsed.r}$${parsed.p}$${parsed.salt.toString('base64')}$${parsed.key.length}`;
+    let actual = derived.get(id);
+    if (!actual) {
+      actual = await scryptAsync(password, parsed.salt, parsed.key.length, { N: parsed.N, r: parsed.r, p: parsed.p, maxmem: SCRYPT.maxmem });
+      derived.set(id, actual);
+    }
+    results.push(timingSafeEqual(actual, parsed.key));
+  }
+  return results;
 }

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, type Kysely, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely';
 import type { Db } from './database.js';
 import type { Dialect } from './dialect.js';
 import * as foundation from './migrations/0001_foundation.js';
@@ -8,6 +8,9 @@ import * as jobs from './migrations/0004_jobs.js';
 import * as uploads from './migrations/0005_uploads.js';
 import * as encryption from './migrations/0006_encryption.js';
 import * as tokenManagement from './migrations/0007_token_management.js';
+import * as clientPkce from './migrations/0008_client_pkce.js';
+import * as emailsPerAccount from './migrations/0009_emails_per_account.js';
+import * as processes from './migrations/0010_processes.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -22,6 +25,9 @@ const migrations: Record<string, MigrationModule> = {
   '0005_uploads': uploads,
   '0006_encryption': encryption,
   '0007_token_management': tokenManagement,
+  '0008_client_pkce': clientPkce,
+  '0009_emails_per_account': emailsPerAccount,
+  '0010_processes': processes,
 };
 
 class StaticProvider implements MigrationProvider {
@@ -35,11 +41,20 @@ class StaticProvider implements MigrationProvider {
 
 /** Brings the schema up to date; returns the names of the migrations it applied. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  return migrate(db, (migrator) => migrator.migrateToLatest());
+}
+
+/** Brings the schema up to the named migration: for tests of a migration on the data before it. */
+export async function migrateUpTo(db: Db, name: string): Promise<string[]> {
+  return migrate(db, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(db: Db, run: (migrator: Migrator) => Promise<MigrationResultSet>): Promise<string[]> {
   const migrator = new Migrator({
     db: db.kysely as unknown as Kysely<unknown>,
     provider: new StaticProvider(db.dialect),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

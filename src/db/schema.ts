@@ -24,6 +24,7 @@ export interface Database {
   jobs: JobsTable;
   job_runs: JobRunsTable;
   uploads: UploadsTable;
+  processes: ProcessesTable;
 }
 
 type Id = Generated<number>;
@@ -73,6 +74,8 @@ export interface OAuthClientsTable {
   name: string;
   /** JSON array of the exact redirect URIs. */
   redirect_uris: string;
+  /** 1 when every authorization request of the client must carry a PKCE S256 challenge. */
+  require_pkce: Flag;
   created_at: number;
 }
 
@@ -210,6 +213,10 @@ export interface IdempotencyKeysTable {
   response_status: number | null;
   response_body: string | null;
   created_at: number;
+  /** The process running the first request (processes.id); null on claims older than that column. */
+  owner: ColumnType<number | null, number | null | undefined, number | null>;
+  /** A new random value per claim: the first request's writes are conditional on it. */
+  token: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The outbox: see src/jobs. payload and progress are JSON text. */
@@ -265,6 +272,19 @@ export interface UploadsTable {
   created_at: number;
   /** 1 when the object is sealed to the form's public key; size is then the plaintext's. */
   sealed: Flag;
+  /** While receiving: the process taking the bytes (processes.id) and the token that fences its writes. */
+  receiver: ColumnType<number | null, number | null | undefined, number | null>;
+  receive_token: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** One row per running process: see src/modules/processes. */
+export interface ProcessesTable {
+  id: Id;
+  host: string;
+  pid: number;
+  started_at: number;
+  /** Epoch ms by the database's clock. */
+  heartbeat_at: number;
 }
 
 export type UploadRow = Selectable<UploadsTable>;

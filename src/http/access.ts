@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import type { Executor } from '../db/transaction.js';
 import { ForbiddenError } from '../errors.js';
 import { isAdminRole, LEVEL_MEANINGS, levelAtLeast, type Level } from '../modules/permissions/levels.js';
 import { formOfSubmission, levelOnForm } from '../modules/permissions/repository.js';
@@ -88,11 +89,20 @@ async function check(db: Kysely<Database>, request: FastifyRequest, access: Rout
   const formId = access.formFrom === 'formId' ? id : await formOfSubmission(db, who.accountId, id);
   // Not in the account: the handler answers 404, exactly as it does for anyone else.
   if (formId === undefined) return;
-  const held = await levelOnForm(db, who.accountId, who.userId, formId);
+  await requireFormLevel(db, who.accountId, who.userId, formId, access.level);
+}
+
+/**
+ * A member's level on a form of the account, checked: 403 below the needed level. A form
+ * outside the account passes, as the caller answers 404 for it as for anyone. For services
+ * that reach a second form besides the one the route addresses (a copy's template).
+ */
+export async function requireFormLevel(db: Executor, accountId: number, userId: number, formId: number, level: Level): Promise<void> {
+  const held = await levelOnForm(db, accountId, userId, formId);
   if (held === undefined) return;
   if (held === null) throw new ForbiddenError('You have no permission on this form', 'form_permission_required');
-  if (!levelAtLeast(held, access.level)) {
-    throw new ForbiddenError(`This needs the ${access.level} level on the form; you hold ${held}`, 'form_permission_required');
+  if (!levelAtLeast(held, level)) {
+    throw new ForbiddenError(`This needs the ${level} level on the form; you hold ${held}`, 'form_permission_required');
   }
 }
 

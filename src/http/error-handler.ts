@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { AppError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, RetryLaterError, TooManyRequestsError, type ErrorDetail } from '../errors.js';
 import { validationDetails } from './validation.js';
 
 function send(reply: FastifyReply, status: number, code: string, error: string, details?: ErrorDetail[]) {
@@ -15,11 +15,26 @@ const fastifyErrors: Record<string, [string, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than this service accepts'],
 };
 
+/**
+ * Errors that Fastify meets before a route is chosen: a path whose escapes are not UTF-8
+ * (or not escapes), a path parameter over maxParamLength.
+ */
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }]);
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long', 'A part of the request path is too long');
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return send(reply, status, 'bad_request', 'The request could not be read');
+  request.log.error({ err: error }, 'request failed');
+  return send(reply, 500, 'internal_error', 'Something went wrong on our side; it has been logged');
+}
+
 /** The one place where errors become HTTP responses. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
-      if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfterSeconds));
+      if (error instanceof TooManyRequestsError || error instanceof RetryLaterError) reply.header('Retry-After', String(error.retryAfterSeconds));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
       if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
       return send(reply, error.statusCode, error.code, error.message, error.details);

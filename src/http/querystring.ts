@@ -1,13 +1,16 @@
-import { parse } from 'node:querystring';
+import { markUndecodable, parseForm } from './characters.js';
 
 /**
  * Query strings as usual, plus the bracket form that the submission search uses:
  * `search[0][fieldId]=5&search[0][value]=x` becomes `{search: {"0": {fieldId: "5", value: "x"}}}`.
  * Keys stay strings, so the route schema decides which indexes and names it accepts.
+ * Escapes are read strictly as UTF-8: a parameter whose escapes are not UTF-8 is left out and
+ * marked, and the character rule of characters.ts refuses the request.
  */
 export function parseQueryString(text: string): Record<string, unknown> {
-  const flat = parse(text);
+  const { values: flat, undecodable } = parseForm(text);
   const out: Record<string, unknown> = Object.create(null);
+  markUndecodable(out, undecodable);
   for (const [key, value] of Object.entries(flat)) {
     const m = /^([^[\]]+)((?:\[[^[\]]*\])+)$/.exec(key);
     if (!m) {

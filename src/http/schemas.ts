@@ -26,7 +26,10 @@ export const ErrorBody = Type.Object(
 );
 
 const errorDescriptions: Record<number, string> = {
-  400: 'Invalid parameters or body',
+  400:
+    'Invalid parameters or body. validation_failed: details name each input (numbers in paths and queries are plain decimal digits, such as 42: ' +
+    'no +, leading zero, space, exponent or 0x); invalid_characters: text with NUL (U+0000), a lone surrogate, or bytes or %-escapes that are not UTF-8 ' +
+    '(refused, never stored changed); invalid_json: the body is not JSON',
   401: 'Missing, malformed, unknown, expired or revoked access token; for the submissions of an encrypted form, a missing (encryption_password_required) or wrong (encryption_password_invalid) encryption password',
   403: 'Not permitted',
   404: 'Not found, or not visible to this account',

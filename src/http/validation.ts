@@ -19,8 +19,88 @@ function makeAjv(coerceTypes: boolean | 'array') {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
 
-export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema);
+  const validate = textAjv.compile(schema);
+  const strict = numberSpelling(schema);
+  if (!strict) return validate;
+  const checked = (data: unknown) => {
+    const misspelt: ErrorObject[] = [];
+    strict(data, '', misspelt); // before ajv coerces the text away
+    const valid = validate(data);
+    if (misspelt.length === 0) {
+      checked.errors = validate.errors;
+      return valid;
+    }
+    checked.errors = [...misspelt, ...(validate.errors ?? []).filter((e) => !misspelt.some((m) => m.instancePath === e.instancePath))];
+    return false;
+  };
+  checked.errors = null as ErrorObject[] | null | undefined;
+  return checked;
+};
+
+// ajv's coercion takes anything that JavaScript's Number() reads: 0x10, +1, 1e3, " 1", "1.".
+// A number in a path or query string is written one way only: decimal digits, a minus sign
+// for negatives, no leading zeros (010 is 8 to some clients), and for non-integers a point
+// with digits on both sides.
+const INTEGER_TEXT = /^(?:0|-?[1-9][0-9]*)$/;
+const NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/;
+
+type SpellingCheck = (data: unknown, pointer: string, errors: ErrorObject[]) => void;
+
+function typesOf(schema: unknown): string[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  const s = schema as Record<string, unknown>;
+  const own = Array.isArray(s.type) ? (s.type as string[]) : typeof s.type === 'string' ? [s.type] : [];
+  const branches = [...(Array.isArray(s.anyOf) ? s.anyOf : []), ...(Array.isArray(s.oneOf) ? s.oneOf : [])];
+  return [...own, ...branches.flatMap(typesOf)];
+}
+
+/** Checks the spelling of the numbers that a text schema coerces; undefined when it has none. */
+function numberSpelling(schema: unknown): SpellingCheck | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const s = schema as Record<string, unknown>;
+  const types = typesOf(s);
+  const checks: SpellingCheck[] = [];
+  // Where a string is also welcome (a union with one), text that is not a number is no mistake.
+  const numeric = types.some((t) => t === 'integer' || t === 'number') && !types.includes('string');
+  if (numeric) {
+    const integer = !types.includes('number');
+    const pattern = integer ? INTEGER_TEXT : NUMBER_TEXT;
+    const message = integer
+      ? 'must be an integer in decimal digits, such as 42 (no +, leading zero, space, exponent or 0x)'
+      : 'must be a decimal number, such as 4.5 (no +, leading zero, space, exponent or 0x)';
+    checks.push((data, pointer, errors) => {
+      const items = Array.isArray(data) ? data : [data];
+      if (items.some((item) => typeof item === 'string' && !pattern.test(item))) {
+        errors.push({ instancePath: pointer, schemaPath: '', keyword: 'type', params: { type: integer ? 'integer' : 'number' }, message });
+      }
+    });
+  }
+  for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, unknown>)) {
+    const check = numberSpelling(sub);
+    if (check) checks.push((data, pointer, errors) => isObject(data) && name in data && check(data[name], `${pointer}/${escape(name)}`, errors));
+  }
+  for (const [pattern, sub] of Object.entries((s.patternProperties ?? {}) as Record<string, unknown>)) {
+    const check = numberSpelling(sub);
+    const re = new RegExp(pattern, 'u');
+    if (check) {
+      checks.push((data, pointer, errors) => {
+        if (!isObject(data)) return;
+        for (const [name, value] of Object.entries(data)) if (re.test(name)) check(value, `${pointer}/${escape(name)}`, errors);
+      });
+    }
+  }
+  const items = numberSpelling(s.items);
+  if (items) checks.push((data, pointer, errors) => Array.isArray(data) && data.forEach((item, i) => items(item, `${pointer}/${i}`, errors)));
+  if (checks.length === 0) return undefined;
+  return (data, pointer, errors) => {
+    for (const check of checks) check(data, pointer, errors);
+  };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const escape = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
 
 const contextNames: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 

@@ -1,25 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ByteLimit } from './limit.js';
-import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject } from './types.js';
+import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject, type TemporaryFile } from './types.js';
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+
+/** <writer>.<random>.part, or <random>.part from a version that named no writer. */
+const TEMPORARY = /^(?:([A-Za-z0-9_-]{1,64})\.)?[0-9a-f]{24}\.part$/;
 
 /**
  * Files on local disk under one directory. A put writes a temporary file in the same
  * file system and renames it into place, so a reader never sees half an object and a
- * refused or broken upload leaves nothing behind.
+ * refused or broken upload leaves nothing behind. A process killed mid-put leaves its
+ * temporary file, named after the writer (the process), for temporaryFiles() to find.
  */
 export class LocalStorage implements Storage {
   readonly driver = 'local' as const;
   private readonly tmpDir: string;
 
-  constructor(private readonly root: string) {
+  constructor(
+    private readonly root: string,
+    private readonly writer?: string,
+  ) {
     this.tmpDir = join(root, '.tmp');
+    if (writer !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(writer)) throw new Error(`Invalid writer name: ${JSON.stringify(writer)}`);
   }
 
   private path(key: string): string {
@@ -29,7 +37,7 @@ export class LocalStorage implements Storage {
   async put(key: string, body: Readable, options: PutOptions): Promise<{ size: number }> {
     const target = this.path(key);
     await mkdir(this.tmpDir, { recursive: true });
-    const tmp = join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
+    const tmp = join(this.tmpDir, `${this.writer === undefined ? '' : `${this.writer}.`}${randomBytes(12).toString('hex')}.part`);
     const limit = new ByteLimit(options.maxBytes);
     try {
       await pipeline(body, limit, createWriteStream(tmp, { flags: 'wx' }));
@@ -73,6 +81,34 @@ export class LocalStorage implements Storage {
       } catch (error) {
         if (!isMissing(error)) throw error;
       }
+    }
+  }
+
+  async temporaryFiles(): Promise<TemporaryFile[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.tmpDir);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+    const out: TemporaryFile[] = [];
+    for (const name of names) {
+      const m = TEMPORARY.exec(name);
+      if (!m) continue;
+      try {
+        out.push({ name, writer: m[1], modifiedAt: (await stat(join(this.tmpDir, name))).mtimeMs });
+      } catch (error) {
+        if (!isMissing(error)) throw error; // finished (renamed) or removed meanwhile
+      }
+    }
+    return out;
+  }
+
+  async removeTemporary(names: string[]): Promise<void> {
+    for (const name of names) {
+      if (!TEMPORARY.test(name)) throw new Error(`Not a temporary file: ${JSON.stringify(name)}`);
+      await rm(join(this.tmpDir, name), { force: true });
     }
   }
 

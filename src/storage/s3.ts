@@ -16,7 +16,10 @@ function isNotFound(error: unknown): boolean {
 /**
  * An S3-compatible bucket. Streams of unknown length go up as multipart uploads in 5 MiB
  * parts (two in flight, so memory stays near 10 MiB per upload whatever the file size);
- * a stream over its limit aborts the multipart upload, so no object appears.
+ * a stream over its limit aborts the multipart upload, so no object appears. A process
+ * killed mid-way cannot abort its multipart upload: the parts stay in the bucket, unseen
+ * and billed, until the bucket's lifecycle rule AbortIncompleteMultipartUpload removes them
+ * (the README says to set one).
  */
 export class S3Storage implements Storage {
   readonly driver = 's3' as const;

@@ -25,6 +25,15 @@ export interface StoredObject {
   size: number;
 }
 
+/** A temporary file of a put: under way, or left by a process that stopped mid-put. */
+export interface TemporaryFile {
+  name: string;
+  /** Who wrote it (the writer the driver was made with); undefined for files of versions that named none. */
+  writer: string | undefined;
+  /** Epoch ms, by the file system's clock. */
+  modifiedAt: number;
+}
+
 /**
  * Where file bytes live. Keys are relative paths of [A-Za-z0-9_-] segments joined by '/',
  * chosen by the service, never by a client. Every driver keeps an object whole or not at all.
@@ -40,6 +49,13 @@ export interface Storage {
   deleteMany(keys: string[]): Promise<void>;
   /** A URL that takes one HTTP PUT of the object straight to the store, when the store can sign one. */
   presignPut?(key: string, expiresInSeconds: number): Promise<string>;
+  /**
+   * Drivers that write temporary files (local disk): those there now. What a process that
+   * died mid-put left is removed through removeTemporary; S3 keeps the parts of an
+   * unfinished multipart upload itself, until the bucket's lifecycle rule aborts it.
+   */
+  temporaryFiles?(): Promise<TemporaryFile[]>;
+  removeTemporary?(names: string[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -14,8 +14,8 @@ export interface Client {
   clientSecret: string;
 }
 
-export async function registerClient(owner: TestAccount, redirectUris = [REDIRECT], name = 'Acme Sync'): Promise<Client> {
-  const res = await owner.post<Client>('/oauth-clients', { name, redirectUris });
+export async function registerClient(owner: TestAccount, redirectUris = [REDIRECT], name = 'Acme Sync', requirePkce?: boolean): Promise<Client> {
+  const res = await owner.post<Client>('/oauth-clients', { name, redirectUris, ...(requirePkce !== undefined && { requirePkce }) });
   assert.equal(res.status, 200, res.text);
   return res.body;
 }
@@ -71,9 +71,22 @@ export function readForm(html: string): { action: string; fields: Record<string,
   return { action, fields };
 }
 
+/**
+ * An authorization request, with a PKCE challenge unless params say otherwise (clients must
+ * send one unless registered with requirePkce false); pass undefined to leave a parameter out.
+ */
 export function authorizeUrl(client: Client, params: Record<string, string | undefined> = {}): string {
   const q = new URLSearchParams();
-  const all = { client_id: client.clientId, redirect_uri: REDIRECT, response_type: 'code', state: 'st-1', scope: 'forms:read forms:write submissions:read', ...params };
+  const all = {
+    client_id: client.clientId,
+    redirect_uri: REDIRECT,
+    response_type: 'code',
+    state: 'st-1',
+    scope: 'forms:read forms:write submissions:read',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+    ...params,
+  };
   for (const [k, v] of Object.entries(all)) if (v !== undefined) q.set(k, v);
   return `/oauth2/authorize?${q.toString()}`;
 }

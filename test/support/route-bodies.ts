@@ -19,12 +19,13 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
   'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
   'POST /forms/{formId}/fields/{fieldId}/upload-urls': () => ({ filenames: ['matrix.txt'] }),
-  // Emails are unique across the service: every body gets a new one.
+  // Emails are unique per account: every body gets a new one.
   'POST /users': () => ({ email: `matrix-${randomBytes(6).toString('hex')}@example.com`, name: 'Matrix user', role: 'member' }),
   'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),
   'PUT /users/{userId}/permissions/{formId}': () => ({ level: 'view' }),
   'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
   'POST /tokens': () => ({ name: 'Matrix token' }),
   'POST /users/{userId}/tokens': () => ({ name: 'Matrix token' }),
+  'PUT /oauth-clients/{clientId}': () => ({ requirePkce: false }),
 };
 

@@ -44,6 +44,10 @@ export async function accountExists(db: Executor, accountId: number): Promise<bo
   return (await db.selectFrom('accounts').select('id').where('id', '=', accountId).executeTakeFirst()) !== undefined;
 }
 
+export async function accountName(db: Executor, accountId: number): Promise<string | undefined> {
+  return (await db.selectFrom('accounts').select('name').where('id', '=', accountId).executeTakeFirst())?.name;
+}
+
 export async function findUser(db: Executor, userId: number): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }

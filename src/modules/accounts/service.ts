@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
-import { hashPassword, hashToken, newToken } from '../../crypto/secrets.js';
+import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
+import { hashPasswordFor } from '../users/service.js';
 import * as repo from './repository.js';
 
 export const PAT_PREFIX = 'fw_pat_';
@@ -25,7 +26,7 @@ export async function createAccount(
   if (name === '' || name.length > 200) throw invalid('name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('email', 'must be an email address');
   if (input.password !== undefined && input.password.length < 8) throw invalid('password', 'must be at least 8 characters');
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password);
   const token = newToken(PAT_PREFIX);
   const now = Date.now();
   return transact(db, async (trx) => {

@@ -1,3 +1,4 @@
+import { permittedForms } from '../permissions/repository.js';
 import type { FolderRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 
@@ -10,14 +11,15 @@ export async function listAllFolders(db: Executor, accountId: number): Promise<F
   return db.selectFrom('folders').selectAll().where('account_id', '=', accountId).orderBy('name').orderBy('id').execute();
 }
 
-/** Live forms per folder id. */
-export async function countFormsByFolder(db: Executor, accountId: number): Promise<Map<number, number>> {
+/** Live forms per folder id; with visibleTo (a member's user id), only the forms they hold a level on. */
+export async function countFormsByFolder(db: Executor, accountId: number, visibleTo?: number): Promise<Map<number, number>> {
   const rows = await db
     .selectFrom('forms')
     .select(['folder_id', (eb) => eb.fn.countAll<number>().as('n')])
     .where('account_id', '=', accountId)
     .where('deleted_at', 'is', null)
     .where('folder_id', 'is not', null)
+    .$if(visibleTo !== undefined, (q) => q.where('id', 'in', permittedForms(db, visibleTo!)))
     .groupBy('folder_id')
     .execute();
   return new Map(rows.map((r) => [r.folder_id as number, Number(r.n)]));

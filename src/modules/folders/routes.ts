@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { Folder, FolderCreate, FolderDeleted, FolderList, FolderListQuery, FolderUpdate } from './schemas.js';
@@ -23,7 +24,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FolderList, ...errors() },
         },
       },
-      (req) => service.listFolders(ctx, principal(req).accountId, req.query),
+      (req) => service.listFolders(ctx, principal(req).accountId, req.query, memberScope(req)),
     );
 
     app.post(
@@ -38,7 +39,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/folders/:folderId',
       { config: { access: { scope: 'forms:read' } }, schema: { tags, operationId: 'getFolder', summary: 'Read a folder or subfolder', params, response: { 200: Type.Ref(Folder), ...errors(403, 404) } } },
-      (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId),
+      (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId, memberScope(req)),
     );
 
     app.put(

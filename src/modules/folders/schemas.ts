@@ -19,7 +19,7 @@ const folderProperties = {
   id: Id,
   name: Type.String(),
   parent: Type.Union([Id, Type.Null()]),
-  formsCount: Type.Integer({ description: 'Live forms directly in this folder' }),
+  formsCount: Type.Integer({ description: 'Live forms directly in this folder; for a member, only those the member holds a level on' }),
   created: Timestamp,
   updated: Timestamp,
 };

@@ -23,8 +23,9 @@ class FolderTree {
     }
   }
 
-  static async load(db: Executor, accountId: number): Promise<FolderTree> {
-    const [rows, counts] = await Promise.all([repo.listAllFolders(db, accountId), repo.countFormsByFolder(db, accountId)]);
+  /** With visibleTo (a member's user id), forms count only where the member holds a level. */
+  static async load(db: Executor, accountId: number, visibleTo?: number): Promise<FolderTree> {
+    const [rows, counts] = await Promise.all([repo.listAllFolders(db, accountId), repo.countFormsByFolder(db, accountId, visibleTo)]);
     return new FolderTree(rows, counts);
   }
 
@@ -80,8 +81,8 @@ function checkDepth(tree: FolderTree, parentId: number | null, subtreeHeight: nu
   if (depth > MAX_FOLDER_DEPTH) throw invalid('body.parent', `folders nest at most ${MAX_FOLDER_DEPTH} levels deep`, 'folder_too_deep');
 }
 
-export async function listFolders(ctx: AppContext, accountId: number, query: FolderListQuery): Promise<Page & { folders: Folder[] }> {
-  const tree = await FolderTree.load(ctx.db, accountId);
+export async function listFolders(ctx: AppContext, accountId: number, query: FolderListQuery, visibleTo?: number): Promise<Page & { folders: Folder[] }> {
+  const tree = await FolderTree.load(ctx.db, accountId, visibleTo);
   const roots = tree.roots();
   const start = (query.page - 1) * query.perPage;
   return {
@@ -90,9 +91,9 @@ export async function listFolders(ctx: AppContext, accountId: number, query: Fol
   };
 }
 
-export async function getFolder(ctx: AppContext, accountId: number, folderId: number): Promise<Folder> {
+export async function getFolder(ctx: AppContext, accountId: number, folderId: number, visibleTo?: number): Promise<Folder> {
   const row = await requireFolder(ctx.db, accountId, folderId);
-  return (await FolderTree.load(ctx.db, accountId)).record(row);
+  return (await FolderTree.load(ctx.db, accountId, visibleTo)).record(row);
 }
 
 export async function createFolder(ctx: AppContext, accountId: number, input: FolderCreate): Promise<Folder> {

@@ -118,7 +118,8 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Copy a form with its fields',
           description:
             'The copy is named "<name> (copy)" and sits in the same folder unless folder is given. template names another ' +
-            'form of the account whose settings and submit button the copy takes instead of the original\'s.',
+            'form of the account whose settings and submit button the copy takes instead of the original\'s; a member needs ' +
+            'the view level on it too (403 otherwise). Another account\'s template or folder answers 404.',
           params,
           querystring: CopyQuery,
           response: { 200: Type.Ref(Form), ...errors(403, 404) },

@@ -1,5 +1,6 @@
 import { setPermission } from '../permissions/repository.js';
 import type { AppContext } from '../../context.js';
+import { requireFormLevel } from '../../http/access.js';
 import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
@@ -178,6 +179,8 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
   return transact(ctx.db, async (trx) => {
     const source = await requireForm(trx, accountId, formId);
     const look = q.template === undefined ? source : await requireForm(trx, accountId, q.template);
+    // The copy shows the template's settings to whoever copies it: a member must be able to read that form too.
+    if (q.template !== undefined && member !== undefined) await requireFormLevel(trx, accountId, member, q.template, 'view');
     if (q.folder !== undefined) await requireFolderId(trx, accountId, q.folder);
     const now = Date.now();
     const copy = await repo.insertForm(trx, {

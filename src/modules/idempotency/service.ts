@@ -1,15 +1,22 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { serviceKey } from '../../crypto/envelope.js';
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
-import { AppError, ConflictError, invalid } from '../../errors.js';
+import { AppError, ConflictError, invalid, RetryLaterError } from '../../errors.js';
 import * as repo from './repository.js';
 
 /** How long a key holds its first response. */
 export const KEY_LIFETIME_MS = 24 * 3_600_000;
-/** A claim older than this whose request never finished (the process died) may be taken over. */
-const STALE_CLAIM_MS = 60_000;
+/**
+ * Claims made before claims named their process: taken over once this old, as they all
+ * were then. A claim that names its process is taken over as soon as that process has
+ * stopped (see modules/processes), and never while it runs.
+ */
+const LEGACY_STALE_CLAIM_MS = 60_000;
+/** What a 409 idempotency_in_progress asks the client to wait before it retries with the same key. */
+export const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
 
 export interface StoredResponse {
   status: number;
@@ -27,14 +34,25 @@ export function requestHash(secretKey: string, method: string, path: string, bod
   return createHmac('sha256', serviceKey(secretKey, 'idempotency requests')).update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
 }
 
+const inProgress = () =>
+  new RetryLaterError(
+    'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
+    'idempotency_in_progress',
+    IN_PROGRESS_RETRY_AFTER_SECONDS,
+  );
+
 /**
  * Runs a request at most once per Idempotency-Key. The key is claimed in a transaction of
- * its own, so that a concurrent retry sees it; run receives a save function to call inside
- * its own write transaction, so that the response is stored together with the change it
- * describes. A failed run releases the key, so the client can retry.
+ * its own, so that a concurrent retry sees it, and the claim names this process: a retry
+ * that meets a claim whose process has stopped (killed, crashed) takes it over at once,
+ * while one that meets a running request gets 409 with Retry-After. run receives a save
+ * function to call inside its own write transaction, so that the response is stored
+ * together with the change it describes; save fails (and so rolls the change back) if the
+ * claim was taken over meanwhile, so a request judged stopped that was not cannot make a
+ * second change. A failed run releases the key, so the client can retry.
  */
 export async function withIdempotencyKey<T>(
-  db: Kysely<Database>,
+  ctx: Pick<AppContext, 'db' | 'presence'>,
   accountId: number,
   key: string | undefined,
   hash: () => string,
@@ -44,21 +62,24 @@ export async function withIdempotencyKey<T>(
   if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
     throw invalid('header.idempotency-key', 'must be 1 to 255 visible ASCII characters', 'invalid_idempotency_key');
   }
+  const { db, presence } = ctx;
   const now = Date.now();
   const requestHashValue = hash();
-  const inProgress = () => new ConflictError('A request with this Idempotency-Key is still being processed; retry shortly', 'idempotency_in_progress');
+  const claim: repo.Claim = { owner: presence.id, token: randomBytes(16).toString('hex') };
   const replay = await transact(db, async (trx) => {
     await repo.deleteExpired(trx, accountId, now - KEY_LIFETIME_MS);
     const existing = await repo.findKey(trx, accountId, key);
-    if (existing) {
-      if (existing.request_hash !== requestHashValue) {
-        throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key for a new request');
-      }
-      if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
-      if (existing.created_at > now - STALE_CLAIM_MS) throw inProgress();
-      await repo.deleteKey(trx, accountId, key);
+    if (!existing) {
+      await repo.insertClaim(trx, accountId, key, requestHashValue, claim, now);
+      return undefined;
     }
-    await repo.insertClaim(trx, accountId, key, requestHashValue, now);
+    if (existing.request_hash !== requestHashValue) {
+      throw new AppError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key for a new request');
+    }
+    if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
+    const abandoned =
+      existing.owner === null ? existing.created_at <= now - LEGACY_STALE_CLAIM_MS : (await presence.stopped([existing.owner], trx)).has(existing.owner);
+    if (!abandoned || !(await repo.takeOverClaim(trx, accountId, key, existing.token, claim, now))) throw inProgress();
     return undefined;
   }).catch((error: unknown) => {
     // Two first requests at once: the second one's claim meets the first one's.
@@ -66,10 +87,12 @@ export async function withIdempotencyKey<T>(
   });
   if (replay) return { replayed: true, response: replay };
   try {
-    const result = await run((trx, response) => repo.saveResponse(trx, accountId, key, response.status, response.body));
+    const result = await run(async (trx, response) => {
+      if (!(await repo.saveResponse(trx, accountId, key, claim.token, response.status, response.body))) throw inProgress();
+    });
     return { replayed: false, result };
   } catch (error) {
-    await repo.deleteKey(db, accountId, key);
+    await repo.releaseClaim(db, accountId, key, claim.token);
     throw error;
   }
 }

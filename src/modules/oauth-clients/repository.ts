@@ -16,6 +16,15 @@ export async function findClient(db: Executor, accountId: number, id: number): P
   return db.selectFrom('oauth_clients').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
 }
 
+export async function updateClient(
+  db: Executor,
+  accountId: number,
+  id: number,
+  set: Partial<Pick<OAuthClientRow, 'name' | 'redirect_uris' | 'require_pkce'>>,
+): Promise<OAuthClientRow | undefined> {
+  return db.updateTable('oauth_clients').set(set).where('id', '=', id).where('account_id', '=', accountId).returningAll().executeTakeFirst();
+}
+
 /** By its public client_id, whatever the account: the OAuth endpoints know no account yet. */
 export async function findClientByClientId(db: Executor, clientId: string): Promise<OAuthClientRow | undefined> {
   return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();

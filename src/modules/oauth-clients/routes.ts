@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientDeleted, OAuthClientList } from './schemas.js';
+import { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientDeleted, OAuthClientList, OAuthClientUpdate } from './schemas.js';
 import * as service from './service.js';
 
 const tags = ['OAuth clients'];
@@ -25,7 +25,9 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'createOAuthClient',
           summary: 'Register an application',
-          description: 'Answers with the client secret, once. Applications use the authorization code flow with it (PKCE with S256 recommended).',
+          description:
+            'Answers with the client secret, once. Applications use the authorization code flow with it and PKCE (S256), ' +
+            'which every authorization request of the application must carry unless requirePkce is false.',
           body: OAuthClientCreate,
           response: { 200: OAuthClientCreated, ...errors() },
         },
@@ -35,6 +37,23 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get('/oauth-clients/:clientId', { config, schema: { tags, operationId: 'getOAuthClient', summary: 'Read an application', params, response: { 200: Type.Ref(OAuthClient), ...errors(404) } } }, (req) =>
       service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
+    );
+
+    app.put(
+      '/oauth-clients/:clientId',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'updateOAuthClient',
+          summary: 'Rename an application, change its redirect URIs or whether it must use PKCE',
+          description: 'Codes already issued keep the redirect URI they were issued for; a code issued without PKCE is refused once the application requires PKCE.',
+          params,
+          body: OAuthClientUpdate,
+          response: { 200: Type.Ref(OAuthClient), ...errors(404) },
+        },
+      },
+      (req) => service.updateClient(ctx.db, principal(req).accountId, req.params.clientId, req.body),
     );
 
     app.delete(

@@ -5,7 +5,7 @@ import { transact } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import * as repo from './repository.js';
-import type { OAuthClient, OAuthClientCreate, OAuthClientCreated } from './schemas.js';
+import type { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientUpdate } from './schemas.js';
 
 export const CLIENT_SECRET_PREFIX = 'fw_cs_';
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -25,16 +25,34 @@ export function redirectUriProblem(uri: string): string | undefined {
 }
 
 export function toClient(row: repo.OAuthClientRow): OAuthClient {
-  return { id: row.id, clientId: row.client_id, name: row.name, redirectUris: JSON.parse(row.redirect_uris) as string[], created: isoTime(row.created_at) };
+  return {
+    id: row.id,
+    clientId: row.client_id,
+    name: row.name,
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    requirePkce: row.require_pkce === 1,
+    created: isoTime(row.created_at),
+  };
 }
 
-export async function createClient(db: Kysely<Database>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
-  const name = input.name.trim();
+function checkedName(raw: string): string {
+  const name = raw.trim();
   if (name === '') throw invalid('body.name', 'must not be blank');
-  input.redirectUris.forEach((uri, i) => {
+  return name;
+}
+
+/** The redirect URIs as stored: checked, without repeats, as JSON. */
+function checkedRedirectUris(uris: string[]): string {
+  uris.forEach((uri, i) => {
     const problem = redirectUriProblem(uri);
     if (problem) throw invalid(`body.redirectUris[${i}]`, problem);
   });
+  return JSON.stringify([...new Set(uris)]);
+}
+
+export async function createClient(db: Kysely<Database>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
+  const name = checkedName(input.name);
+  const redirectUris = checkedRedirectUris(input.redirectUris);
   const secret = newToken(CLIENT_SECRET_PREFIX);
   const row = await transact(db, (trx) =>
     repo.insertClient(trx, {
@@ -42,12 +60,26 @@ export async function createClient(db: Kysely<Database>, accountId: number, inpu
       client_id: `fwc_${newKey(16)}`,
       secret_hash: hashToken(secret),
       name,
-      redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
+      redirect_uris: redirectUris,
+      require_pkce: input.requirePkce === false ? 0 : 1,
       created_at: Date.now(),
     }),
   );
-  const client = toClient(row);
-  return { id: client.id, clientId: client.clientId, clientSecret: secret, name: client.name, redirectUris: client.redirectUris, created: client.created };
+  const { id, clientId, ...rest } = toClient(row);
+  return { id, clientId, clientSecret: secret, ...rest };
+}
+
+export async function updateClient(db: Kysely<Database>, accountId: number, id: number, input: OAuthClientUpdate): Promise<OAuthClient> {
+  const update = {
+    ...(input.name !== undefined && { name: checkedName(input.name) }),
+    ...(input.redirectUris !== undefined && { redirect_uris: checkedRedirectUris(input.redirectUris) }),
+    ...(input.requirePkce !== undefined && { require_pkce: input.requirePkce ? 1 : 0 }),
+  };
+  return transact(db, async (trx) => {
+    const row = await repo.updateClient(trx, accountId, id, update);
+    if (!row) throw new NotFoundError('OAuth client');
+    return toClient(row);
+  });
 }
 
 export async function listClients(db: Kysely<Database>, accountId: number): Promise<{ clients: OAuthClient[] }> {

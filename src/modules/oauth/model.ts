@@ -1,4 +1,4 @@
-import type { AuthorizationCode, AuthorizationCodeModel, Client, RefreshToken, RefreshTokenModel, Token, User } from '@node-oauth/oauth2-server';
+import { InvalidGrantError, type AuthorizationCode, type AuthorizationCodeModel, type Client, type RefreshToken, type RefreshTokenModel, type Token, type User } from '@node-oauth/oauth2-server';
 import { timingSafeEqual } from 'node:crypto';
 import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { Executor } from '../../db/transaction.js';
@@ -29,6 +29,8 @@ export interface FormworkClient extends Client {
   name: string;
   accountId: number;
   redirectUris: string[];
+  /** Every authorization request must carry a PKCE S256 challenge. */
+  requirePkce: boolean;
 }
 
 export function isScope(s: string): s is Scope {
@@ -94,6 +96,10 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
       }
       const client = await clientById(row.clientId);
       if (!client) return undefined;
+      // A code issued before the client came to require PKCE would let its exchange skip it.
+      if (client.requirePkce && row.codeChallenge === null) {
+        throw new InvalidGrantError('Invalid grant: this client must use PKCE, and the code was issued without a code_challenge');
+      }
       return {
         authorizationCode,
         id: row.id,
@@ -193,13 +199,14 @@ export function createModel(db: Executor, afterFailure: ((db: Executor) => Promi
   };
 }
 
-export function toClient(row: { id: number; client_id: string; name: string; account_id: number; redirect_uris: string }): FormworkClient {
+export function toClient(row: { id: number; client_id: string; name: string; account_id: number; redirect_uris: string; require_pkce: number }): FormworkClient {
   return {
     id: row.client_id,
     dbId: row.id,
     name: row.name,
     accountId: row.account_id,
     redirectUris: JSON.parse(row.redirect_uris) as string[],
+    requirePkce: row.require_pkce === 1,
     grants: GRANT_TYPES,
   };
 }

@@ -58,10 +58,32 @@ export function signInPage(opts: { clientName: string; csrf: string; params: Rec
     </form>`);
 }
 
-export function consentPage(opts: { clientName: string; userEmail: string; scopes: Scope[]; csrf: string; params: Record<string, string | undefined> }): string {
+/** After a sign-in whose email and password fit users of several accounts: which one to continue as. */
+export function accountChooserPage(opts: {
+  clientName: string;
+  csrf: string;
+  params: Record<string, string | undefined>;
+  email: string;
+  choice: string;
+  accounts: { userId: number; accountName: string }[];
+}): string {
+  const buttons = opts.accounts
+    .map((a) => `<button type="submit" name="user" value="${a.userId}">${escapeHtml(a.accountName)}</button>`)
+    .join('\n        ');
+  return page('Choose an account', `    <h1>Which account should ${escapeHtml(opts.clientName)} use?</h1>
+    <p><strong>${escapeHtml(opts.email)}</strong> signs in to more than one Formwork account with this password. Choose one:</p>
+    <form method="post" action="/oauth2/sign-in">
+      ${hidden({ ...opts.params, csrf_token: opts.csrf, email: opts.email, choice: opts.choice })}
+      <div class="actions">
+        ${buttons}
+      </div>
+    </form>`);
+}
+
+export function consentPage(opts: { clientName: string; userEmail: string; accountName: string; scopes: Scope[]; csrf: string; params: Record<string, string | undefined> }): string {
   const items = opts.scopes.map((s) => `<li><code>${escapeHtml(s)}</code>: ${escapeHtml(SCOPE_MEANINGS[s])}</li>`).join('\n      ');
   return page('Authorize', `    <h1>${escapeHtml(opts.clientName)} wants to access your Formwork account</h1>
-    <p>Signed in as <strong>${escapeHtml(opts.userEmail)}</strong>. If you allow it, the application may:</p>
+    <p>Signed in as <strong>${escapeHtml(opts.userEmail)}</strong> (account <strong>${escapeHtml(opts.accountName)}</strong>). If you allow it, the application may:</p>
     <ul>
       ${items}
     </ul>

@@ -1,15 +1,15 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { parse } from 'node:querystring';
 import type { AppContext } from '../../context.js';
-import { verifyPassword } from '../../crypto/secrets.js';
+import { verifyPasswords } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
+import { parseFormBody } from '../../http/characters.js';
 import { countAuthFailure, throttle } from '../../http/rate-limit.js';
-import { findUser } from '../accounts/repository.js';
-import { findUserByEmail } from '../users/repository.js';
-import { consentPage, errorPage, signInPage } from './pages.js';
+import { accountName, findUser } from '../accounts/repository.js';
+import { findSignInCandidates } from '../users/repository.js';
+import { accountChooserPage, consentPage, errorPage, signInPage } from './pages.js';
 import { authenticateClient, checkAuthorization, clientCredentials, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
 import type { FormworkClient } from './model.js';
-import { passwordTag, Sessions } from './session.js';
+import { passwordTag, Sessions, type Session } from './session.js';
 
 type Form = Record<string, unknown>;
 
@@ -53,7 +53,8 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     const csrf = sessions.csrfToken(request, reply);
     const user = await signedInUser(request);
     if (!user) return html(reply, 200, signInPage({ clientName: checked.client.name, csrf, params: checked.params }));
-    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, scopes: checked.scopes, csrf, params: checked.params }));
+    const account = (await accountName(ctx.db, user.account_id)) ?? '';
+    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, accountName: account, scopes: checked.scopes, csrf, params: checked.params }));
   }
 
   /** Answers a request that cannot go on; undefined when it can. */
@@ -64,7 +65,13 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
   }
 
   return async (app: FastifyInstance) => {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parse(body as string)));
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parseFormBody(body as Buffer));
+      } catch (error) {
+        done(error as Error);
+      }
+    });
 
     // The token, revocation and introspection endpoints answer errors as RFC 6749 5.2 says;
     // the pages answer with a page.
@@ -99,6 +106,19 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const again = (status: number, error: string) =>
         html(reply, status, signInPage({ clientName: ok.client.name, csrf: sessions.csrfToken(request, reply), params: ok.params, email, error }));
       if (!sessions.csrfValid(request, body.csrf_token)) return again(403, 'This form expired. Please sign in again.');
+      const signedIn = (session: Session) => {
+        sessions.start(reply, session);
+        return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);
+      };
+      // The account chooser's answer: one of the users the password was proven for.
+      if (body.choice !== undefined) {
+        const chosen = sessions.readChoice(body.choice, body.csrf_token)?.find((u) => String(u.userId) === body.user);
+        const user = chosen && (await findUser(ctx.db, chosen.userId));
+        if (!chosen || !user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== chosen.passwordTag) {
+          return again(403, 'This choice expired. Please sign in again.');
+        }
+        return signedIn(chosen);
+      }
       try {
         await throttle(ctx.rateLimiter, `signin:ip:${request.ip}`, ctx.config.signInAttempts, 900);
         await throttle(ctx.rateLimiter, `signin:email:${email}`, ctx.config.signInAttempts, 900);
@@ -107,11 +127,28 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         reply.header('retry-after', String(error.retryAfterSeconds));
         return again(429, `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`);
       }
-      const user = email === '' ? undefined : await findUserByEmail(ctx.db, email);
-      const valid = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
-      if (!user?.password_hash || !valid) return again(401, 'Wrong email or password.');
-      sessions.start(reply, { userId: user.id, passwordTag: passwordTag(ctx.config.secretKey, user.password_hash) });
-      return see(reply, `/oauth2/authorize?${new URLSearchParams(ok.params as Record<string, string>).toString()}`);
+      // Emails are unique per account, so the email may name users of several accounts; their
+      // hashes share one salt (users/service.ts hashPasswordFor), so this costs one derivation
+      // whether the email is in no account, one or many.
+      const candidates = email === '' ? [] : await findSignInCandidates(ctx.db, email);
+      const valid = await verifyPasswords(password, candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH]);
+      const matched = candidates.filter((_, i) => valid[i]);
+      if (matched.length === 0) return again(401, 'Wrong email or password.');
+      const proven = matched.map((u) => ({ userId: u.id, passwordTag: passwordTag(ctx.config.secretKey, u.password_hash!) }));
+      if (proven.length === 1) return signedIn(proven[0]!);
+      const csrf = sessions.csrfToken(request, reply);
+      return html(
+        reply,
+        200,
+        accountChooserPage({
+          clientName: ok.client.name,
+          csrf,
+          params: ok.params,
+          email,
+          choice: sessions.choiceToken(proven, csrf),
+          accounts: matched.map((u) => ({ userId: u.id, accountName: u.account_name })),
+        }),
+      );
     });
 
     app.post('/oauth2/authorize', hide, async (request, reply) => {

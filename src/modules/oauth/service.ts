@@ -82,6 +82,8 @@ export async function checkAuthorization(db: Kysely<Database>, source: Record<st
     if (params.code_challenge === undefined || !CODE_CHALLENGE.test(params.code_challenge)) {
       return fail('invalid_request', 'code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~');
     }
+  } else if (client.requirePkce) {
+    return fail('invalid_request', 'This application must use PKCE: send code_challenge with code_challenge_method=S256');
   }
   return { kind: 'ok', client, params, scopes: [...new Set(requested as Scope[])] };
 }

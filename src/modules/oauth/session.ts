@@ -9,6 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export const SESSION_COOKIE = 'fw_session';
 export const CSRF_COOKIE = 'fw_csrf';
 const SESSION_SECONDS = 12 * 3600;
+const CHOICE_SECONDS = 600;
 const COOKIE_PATH = '/oauth2';
 
 export interface Session {
@@ -84,6 +85,30 @@ export class Sessions {
 
   end(reply: FastifyReply): void {
     appendCookie(reply, cookie(SESSION_COOKIE, '', this.secure, 0));
+  }
+
+  /**
+   * Proof, for the account chooser, that the password was right for each of these users: a
+   * signed list that a choice posts back, bound to the CSRF token of the page that shows it.
+   */
+  choiceToken(users: Session[], csrfToken: string): string {
+    const payload = `${users.map((u) => `${u.userId}:${u.passwordTag}`).join(',')}.${Date.now() + CHOICE_SECONDS * 1000}`;
+    return `${payload}.${mac(this.secret, 'choice', `${csrfToken}.${payload}`)}`;
+  }
+
+  /** The users a genuine, unexpired choice token names, or undefined. */
+  readChoice(token: unknown, csrfToken: unknown): Session[] | undefined {
+    if (typeof token !== 'string' || typeof csrfToken !== 'string') return undefined;
+    const dot = token.lastIndexOf('.');
+    if (dot === -1) return undefined;
+    const payload = token.slice(0, dot);
+    if (!equal(token.slice(dot + 1), mac(this.secret, 'choice', `${csrfToken}.${payload}`))) return undefined;
+    const [list, expires] = payload.split('.');
+    if (!list || !expires || Number(expires) < Date.now()) return undefined;
+    return list.split(',').map((entry) => {
+      const [userId, tag] = entry.split(':');
+      return { userId: Number(userId), passwordTag: tag ?? '' };
+    });
   }
 
   /** The signed-in user of this browser, if the cookie is genuine and not expired. */

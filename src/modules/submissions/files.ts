@@ -98,7 +98,7 @@ interface Claim {
 }
 
 interface InlineFile {
-  row: Omit<UploadRow, 'submission_id'>;
+  row: Omit<UploadRow, 'submission_id' | 'receiver' | 'receive_token'>;
   bytes: Buffer;
 }
 

@@ -54,7 +54,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           description:
             'Every value is checked against its field (required unless hidden by logic, formats, bounds, options, subfields, unique). ' +
             'An inactive form answers 409 form_inactive, one at its submissionLimit 409 form_full. With Idempotency-Key: a retry with the same ' +
-            'key and body returns the first response (header Idempotent-Replayed: true; on an encrypted form without its values, of which no plaintext copy is kept), another body with the key 422, a retry while the first runs 409. An encrypted form takes submissions without its password.',
+            'key and body returns the first response (header Idempotent-Replayed: true; on an encrypted form without its values, of which no plaintext copy is kept), another body with the key 422, a retry while the first still runs 409 idempotency_in_progress with Retry-After (retry after that many seconds with the same key: never a new key, which could submit twice). A first request whose process stopped (crashed, killed) does not hold its key: the next retry runs the request. An encrypted form takes submissions without its password.',
           params: formParams,
           headers: IdempotencyHeaders,
           body: SubmissionCreate,
@@ -64,7 +64,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       async (req, reply) => {
         const accountId = principal(req).accountId;
         const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
-        const outcome = await withIdempotencyKey(ctx.db, accountId, req.headers['idempotency-key'], () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body), (save) =>
+        const outcome = await withIdempotencyKey(ctx, accountId, req.headers['idempotency-key'], () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body), (save) =>
           service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
             save(trx, { status: 200, body: JSON.stringify(submission) }),
           ),

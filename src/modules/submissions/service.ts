@@ -561,9 +561,15 @@ export async function countSubmissions(deps: SubmissionsDeps, accountId: number,
   return { formId, count, from: from === undefined ? null : isoTime(from), to: to === undefined ? null : isoTime(to) };
 }
 
+// OWASP's list (= + - @, and a tab or carriage return first), looked for past the blanks and
+// line breaks that spreadsheets skip before a formula, and in the full-width forms that some
+// of them read as the same signs.
+// eslint-disable-next-line no-control-regex -- control characters before a sign are looked through
+const FORMULA_START = /^(?:[\t\r]|[\s\u0000-\u001f\u007f]*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
+
 function csvCell(text: string): string {
   // A cell that a spreadsheet would run as a formula is prefixed with a quote mark.
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  const safe = FORMULA_START.test(text) ? `'${text}` : text;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 

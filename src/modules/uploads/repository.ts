@@ -16,11 +16,17 @@ export async function findUploads(db: Executor, accountId: number, fileKeys: str
   return db.selectFrom('uploads').selectAll().where('account_id', '=', accountId).where('file_key', 'in', fileKeys).execute();
 }
 
+/** Who takes an upload's bytes: the process (processes.id) and a token that fences this attempt's writes. */
+export interface Receiver {
+  owner: number;
+  token: string;
+}
+
 /** issued → receiving, only for a service upload whose URL is still valid: the single use of the URL. */
-export async function startReceiving(db: Executor, fileKey: string, now: number): Promise<boolean> {
+export async function startReceiving(db: Executor, fileKey: string, now: number, receiver: Receiver): Promise<boolean> {
   const r = await db
     .updateTable('uploads')
-    .set({ state: 'receiving' })
+    .set({ state: 'receiving', receiver: receiver.owner, receive_token: receiver.token })
     .where('file_key', '=', fileKey)
     .where('state', '=', 'issued')
     .where('via', '=', 'service')
@@ -29,14 +35,43 @@ export async function startReceiving(db: Executor, fileKey: string, now: number)
   return r.numUpdatedRows > 0n;
 }
 
-export async function finishReceiving(db: Executor, fileKey: string, size: number, sealed: boolean): Promise<boolean> {
-  const r = await db.updateTable('uploads').set({ state: 'stored', size, sealed: sealed ? 1 : 0 }).where('file_key', '=', fileKey).where('state', '=', 'receiving').executeTakeFirst();
+/**
+ * Takes over an upload whose receiver stopped mid-way, if it is still that attempt
+ * (its token). The new attempt writes to a new object (storageKey): should the old
+ * receiver still be writing after all, it cannot overwrite the new one's bytes.
+ */
+export async function takeOverReceiving(db: Executor, fileKey: string, abandoned: string, receiver: Receiver, storageKey: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('uploads')
+    .set({ receiver: receiver.owner, receive_token: receiver.token, storage_key: storageKey })
+    .where('file_key', '=', fileKey)
+    .where('state', '=', 'receiving')
+    .where('receive_token', '=', abandoned)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+export async function finishReceiving(db: Executor, fileKey: string, token: string, size: number, sealed: boolean): Promise<boolean> {
+  const r = await db
+    .updateTable('uploads')
+    .set({ state: 'stored', size, sealed: sealed ? 1 : 0, receiver: null, receive_token: null })
+    .where('file_key', '=', fileKey)
+    .where('state', '=', 'receiving')
+    .where('receive_token', '=', token)
+    .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
 /** A refused or broken upload gives its URL back: only a complete upload uses it up. */
-export async function abandonReceiving(db: Executor, fileKey: string): Promise<void> {
-  await db.updateTable('uploads').set({ state: 'issued' }).where('file_key', '=', fileKey).where('state', '=', 'receiving').execute();
+export async function abandonReceiving(db: Executor, fileKey: string, token: string): Promise<void> {
+  await db
+    .updateTable('uploads')
+    .set({ state: 'issued', receiver: null, receive_token: null })
+    .where('file_key', '=', fileKey)
+    .where('state', '=', 'receiving')
+    .where('receive_token', '=', token)
+    .execute();
 }
 
 /**

@@ -20,7 +20,8 @@ const UPLOAD_FLOW =
   'not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field\'s subvalues when ' +
   'creating or editing a submission. With the local storage driver the uploadUrl is this service\'s own signed URL, which ' +
   'enforces the field\'s maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload ' +
-  '(409 upload_url_used after it; a refused or broken upload may be retried) and answers 410 upload_url_expired after 2 hours. ' +
+  '(409 upload_url_used after it, and while another PUT to it is under way; a refused or broken upload may be retried, also one ' +
+  'cut off by a crash of the service, as soon as the service process that took it is known to have stopped) and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
   'use: the object\'s size is checked when a submission claims the fileKey, and an object over the limit is deleted and ' +
   'the submission refused. Uploads that no submission claims are removed once their URL expires.';

@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { openStream, SEAL_OVERHEAD, SealError, sealStream, type FormKeys } from '../../crypto/envelope.js';
@@ -12,6 +12,7 @@ import { ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../../st
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
+import { writerProcess } from '../processes/service.js';
 import type { FileRef } from '../submissions/values.js';
 import { enqueueFileRemoval } from './jobs.js';
 import * as repo from './repository.js';
@@ -111,26 +112,38 @@ export async function receiveUpload(
   if (contentLength !== undefined && contentLength > upload.max_size) {
     throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
   }
-  if (!(await repo.startReceiving(ctx.db, fileKey, now))) {
-    if (upload.expires_at <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
-    throw urlError(409, 'upload_url_used', 'This upload URL has already been used');
+  const receiver: repo.Receiver = { owner: ctx.presence.id, token: randomBytes(16).toString('hex') };
+  let target = upload.storage_key;
+  if (!(await repo.startReceiving(ctx.db, fileKey, now, receiver))) {
+    const current = await repo.findUpload(ctx.db, fileKey);
+    if (!current || current.expires_at <= now) throw urlError(410, 'upload_url_expired', 'This upload URL has expired; ask for a new one');
+    // An upload whose receiving process stopped (killed, crashed) gives its URL back at once.
+    const receiving = current.state === 'receiving';
+    const abandoned = receiving && current.receiver !== null && current.receive_token !== null && (await ctx.presence.stopped([current.receiver])).has(current.receiver);
+    target = storageKey(current.account_id, current.form_id, newFileKey());
+    if (!abandoned || !(await repo.takeOverReceiving(ctx.db, fileKey, current.receive_token!, receiver, target, now))) {
+      throw urlError(409, 'upload_url_used', receiving ? 'An upload to this URL is under way; it can be retried if it fails' : 'This upload URL has already been used');
+    }
   }
   let size: number;
   let sealed = false;
   try {
     const incoming = await sealIfEncrypted(ctx, upload, body);
     sealed = incoming.sealed;
-    ({ size } = await ctx.storage.put(upload.storage_key, incoming.stream, { maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0), contentType: upload.content_type }));
+    ({ size } = await ctx.storage.put(target, incoming.stream, { maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0), contentType: upload.content_type }));
     if (sealed) size -= SEAL_OVERHEAD;
   } catch (error) {
-    await repo.abandonReceiving(ctx.db, fileKey);
+    await repo.abandonReceiving(ctx.db, fileKey, receiver.token);
     if (error instanceof ObjectTooLargeError) throw urlError(413, 'file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
     if (error instanceof NotPngError) throw urlError(400, 'not_png', 'A signature must be a PNG image');
     throw error;
   }
-  if (!(await repo.finishReceiving(ctx.db, fileKey, size, sealed))) {
-    // Swept while the bytes came in (the URL expired meanwhile): keep nothing.
-    await ctx.storage.deleteMany([upload.storage_key]);
+  if (!(await repo.finishReceiving(ctx.db, fileKey, receiver.token, size, sealed))) {
+    // Swept while the bytes came in (the URL expired meanwhile), or taken over by another
+    // PUT after this process was judged stopped (the other PUT writes another object): keep nothing.
+    await ctx.storage.deleteMany([target]);
+    const current = await repo.findUpload(ctx.db, fileKey);
+    if (current && current.expires_at > ctx.clock.now()) throw urlError(409, 'upload_url_used', 'This upload URL was taken over by another upload');
     throw urlError(410, 'upload_url_expired', 'This upload URL expired while the file was being uploaded');
   }
   return { fileKey, size };
@@ -156,6 +169,30 @@ export async function sweepExpiredUploads(ctx: Pick<AppContext, 'db' | 'storage'
     removed += rows.length;
     if (rows.length < 500) return removed;
   }
+}
+
+/** Temporary files whose writer is not named stay this long: written by a version that named none. */
+const UNNAMED_TEMPORARY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Removes the temporary files of puts that processes which stopped left behind (local disk:
+ * a process killed mid-upload leaves its .part file). Files of running processes stay,
+ * whichever process they are. Run when a process starts and by the upload sweep. Returns how many went.
+ */
+export async function removeAbandonedWrites(ctx: Pick<AppContext, 'storage' | 'presence'>): Promise<number> {
+  if (!ctx.storage.temporaryFiles || !ctx.storage.removeTemporary) return 0;
+  // Listed before the processes are read: a file's writer registered before it wrote it.
+  const files = await ctx.storage.temporaryFiles();
+  const writers = files.map((f) => writerProcess(f.writer)).filter((id): id is number => id !== undefined);
+  const stopped = await ctx.presence.stopped(writers);
+  // File times are the system clock's, not the service clock's.
+  const unnamedBefore = Date.now() - UNNAMED_TEMPORARY_MS;
+  const abandoned = files.filter((f) => {
+    const writer = writerProcess(f.writer);
+    return writer === undefined ? f.modifiedAt < unnamedBefore : stopped.has(writer);
+  });
+  await ctx.storage.removeTemporary(abandoned.map((f) => f.name));
+  return abandoned.length;
 }
 
 export interface Download {

@@ -9,8 +9,35 @@ export async function findUser(db: Executor, accountId: number, userId: number):
   return db.selectFrom('users').selectAll().where('id', '=', userId).where('account_id', '=', accountId).executeTakeFirst();
 }
 
-export async function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+/** The account's user with this email; emails are unique per account, not across accounts. */
+export async function findUserByEmail(db: Executor, accountId: number, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('account_id', '=', accountId).where('email', '=', email).executeTakeFirst();
+}
+
+/** Users in any account who may sign in with this email, with their account's name, oldest first. */
+export async function findSignInCandidates(db: Executor, email: string): Promise<(UserRow & { account_name: string })[]> {
+  return db
+    .selectFrom('users as u')
+    .innerJoin('accounts as a', 'a.id', 'u.account_id')
+    .selectAll('u')
+    .select('a.name as account_name')
+    .where('u.email', '=', email)
+    .where('u.password_hash', 'is not', null)
+    .orderBy('u.id')
+    .execute();
+}
+
+/** The password hash of another user with this email, in any account, whose salt a new hash shares. */
+export async function passwordHashOfEmail(db: Executor, email: string, exceptUserId?: number): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('password_hash')
+    .where('email', '=', email)
+    .where('password_hash', 'is not', null)
+    .$if(exceptUserId !== undefined, (q) => q.where('id', '!=', exceptUserId!))
+    .orderBy('id')
+    .executeTakeFirst();
+  return row?.password_hash ?? undefined;
 }
 
 export async function updateUser(

@@ -26,7 +26,9 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'createUser',
           summary: 'Add a user to the account',
-          description: 'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner.',
+          description:
+            'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
+            'An email is unique within the account (409 email_taken); users of other accounts may have the same email, as one person may belong to several accounts.',
           body: UserCreate,
           response: { 200: Type.Ref(User), ...errors(409) },
         },
@@ -47,7 +49,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           operationId: 'updateUser',
           summary: 'Rename a user, change their role or set their password',
           description:
-            'The owner\'s role never changes, and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
+            'The owner\'s role never changes, only the owner changes the owner\'s name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
             'Changing a password that was set revokes the user\'s personal access tokens and OAuth grants, except the token making the request when it is the user\'s own.',
           params,
           body: UserUpdate,

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
-import { transact } from '../../db/transaction.js';
+import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { insertUser } from '../accounts/repository.js';
@@ -30,12 +30,24 @@ export async function getUser(db: Kysely<Database>, accountId: number, userId: n
   return toUser(await requireUser(db, accountId, userId));
 }
 
+/**
+ * The hash to store for a user's password. Every hash of one email shares the salt of the
+ * first, whatever the account: sign-in, which looks for the email in every account, then
+ * derives one key for all of them, and its time does not tell how many accounts have the
+ * email. (Two first hashes made at the same moment may still differ; that costs sign-in a
+ * second derivation, nothing else.)
+ */
+export async function hashPasswordFor(db: Executor, email: string, password: string, userId?: number): Promise<string> {
+  return hashPassword(password, await repo.passwordHashOfEmail(db, email, userId));
+}
+
 export async function createUser(db: Kysely<Database>, accountId: number, input: UserCreate): Promise<User> {
-  // Hashing takes a while and much memory; done before the transaction so it holds no connection.
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   const email = input.email.trim().toLowerCase();
+  // Hashing takes a while and much memory; done before the transaction so it holds no connection.
+  const passwordHash = input.password === undefined ? null : await hashPasswordFor(db, email, input.password);
   return transact(db, async (trx) => {
-    if (await repo.findUserByEmail(trx, email)) throw new ConflictError('A user with this email already exists', 'email_taken');
+    // Only this account's users: whether other accounts have the email is not the caller's to learn.
+    if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('A user of this account already has this email', 'email_taken');
     const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, Date.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
@@ -55,7 +67,12 @@ export async function updateUser(
   input: UserUpdate,
 ): Promise<User> {
   const callerId = caller.userId;
-  const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+  let passwordHash: string | undefined;
+  if (input.password !== undefined) {
+    const target = await repo.findUser(db, accountId, userId);
+    if (!target) throw new NotFoundError('User');
+    passwordHash = await hashPasswordFor(db, target.email, input.password, userId);
+  }
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('User');
@@ -66,6 +83,10 @@ export async function updateUser(
     }
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
       throw new ForbiddenError('Only the owner can set the owner\'s password', 'owner_protected');
+    }
+    // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
+    if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
+      throw new ForbiddenError('Only the owner can change the owner\'s name', 'owner_protected');
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
       await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, Date.now());
