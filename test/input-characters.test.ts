@@ -8,23 +8,11 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
 import { Browser, authorizeUrl, readForm, registerClient, type Client } from './support/oauth-flow.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { ok } from './support/submission-fixtures.js';
 
 /** Every row of every table, to show that a refused request wrote nothing. */
-async function dump(app: TestApp): Promise<string> {
-  const db = app.server.db.kysely;
-  const tables = (await db.introspection.getTables()).map((t) => t.name).filter((n) => !n.startsWith('kysely_')).sort();
-  const out: Record<string, string[]> = {};
-  for (const table of tables) {
-    const rows = await sql<Record<string, unknown>>`SELECT * FROM ${sql.table(table)}`.execute(db);
-    out[table] = rows.rows.map((r) => JSON.stringify(r)).sort();
-  }
-  return JSON.stringify(out);
-}
-
 function assertRefused(res: Reply, property: string, what: string): void {
   assert.equal(res.status, 400, `${what}: ${res.status} ${res.text.slice(0, 300)}`);
   assert.equal(res.body.status, 'error', what);
@@ -59,7 +47,7 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   after(() => app.close());
 
   it('refuses them in the names of forms, fields, folders, users and clients, in a name subfield and in searches, and writes nothing', async () => {
-    const before = await dump(app);
+    const before = await dumpData(app);
     const cases: [string, () => Promise<Reply>, string][] = [
       ['form name (create)', () => a.post('/forms', { name: 'Con\u0000tact' }), 'body.name'],
       ['form name (update)', () => a.put(`/forms/${form.id}`, { name: 'Con\ud800tact' }), 'body.name'],
@@ -81,15 +69,15 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
       ['form search, not UTF-8', () => a.get('/forms?search=caf%E9'), 'query.search'],
     ];
     for (const [what, send, property] of cases) assertRefused(await send(), property, what);
-    assert.equal(await dump(app), before, 'a refused request changed the database');
+    assert.equal(await dumpData(app), before, 'a refused request changed the database');
   });
 
   it('refuses bytes that are not UTF-8 in a JSON body instead of reading them as U+FFFD', async () => {
-    const before = await dump(app);
+    const before = await dumpData(app);
     const body = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
     const res = await fetch(`${app.url}/api/v2025/forms`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body });
     assertRefused({ status: res.status, headers: res.headers, body: await res.json(), text: '' }, 'body', 'Latin-1 bytes in JSON');
-    assert.equal(await dump(app), before);
+    assert.equal(await dumpData(app), before);
   });
 
   it('answers a path whose escapes are not UTF-8, or an over-long path part, with the usual error body', async () => {
@@ -120,7 +108,7 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   });
 
   it('answers the OAuth endpoints, which need no token, with 400 and no stack trace', async () => {
-    const before = await dump(app);
+    const before = await dumpData(app);
     // The authorization page: an error page, not a 500.
     for (const query of ['client_id=%00', `client_id=${client.clientId}&state=%ED%A0%80`, 'client_id=%FF']) {
       const res = await app.request('GET', `/oauth2/authorize?${query}`);
@@ -154,11 +142,11 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     // The signed upload URL.
     const upload = await app.request('PUT', '/uploads/a%00b?expires=1&signature=x', { raw: 'bytes', headers: { 'content-type': 'text/plain' } });
     assertRefused(upload, 'path.fileKey', 'upload path');
-    assert.equal(await dump(app), before);
+    assert.equal(await dumpData(app), before);
   });
 
   it('gets no NUL through a header: Node refuses it before any route, and stores nothing', async () => {
-    const before = await dump(app);
+    const before = await dumpData(app);
     const { port } = new URL(app.url);
     const socket = connect(Number(port), '127.0.0.1');
     await once(socket, 'connect');
@@ -171,6 +159,6 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     socket.on('data', (d: Buffer) => (answer += d.toString()));
     await once(socket, 'close');
     assert.match(answer, /^HTTP\/1\.1 400 /);
-    assert.equal(await dump(app), before);
+    assert.equal(await dumpData(app), before);
   });
 });

@@ -9,22 +9,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { sql } from 'kysely';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { brokenPaths, hostileString, wireSize } from './support/hostile-text.js';
 import { ok } from './support/submission-fixtures.js';
 
 const RUNS = Math.ceil(Number(process.env.FORMWORK_PROPERTY_RUNS ?? 150) / 3);
 
 /** Every row of every table. */
-async function dump(app: TestApp): Promise<string> {
-  const db = app.server.db.kysely;
-  const tables = (await db.introspection.getTables()).map((t) => t.name).filter((n) => !n.startsWith('kysely_')).sort();
-  const out: Record<string, string[]> = {};
-  for (const table of tables) out[table] = (await sql<object>`SELECT * FROM ${sql.table(table)}`.execute(db)).rows.map((r) => JSON.stringify(r)).sort();
-  return JSON.stringify(out);
-}
-
 const S = hostileString;
 const NEW_EMAIL = '(a new email)';
 const maybe = <T,>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
@@ -221,7 +212,7 @@ describe(`random text in the write routes (${dialectName})`, () => {
       await fc.assert(
         fc.asyncProperty(route.body, async (generated) => {
           const sent = route.prepare?.(generated) ?? generated;
-          const before = await dump(app);
+          const before = await dumpData(app);
           const res = await a[route.method === 'POST' ? 'post' : 'put'](route.path(), sent);
           const what = `${res.status} ${res.text.slice(0, 300)} for ${JSON.stringify(sent).slice(0, 300)}`;
           const broken = brokenPaths(sent);
@@ -239,7 +230,7 @@ describe(`random text in the write routes (${dialectName})`, () => {
           }
           if (res.status !== 200) {
             assert.equal(res.body.status, 'error', what);
-            assert.equal(await dump(app), before, `a refusal changed the database: ${what}`);
+            assert.equal(await dumpData(app), before, `a refusal changed the database: ${what}`);
             return;
           }
           await route.kept(sent, res);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createAccount, type CreatedAccount } from '../../src/modules/accounts/service.js';
@@ -134,4 +135,23 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
       if (owned) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Every row of every table, as one string, to show that a refused request wrote nothing.
+ * The processes table is left out: each process's heartbeat writes it on a timer, whatever
+ * the requests do.
+ */
+export async function dumpData(app: TestApp): Promise<string> {
+  const db = app.server.db.kysely;
+  const tables = (await db.introspection.getTables())
+    .map((t) => t.name)
+    .filter((n) => !n.startsWith('kysely_') && n !== 'processes')
+    .sort();
+  const out: Record<string, string[]> = {};
+  for (const table of tables) {
+    const rows = await sql<Record<string, unknown>>`SELECT * FROM ${sql.table(table)}`.execute(db);
+    out[table] = rows.rows.map((r) => JSON.stringify(r)).sort();
+  }
+  return JSON.stringify(out);
 }

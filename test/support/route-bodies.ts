@@ -26,6 +26,6 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
   'POST /tokens': () => ({ name: 'Matrix token' }),
   'POST /users/{userId}/tokens': () => ({ name: 'Matrix token' }),
-  'PUT /oauth-clients/{clientId}': () => ({ requirePkce: false }),
+  'PUT /oauth-clients/{clientId}': () => ({ name: 'Matrix app, renamed', requirePkce: false }),
 };
 
