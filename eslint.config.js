@@ -1,4 +1,6 @@
 import js from '@eslint/js';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -7,11 +9,25 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    plugins: { 'import-x': importX },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       eqeqeq: ['error', 'smart'],
+      // A cycle makes the order of module start-up matter and hides which layer owns what
+      // (docs/architecture.md); type-only imports count too, as they tie the layers together.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // The outbox and the worker run job kinds without knowing them (the list is src/job-kinds.ts):
+      // modules import src/jobs to enqueue, so src/jobs importing a module would close a cycle of folders.
+      'import-x/no-restricted-paths': [
+        'error',
+        { zones: [{ target: './src/jobs', from: './src/modules', message: 'src/jobs must not import src/modules: list a job kind in src/job-kinds.ts' }] },
+      ],
     },
   },
   {

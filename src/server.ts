@@ -7,11 +7,12 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createRateLimiter } from './http/rate-limiter.js';
-import type { JobHandlers } from './jobs/types.js';
+import { jobKinds } from './job-kinds.js';
+import type { JobKind } from './jobs/kind.js';
 import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
 import { startPresence, writerName, type Presence } from './modules/processes/service.js';
-import { removeAbandonedWrites } from './modules/uploads/service.js';
+import { removeAbandonedWrites } from './modules/uploads/cleanup.js';
 import { createStorage, type Storage } from './storage/index.js';
 
 export interface RunningServer {
@@ -75,7 +76,7 @@ export async function startServer(config: Config, options: { sqliteFile?: string
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    const worker = options.worker ? startWorker(ctx, { log: app.log }) : undefined;
+    const worker = options.worker ? startWorker(ctx, { kinds: jobKinds, log: app.log }) : undefined;
     return {
       app,
       db,
@@ -99,11 +100,11 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** A process that only runs jobs (`formwork worker`), with handlers from the registry unless given. */
-export async function startWorkerProcess(config: Config, options: { handlers?: JobHandlers } = {}): Promise<RunningWorker> {
+/** A process that only runs jobs (`formwork worker`), of the application's kinds (job-kinds.ts) unless given others. */
+export async function startWorkerProcess(config: Config, options: { kinds?: readonly JobKind[] } = {}): Promise<RunningWorker> {
   const { ctx, close } = await openContext(config);
   const log = pino({ level: config.logLevel });
-  const worker = startWorker(ctx, { log, handlers: options.handlers });
+  const worker = startWorker(ctx, { kinds: options.kinds ?? jobKinds, log });
   log.info({ worker: worker.id }, 'worker started');
   return {
     ctx,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
@@ -28,7 +29,7 @@ describe(`turning encryption on and off (${dialectName})`, () => {
   before(async () => {
     app = await startTestApp();
     a = await app.account();
-    worker = startWorker(app.server.ctx, { pollMs: 50 });
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
   });
   after(async () => {
     await worker.stop();
@@ -93,6 +94,23 @@ describe(`turning encryption on and off (${dialectName})`, () => {
     const plainRead = await ok(a.get(`/forms/${form.id}/submissions?keyword=value7&data=true`), 'search without password');
     assert.equal(plainRead.submissions[0].data[String(t)].value, 'value7 marmot');
     assert.equal((await uniqueValues(form.id)).some((u) => u.value_norm.startsWith('h1:')), false);
+  });
+
+  it('carries the private key in a decryption job only until the job is done', async () => {
+    const { form } = await plainForm(3);
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
+    await waitFor('encryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
+    await waitFor('decryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    const jobs = await app.server.db.kysely.selectFrom('jobs').select(['payload', 'state']).where('kind', '=', 'forms.encryption-conversion').orderBy('id').execute();
+    const ofForm = jobs.map((j) => ({ ...j, payload: JSON.parse(j.payload) })).filter((j) => j.payload.formId === form.id);
+    assert.deepEqual(
+      ofForm.map((j) => [j.state, j.payload.direction, 'key' in j.payload]),
+      [
+        ['done', 'encrypt', false],
+        ['done', 'decrypt', false],
+      ],
+    );
   });
 
   it('resumes a conversion from its checkpoint after a crash, converting each row once', async () => {

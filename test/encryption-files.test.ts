@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { bytesUnder } from './support/disk.js';
@@ -137,14 +138,14 @@ for (const driver of ['local', 's3'] as const) {
 
       await ok(a.put(`/forms/${plain.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
       // Run the conversion and the removal of the plain copies, as the worker would.
-      while ((await createWorker(app.server.ctx).runDue()) > 0);
+      while ((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) > 0);
       assert.equal((await ok(a.get(`/forms/${plain.id}`))).encryptionState, null);
       assert.ok(!storedBytes().includes(needle), 'no plain copy is left');
       assert.equal((await download()).status, 401);
       assert.deepEqual(Buffer.from(await (await download(withPassword.headers)).arrayBuffer()), content);
 
       await ok(a.put(`/forms/${plain.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
-      while ((await createWorker(app.server.ctx).runDue()) > 0);
+      while ((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) > 0);
       const after = await ok(a.get(`/forms/${plain.id}`));
       assert.equal(after.isEncrypted, false);
       assert.deepEqual(Buffer.from(await (await download()).arrayBuffer()), content, 'plain again, no password needed');

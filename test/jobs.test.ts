@@ -2,19 +2,25 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Type, type TUnknown } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { ConfigError, loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { transact } from '../src/db/transaction.js';
+import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
 import { enqueue } from '../src/jobs/outbox.js';
 import { listenForJobs } from '../src/jobs/repository.js';
-import type { JobHandlers } from '../src/jobs/types.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
-import { TEST_TABLES_SQL, testHandlers } from './support/job-handlers.js';
+import { batchesJob, spreadJob, TEST_TABLES_SQL, testKinds } from './support/job-handlers.js';
 
 const HOUR = 60 * 60 * 1000;
+
+/** A kind of the tests' own, of any payload; its handler does nothing unless given one. */
+function testJob(name: string, options: Partial<Omit<JobKindDefinition<TUnknown>, 'name' | 'payload'>> = {}) {
+  return defineJob({ name, payload: Type.Unknown(), handler: async () => {}, ...options });
+}
 
 /** Waits for a condition that other processes or workers bring about; the limit only keeps a broken run from hanging. */
 async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, limitMs = 60_000): Promise<T> {
@@ -55,15 +61,16 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('runs a job only if the transaction that enqueued it commits', async () => {
     const ran: unknown[] = [];
-    const worker = createWorker(ctx, { handlers: { 'test.note': async (_ctx, j) => void ran.push(j.payload) } });
+    const note = testJob('test.note', { handler: async (_ctx, j) => void ran.push(j.payload) });
+    const worker = createWorker(ctx, { kinds: [note] });
     await assert.rejects(
       transact(ctx.db, async (trx) => {
-        await enqueue(trx, { kind: 'test.note', payload: 'rolled back' });
+        await enqueue(trx, note, 'rolled back');
         throw new Error('the change fails');
       }),
       /the change fails/,
     );
-    const id = await transact(ctx.db, (trx) => enqueue(trx, { kind: 'test.note', payload: 'committed' }));
+    const id = await transact(ctx.db, (trx) => enqueue(trx, note, 'committed'));
     assert.equal(await worker.runDue(), 1);
     assert.deepEqual(ran, ['committed']);
     assert.deepEqual(
@@ -74,9 +81,10 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('runs a due job once, marks it done and logs the run', async () => {
     const seen: unknown[] = [];
-    const worker = createWorker(ctx, { handlers: { 'test.once': async (_ctx, j) => void seen.push({ ...j }) } });
+    const once = testJob('test.once', { handler: async (_ctx, j) => void seen.push({ ...j }) });
+    const worker = createWorker(ctx, { kinds: [once] });
     const payload = { formId: 7, keys: ['a', 'b'], nested: { ok: true } };
-    const id = await enqueue(ctx.db, { kind: 'test.once', payload });
+    const id = await enqueue(ctx.db, once, payload);
     assert.equal(await worker.runDue(), 1);
     assert.equal(await worker.runDue(), 0, 'a done job does not run again');
     assert.deepEqual(seen, [{ id, kind: 'test.once', payload, progress: undefined, attempt: 1 }]);
@@ -95,8 +103,9 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('waits for run_at, read from the context clock', async () => {
     let ran = 0;
-    const worker = createWorker(ctx, { handlers: { 'test.later': async () => void ran++ } });
-    const id = await enqueue(ctx.db, { kind: 'test.later', payload: {}, runAt: ctx.clock.now() + 2 * HOUR });
+    const later = testJob('test.later', { handler: async () => void ran++ });
+    const worker = createWorker(ctx, { kinds: [later] });
+    const id = await enqueue(ctx.db, later, {}, { runAt: ctx.clock.now() + 2 * HOUR });
     assert.equal(await worker.runDue(), 0);
     ctx.clock.advance(2 * HOUR - 60_000);
     assert.equal(await worker.runDue(), 0, 'a minute early');
@@ -109,15 +118,15 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('retries a failing job with growing delays, then marks it failed with its error', async () => {
     let calls = 0;
-    const worker = createWorker(ctx, {
-      handlers: {
-        'test.fail': async () => {
-          calls++;
-          throw new Error(`remote answered 503 (call ${calls})`);
-        },
+    const fail = testJob('test.fail', {
+      maxAttempts: 3,
+      handler: async () => {
+        calls++;
+        throw new Error(`remote answered 503 (call ${calls})`);
       },
     });
-    const id = await enqueue(ctx.db, { kind: 'test.fail', payload: {}, maxAttempts: 3 });
+    const worker = createWorker(ctx, { kinds: [fail] });
+    const id = await enqueue(ctx.db, fail, {});
     const delays: number[] = [];
     for (let attempt = 1; attempt <= 2; attempt++) {
       assert.equal(await worker.runDue(), 1);
@@ -153,9 +162,9 @@ describe(`background jobs (${dialectName})`, () => {
   });
 
   it('fails a job of a kind that has no handler, saying so', async () => {
-    const worker = createWorker(ctx, { handlers: {} });
-    const once = await enqueue(ctx.db, { kind: 'test.nobody', payload: {}, maxAttempts: 1 });
-    const retried = await enqueue(ctx.db, { kind: 'test.nobody', payload: {} });
+    const worker = createWorker(ctx, { kinds: [] });
+    const once = await enqueue(ctx.db, testJob('test.nobody', { maxAttempts: 1 }), {});
+    const retried = await enqueue(ctx.db, testJob('test.nobody'), {});
     assert.equal(await worker.runDue(), 2);
     const failed = await job(once);
     assert.equal(failed.state, 'failed');
@@ -168,13 +177,91 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(waiting.last_error, 'No handler for job kind "test.nobody"');
   });
 
+  it("fails a job whose stored payload does not match its kind's schema at once, without running its handler", async () => {
+    const ran: string[][] = [];
+    const strict = defineJob({ name: 'test.strict', payload: Type.Object({ keys: Type.Array(Type.String()) }), handler: async (_ctx, j) => void ran.push(j.payload.keys) });
+    const worker = createWorker(ctx, { kinds: [strict] });
+    // Written as another version of the code might have: the same kind, a payload this one refuses.
+    const id = await enqueue(ctx.db, testJob('test.strict'), { keys: 'a.txt' });
+    assert.equal(await worker.runDue(), 1);
+    assert.deepEqual(ran, []);
+    const row = await job(id);
+    assert.equal(row.state, 'failed', 'not retried: every attempt would read the same payload');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.max_attempts, 5);
+    assert.equal(row.last_error, "The payload of this test.strict job does not match its kind's schema (payload/keys: Expected array)");
+    assert.deepEqual(
+      (await runs(id)).map((r) => [r.attempt, r.outcome, r.error]),
+      [[1, 'failed', row.last_error]],
+    );
+
+    const fits = await enqueue(ctx.db, strict, { keys: ['a.txt'] });
+    assert.equal(await worker.runDue(), 1);
+    assert.deepEqual(ran, [['a.txt']]);
+    assert.equal((await job(fits)).state, 'done');
+    // Checked by the compiler (npm run typecheck): enqueue takes the payload its kind declares, and nothing else.
+    const _typed = async () => {
+      // @ts-expect-error keys are strings
+      await enqueue(ctx.db, strict, { keys: [1] });
+      // @ts-expect-error a property the kind does not declare
+      await enqueue(ctx.db, strict, { keys: [], extra: true });
+      // @ts-expect-error no payload
+      await enqueue(ctx.db, strict);
+    };
+  });
+
+  it('retries with the attempts and backoff that its kind declares', async () => {
+    const flaky = testJob('test.flaky', {
+      maxAttempts: 2,
+      backoff: { baseMs: 1000, maxMs: 1000 },
+      handler: async () => {
+        throw new Error('not yet');
+      },
+    });
+    const worker = createWorker(ctx, { kinds: [flaky] });
+    const id = await enqueue(ctx.db, flaky, {});
+    assert.equal((await job(id)).max_attempts, 2);
+    assert.equal(await worker.runDue(), 1);
+    const delay = (await job(id)).run_at - (await runs(id))[0]!.finished_at!;
+    assert.ok(delay >= 500 && delay <= 1000, `delay ${delay}`);
+    ctx.clock.advance(delay);
+    assert.equal(await worker.runDue(), 1);
+    const row = await job(id);
+    assert.equal(row.state, 'failed');
+    assert.equal(row.attempts, 2);
+  });
+
+  it('schedules the kinds that declare themselves recurring, one at a time, every so often', async () => {
+    let ran = 0;
+    const chore = defineJob({ name: 'test.chore', payload: Type.Object({}), maxAttempts: 2, recurring: { everyMs: 2 * HOUR }, handler: async () => void ran++ });
+    const worker = createWorker(ctx, { kinds: [chore] });
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(ran, 1);
+    ctx.clock.advance(HOUR);
+    assert.equal(await worker.runDue(), 0, 'it ran within the last two hours');
+    ctx.clock.advance(HOUR + 1);
+    assert.equal(await worker.runDue(), 1);
+    assert.equal(ran, 2);
+    const rows = await ctx.db.selectFrom('jobs').select(['payload', 'max_attempts', 'state']).where('kind', '=', 'test.chore').execute();
+    assert.deepEqual(rows, [1, 2].map(() => ({ payload: '{}', max_attempts: 2, state: 'done' })));
+    assert.equal(await createWorker(ctx, { kinds: [] }).runDue(), 0, 'a worker not given the kind does not schedule it');
+  });
+
+  it('refuses job kinds that could not run as defined', () => {
+    const handler = async () => {};
+    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({ n: Type.Integer() }), recurring: { everyMs: HOUR }, handler }), /test\.bad: a recurring kind is enqueued with the payload \{\}, which its schema refuses/);
+    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({}), maxAttempts: 0, handler }), /test\.bad: maxAttempts must be a whole number of at least 1, got 0/);
+    assert.throws(() => defineJob({ name: '', payload: Type.Object({}), handler }), /needs a name/);
+    assert.throws(() => createWorker(ctx, { kinds: [testJob('test.twice'), testJob('test.twice')] }), /two job kinds are named "test.twice"/);
+  });
+
   it('takes over a job whose lease ran out and resumes it from its last checkpoint', async () => {
     const processed: number[] = [];
     const hung = deferred();
     const release = deferred();
     let lateCheckpoint: unknown;
-    const handlers: JobHandlers = {
-      async 'test.resume'(_ctx, j, tools) {
+    const resume = testJob('test.resume', {
+      async handler(_ctx, j, tools) {
         const start = (j.progress as { next: number } | undefined)?.next ?? 0;
         for (let i = start; i < 6; i++) {
           processed.push(i);
@@ -191,10 +278,10 @@ describe(`background jobs (${dialectName})`, () => {
           }
         }
       },
-    };
-    const first = createWorker(ctx, { handlers, leaseMs: 60_000 });
-    const second = createWorker(ctx, { handlers, leaseMs: 60_000 });
-    const id = await enqueue(ctx.db, { kind: 'test.resume', payload: {} });
+    });
+    const first = createWorker(ctx, { kinds: [resume], leaseMs: 60_000 });
+    const second = createWorker(ctx, { kinds: [resume], leaseMs: 60_000 });
+    const id = await enqueue(ctx.db, resume, {});
     const firstRun = first.runDue();
     await hung.promise;
     assert.equal(await second.runDue(), 0, 'the lease still holds');
@@ -222,22 +309,21 @@ describe(`background jobs (${dialectName})`, () => {
   it('lets a stopping worker finish its jobs, and puts back the ones it must abort without counting the attempt', async () => {
     const started = deferred();
     const finish = deferred();
-    const worker = createWorker(ctx, {
-      concurrency: 2,
-      graceMs: 200,
-      handlers: {
-        'test.quick': async () => {
-          await finish.promise;
-        },
-        'test.endless': (_ctx, _j, tools) =>
-          new Promise((_resolve, reject) => {
-            started.resolve();
-            tools.signal.addEventListener('abort', () => reject(tools.signal.reason));
-          }),
+    const quickJob = testJob('test.quick', {
+      handler: async () => {
+        await finish.promise;
       },
     });
-    const quick = await enqueue(ctx.db, { kind: 'test.quick', payload: {} });
-    const endless = await enqueue(ctx.db, { kind: 'test.endless', payload: {} });
+    const endlessJob = testJob('test.endless', {
+      handler: (_ctx, _j, tools) =>
+        new Promise((_resolve, reject) => {
+          started.resolve();
+          tools.signal.addEventListener('abort', () => reject(tools.signal.reason));
+        }),
+    });
+    const worker = createWorker(ctx, { concurrency: 2, graceMs: 200, kinds: [quickJob, endlessJob] });
+    const quick = await enqueue(ctx.db, quickJob, {});
+    const endless = await enqueue(ctx.db, endlessJob, {});
     worker.start();
     await started.promise;
     await waitFor('both jobs to be claimed', async () => (await job(quick)).state === 'running');
@@ -253,20 +339,21 @@ describe(`background jobs (${dialectName})`, () => {
       (await runs(endless)).map((r) => [r.attempt, r.outcome]),
       [[1, 'interrupted']],
     );
-    const next = createWorker(ctx, { handlers: { 'test.endless': async () => {} } });
+    const next = createWorker(ctx, { kinds: [testJob('test.endless')] });
     assert.equal(await next.runDue(), 1);
     assert.equal((await job(endless)).attempts, 1);
   });
 
   it('wakes a started worker when this process enqueues a job, without waiting for the next poll', async () => {
     const ran: number[] = [];
-    const worker = createWorker(ctx, { pollMs: 3_600_000, handlers: { 'test.wake': async (_ctx, j) => void ran.push(j.payload as number) } });
+    const wake = defineJob({ name: 'test.wake', payload: Type.Number(), handler: async (_ctx, j) => void ran.push(j.payload) });
+    const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [wake] });
     try {
       worker.start();
       // The first is found by the first look; the second, enqueued after it, only by a wake-up (the next poll is an hour away).
-      await enqueue(ctx.db, { kind: 'test.wake', payload: 1 });
+      await enqueue(ctx.db, wake, 1);
       await waitFor('the first job', async () => ran.length === 1);
-      await transact(ctx.db, (trx) => enqueue(trx, { kind: 'test.wake', payload: 2 }));
+      await transact(ctx.db, (trx) => enqueue(trx, wake, 2));
       await waitFor('the second job', async () => ran.length === 2);
       assert.deepEqual(ran, [1, 2]);
     } finally {
@@ -276,15 +363,16 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('notifies listeners of other connections when an enqueue commits, and not when it rolls back (PostgreSQL)', { skip: dialectName !== 'postgres', timeout: 30_000 }, async () => {
     const notified = deferred<number>();
+    const notify = testJob('test.notify');
     const listener = await listenForJobs(ctx.config.databaseUrl!, (jobId) => notified.resolve(jobId), () => {});
     try {
       await assert.rejects(
         transact(ctx.db, async (trx) => {
-          await enqueue(trx, { kind: 'test.notify', payload: 1 });
+          await enqueue(trx, notify, 1);
           throw new Error('rolled back');
         }),
       );
-      const committed = await transact(ctx.db, (trx) => enqueue(trx, { kind: 'test.notify', payload: 2 }));
+      const committed = await transact(ctx.db, (trx) => enqueue(trx, notify, 2));
       // Notifications arrive in commit order: one from the rollback would have come first.
       assert.equal(await notified.promise, committed);
     } finally {
@@ -359,7 +447,7 @@ describe(`worker processes (${dialectName})`, () => {
       await Promise.all(children.map((c) => c.printed('ready')));
       for (let batch = 0; batch < total; batch += 50) {
         await transact(ctx.db, async (trx) => {
-          for (let n = batch; n < batch + 50; n++) await enqueue(trx, { kind: 'test.spread', payload: { n } });
+          for (let n = batch; n < batch + 50; n++) await enqueue(trx, spreadJob, { n });
         });
       }
       await waitFor('every job to be done', async () => {
@@ -390,7 +478,7 @@ describe(`worker processes (${dialectName})`, () => {
   });
 
   it('finishes the job of a worker process killed halfway, from its checkpoint, without redoing or skipping a batch', async () => {
-    const id = await enqueue(ctx.db, { kind: 'test.batches', payload: { batches: 12, pauseAt: 5 } });
+    const id = await enqueue(ctx.db, batchesJob, { batches: 12, pauseAt: 5 });
     const child = startChild();
     try {
       // The child prints "paused" from inside the uncommitted transaction of batch 5.
@@ -406,7 +494,7 @@ describe(`worker processes (${dialectName})`, () => {
     assert.equal(held.state, 'running');
     assert.equal(held.progress, JSON.stringify({ next: 5 }));
 
-    const worker = createWorker(ctx, { handlers: testHandlers });
+    const worker = createWorker(ctx, { kinds: testKinds });
     assert.equal(await worker.runDue(), 0, 'the dead worker still holds the lease');
     ctx.clock.advance(ctx.config.jobLeaseSeconds * 1000 + 1000);
     assert.equal(await worker.runDue(), 1);
@@ -428,8 +516,8 @@ describe(`worker processes (${dialectName})`, () => {
   });
 
   it('runs the worker inside `serve`, which schedules the daily pruning of old finished jobs', async () => {
-    const old = await enqueue(ctx.db, { kind: 'test.old', payload: {} });
-    const recent = await enqueue(ctx.db, { kind: 'test.recent', payload: {} });
+    const old = await enqueue(ctx.db, testJob('test.old'), {});
+    const recent = await enqueue(ctx.db, testJob('test.recent'), {});
     const now = Date.now(); // the clock of the server started below, which no test moves
     await ctx.db.updateTable('jobs').set({ state: 'done', finished_at: now - 31 * 24 * HOUR }).where('id', '=', old).execute();
     await ctx.db.updateTable('jobs').set({ state: 'failed', finished_at: now - 29 * 24 * HOUR }).where('id', '=', recent).execute();
@@ -444,8 +532,8 @@ describe(`worker processes (${dialectName})`, () => {
       const left = await ctx.db.selectFrom('jobs').select('id').where('id', 'in', [old, recent]).execute();
       assert.deepEqual(left.map((r) => r.id), [recent]);
 
-      // A job enqueued in this process wakes the serve worker (its registry has no such kind, so it fails at once).
-      const id = await enqueue(server.ctx.db, { kind: 'test.unregistered', payload: {}, maxAttempts: 1 });
+      // A job enqueued in this process wakes the serve worker (the application has no such kind, so it fails at once).
+      const id = await enqueue(server.ctx.db, testJob('test.unregistered', { maxAttempts: 1 }), {});
       const failed = await waitFor('the job to be taken', async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
       assert.equal(failed.last_error, 'No handler for job kind "test.unregistered"');
     } finally {
@@ -460,7 +548,7 @@ describe(`worker processes (${dialectName})`, () => {
     try {
       await child.printed('worker started');
       for (const n of [1, 2]) {
-        const id = await enqueue(ctx.db, { kind: `test.not-in-the-registry-${n}`, payload: {}, maxAttempts: 1 });
+        const id = await enqueue(ctx.db, testJob(`test.not-in-the-registry-${n}`, { maxAttempts: 1 }), {});
         const failed = await waitFor(`the worker to take job ${n}`, async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
         assert.equal(failed.last_error, `No handler for job kind "test.not-in-the-registry-${n}"`);
         assert.match((await runs(id))[0]!.worker, new RegExp(`:${child.process.pid}:`));

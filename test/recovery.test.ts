@@ -6,9 +6,10 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { jobKinds } from '../src/job-kinds.js';
 import { enqueue } from '../src/jobs/outbox.js';
 import { createWorker } from '../src/jobs/worker.js';
-import { SWEEP_UPLOADS_JOB } from '../src/modules/uploads/jobs.js';
+import { sweepUploadsJob } from '../src/modules/uploads/jobs.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 // Processes killed with SIGKILL in the middle of work they hold, and what the processes that
@@ -324,8 +325,8 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
     it('has the upload sweep remove the temporary file of a process killed mid-upload, and the URL takes the upload at once', async () => {
       const upload = await issue();
       const dead = await killMidUpload(upload);
-      await enqueue(app.server.ctx.db, { kind: SWEEP_UPLOADS_JOB, payload: {} });
-      await createWorker(app.server.ctx).runDue();
+      await enqueue(app.server.ctx.db, sweepUploadsJob, {});
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
       assert.ok(!parts().includes(dead), 'the sweep removed it');
 
       const res = await fetch(at(app.url, upload.uploadUrl), { method: 'PUT', body: FILE });

@@ -3,8 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
-import { uploadUrlFor, sweepExpiredUploads } from '../src/modules/uploads/service.js';
+import { sweepExpiredUploads } from '../src/modules/uploads/cleanup.js';
+import { uploadUrlFor } from '../src/modules/uploads/service.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { filesUnder } from './support/disk.js';
 import { startS3, type TestS3 } from './support/s3.js';
@@ -377,7 +379,7 @@ for (const driver of ['local', 's3'] as const) {
       const row = await db.selectFrom('uploads').select('storage_key').where('file_key', '=', u!.fileKey).executeTakeFirstOrThrow();
       app.server.ctx.clock.advance(2 * HOUR + 1);
       // A fresh worker schedules its chores (uploads.sweep among them) and runs what is due.
-      await createWorker(app.server.ctx).runDue();
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
       assert.equal((await db.selectFrom('uploads').select('file_key').where('file_key', '=', u!.fileKey).execute()).length, 0);
       assert.ok(!stored().includes(row.storage_key), 'its object is gone');
       const sweeps = await db.selectFrom('jobs').select('state').where('kind', '=', 'uploads.sweep').execute();
@@ -399,7 +401,7 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal(edited.data.find((d: any) => d.field === ids.Files).displayValue, 'second.txt, third.txt');
       // Objects are removed by a job enqueued with the change: run what is due, as a worker would.
       assert.ok(stored().includes(firstObject), 'kept until the job runs');
-      assert.ok((await createWorker(app.server.ctx).runDue()) >= 1);
+      assert.ok((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) >= 1);
       assert.ok(!stored().includes(firstObject), 'the replaced file is removed');
       assert.ok(stored().includes(secondObject), 'the file sent again stays');
       assert.equal(Buffer.from(await (await download(created.id, ids.Files!, 1)).arrayBuffer()).toString(), 'third');
@@ -408,7 +410,7 @@ for (const driver of ['local', 's3'] as const) {
 
       const thirdObject = await objectOf(third);
       await ok(a.delete(`/submissions/${created.id}`), 'delete');
-      assert.ok((await createWorker(app.server.ctx).runDue()) >= 1);
+      assert.ok((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) >= 1);
       for (const key of [secondObject, thirdObject, signObject]) assert.ok(!stored().includes(key), `${key} is removed`);
       assert.equal((await db.selectFrom('uploads').select('file_key').where('submission_id', '=', created.id).execute()).length, 0);
       assert.equal((await download(created.id, ids.Files!)).status, 404);

@@ -190,16 +190,16 @@ export async function finishRun(db: Kysely<Database>, job: ClaimedJob, now: numb
   });
 }
 
-/**
- * Enqueues a job of kind unless one is waiting or running, or one finished within the
- * last `everyMs`: how the worker schedules its daily chores. Two workers checking at the
- * same moment on PostgreSQL may both insert; chores are idempotent, so that costs a run.
- */
 /** Replaces a job's payload: for handlers that must not leave a secret behind once it is used. */
 export async function replacePayload(db: Executor, jobId: number, payload: string): Promise<void> {
   await db.updateTable('jobs').set({ payload }).where('id', '=', jobId).execute();
 }
 
+/**
+ * Enqueues a job of kind unless one is waiting or running, or one finished within the
+ * last `everyMs`: how the worker schedules its recurring chores. Two workers checking at the
+ * same moment on PostgreSQL may both insert; chores are idempotent, so that costs a run.
+ */
 export async function scheduleRecurring(db: Executor, kind: string, now: number, everyMs: number, maxAttempts: number): Promise<boolean> {
   const recent = await db
     .selectFrom('jobs')

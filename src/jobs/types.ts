@@ -2,24 +2,26 @@ import type { AppContext } from '../context.js';
 import type { Executor } from '../db/transaction.js';
 
 /** What a handler is told about the job it runs. */
-export interface JobInfo {
+export interface JobInfo<P = unknown> {
   id: number;
   kind: string;
-  /** As given to enqueue, through JSON. */
-  payload: unknown;
+  /** As given to enqueue, through JSON, and checked against its kind's schema. */
+  payload: P;
   /** The last checkpoint of an earlier attempt, or undefined on a fresh start. */
   progress: unknown;
   /** 1 on the first run; interrupted runs (the worker stopped) are not counted. */
   attempt: number;
 }
 
-export interface JobTools {
+export interface JobTools<P = unknown> {
   /**
    * Saves progress (JSON) for a later attempt to resume from and renews the lease. Pass the
    * transaction of a batch's writes to commit the checkpoint with them: a batch is then
    * never done twice, and it fails (rolls back) if another worker has taken the job over.
    */
   checkpoint(progress: unknown, db?: Executor): Promise<void>;
+  /** Replaces the job's stored payload: for handlers that must not leave a secret behind once it is used. */
+  replacePayload(payload: P, db?: Executor): Promise<void>;
   /** Aborted when the worker stops (after its grace period) or the run has lost its lease. */
   signal: AbortSignal;
 }
@@ -28,6 +30,4 @@ export interface JobTools {
  * Runs one job. Runs are at least once: a handler may run again after it did its work
  * (the process died before it was recorded), so it must be idempotent.
  */
-export type JobHandler = (ctx: AppContext, job: JobInfo, tools: JobTools) => Promise<void>;
-
-export type JobHandlers = Readonly<Record<string, JobHandler>>;
+export type JobHandler<P = unknown> = (ctx: AppContext, job: JobInfo<P>, tools: JobTools<P>) => Promise<void>;

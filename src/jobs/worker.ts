@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
-import { jobHandlers, recurringJobs } from './handlers.js';
+import type { Backoff, JobKind } from './kind.js';
 import { onEnqueue } from './outbox.js';
-import { claimNext, finishRun, listenForJobs, reclaimExpired, saveProgress, scheduleRecurring, type ClaimedJob, type RunEnd } from './repository.js';
-import type { JobHandlers, JobTools } from './types.js';
+import { claimNext, finishRun, listenForJobs, reclaimExpired, replacePayload, saveProgress, scheduleRecurring, type ClaimedJob, type RunEnd } from './repository.js';
+import type { JobTools } from './types.js';
 
 /** What the worker logs through: pino (Fastify's app.log in `serve`) fits. */
 export interface WorkerLog {
@@ -14,16 +14,19 @@ export interface WorkerLog {
 }
 
 export interface WorkerOptions {
-  /** Handlers by kind; the registry (handlers.ts) unless given. */
-  handlers?: JobHandlers;
+  /**
+   * The kinds this worker runs (the application's list is src/job-kinds.ts); a job of any
+   * other kind fails, and is retried in case a worker that knows it takes it.
+   */
+  kinds: readonly JobKind[];
   /** Defaults: WORKER_POLL_MS, JOB_LEASE_SECONDS and WORKER_CONCURRENCY. */
   pollMs?: number;
   leaseMs?: number;
   concurrency?: number;
   /** How long stop() lets running handlers finish before aborting them (10 s). */
   graceMs?: number;
-  /** Retry delays: baseMs after the first failure, doubling, at most maxMs (10 s and 1 h). */
-  backoff?: { baseMs: number; maxMs: number };
+  /** Retry delays of kinds that set none: baseMs after the first failure, doubling, at most maxMs (10 s and 1 h). */
+  backoff?: Backoff;
   log?: WorkerLog;
 }
 
@@ -54,6 +57,9 @@ class WorkerStopping extends Error {
   }
 }
 
+/** A stored payload that its kind's schema refuses: no attempt would do better, so the job fails at once. */
+class PayloadRefused extends Error {}
+
 class LeaseLost extends Error {
   constructor(jobId: number) {
     super(`Job ${jobId} is no longer held by this run (its lease ran out and it may have been taken over)`);
@@ -63,7 +69,7 @@ class LeaseLost extends Error {
 const silentLog: WorkerLog = { info() {}, warn() {}, error() {} };
 
 /** Equal jitter: between half and all of an exponentially growing delay, so retries of many jobs spread out and each delay is longer than the one before. */
-export function retryDelay(attempt: number, backoff: { baseMs: number; maxMs: number }, random = Math.random()): number {
+export function retryDelay(attempt: number, backoff: Backoff, random = Math.random()): number {
   const ceiling = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(attempt - 1, 40));
   return Math.round(ceiling / 2 + (random * ceiling) / 2);
 }
@@ -88,12 +94,12 @@ interface Run {
 
 class JobWorker implements Worker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  private readonly handlers: JobHandlers;
+  private readonly kinds: ReadonlyMap<string, JobKind>;
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly graceMs: number;
-  private readonly backoff: { baseMs: number; maxMs: number };
+  private readonly backoff: Backoff;
   private readonly log: WorkerLog;
   private readonly runs = new Map<number, Run>();
   private started = false;
@@ -110,7 +116,12 @@ class JobWorker implements Worker {
     private readonly ctx: AppContext,
     options: WorkerOptions,
   ) {
-    this.handlers = options.handlers ?? jobHandlers;
+    const kinds = new Map<string, JobKind>();
+    for (const kind of options.kinds) {
+      if (kinds.has(kind.name)) throw new Error(`createWorker: two job kinds are named "${kind.name}"`);
+      kinds.set(kind.name, kind);
+    }
+    this.kinds = kinds;
     this.pollMs = options.pollMs ?? ctx.config.workerPollMs;
     this.leaseMs = options.leaseMs ?? ctx.config.jobLeaseSeconds * 1000;
     this.concurrency = options.concurrency ?? ctx.config.workerConcurrency;
@@ -230,8 +241,8 @@ class JobWorker implements Worker {
     if (reclaimed.length > 0) this.log.warn({ worker: this.id, jobs: reclaimed }, 'took back jobs whose lease ran out');
     if (now >= this.nextScheduleCheck) {
       this.nextScheduleCheck = now + SCHEDULE_CHECK_MS;
-      for (const chore of recurringJobs) {
-        if (Object.hasOwn(this.handlers, chore.kind)) await scheduleRecurring(this.ctx.db, chore.kind, now, chore.everyMs, chore.maxAttempts);
+      for (const kind of this.kinds.values()) {
+        if (kind.recurring) await scheduleRecurring(this.ctx.db, kind.name, now, kind.recurring.everyMs, kind.maxAttempts);
       }
     }
   }
@@ -273,25 +284,30 @@ class JobWorker implements Worker {
         }
         holdLease();
       },
+      async replacePayload(payload: unknown, db = ctx.db) {
+        await replacePayload(db, job.id, JSON.stringify(payload ?? null));
+      },
     };
 
     // One time for the end of the run: the retry delay is counted from when it is logged.
     let ended: number | undefined;
     const endedAt = () => (ended ??= ctx.clock.now());
+    const kind = this.kinds.get(job.kind);
     let end: RunEnd;
     try {
-      const handler = Object.hasOwn(this.handlers, job.kind) ? this.handlers[job.kind] : undefined;
-      if (!handler) throw new Error(`No handler for job kind "${job.kind}"`);
-      const payload: unknown = JSON.parse(job.payload);
+      if (!kind) throw new Error(`No handler for job kind "${job.kind}"`);
+      const checked = kind.check(JSON.parse(job.payload));
+      if (!checked.ok) throw new PayloadRefused(checked.error);
       const progress: unknown = job.progress === null ? undefined : JSON.parse(job.progress);
-      await handler(ctx, { id: job.id, kind: job.kind, payload, progress, attempt: job.attempts }, tools);
+      await kind.handler(ctx, { id: job.id, kind: job.kind, payload: checked.payload, progress, attempt: job.attempts }, tools);
       end = { outcome: 'done' };
     } catch (error) {
       const message = errorMessage(error);
       if (signal.aborted && signal.reason instanceof WorkerStopping) {
         end = { outcome: 'interrupted', error: signal.reason.message };
       } else {
-        const retryAt = job.attempts >= job.max_attempts ? null : endedAt() + retryDelay(job.attempts, this.backoff);
+        const final = error instanceof PayloadRefused || job.attempts >= job.max_attempts;
+        const retryAt = final ? null : endedAt() + retryDelay(job.attempts, kind?.backoff ?? this.backoff);
         end = { outcome: 'failed', error: message, retryAt };
         const details = { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, err: error };
         if (retryAt === null) this.log.error(details, 'job failed for good');
@@ -313,12 +329,12 @@ class JobWorker implements Worker {
 }
 
 /** A worker that does nothing until start() or runDue(). */
-export function createWorker(ctx: AppContext, options: WorkerOptions = {}): Worker {
+export function createWorker(ctx: AppContext, options: WorkerOptions): Worker {
   return new JobWorker(ctx, options);
 }
 
 /** A worker that polls and runs jobs until stopped. */
-export function startWorker(ctx: AppContext, options: WorkerOptions = {}): Worker {
+export function startWorker(ctx: AppContext, options: WorkerOptions): Worker {
   const worker = createWorker(ctx, options);
   worker.start();
   return worker;

@@ -1,23 +1,25 @@
+import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { JobHandlers } from '../../src/jobs/types.js';
+import { defineJob, type JobKind } from '../../src/jobs/kind.js';
 
-/** Tables the handlers below write to, made by the test in its own database. */
+/** Tables the jobs below write to, made by the test in its own database. */
 export const TEST_TABLES_SQL = [
   'CREATE TABLE job_test_batches (job_id integer NOT NULL, batch integer NOT NULL, attempt integer NOT NULL)',
   'CREATE TABLE job_test_spread (n integer NOT NULL, worker_pid integer NOT NULL)',
 ];
 
-/** Handlers of the jobs that test/jobs.test.ts runs in worker processes (test/support/job-worker-child.ts). */
-export const testHandlers: JobHandlers = {
-  /**
-   * Works like the long jobs that encrypt a form's submissions: batch after batch, each
-   * batch's writes committed together with the checkpoint that says it is done. One row
-   * per batch in job_test_batches: a batch done twice shows as two rows. On its first
-   * attempt it stops inside the transaction of batch `pauseAt`, prints "paused" and waits
-   * there, for the test to kill the process.
-   */
-  async 'test.batches'(ctx, job, tools) {
-    const { batches, pauseAt } = job.payload as { batches: number; pauseAt: number };
+/**
+ * Works like the long jobs that encrypt a form's submissions: batch after batch, each
+ * batch's writes committed together with the checkpoint that says it is done. One row
+ * per batch in job_test_batches: a batch done twice shows as two rows. On its first
+ * attempt it stops inside the transaction of batch `pauseAt`, prints "paused" and waits
+ * there, for the test to kill the process.
+ */
+export const batchesJob = defineJob({
+  name: 'test.batches',
+  payload: Type.Object({ batches: Type.Integer(), pauseAt: Type.Integer() }),
+  async handler(ctx, job, tools) {
+    const { batches, pauseAt } = job.payload;
     const start = (job.progress as { next: number } | undefined)?.next ?? 0;
     for (let batch = start; batch < batches; batch++) {
       await ctx.db.transaction().execute(async (trx) => {
@@ -30,10 +32,16 @@ export const testHandlers: JobHandlers = {
       });
     }
   },
+});
 
-  /** Notes which process ran job n. */
-  async 'test.spread'(ctx, job) {
-    const { n } = job.payload as { n: number };
-    await sql`INSERT INTO job_test_spread (n, worker_pid) VALUES (${n}, ${process.pid})`.execute(ctx.db);
+/** Notes which process ran job n. */
+export const spreadJob = defineJob({
+  name: 'test.spread',
+  payload: Type.Object({ n: Type.Integer() }),
+  async handler(ctx, job) {
+    await sql`INSERT INTO job_test_spread (n, worker_pid) VALUES (${job.payload.n}, ${process.pid})`.execute(ctx.db);
   },
-};
+});
+
+/** The kinds that test/jobs.test.ts runs in worker processes (test/support/job-worker-child.ts). */
+export const testKinds: readonly JobKind[] = [batchesJob, spreadJob];

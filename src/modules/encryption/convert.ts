@@ -1,22 +1,25 @@
 import type { AppContext } from '../../context.js';
 import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { replacePayload } from '../../jobs/repository.js';
-import { enqueue } from '../../jobs/outbox.js';
-import type { JobHandler } from '../../jobs/types.js';
+import { defineJob } from '../../jobs/kind.js';
 import * as formsRepo from '../forms/repository.js';
 import { convertBatch, submissionsDeps, type SubmissionsDeps } from '../submissions/service.js';
-import { conversionKey, conversionKeyAad, type ConversionPayload } from './service.js';
+import { ConversionPayload, conversionKey, conversionKeyAad } from './service.js';
 
-/** The job that seals or opens a form's existing submissions after encryption was turned on or off. */
-export const CONVERSION_JOB = 'forms.encryption-conversion';
-
-export const conversionHandler: JobHandler = (ctx, job, tools) =>
-  runConversion(ctx, job.payload as ConversionPayload, job.progress, (progress, trx) => tools.checkpoint(progress, trx), job.id);
-
-export async function enqueueConversion(db: Executor, payload: ConversionPayload): Promise<void> {
-  await enqueue(db, { kind: CONVERSION_JOB, payload, maxAttempts: 25 });
-}
+/** Seals or opens a form's existing submissions after encryption was turned on or off. */
+export const conversionJob = defineJob({
+  name: 'forms.encryption-conversion',
+  payload: ConversionPayload,
+  maxAttempts: 25,
+  handler: (ctx, job, tools) =>
+    runConversion(
+      ctx,
+      job.payload,
+      job.progress,
+      (progress, trx) => tools.checkpoint(progress, trx),
+      (trx) => tools.replacePayload({ ...job.payload, key: undefined }, trx),
+    ),
+});
 
 interface Progress {
   after?: number;
@@ -34,7 +37,7 @@ export async function runConversion(
   payload: ConversionPayload,
   progress: unknown,
   checkpoint: (progress: Progress, trx: Executor) => Promise<void>,
-  jobId?: number,
+  forgetKey?: (trx: Executor) => Promise<void>,
 ): Promise<void> {
   let deps = depsByContext.get(ctx);
   if (!deps) {
@@ -53,6 +56,6 @@ export async function runConversion(
   await transact(ctx.db, async (trx) => {
     await formsRepo.finishEncryptionChange(trx, payload.formId, payload.direction);
     // A decryption's job carried the form's private key: it is not kept once the work is done.
-    if (jobId !== undefined && payload.key !== undefined) await replacePayload(trx, jobId, JSON.stringify({ ...payload, key: undefined }));
+    if (payload.key !== undefined) await forgetKey?.(trx);
   });
 }

@@ -1,3 +1,4 @@
+import { Type, type Static } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { encryptWith, exportPrivateKey, newFormKeys, serviceKey, wrapFormKey } from '../../crypto/envelope.js';
 import type { FormRow, FormUpdate } from '../../db/schema.js';
@@ -10,14 +11,15 @@ export interface EncryptionInput {
   newEncryptionPassword?: string;
 }
 
-/** A job that converts a form's existing submissions; see convert.ts. */
-export interface ConversionPayload {
-  formId: number;
-  accountId: number;
-  direction: 'encrypt' | 'decrypt';
+/** The payload of the job that converts a form's existing submissions; see convert.ts. */
+export const ConversionPayload = Type.Object({
+  formId: Type.Integer(),
+  accountId: Type.Integer(),
+  direction: Type.Union([Type.Literal('encrypt'), Type.Literal('decrypt')]),
   /** decrypt only: the private key, wrapped with a key derived from SECRET_KEY (base64). */
-  key?: string;
-}
+  key: Type.Optional(Type.String()),
+});
+export type ConversionPayload = Static<typeof ConversionPayload>;
 
 export interface EncryptionPlan {
   update: Pick<FormUpdate, 'is_encrypted' | 'encryption_key' | 'encryption_state'>;

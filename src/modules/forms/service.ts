@@ -5,8 +5,9 @@ import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { enqueue } from '../../jobs/outbox.js';
 import { encryptionOfNewForm, planEncryptionChange } from '../encryption/service.js';
-import { enqueueConversion } from '../encryption/convert.js';
+import { conversionJob } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import type { VersionedCache } from '../../http/versioned-cache.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
@@ -151,7 +152,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
       ...encryption?.update,
       updated_at: Date.now(),
     });
-    if (encryption?.conversion) await enqueueConversion(trx, encryption.conversion);
+    if (encryption?.conversion) await enqueue(trx, conversionJob, encryption.conversion);
     return toForm(ctx, row);
   });
 }

@@ -3,7 +3,8 @@ import { Readable } from 'node:stream';
 import { seal } from '../../crypto/envelope.js';
 import { transact } from '../../db/transaction.js';
 import { fileAad } from '../encryption/keys.js';
-import { enqueueFileRemoval } from '../uploads/jobs.js';
+import { enqueue } from '../../jobs/outbox.js';
+import { removeFilesJob } from '../uploads/jobs.js';
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database, UploadRow } from '../../db/schema.js';
@@ -275,7 +276,7 @@ export async function discardInline(ctx: AppContext, plan: FilePlan): Promise<vo
     await ctx.storage.deleteMany(keys);
   } catch {
     // No row names these objects, so the sweep would never find them: the outbox keeps trying.
-    await transact(ctx.db, (trx) => enqueueFileRemoval(trx, keys));
+    await transact(ctx.db, (trx) => enqueue(trx, removeFilesJob, { keys }));
   }
 }
 

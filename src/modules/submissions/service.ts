@@ -14,7 +14,8 @@ import { TYPE_RULES } from '../fields/types.js';
 import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
-import { enqueueFileRemoval } from '../uploads/jobs.js';
+import { enqueue } from '../../jobs/outbox.js';
+import { removeFilesJob } from '../uploads/jobs.js';
 import { commitFileMoves, convertFiles, discardCopies, openDownload, type Download } from '../uploads/service.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
@@ -395,7 +396,8 @@ async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, 
     return await deps.write(async (trx) => {
       await checkUnique(trx, def, write, id);
       const updated = await repo.updateSubmission(trx, ctx.dialect, accountId, row, write);
-      await enqueueFileRemoval(trx, await commitFiles(trx, accountId, files.plan, id, ctx.clock.now()));
+      const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
+      if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
       await noteChange(trx, def, accountId, 0);
       return toSubmission(def, updated, data);
     });
@@ -415,7 +417,7 @@ export async function deleteSubmission(deps: SubmissionsDeps, accountId: number,
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
     await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
     // The objects go once this commits, through the outbox.
-    await enqueueFileRemoval(trx, objects);
+    if (objects.length > 0) await enqueue(trx, removeFilesJob, { keys: objects });
     return { id, formId: row.form_id, deleted: true };
   });
 }

@@ -1,24 +1,30 @@
-import type { Executor } from '../../db/transaction.js';
-import { enqueue } from '../../jobs/outbox.js';
-import type { JobHandler } from '../../jobs/types.js';
-import { removeAbandonedWrites, removeStoredFiles, sweepExpiredUploads } from './service.js';
+import { Type } from '@sinclair/typebox';
+import { defineJob } from '../../jobs/kind.js';
+import { removeAbandonedWrites, removeStoredFiles, sweepExpiredUploads } from './cleanup.js';
 
-/** Removes stored objects whose rows a committed change deleted (a submission, replaced files). */
-export const REMOVE_FILES_JOB = 'uploads.remove-files';
+/**
+ * Removes stored objects whose rows a committed change deleted (a submission, replaced
+ * files): enqueued in the transaction that lets go of them, so they go once it commits.
+ */
+export const removeFilesJob = defineJob({
+  name: 'uploads.remove-files',
+  payload: Type.Object({ keys: Type.Array(Type.String()) }),
+  maxAttempts: 10,
+  handler: (ctx, job) => removeStoredFiles(ctx, job.payload.keys),
+});
+
 /**
  * Removes uploads that no submission claimed once their URL expired, and the temporary
- * files of processes that stopped mid-write (recurring, see jobs/handlers.ts).
+ * files of processes that stopped mid-write.
  */
-export const SWEEP_UPLOADS_JOB = 'uploads.sweep';
-
-export const removeFilesHandler: JobHandler = (ctx, job) => removeStoredFiles(ctx, job.payload as { keys: string[] });
-
-export const sweepUploadsHandler: JobHandler = async (ctx) => {
-  await sweepExpiredUploads(ctx);
-  await removeAbandonedWrites(ctx);
-};
-
-/** In the transaction that lets go of the files: their objects go once it commits. */
-export async function enqueueFileRemoval(db: Executor, keys: string[]): Promise<void> {
-  if (keys.length > 0) await enqueue(db, { kind: REMOVE_FILES_JOB, payload: { keys }, maxAttempts: 10 });
-}
+export const sweepUploadsJob = defineJob({
+  name: 'uploads.sweep',
+  payload: Type.Object({}),
+  maxAttempts: 3,
+  // Upload URLs expire after 2 hours; this bounds how long after that their files stay.
+  recurring: { everyMs: 10 * 60 * 1000 },
+  async handler(ctx) {
+    await sweepExpiredUploads(ctx);
+    await removeAbandonedWrites(ctx);
+  },
+});

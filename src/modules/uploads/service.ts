@@ -6,15 +6,15 @@ import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { AppError, BadRequestError, ConflictError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { enqueue } from '../../jobs/outbox.js';
 import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
 import { ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../../storage/types.js';
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
-import { writerProcess } from '../processes/service.js';
 import type { FileRef } from '../submissions/values.js';
-import { enqueueFileRemoval } from './jobs.js';
+import { removeFilesJob } from './jobs.js';
 import * as repo from './repository.js';
 import { contentTypeOf, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
 import type { UploadUrls } from './schemas.js';
@@ -149,52 +149,6 @@ export async function receiveUpload(
   return { fileKey, size };
 }
 
-/** Removes stored objects; idempotent, so that it can be retried (outbox job payload: {keys}). */
-export async function removeStoredFiles(ctx: Pick<AppContext, 'storage'>, payload: { keys: string[] }): Promise<void> {
-  if (payload.keys.length > 0) await ctx.storage.deleteMany(payload.keys);
-}
-
-/**
- * Removes the uploads that no submission claimed once their URL expired: objects first,
- * then rows, so that a failure leaves rows for the next run. Idempotent. Returns how many went.
- */
-export async function sweepExpiredUploads(ctx: Pick<AppContext, 'db' | 'storage' | 'clock'>): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const now = ctx.clock.now();
-    const rows = await repo.expiredUnclaimed(ctx.db, now, 500);
-    if (rows.length === 0) return removed;
-    await ctx.storage.deleteMany(rows.map((r) => r.storage_key));
-    await transact(ctx.db, (trx) => repo.deleteExpiredUnclaimed(trx, rows.map((r) => r.file_key), now));
-    removed += rows.length;
-    if (rows.length < 500) return removed;
-  }
-}
-
-/** Temporary files whose writer is not named stay this long: written by a version that named none. */
-const UNNAMED_TEMPORARY_MS = 24 * 60 * 60 * 1000;
-
-/**
- * Removes the temporary files of puts that processes which stopped left behind (local disk:
- * a process killed mid-upload leaves its .part file). Files of running processes stay,
- * whichever process they are. Run when a process starts and by the upload sweep. Returns how many went.
- */
-export async function removeAbandonedWrites(ctx: Pick<AppContext, 'storage' | 'presence'>): Promise<number> {
-  if (!ctx.storage.temporaryFiles || !ctx.storage.removeTemporary) return 0;
-  // Listed before the processes are read: a file's writer registered before it wrote it.
-  const files = await ctx.storage.temporaryFiles();
-  const writers = files.map((f) => writerProcess(f.writer)).filter((id): id is number => id !== undefined);
-  const stopped = await ctx.presence.stopped(writers);
-  // File times are the system clock's, not the service clock's.
-  const unnamedBefore = Date.now() - UNNAMED_TEMPORARY_MS;
-  const abandoned = files.filter((f) => {
-    const writer = writerProcess(f.writer);
-    return writer === undefined ? f.modifiedAt < unnamedBefore : stopped.has(writer);
-  });
-  await ctx.storage.removeTemporary(abandoned.map((f) => f.name));
-  return abandoned.length;
-}
-
 export interface Download {
   filename: string;
   size: number;
@@ -276,7 +230,7 @@ export async function discardCopies(ctx: AppContext, moves: FileMove[]): Promise
 export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean): Promise<void> {
   const unused: string[] = [];
   for (const move of moves) unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
-  await enqueueFileRemoval(trx, unused);
+  if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
 }
 
 /**
