@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { signedUploadPath } from '../src/modules/uploads/signing.js';
-import { startS3, type TestS3 } from '../test/s3.js';
+import { startS3, type TestS3 } from '../test/support/s3.js';
 import { API } from './seed.js';
 
 const MB = 1024 * 1024;

@@ -108,6 +108,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       info: {
         title: 'Formwork API',
         version: '2025.0',
+        license: { name: 'MIT', identifier: 'MIT' },
         description:
           'Forms, fields, folders and submissions. Every operation needs `Authorization: Bearer <token>`. ' +
           'The same operations answer under /api/v2, where any path may end in .json.',

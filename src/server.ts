@@ -27,7 +27,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-interface OpenContext {
+export interface OpenContext {
   db: Db;
   ctx: AppContext;
   close(): Promise<void>;
@@ -38,7 +38,7 @@ interface OpenContext {
  * modules/processes) and makes the context that services share; then clears what
  * processes that died left behind.
  */
-async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
+export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const clock = new Clock();
   const rateLimiter = createRateLimiter(config.redisUrl, clock);

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL } from './helpers.js';
+import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL } from './support/helpers.js';
 
 const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'formwork-cli-'));

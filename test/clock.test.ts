@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ESLint } from 'eslint';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { authorizeUrl, Browser, readForm, registerClient, userWithPassword } from './oauth-flow.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { authorizeUrl, Browser, readForm, registerClient, userWithPassword } from './support/oauth-flow.js';
 
 const DAY_MS = 86_400_000;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 // Many submissions at once go through one group commit on SQLite (src/db/write-batcher.ts):
 // each must still stand or fall alone.

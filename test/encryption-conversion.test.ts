@@ -5,8 +5,8 @@ import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { ok } from './submission-fixtures.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'turn it on and off';
 const header = { headers: { 'x-formwork-encryption-password': PASSWORD } };

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { bytesUnder } from './disk.js';
-import { startS3, type TestS3 } from './s3.js';
-import { ok } from './submission-fixtures.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { bytesUnder } from './support/disk.js';
+import { startS3, type TestS3 } from './support/s3.js';
+import { ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'files are sealed too';
 const withPassword = { headers: { 'x-formwork-encryption-password': PASSWORD } };

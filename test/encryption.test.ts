@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { bytesUnder } from './disk.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { ok } from './submission-fixtures.js';
+import { bytesUnder } from './support/disk.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'correct horse battery staple';
 const header = (password = PASSWORD) => ({ headers: { 'x-formwork-encryption-password': password } });

@@ -14,7 +14,7 @@ import { transact } from '../src/db/transaction.js';
 import { AppError, ConflictError, ERROR_CODES, ERRORS, statusesOf, type ErrorCode } from '../src/errors.js';
 import { registerErrorHandling } from '../src/http/error-handler.js';
 import { insertUser } from '../src/modules/accounts/repository.js';
-import { dialectName, startTestApp, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 
 /** The rows of the table in docs/api.md, as the catalogue says they should read. */
 function docRows(): string[] {

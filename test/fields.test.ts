@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 /** One sensible definition of every field type. */
 const everyType = [

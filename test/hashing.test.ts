@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Hasher, HashingBusyError } from '../src/crypto/hasher.js';
 import { TooManyRequestsError } from '../src/errors.js';
-import { dialectName, startTestApp, type Reply } from './helpers.js';
-import { authorizeUrl, Browser, readForm, registerClient } from './oauth-flow.js';
+import { dialectName, startTestApp, type Reply } from './support/helpers.js';
+import { authorizeUrl, Browser, readForm, registerClient } from './support/oauth-flow.js';
 
 const PASSWORD = 'correct horse battery staple';
 const CHEAP = { N: 2 ** 10, r: 8, p: 1 };

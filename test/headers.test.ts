@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);

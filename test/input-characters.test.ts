@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Browser, authorizeUrl, readForm, registerClient, type Client } from './oauth-flow.js';
-import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { ok } from './submission-fixtures.js';
+import { Browser, authorizeUrl, readForm, registerClient, type Client } from './support/oauth-flow.js';
+import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { ok } from './support/submission-fixtures.js';
 
 /** Every row of every table, to show that a refused request wrote nothing. */
 function assertRefused(res: Reply, property: string, what: string): void {

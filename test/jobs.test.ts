@@ -12,8 +12,8 @@ import { enqueue } from '../src/jobs/outbox.js';
 import { listenForJobs } from '../src/jobs/repository.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
-import { dialectName, startTestApp, type TestApp } from './helpers.js';
-import { batchesJob, spreadJob, TEST_TABLES_SQL, testKinds } from './job-handlers.js';
+import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
+import { batchesJob, spreadJob, TEST_TABLES_SQL, testKinds } from './support/job-handlers.js';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -412,8 +412,8 @@ describe(`worker processes (${dialectName})`, () => {
   after(() => app.close());
   beforeEach(() => ctx.db.deleteFrom('jobs').execute());
 
-  /** test/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
-  function startChild(args = ['test/job-worker-child.ts'], env: Record<string, string> = {}) {
+  /** test/support/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
+  function startChild(args = ['test/support/job-worker-child.ts'], env: Record<string, string> = {}) {
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       env: {
         PATH: process.env.PATH,

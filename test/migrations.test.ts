@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase, type Db } from '../src/db/database.js';
 import { migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './helpers.js';
+import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
 
 let db: Db;
 let cleanup: () => Promise<void>;

@@ -14,8 +14,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page, type Response } from 'playwright-core';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { apiStatus, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client, type TokenReply } from './oauth-flow.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { apiStatus, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client, type TokenReply } from './support/oauth-flow.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { ACCESS_TOKEN_SECONDS, CODE_SECONDS, REFRESH_TOKEN_SECONDS } from '../src/modules/oauth/model.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import {
   apiStatus,
   authorize,
@@ -25,7 +25,7 @@ import {
   tokenRequest,
   userWithPassword,
   type Client,
-} from './oauth-flow.js';
+} from './support/oauth-flow.js';
 
 let app: TestApp;
 let owner: TestAccount;

@@ -1,30 +1,46 @@
 /**
  * The permission matrix, generated from the route table: every operation of the OpenAPI
  * document declares its access (x-formwork-access: a scope, perhaps the admin role, perhaps
- * a level on the form it addresses), and every operation is called by the owner, an admin,
- * a member at each level (and at none), and by tokens holding a single scope. What each
- * caller gets, 200 or 403, follows from the declaration alone; each allowed call runs on
- * fresh resources of its own, so that deletes and edits do not disturb the next case.
- * Calls on another account's ids (404) are the cross-account matrix of route-matrix.test.ts.
+ * a level on the form it addresses), and test/support/access-rules.json says, apart from the
+ * code, what each operation's rule should be: the declarations must match it, so that a rule
+ * declared wrongly in a route fails here instead of being taken as the truth. Every operation
+ * is then called by the owner, an admin, a member at each level (and at none), and by tokens
+ * holding a single scope; what each caller gets, 200 or 403, follows from the expected rule;
+ * each allowed call runs on fresh resources of its own, so that deletes and edits do not
+ * disturb the next case. Calls on another account's ids (404) are the cross-account matrix
+ * of route-matrix.test.ts.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { API_PREFIX } from '../src/app.js';
 import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { SCOPES, type RouteAccess, type Scope } from '../src/http/access.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { LEVELS, levelAtLeast, type Level } from '../src/modules/permissions/levels.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { VALID_BODIES } from './route-bodies.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { VALID_BODIES } from './support/route-bodies.js';
 
 interface Operation {
   key: string;
+  operationId: string | undefined;
   method: string;
   path: string;
+  /** What the route declares (x-formwork-access). */
   access: RouteAccess;
+  /** What the table says it should be; undefined when the table lacks the operation. */
+  expected: RouteAccess | undefined;
   requiredQuery: string[];
 }
+
+const ACCESS_RULES = 'test/support/access-rules.json';
+/** "METHOD /path" → the operation's operationId and its access rule, as it should be. */
+const accessRules = JSON.parse(readFileSync(new URL('./support/access-rules.json', import.meta.url), 'utf8')) as Record<
+  string,
+  RouteAccess & { operationId: string }
+>;
 
 /** Values for required query parameters, from the fixture's ids. */
 const QUERIES: Record<string, (ids: Record<string, number>) => string> = { search: () => 'anything', fieldId: (ids) => String(ids.fieldId) };
@@ -50,11 +66,13 @@ const callers: Caller[] = [];
 let operations: Operation[] = [];
 
 function expected(op: Operation, caller: Caller): { status: number; code?: string } {
-  if (caller.scope !== undefined && caller.scope !== op.access.scope) return { status: 403, code: 'insufficient_scope' };
+  // An operation missing from the table fails the table test; here it is held to its declaration.
+  const rule = op.expected ?? op.access;
+  if (caller.scope !== undefined && caller.scope !== rule.scope) return { status: 403, code: 'insufficient_scope' };
   if (caller.role !== 'member') return { status: 200 };
-  if (op.access.role === 'admin') return { status: 403, code: 'admin_required' };
-  if (op.access.level === undefined) return { status: 200 };
-  if (!caller.level || !levelAtLeast(caller.level, op.access.level)) return { status: 403, code: 'form_permission_required' };
+  if (rule.role === 'admin') return { status: 403, code: 'admin_required' };
+  if (rule.level === undefined) return { status: 200 };
+  if (!caller.level || !levelAtLeast(caller.level, rule.level)) return { status: 403, code: 'form_permission_required' };
   return { status: 200 };
 }
 
@@ -121,11 +139,15 @@ describe(`permission matrix (${dialectName})`, () => {
       for (const [method, op] of Object.entries(item)) {
         if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
         const parameters = (op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: { default?: unknown } }[];
+        const key = `${method.toUpperCase()} ${path}`;
+        const { operationId: _id, ...rule } = accessRules[key] ?? { operationId: undefined };
         operations.push({
-          key: `${method.toUpperCase()} ${path}`,
+          key,
+          operationId: op.operationId as string | undefined,
           method: method.toUpperCase(),
           path,
           access: op['x-formwork-access'] as RouteAccess,
+          expected: key in accessRules ? (rule as RouteAccess) : undefined,
           requiredQuery: parameters.filter((p) => p.in === 'query' && p.required && p.schema.default === undefined).map((p) => p.name),
         });
       }
@@ -160,7 +182,26 @@ describe(`permission matrix (${dialectName})`, () => {
     }
   });
 
-  it('gives every caller what the declarations say, on every operation', async (t) => {
+  it(`declares on every operation the rule and the operationId that ${ACCESS_RULES} expects`, () => {
+    const problems: string[] = [];
+    for (const op of operations) {
+      const name = `${op.key} (${op.operationId ?? 'no operationId'})`;
+      const want = accessRules[op.key];
+      if (!want) {
+        problems.push(`${name} is missing from ${ACCESS_RULES}; it declares ${JSON.stringify(op.access)}`);
+        continue;
+      }
+      if (want.operationId !== op.operationId) problems.push(`${op.key}: operationId ${JSON.stringify(op.operationId)}, but ${ACCESS_RULES} says ${want.operationId}`);
+      if (!isDeepStrictEqual(op.access, op.expected)) problems.push(`${name} declares ${JSON.stringify(op.access)}, but ${ACCESS_RULES} expects ${JSON.stringify(op.expected)}`);
+    }
+    const keys = new Set(operations.map((op) => op.key));
+    for (const [key, want] of Object.entries(accessRules)) {
+      if (!keys.has(key)) problems.push(`${key} (${want.operationId}) is in ${ACCESS_RULES}, but the OpenAPI document has no such operation`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('gives every caller what the expected rules say, on every operation', async (t) => {
     const failures: string[] = [];
     let calls = 0;
     let denied = 0;

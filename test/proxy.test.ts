@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dialectName, startTestApp } from './helpers.js';
+import { dialectName, startTestApp } from './support/helpers.js';
 
 describe(`remote address behind a proxy (${dialectName})`, () => {
   for (const [trust, expected] of [

@@ -14,7 +14,7 @@ import { TooManyRequestsError } from '../src/errors.js';
 import { throttle } from '../src/http/rate-limit.js';
 import { createMemoryRateLimiter, createRedisRateLimiter, RateLimiterUnavailableError, type RateLimiter } from '../src/http/rate-limiter.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
-import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL, type TestApp } from './helpers.js';
+import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL, type TestApp } from './support/helpers.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 

@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { dialectName, startTestApp } from './helpers.js';
-import { startS3 } from './s3.js';
+import { dialectName, startTestApp } from './support/helpers.js';
+import { startS3 } from './support/s3.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 

@@ -10,7 +10,7 @@ import { jobKinds } from '../src/job-kinds.js';
 import { enqueue } from '../src/jobs/outbox.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { sweepUploadsJob } from '../src/modules/uploads/jobs.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 // Processes killed with SIGKILL in the middle of work they hold, and what the processes that
 // remain (or the one that restarts) make of it: an Idempotency-Key's first request, an upload.

@@ -16,8 +16,8 @@ import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { queryRedaction, urlForLog } from '../src/http/logging.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './helpers.js';
-import { authorizeUrl, Browser, pkce, readForm, REDIRECT, type Client } from './oauth-flow.js';
+import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { authorizeUrl, Browser, pkce, readForm, REDIRECT, type Client } from './support/oauth-flow.js';
 
 const run = promisify(execFile);
 

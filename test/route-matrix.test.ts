@@ -3,7 +3,7 @@
  * through the authentication, cross-account and bad-input matrices, so a route added later
  * is covered without touching this file — unless it has a path parameter, an id-shaped
  * body/query property or a JSON body this file does not know yet, in which case the
- * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES of test/route-bodies.ts,
+ * "route table" checks fail and name what to extend (FIXTURE_IDS, ID_PROPERTIES, VALID_BODIES of test/support/route-bodies.ts,
  * REQUIRED_QUERIES).
  */
 import assert from 'node:assert/strict';
@@ -15,8 +15,8 @@ import { API_PREFIX } from '../src/app.js';
 import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { insertToken, revokeToken } from '../src/modules/accounts/repository.js';
 import { createPersonalToken, PAT_PREFIX } from '../src/modules/accounts/service.js';
-import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './helpers.js';
-import { VALID_BODIES } from './route-bodies.js';
+import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './support/helpers.js';
+import { VALID_BODIES } from './support/route-bodies.js';
 
 type Schema = Record<string, any>;
 type Ids = Record<string, number>;
@@ -196,7 +196,7 @@ function fillPath(op: Operation, values: Record<string, number | string>): strin
 function validBody(op: Operation, ids: Ids): Record<string, unknown> | undefined {
   if (!op.body) return undefined;
   const make = VALID_BODIES[op.key];
-  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/route-bodies.ts has no valid body for it`);
+  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/support/route-bodies.ts has no valid body for it`);
   return make(ids);
 }
 
@@ -452,7 +452,7 @@ describe(`route matrix (${dialectName})`, () => {
     it('has a valid body for every operation that takes one, and no stale ones', () => {
       const withBody = operations.filter((o) => o.body);
       const missing = withBody.filter((o) => !VALID_BODIES[o.key]).map((o) => o.key);
-      assert.deepEqual(missing, [], `add to VALID_BODIES in test/route-bodies.ts: ${missing.join(', ')}`);
+      assert.deepEqual(missing, [], `add to VALID_BODIES in test/support/route-bodies.ts: ${missing.join(', ')}`);
       const stale = Object.keys(VALID_BODIES).filter((k) => !withBody.some((o) => o.key === k));
       assert.deepEqual(stale, [], `VALID_BODIES entries that match no operation with a body: ${stale.join(', ')}`);
       for (const op of withBody) {

@@ -7,8 +7,8 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createStorage, ObjectNotFoundError, ObjectTooLargeError, type Storage } from '../src/storage/index.js';
-import { filesUnder } from './disk.js';
-import { startS3, type TestS3 } from './s3.js';
+import { filesUnder } from './support/disk.js';
+import { startS3, type TestS3 } from './support/s3.js';
 
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];

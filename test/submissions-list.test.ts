@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { at, body, createEveryFieldForm, ok, setCreated, type EveryFieldForm } from './submission-fixtures.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { at, body, createEveryFieldForm, ok, setCreated, type EveryFieldForm } from './support/submission-fixtures.js';
 
 const BASE_KEYS = ['formId', 'id', 'latitude', 'longitude', 'remoteAddr', 'timestamp', 'updated', 'userAgent'];
 

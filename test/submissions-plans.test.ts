@@ -8,8 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { CompiledQuery, sql, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryId, type RootOperationNode } from 'kysely';
 import { fieldToken, formToken } from '../src/modules/submissions/keywords.js';
 import * as repo from '../src/modules/submissions/repository.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { at, ok } from './submission-fixtures.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { at, ok } from './support/submission-fixtures.js';
 
 const ROWS = 3000;
 const BASE = at('2026-01-01T00:00:00Z');

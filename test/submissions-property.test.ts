@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { words } from '../src/modules/submissions/keywords.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { brokenPaths, hostileString, wireSize } from './hostile-text.js';
-import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './submission-fixtures.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { brokenPaths, hostileString, wireSize } from './support/hostile-text.js';
+import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './support/submission-fixtures.js';
 
 const RUNS = Number(process.env.FORMWORK_PROPERTY_RUNS ?? 150);
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { API_PREFIX } from '../src/app.js';
 import { requestHash } from '../src/modules/idempotency/service.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './submission-fixtures.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './support/submission-fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

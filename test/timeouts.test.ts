@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './helpers.js';
+import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
 
 const run = promisify(execFile);
 // Generous: each bound below is seconds where the behaviour needs one, and minutes without it.

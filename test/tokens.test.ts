@@ -13,8 +13,8 @@ import { hashToken } from '../src/crypto/secrets.js';
 import { SCOPES } from '../src/http/access.js';
 import { PAT_PREFIX } from '../src/modules/accounts/service.js';
 import { writeLastUsed } from '../src/modules/tokens/repository.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './helpers.js';
-import { authorize, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client } from './oauth-flow.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { authorize, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client } from './support/oauth-flow.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const DAY_MS = 86_400_000;

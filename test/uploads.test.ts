@@ -7,9 +7,9 @@ import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { sweepExpiredUploads } from '../src/modules/uploads/cleanup.js';
 import { uploadUrlFor } from '../src/modules/uploads/service.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { filesUnder } from './disk.js';
-import { startS3, type TestS3 } from './s3.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { filesUnder } from './support/disk.js';
+import { startS3, type TestS3 } from './support/s3.js';
 
 const HOUR = 60 * 60 * 1000;
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(200)]);

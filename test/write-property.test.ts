@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './helpers.js';
-import { brokenPaths, hostileString, wireSize } from './hostile-text.js';
-import { ok } from './submission-fixtures.js';
+import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { brokenPaths, hostileString, wireSize } from './support/hostile-text.js';
+import { ok } from './support/submission-fixtures.js';
 
 const RUNS = Math.ceil(Number(process.env.FORMWORK_PROPERTY_RUNS ?? 150) / 3);
 

@@ -18,6 +18,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'listFields',
           summary: 'List the fields of a form, in display order',
           description: 'All fields on one page: a form holds at most 500.',
           params: formParams,
@@ -31,14 +32,14 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId/fields',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, summary: 'Add a field', params: formParams, body: FieldCreate, response: { 200: Field, ...errors(403, 404) } },
+        schema: { tags, operationId: 'createField', summary: 'Add a field', params: formParams, body: FieldCreate, response: { 200: Type.Ref(Field), ...errors(403, 404) } },
       },
       (req) => service.createField(ctx, principal(req).accountId, req.params.formId, req.body),
     );
 
     app.get(
       '/forms/:formId/fields/:fieldId',
-      { config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } }, schema: { tags, summary: 'Read a field', params: fieldParams, response: { 200: Field, ...errors(403, 404) } } },
+      { config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } }, schema: { tags, operationId: 'getField', summary: 'Read a field', params: fieldParams, response: { 200: Type.Ref(Field), ...errors(403, 404) } } },
       (req) => service.getField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId),
     );
 
@@ -48,11 +49,12 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'updateField',
           summary: 'Change a field',
           description: 'Only the properties sent change. A new type starts from empty attributes, options and default value unless they are sent too.',
           params: fieldParams,
           body: FieldUpdate,
-          response: { 200: Field, ...errors(403, 404) },
+          response: { 200: Type.Ref(Field), ...errors(403, 404) },
         },
       },
       (req) => service.updateField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId, req.body),
@@ -64,6 +66,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'deleteField',
           summary: 'Delete a field permanently',
           description: 'Logic checks of other fields that point at it are removed with it.',
           params: fieldParams,

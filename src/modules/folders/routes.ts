@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
@@ -17,6 +18,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:read' } },
         schema: {
           tags,
+          operationId: 'listFolders',
           summary: 'List top-level folders with their subfolders',
           querystring: FolderListQuery,
           response: { 200: FolderList, ...errors() },
@@ -29,14 +31,14 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/folders',
       {
         config: { access: { scope: 'forms:write', role: 'admin' } },
-        schema: { tags, summary: 'Create a folder', body: FolderCreate, response: { 200: Folder, ...errors(403, 404) } },
+        schema: { tags, operationId: 'createFolder', summary: 'Create a folder', body: FolderCreate, response: { 200: Type.Ref(Folder), ...errors(403, 404) } },
       },
       (req) => service.createFolder(ctx, principal(req).accountId, req.body),
     );
 
     app.get(
       '/folders/:folderId',
-      { config: { access: { scope: 'forms:read' } }, schema: { tags, summary: 'Read a folder or subfolder', params, response: { 200: Folder, ...errors(403, 404) } } },
+      { config: { access: { scope: 'forms:read' } }, schema: { tags, operationId: 'getFolder', summary: 'Read a folder or subfolder', params, response: { 200: Type.Ref(Folder), ...errors(403, 404) } } },
       (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId, memberScope(req)),
     );
 
@@ -44,7 +46,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/folders/:folderId',
       {
         config: { access: { scope: 'forms:write', role: 'admin' } },
-        schema: { tags, summary: 'Rename or move a folder', params, body: FolderUpdate, response: { 200: Folder, ...errors(403, 404) } },
+        schema: { tags, operationId: 'updateFolder', summary: 'Rename or move a folder', params, body: FolderUpdate, response: { 200: Type.Ref(Folder), ...errors(403, 404) } },
       },
       (req) => service.updateFolder(ctx, principal(req).accountId, req.params.folderId, req.body),
     );
@@ -55,6 +57,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write', role: 'admin' } },
         schema: {
           tags,
+          operationId: 'deleteFolder',
           summary: 'Delete a folder',
           description: 'Forms and subfolders inside move up to the folder\'s parent, or to the top level; no form is deleted.',
           params,

@@ -25,6 +25,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:read' } },
         schema: {
           tags,
+          operationId: 'listForms',
           summary: 'List forms',
           description: 'Live forms of the account; with deleted=true, its deleted forms instead. An unknown folder gives 404.',
           querystring: FormListQuery,
@@ -40,10 +41,11 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write' } },
         schema: {
           tags,
+          operationId: 'createForm',
           summary: 'Create a form, optionally with its fields',
           description: HASHING,
           body: FormCreate,
-          response: { 200: Form, ...errors(403, 404) },
+          response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
       (req) => service.createForm(ctx, principal(req).accountId, req.body, memberScope(req)),
@@ -55,11 +57,12 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'getForm',
           summary: 'Read a form',
           description: 'Answers with an ETag; a request whose If-None-Match names the current one gets 304 and no body.',
           params,
           querystring: WithFieldsQuery,
-          response: { 200: Form, 304: Type.Null({ description: 'Not modified since the ETag in If-None-Match' }), ...errors(403, 404) },
+          response: { 200: Type.Ref(Form), 304: Type.Null({ description: 'Not modified since the ETag in If-None-Match' }), ...errors(403, 404) },
         },
       },
       async (req, reply) => {
@@ -78,7 +81,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Form, ...errors(403, 404) } },
+        schema: { tags, operationId: 'updateForm', summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Type.Ref(Form), ...errors(403, 404) } },
       },
       (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
     );
@@ -89,6 +92,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write', level: 'full', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'deleteForm',
           summary: 'Delete a form (soft)',
           description:
             'The form leaves listings and reads and takes no submissions; its fields and data stay. ' +
@@ -104,7 +108,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId/restore',
       {
         config: { access: { scope: 'forms:write', level: 'full', formFrom: 'formId' } },
-        schema: { tags, summary: 'Restore a deleted form', params, response: { 200: Form, ...errors(403, 404) } },
+        schema: { tags, operationId: 'restoreForm', summary: 'Restore a deleted form', params, response: { 200: Type.Ref(Form), ...errors(403, 404) } },
       },
       (req) => service.restoreForm(ctx, principal(req).accountId, req.params.formId),
     );
@@ -115,6 +119,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'forms:write', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'copyForm',
           summary: 'Copy a form with its fields',
           description:
             'The copy is named "<name> (copy)" and sits in the same folder unless folder is given. template names another ' +
@@ -122,7 +127,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'the view level on it too (403 otherwise). Another account\'s template or folder answers 404.',
           params,
           querystring: CopyQuery,
-          response: { 200: Form, ...errors(403, 404) },
+          response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
       (req) => service.copyForm(ctx, principal(req).accountId, req.params.formId, req.query, memberScope(req)),

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
@@ -12,7 +13,7 @@ const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess
 
 export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/oauth-clients', { config, schema: { tags, summary: 'List the applications registered by the account', response: { 200: OAuthClientList, ...errors() } } }, (req) =>
+    app.get('/oauth-clients', { config, schema: { tags, operationId: 'listOAuthClients', summary: 'List the applications registered by the account', response: { 200: OAuthClientList, ...errors() } } }, (req) =>
       service.listClients(ctx.db, principal(req).accountId),
     );
 
@@ -22,6 +23,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'createOAuthClient',
           summary: 'Register an application',
           description:
             'Answers with the client secret, once. Applications use the authorization code flow with it and PKCE (S256), ' +
@@ -33,7 +35,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) => service.createClient(ctx, principal(req).accountId, req.body),
     );
 
-    app.get('/oauth-clients/:clientId', { config, schema: { tags, summary: 'Read an application', params, response: { 200: OAuthClient, ...errors(404) } } }, (req) =>
+    app.get('/oauth-clients/:clientId', { config, schema: { tags, operationId: 'getOAuthClient', summary: 'Read an application', params, response: { 200: Type.Ref(OAuthClient), ...errors(404) } } }, (req) =>
       service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
     );
 
@@ -43,11 +45,12 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'updateOAuthClient',
           summary: 'Rename an application, change its redirect URIs or whether it must use PKCE',
           description: 'Codes already issued keep the redirect URI they were issued for; a code issued without PKCE is refused once the application requires PKCE.',
           params,
           body: OAuthClientUpdate,
-          response: { 200: OAuthClient, ...errors(404) },
+          response: { 200: Type.Ref(OAuthClient), ...errors(404) },
         },
       },
       (req) => service.updateClient(ctx.db, principal(req).accountId, req.params.clientId, req.body),
@@ -57,7 +60,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/oauth-clients/:clientId',
       {
         config,
-        schema: { tags, summary: 'Delete an application', description: 'Every token issued to it stops working at once.', params, response: { 200: OAuthClientDeleted, ...errors(404) } },
+        schema: { tags, operationId: 'deleteOAuthClient', summary: 'Delete an application', description: 'Every token issued to it stops working at once.', params, response: { 200: OAuthClientDeleted, ...errors(404) } },
       },
       (req) => service.deleteClient(ctx.db, principal(req).accountId, req.params.clientId),
     );

@@ -49,6 +49,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'createSubmission',
           summary: 'Submit a form',
           description:
             'Every value is checked against its field (required unless hidden by logic, formats, bounds, options, subfields, unique). ' +
@@ -57,7 +58,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           params: formParams,
           headers: IdempotencyHeaders,
           body: SubmissionCreate,
-          response: { 200: Submission, ...errors(403, 404, 409, 422) },
+          response: { 200: Type.Ref(Submission), ...errors(403, 404, 409, 422) },
         },
       },
       async (req, reply) => {
@@ -80,6 +81,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'listSubmissions',
           summary: 'List and search the submissions of a form',
           description: 'On an encrypted form, data, expandData, dataFormat=standardized, prettyName, keyword and search need the encryption password header; a search then opens every submission of the form (in the time range, when given).',
           params: formParams,
@@ -97,6 +99,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'countSubmissions',
           summary: 'Count the submissions of a form',
           description:
             'Without parameters, all of them. startDate alone: from then on. lookbackPeriod (1 to 7): the whole Eastern Time days ' +
@@ -115,6 +118,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' } },
         schema: {
           tags,
+          operationId: 'exportSubmissions',
           summary: 'Export every matching submission as CSV or NDJSON',
           description: 'Takes the list filters. Streams, with memory that does not grow with the number of rows. CSV cells that start like a formula get a leading \'.',
           params: formParams,
@@ -133,7 +137,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/submissions/:submissionId',
-      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, summary: 'Read a submission', params: submissionParams, headers: PasswordHeaders, response: { 200: Submission, ...errors(403, 404) } } },
+      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, operationId: 'getSubmission', summary: 'Read a submission', params: submissionParams, headers: PasswordHeaders, response: { 200: Type.Ref(Submission), ...errors(403, 404) } } },
       (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId, passwordFrom(req.headers)),
     );
 
@@ -143,12 +147,13 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'submissionId' } },
         schema: {
           tags,
+          operationId: 'updateSubmission',
           summary: 'Edit a submission',
           description: 'Only the fields named change (null clears one); the result is checked as on create.',
           params: submissionParams,
           headers: PasswordHeaders,
           body: SubmissionUpdate,
-          response: { 200: Submission, ...errors(403, 404, 409) },
+          response: { 200: Type.Ref(Submission), ...errors(403, 404, 409) },
         },
       },
       (req) => service.updateSubmission(deps, principal(req).accountId, req.params.submissionId, req.body, passwordFrom(req.headers)),
@@ -158,7 +163,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/submissions/:submissionId',
       {
         config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'submissionId' } },
-        schema: { tags, summary: 'Delete a submission permanently, with all its data', params: submissionParams, response: { 200: SubmissionDeleted, ...errors(403, 404) } },
+        schema: { tags, operationId: 'deleteSubmission', summary: 'Delete a submission permanently, with all its data', params: submissionParams, response: { 200: SubmissionDeleted, ...errors(403, 404) } },
       },
       (req) => service.deleteSubmission(deps, principal(req).accountId, req.params.submissionId),
     );
@@ -169,6 +174,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:read' } },
         schema: {
           tags,
+          operationId: 'searchSubmissions',
           summary: 'Search submissions across all forms',
           description: 'Keyword search over every live form of the account, newest first, each with its standardized data.',
           querystring: AccountSearchQuery,
@@ -184,6 +190,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } },
         schema: {
           tags: ['Submissions'],
+          operationId: 'downloadSubmissionFile',
           summary: 'Download a file of a submission',
           description:
             'The bytes of the index-th file (zero-based, default 0) of a file or signature field, as application/octet-stream ' +

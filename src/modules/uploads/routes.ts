@@ -38,6 +38,7 @@ export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' } },
         schema: {
           tags: ['Fields'],
+          operationId: 'createUploadUrls',
           summary: 'Get upload URLs and fileKeys for files of a file or signature field',
           description:
             `${UPLOAD_FLOW} 400 when filenames is missing or empty, names more files than the field's maxFiles (default 1; ` +

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
@@ -17,7 +18,7 @@ const HASHING =
 
 export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/users', { config, schema: { tags, summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
+    app.get('/users', { config, schema: { tags, operationId: 'listUsers', summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
       service.listUsers(ctx.db, principal(req).accountId),
     );
 
@@ -27,19 +28,20 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'createUser',
           summary: 'Add a user to the account',
           description:
             'Members see only the forms they are given a level on (PUT /users/{userId}/permissions/{formId}); admins see and manage everything but the owner. ' +
             'An email is unique within the account (409 email_taken); users of other accounts may have the same email, as one person may belong to several accounts. ' +
             HASHING,
           body: UserCreate,
-          response: { 200: User, ...errors(409) },
+          response: { 200: Type.Ref(User), ...errors(409) },
         },
       },
       (req) => service.createUser(ctx, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
-    app.get('/users/:userId', { config, schema: { tags, summary: 'Read a user', params, response: { 200: User, ...errors(404) } } }, (req) =>
+    app.get('/users/:userId', { config, schema: { tags, operationId: 'getUser', summary: 'Read a user', params, response: { 200: Type.Ref(User), ...errors(404) } } }, (req) =>
       service.getUser(ctx.db, principal(req).accountId, req.params.userId),
     );
 
@@ -49,6 +51,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'updateUser',
           summary: 'Rename a user, change their role or set their password',
           description:
             'The owner\'s role never changes, only the owner changes the owner\'s name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
@@ -56,7 +59,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             HASHING,
           params,
           body: UserUpdate,
-          response: { 200: User, ...errors(404) },
+          response: { 200: Type.Ref(User), ...errors(404) },
         },
       },
       (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
@@ -68,6 +71,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'deleteUser',
           summary: 'Remove a user',
           description: 'Their access tokens, OAuth grants and form permissions are removed with them. The owner cannot be removed, nor can you remove yourself.',
           params,
@@ -79,7 +83,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/users/:userId/permissions',
-      { config, schema: { tags, summary: 'A member\'s form permissions', params, response: { 200: FormPermissionList, ...errors(404) } } },
+      { config, schema: { tags, operationId: 'listUserPermissions', summary: 'A member\'s form permissions', params, response: { 200: FormPermissionList, ...errors(404) } } },
       (req) => service.listPermissions(ctx.db, principal(req).accountId, req.params.userId),
     );
 
@@ -89,6 +93,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config,
         schema: {
           tags,
+          operationId: 'setUserPermission',
           summary: 'Give a member a level on a form',
           description: 'Replaces the level the member held on the form. Only members hold form permissions.',
           params: permissionParams,
@@ -101,7 +106,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/users/:userId/permissions/:formId',
-      { config, schema: { tags, summary: 'Take a member\'s level on a form away', params: permissionParams, response: { 200: FormPermissionDeleted, ...errors(404) } } },
+      { config, schema: { tags, operationId: 'deleteUserPermission', summary: 'Take a member\'s level on a form away', params: permissionParams, response: { 200: FormPermissionDeleted, ...errors(404) } } },
       (req) => service.deletePermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId),
     );
   };

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { loadConfig, type Config } from '../src/config.js';
-import { isErrorCode } from '../src/errors.js';
-import { createAccount, type CreatedAccount } from '../src/modules/accounts/service.js';
-import { startServer, type RunningServer } from '../src/server.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { isErrorCode } from '../../src/errors.js';
+import { createAccount, type CreatedAccount } from '../../src/modules/accounts/service.js';
+import { startServer, type RunningServer } from '../../src/server.js';
 
 /**
  * The suite runs on SQLite by default. With FORMWORK_TEST_DATABASE_URL set to a PostgreSQL

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { defineJob, type JobKind } from '../src/jobs/kind.js';
+import { defineJob, type JobKind } from '../../src/jobs/kind.js';
 
 /** Tables the jobs below write to, made by the test in its own database. */
 export const TEST_TABLES_SQL = [
@@ -43,5 +43,5 @@ export const spreadJob = defineJob({
   },
 });
 
-/** The kinds that test/jobs.test.ts runs in worker processes (test/job-worker-child.ts). */
+/** The kinds that test/jobs.test.ts runs in worker processes (test/support/job-worker-child.ts). */
 export const testKinds: readonly JobKind[] = [batchesJob, spreadJob];

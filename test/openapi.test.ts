@@ -1,0 +1,46 @@
+/**
+ * The OpenAPI document as client generators read it: every operation has an operationId
+ * (their method names), unique and in camelCase. Redocly's rules run on the same document in
+ * `npm run lint:openapi`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { API_PREFIX } from '../src/app.js';
+import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+describe(`OpenAPI document (${dialectName})`, () => {
+  let app: TestApp;
+  let operations: { key: string; operationId: unknown }[] = [];
+
+  before(async () => {
+    app = await startTestApp();
+    const res = await app.request('GET', `${API_PREFIX}/openapi.json`);
+    assert.equal(res.status, 200);
+    const doc = res.body as { paths: Record<string, Record<string, { operationId?: unknown }>> };
+    operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.has(method))
+        .map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, operationId: op.operationId })),
+    );
+  });
+  after(() => app.close());
+
+  it('gives every operation an operationId in camelCase', () => {
+    assert.ok(operations.length >= 30, `only ${operations.length} operations`);
+    const bad = operations.filter((op) => typeof op.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(op.operationId));
+    assert.deepEqual(
+      bad.map((op) => `${op.key}: ${JSON.stringify(op.operationId)}`),
+      [],
+      'give each of these an operationId (camelCase, verb first: listForms, getForm ...) in its route schema',
+    );
+  });
+
+  it('gives no two operations the same operationId', () => {
+    const byId = new Map<unknown, string[]>();
+    for (const op of operations) byId.set(op.operationId, [...(byId.get(op.operationId) ?? []), op.key]);
+    const shared = [...byId].filter(([, keys]) => keys.length > 1).map(([id, keys]) => `${String(id)}: ${keys.join(', ')}`);
+    assert.deepEqual(shared, []);
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * The tokens of the full-text index, made without a server: SQLite's FTS5 and PostgreSQL's
+ * tsvector are given exactly these, so the cases here hold for both databases.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fieldToken, formToken, ftsMatch, queryWords, tsQuery, words } from '../../src/modules/submissions/keywords.js';
+
+describe('words', () => {
+  it('lower-cases, drops accents and splits on anything that is not a letter or a digit', () => {
+    assert.deepEqual(words('Crème Brûlée, 2 portions!'), ['creme', 'brulee', '2', 'portions']);
+    assert.deepEqual(words('ÅNGSTRÖM naïve Ça'), ['angstrom', 'naive', 'ca']);
+    assert.deepEqual(words('e-mail: ana.lopez@example.com'), ['e', 'mail', 'ana', 'lopez', 'example', 'com']);
+  });
+
+  it('drops accents written as separate combining marks as well as precomposed ones', () => {
+    assert.deepEqual(words('Jose\u0301'), words('José'));
+    assert.deepEqual(words('Jose\u0301'), ['jose']);
+  });
+
+  it('keeps letters that have no accent to drop, and scripts without spaces as one word per run', () => {
+    assert.deepEqual(words('Straße Øre Łódź'), ['straße', 'øre', 'łodz']);
+    assert.deepEqual(words('日本語 テキスト'), ['日本語', 'テキスト']);
+    assert.deepEqual(words('Москва́'), ['москва']);
+  });
+
+  it('splits on underscores, so that no word can look like a field or form token', () => {
+    assert.deepEqual(words('_form7 _f12x616263 snake_case'), ['form7', 'f12x616263', 'snake', 'case']);
+    for (const w of words('__ _x_ a_b _form1*')) assert.ok(!w.includes('_'), w);
+  });
+
+  it('lets no query syntax through', () => {
+    assert.deepEqual(words('" OR 1=1 -- \'x\':* & | NEAR(a b)'), ['or', '1', '1', 'x', 'near', 'a', 'b']);
+  });
+
+  it('gives nothing for text without letters or digits', () => {
+    assert.deepEqual(words(''), []);
+    assert.deepEqual(words(' \t\n-_.,;:!?'), []);
+    assert.deepEqual(words('😀 🎉'), []);
+  });
+
+  it('cuts a word after 200 characters, counting characters and not UTF-16 units', () => {
+    assert.deepEqual(words('a'.repeat(250)), ['a'.repeat(200)]);
+    assert.deepEqual(words('a'.repeat(200)), ['a'.repeat(200)]);
+    // U+20000 is a letter outside the Basic Multilingual Plane: two UTF-16 units each.
+    const [long] = words('\u{20000}'.repeat(201));
+    assert.equal([...long!].length, 200);
+    assert.equal(long, '\u{20000}'.repeat(200));
+  });
+
+  it('cuts what is searched as it cuts what is stored, so a long word still finds itself as a prefix', () => {
+    const text = `x${'é'.repeat(300)}`;
+    const [stored] = words(text);
+    const [searched] = queryWords(text);
+    assert.equal(searched, stored);
+  });
+});
+
+describe('queryWords', () => {
+  it('keeps each word once, in order', () => {
+    assert.deepEqual(queryWords('Café cafe CAFÉ latte'), ['cafe', 'latte']);
+  });
+
+  it('keeps at most ten words', () => {
+    const query = Array.from({ length: 15 }, (_, i) => `w${i}`).join(' ');
+    assert.deepEqual(queryWords(query), Array.from({ length: 10 }, (_, i) => `w${i}`));
+  });
+
+  it('gives nothing for a query without words', () => {
+    assert.deepEqual(queryWords('*** ---'), []);
+  });
+});
+
+describe('field and form tokens', () => {
+  it('hold the field id and the hex of the UTF-8 value', () => {
+    assert.equal(fieldToken(12, 'abc'), '_f12x616263');
+    assert.equal(fieldToken(3, 'é'), '_f3xc3a9');
+    assert.equal(fieldToken(3, ''), '_f3x');
+    assert.equal(formToken(7), '_form7');
+  });
+
+  it('keep the start of a value a prefix of the value, in any script', () => {
+    for (const [start, whole] of [
+      ['caf', 'café'],
+      ['ca', 'café'],
+      ['日本', '日本語'],
+      ['ana lo', 'ana lopez'],
+    ] as const) {
+      assert.ok(fieldToken(5, whole).startsWith(fieldToken(5, start)), `${start} / ${whole}`);
+    }
+  });
+
+  it('do not let one field id pass for another by prefix', () => {
+    // _f1x… is no prefix of _f12x…: the x closes the id.
+    assert.ok(!fieldToken(12, 'a').startsWith(fieldToken(1, '')));
+  });
+
+  it('hold only letters, digits and underscores', () => {
+    for (const token of [fieldToken(99, '" OR \'x\':* & |'), fieldToken(1, 'Москва 😀'), formToken(2_147_483_647)]) {
+      assert.match(token, /^[a-z0-9_]+$/);
+    }
+  });
+});
+
+describe('match expressions', () => {
+  const terms = [
+    { token: 'creme', prefix: true },
+    { token: fieldToken(4, 'sales'), prefix: false },
+    { token: formToken(9), prefix: false },
+  ];
+
+  it('make an FTS5 MATCH expression in which every term must appear', () => {
+    assert.equal(ftsMatch(terms), '"creme"* AND "_f4x73616c6573" AND "_form9"');
+  });
+
+  it('make a PostgreSQL tsquery in which every term must appear', () => {
+    assert.equal(tsQuery(terms), "'creme':* & '_f4x73616c6573' & '_form9'");
+  });
+
+  it('make one term alone without a connective', () => {
+    assert.equal(ftsMatch([{ token: 'a', prefix: false }]), '"a"');
+    assert.equal(tsQuery([{ token: 'a', prefix: true }]), "'a':*");
+  });
+});
