@@ -26,7 +26,15 @@ export default tseslint.config(
       // modules import src/jobs to enqueue, so src/jobs importing a module would close a cycle of folders.
       'import-x/no-restricted-paths': [
         'error',
-        { zones: [{ target: './src/jobs', from: './src/modules', message: 'src/jobs must not import src/modules: list a job kind in src/job-kinds.ts' }] },
+        {
+          zones: [
+            {
+              target: './src/jobs',
+              from: './src/modules',
+              message: 'src/jobs must not import src/modules: list a job kind in src/job-kinds.ts',
+            },
+          ],
+        },
       ],
     },
   },
@@ -36,10 +44,16 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/clock.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Read the time from ctx.clock (src/clock.ts).' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: 'Read the time from ctx.clock (src/clock.ts).' },
+      ],
       'no-restricted-syntax': [
         'error',
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Read the time from ctx.clock (src/clock.ts): new Date(ctx.clock.now()).' },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'Read the time from ctx.clock (src/clock.ts): new Date(ctx.clock.now()).',
+        },
         { selector: "CallExpression[callee.name='Date']", message: 'Read the time from ctx.clock (src/clock.ts).' },
       ],
     },

@@ -32,7 +32,10 @@ export interface FileService {
 export interface FileBenchDeps {
   log(message: string): void;
   /** A fresh service child on DATA_DIR's SQLite file with these settings, and a token of its bench account. */
-  startService(name: string, env: Record<string, string>): Promise<{ service: FileService; token: string; dataDir: string }>;
+  startService(
+    name: string,
+    env: Record<string, string>,
+  ): Promise<{ service: FileService; token: string; dataDir: string }>;
 }
 
 export interface FileRow {
@@ -95,7 +98,11 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
     /** Uploads one file and claims it with a submission; returns the seconds the PUT took and the submission id. */
     const roundTrip = async (bytes: Buffer, i: number): Promise<{ seconds: number; submissionId: number }> => {
       const { uploads } = await must<{ uploads: { fileKey: string; uploadUrl: string }[] }>(
-        await fetch(`${service.url}${API}/forms/${form.id}/fields/${fieldId}/upload-urls`, { method: 'POST', headers: auth, body: JSON.stringify({ filenames: [`file-${i}.bin`] }) }),
+        await fetch(`${service.url}${API}/forms/${form.id}/fields/${fieldId}/upload-urls`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ filenames: [`file-${i}.bin`] }),
+        }),
         'upload-urls',
       );
       const { fileKey } = uploads[0]!;
@@ -104,7 +111,9 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
         // The service's URL names PUBLIC_URL; the child listens on its own port.
         if (run.throughService && !run.encrypted) {
           db.prepare("update uploads set via = 'service' where file_key = ?").run(fileKey);
-          const { expires_at } = db.prepare('select expires_at from uploads where file_key = ?').get(fileKey) as { expires_at: number };
+          const { expires_at } = db.prepare('select expires_at from uploads where file_key = ?').get(fileKey) as {
+            expires_at: number;
+          };
           url = `${service.url}${signedUploadPath(SECRET_KEY, fileKey, Math.floor(expires_at / 1000))}`;
         } else {
           url = `${service.url}${new URL(url).pathname}${new URL(url).search}`;
@@ -116,7 +125,11 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
       const seconds = (performance.now() - start) / 1000;
       if (put.status !== 200) throw new Error(`PUT ${run.name}: ${put.status}`);
       const created = await must<{ id: number }>(
-        await fetch(`${service.url}${API}/forms/${form.id}/submissions`, { method: 'POST', headers: auth, body: JSON.stringify({ fields: [{ id: fieldId, value: { subvalues: [{ subvalue: fileKey }] } }] }) }),
+        await fetch(`${service.url}${API}/forms/${form.id}/submissions`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ fields: [{ id: fieldId, value: { subvalues: [{ subvalue: fileKey }] } }] }),
+        }),
         'submit',
       );
       return { seconds, submissionId: created.id };
@@ -124,8 +137,13 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
 
     const downloadSeconds = async (submissionId: number, expected: number): Promise<number> => {
       const start = performance.now();
-      const headers: Record<string, string> = { authorization: auth.authorization, ...(run.encrypted && { 'x-formwork-encryption-password': PASSWORD }) };
-      const res = await fetch(`${service.url}${API}/submissions/${submissionId}/upload?fieldId=${fieldId}`, { headers });
+      const headers: Record<string, string> = {
+        authorization: auth.authorization,
+        ...(run.encrypted && { 'x-formwork-encryption-password': PASSWORD }),
+      };
+      const res = await fetch(`${service.url}${API}/submissions/${submissionId}/upload?fieldId=${fieldId}`, {
+        headers,
+      });
       if (res.status !== 200 || !res.body) throw new Error(`download ${run.name}: ${res.status}`);
       let got = 0;
       for await (const chunk of res.body) got += (chunk as Uint8Array).byteLength;
@@ -155,7 +173,9 @@ async function runOne(deps: FileBenchDeps, run: Run, s3: TestS3 | undefined): Pr
       baselineMiB,
       peakMiB: hwmMiB(service.pid),
     };
-    deps.log(`${run.name}, ${run.sizeMB} MB: upload ${row.uploadMBs.toFixed(0)} MB/s, download ${row.downloadMBs.toFixed(0)} MB/s, peak RSS ${row.peakMiB.toFixed(0)} MiB`);
+    deps.log(
+      `${run.name}, ${run.sizeMB} MB: upload ${row.uploadMBs.toFixed(0)} MB/s, download ${row.downloadMBs.toFixed(0)} MB/s, peak RSS ${row.peakMiB.toFixed(0)} MiB`,
+    );
     return row;
   } finally {
     await service.stop();
@@ -172,7 +192,13 @@ export async function runFileBench(deps: FileBenchDeps, sizeMB: number, largeMB:
       { name: 'S3 (service URL, multipart)', sizeMB, s3: true, throughService: true },
       { name: 'S3 (service URL, multipart)', sizeMB: largeMB, s3: true, throughService: true },
       { name: 'local disk, encrypted form (sealed)', sizeMB, s3: false, throughService: false, encrypted: true },
-      { name: 'local disk, encrypted form (sealed)', sizeMB: largeMB, s3: false, throughService: false, encrypted: true },
+      {
+        name: 'local disk, encrypted form (sealed)',
+        sizeMB: largeMB,
+        s3: false,
+        throughService: false,
+        encrypted: true,
+      },
       { name: 'S3, encrypted form (sealed, multipart)', sizeMB, s3: true, throughService: true, encrypted: true },
     ];
     const rows: FileRow[] = [];

@@ -79,7 +79,9 @@ export function summarizeProfile(file: string, root: string, window?: Window, to
   }
   const lines: string[] = [];
   if (window && total === 0) {
-    lines.push(`(no samples inside the "${window.label}" window: clocks differ? summarising the whole profile instead)`);
+    lines.push(
+      `(no samples inside the "${window.label}" window: clocks differ? summarising the whole profile instead)`,
+    );
     return [...lines, summarizeProfile(file, root, undefined, top)].join('\n');
   }
 

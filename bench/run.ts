@@ -48,7 +48,15 @@ import { fileTable, runFileBench, type FileRow } from './files.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
-import { clientOf, fieldIdsOf, submissionBody, submissionForm, submissionInput, SUBMISSION_FIELD_COUNT, type FieldIds } from './submission-data.js';
+import {
+  clientOf,
+  fieldIdsOf,
+  submissionBody,
+  submissionForm,
+  submissionInput,
+  SUBMISSION_FIELD_COUNT,
+  type FieldIds,
+} from './submission-data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const HOST = '127.0.0.1';
@@ -59,7 +67,8 @@ function intEnv(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min)
+    throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
   return value;
 }
 
@@ -68,7 +77,10 @@ const WARMUP = intEnv('BENCH_WARMUP', 3, 0);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 10, 1);
 const POST_CONNECTIONS = intEnv('BENCH_POST_CONNECTIONS', 50, 1);
 const SEED_COUNT = intEnv('BENCH_SEED_COUNT', 1_000_000, 1000);
-const PG_ADMIN_URL = process.env.BENCH_PG_URL === undefined || process.env.BENCH_PG_URL === '' ? 'postgres://postgres@127.0.0.1:5432/test' : process.env.BENCH_PG_URL;
+const PG_ADMIN_URL =
+  process.env.BENCH_PG_URL === undefined || process.env.BENCH_PG_URL === ''
+    ? 'postgres://postgres@127.0.0.1:5432/test'
+    : process.env.BENCH_PG_URL;
 const PG_ENABLED = PG_ADMIN_URL !== 'off';
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
@@ -149,7 +161,13 @@ function startChild(name: string, args: string[], env: Record<string, string>, p
 }
 
 /** The service on DATA_DIR's SQLite file, or on databaseUrl. */
-async function startService(name: string, dataDir: string, databaseUrl: string, profRoot: string, env: Record<string, string> = {}): Promise<Child> {
+async function startService(
+  name: string,
+  dataDir: string,
+  databaseUrl: string,
+  profRoot: string,
+  env: Record<string, string> = {},
+): Promise<Child> {
   let profDir: string | undefined;
   if (CPU_PROF) {
     profDir = join(profRoot, name.replace(/[^a-z0-9]+/gi, '-'));
@@ -159,7 +177,15 @@ async function startService(name: string, dataDir: string, databaseUrl: string, 
     name,
     [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
     // Quotas high enough never to refuse: the benchmark measures their cost, not their effect.
-    { DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, PUBLIC_URL: '', RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PER_DAY: '1000000000', ...env },
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: databaseUrl,
+      PUBLIC_URL: '',
+      RATE_LIMIT_PER_MINUTE: '1000000000',
+      RATE_LIMIT_PER_DAY: '1000000000',
+      ...env,
+    },
     await freePort(),
     profDir,
   );
@@ -172,7 +198,9 @@ async function waitReady(child: Child, path: string, timeoutMs = 30_000): Promis
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
-      throw new Error(`${child.name} exited before it was ready (code ${child.proc.exitCode}, signal ${child.proc.signalCode})`);
+      throw new Error(
+        `${child.name} exited before it was ready (code ${child.proc.exitCode}, signal ${child.proc.signalCode})`,
+      );
     }
     try {
       const res = await fetch(`${child.url}${path}`, { signal: AbortSignal.timeout(1000) });
@@ -216,11 +244,25 @@ function peakRss(pid: number | undefined): string {
 
 /** Runs bench/seed-submissions.ts as a child process; returns its result line. */
 async function runSeeder(dbFile: string, formId: number, count: number): Promise<SeedResult> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/seed-submissions.ts', '--db', dbFile, '--form', String(formId), '--count', String(count)], {
-    cwd: ROOT,
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'bench/seed-submissions.ts',
+      '--db',
+      dbFile,
+      '--form',
+      String(formId),
+      '--count',
+      String(count),
+    ],
+    {
+      cwd: ROOT,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const child: Child = { name: 'seed', proc, url: '' };
   children.push(child);
   let last = '';
@@ -306,7 +348,10 @@ interface Measured {
 
 function percentiles(samples: number[]): Latency {
   const sorted = Float64Array.from(samples).sort();
-  const at = (q: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!);
+  const at = (q: number) =>
+    sorted.length === 0
+      ? Number.NaN
+      : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
@@ -339,7 +384,9 @@ function problemsOf(phase: string, r: autocannon.Result, minBytes: number | unde
   if (r.errors > 0) problems.push(`${phase}: ${r.errors} errors (${r.timeouts} of them timeouts)`);
   if (r['2xx'] === 0) problems.push(`${phase}: no successful response at all`);
   else if (minBytes !== undefined && r.throughput.total / r['2xx'] < minBytes) {
-    problems.push(`${phase}: responses averaged ${Math.round(r.throughput.total / r['2xx'])} bytes, expected at least ${minBytes}`);
+    problems.push(
+      `${phase}: responses averaged ${Math.round(r.throughput.total / r['2xx'])} bytes, expected at least ${minBytes}`,
+    );
   }
   return problems;
 }
@@ -383,7 +430,9 @@ async function checkResponses(service: Child, token: string, formId: number): Pr
   const list = await fetch(`${service.url}${API}/forms?pageSize=100`, { headers });
   const page = (await list.json()) as { forms?: unknown[]; total?: number };
   if (list.status !== 200 || page.forms?.length !== 100 || page.total !== FORMS) {
-    throw new Error(`GET /forms?pageSize=100: HTTP ${list.status}, ${page.forms?.length ?? 'no'} forms of ${page.total ?? '?'}`);
+    throw new Error(
+      `GET /forms?pageSize=100: HTTP ${list.status}, ${page.forms?.length ?? 'no'} forms of ${page.total ?? '?'}`,
+    );
   }
 }
 
@@ -403,40 +452,65 @@ function shuffled<T>(items: T[]): T[] {
 let nextBody = 0;
 
 /** Creates the 10-field submission form through the API; returns its id and field ids. */
-async function createSubmissionForm(service: Child, token: string, name: string): Promise<{ id: number; ids: FieldIds }> {
+async function createSubmissionForm(
+  service: Child,
+  token: string,
+  name: string,
+): Promise<{ id: number; ids: FieldIds }> {
   const res = await fetch(`${service.url}${API}/forms`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(submissionForm(name)),
   });
   const text = await res.text();
-  if (res.status !== 200) throw new Error(`creating the submission form on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  if (res.status !== 200)
+    throw new Error(`creating the submission form on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
   const form = JSON.parse(text) as { id: number; fields: { id: number; label: string }[] };
-  if (form.fields.length !== SUBMISSION_FIELD_COUNT) throw new Error(`the submission form has ${form.fields.length} fields, not ${SUBMISSION_FIELD_COUNT}`);
+  if (form.fields.length !== SUBMISSION_FIELD_COUNT)
+    throw new Error(`the submission form has ${form.fields.length} fields, not ${SUBMISSION_FIELD_COUNT}`);
   return { id: form.id, ids: fieldIdsOf(form.fields) };
 }
 
-async function postOne(service: Child, token: string, formId: number, ids: FieldIds): Promise<{ n: number; id: number }> {
+async function postOne(
+  service: Child,
+  token: string,
+  formId: number,
+  ids: FieldIds,
+): Promise<{ n: number; id: number }> {
   const n = nextBody++;
   const res = await fetch(`${service.url}${API}/forms/${formId}/submissions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'user-agent': clientOf(n).userAgent },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'user-agent': clientOf(n).userAgent,
+    },
     body: submissionBody(n, ids),
   });
   const text = await res.text();
-  if (res.status !== 200) throw new Error(`POST /forms/${formId}/submissions on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  if (res.status !== 200)
+    throw new Error(`POST /forms/${formId}/submissions on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
   const created = JSON.parse(text) as { id: number; data?: unknown[] };
-  if (!created.data || created.data.length === 0) throw new Error(`POST /forms/${formId}/submissions on ${service.name}: no data in ${text.slice(0, 300)}`);
+  if (!created.data || created.data.length === 0)
+    throw new Error(`POST /forms/${formId}/submissions on ${service.name}: no data in ${text.slice(0, 300)}`);
   return { n, id: created.id };
 }
 
 async function submissionCount(service: Child, token: string, formId: number): Promise<number> {
-  const { body } = await getJson<{ count: number }>(`${service.url}${API}/forms/${formId}/submissions/count`, { authorization: `Bearer ${token}` });
+  const { body } = await getJson<{ count: number }>(`${service.url}${API}/forms/${formId}/submissions/count`, {
+    authorization: `Bearer ${token}`,
+  });
   return body.count;
 }
 
 /** POST of a new body every time; afterwards the form must hold one more submission per 2xx. */
-async function postScenario(name: string, service: Child, token: string, formId: number, ids: FieldIds): Promise<Scenario> {
+async function postScenario(
+  name: string,
+  service: Child,
+  token: string,
+  formId: number,
+  ids: FieldIds,
+): Promise<Scenario> {
   const before = await submissionCount(service, token, formId);
   return {
     name,
@@ -450,7 +524,11 @@ async function postScenario(name: string, service: Child, token: string, formId:
         path: `${API}/forms/${formId}/submissions`,
         setupRequest: (request) => {
           const n = nextBody++;
-          return { ...request, body: submissionBody(n, ids), headers: { ...request.headers, 'user-agent': clientOf(n).userAgent } };
+          return {
+            ...request,
+            body: submissionBody(n, ids),
+            headers: { ...request.headers, 'user-agent': clientOf(n).userAgent },
+          };
         },
       },
     ],
@@ -462,12 +540,15 @@ async function postScenario(name: string, service: Child, token: string, formId:
       const added = (await submissionCount(service, token, formId)) - before;
       // Requests in flight when a run stops are answered but not counted: at most one per connection.
       const slack = runs.length * POST_CONNECTIONS + failed;
-      return added >= ok && added <= ok + slack ? [] : [`${ok} POSTs answered 2xx but the form gained ${added} submissions`];
+      return added >= ok && added <= ok + slack
+        ? []
+        : [`${ok} POSTs answered 2xx but the form gained ${added} submissions`];
     },
   };
 }
 
-const day = (d: { year: number; month: number; day: number }) => `${d.year}-${String(d.month).padStart(2, '0')}-${String(d.day).padStart(2, '0')}`;
+const day = (d: { year: number; month: number; day: number }) =>
+  `${d.year}-${String(d.month).padStart(2, '0')}-${String(d.day).padStart(2, '0')}`;
 
 function addDays(d: { year: number; month: number; day: number }, days: number) {
   const t = new Date(Date.UTC(d.year, d.month - 1, d.day + days));
@@ -486,15 +567,23 @@ async function readScenarios(service: Child, token: string, dbFile: string, seed
   const from = lowerBound({ ...first, hour: 0, minute: 0, second: 0, dateOnly: true });
   const to = upperBound({ ...last, hour: 0, minute: 0, second: 0, dateOnly: true });
   const db = new Database(dbFile, { readonly: true });
-  const inWeek = (db.prepare('SELECT count(*) AS n FROM submissions WHERE form_id = ? AND created_at BETWEEN ? AND ?').get(seeded.formId, from, to) as { n: number }).n;
+  const inWeek = (
+    db
+      .prepare('SELECT count(*) AS n FROM submissions WHERE form_id = ? AND created_at BETWEEN ? AND ?')
+      .get(seeded.formId, from, to) as { n: number }
+  ).n;
   db.close();
 
   const pageNumber = Math.min(1000, Math.floor(n / 25));
   const criteria = seeded.criteria
-    .map((c, i) => `search%5B${i}%5D%5BfieldId%5D=${c.fieldId}&search%5B${i}%5D%5Bvalue%5D=${encodeURIComponent(c.value)}`)
+    .map(
+      (c, i) => `search%5B${i}%5D%5BfieldId%5D=${c.fieldId}&search%5B${i}%5D%5Bvalue%5D=${encodeURIComponent(c.value)}`,
+    )
     .join('&');
   const share = (k: number) => `${((100 * k) / n).toFixed(2)}% of ${n.toLocaleString('en-US')}`;
-  log(`seeded form ${seeded.formId}: keyword "${seeded.keyword}" in ${share(seeded.keywordMatches)}, field search in ${share(seeded.criteriaMatches)}, ${day(first)}..${day(last)} holds ${share(inWeek)}`);
+  log(
+    `seeded form ${seeded.formId}: keyword "${seeded.keyword}" in ${share(seeded.keywordMatches)}, field search in ${share(seeded.criteriaMatches)}, ${day(first)}..${day(last)} holds ${share(inWeek)}`,
+  );
 
   type Body = { submissions?: { id: number }[]; total?: number; count?: number };
   /** A page of the listing: its total, as many rows as there should be (never none), the newest first. */
@@ -504,8 +593,10 @@ async function readScenarios(service: Child, token: string, dbFile: string, seed
       const problems: string[] = [];
       const rows = Math.max(0, Math.min(25, expectTotal - offset));
       if (body.total !== expectTotal) problems.push(`total ${body.total}, expected ${expectTotal}`);
-      if (body.submissions?.length !== rows || rows === 0) problems.push(`${body.submissions?.length} rows on the page, expected ${rows} (and some)`);
-      if (expectFirstId !== undefined && body.submissions?.[0]?.id !== expectFirstId) problems.push(`first id ${body.submissions?.[0]?.id}, expected ${expectFirstId}`);
+      if (body.submissions?.length !== rows || rows === 0)
+        problems.push(`${body.submissions?.length} rows on the page, expected ${rows} (and some)`);
+      if (expectFirstId !== undefined && body.submissions?.[0]?.id !== expectFirstId)
+        problems.push(`first id ${body.submissions?.[0]?.id}, expected ${expectFirstId}`);
       return problems;
     };
   /** The searches are meant to match about 0.5-2% of the submissions; far off that, they measure something else. */
@@ -527,13 +618,21 @@ async function readScenarios(service: Child, token: string, dbFile: string, seed
     {
       name: 'GET submissions, 2-field search',
       path: `${base}?${criteria}`,
-      check: (body) => [...listing(seeded.criteriaMatches)(body), ...selectivity('the field search', seeded.criteriaMatches)],
+      check: (body) => [
+        ...listing(seeded.criteriaMatches)(body),
+        ...selectivity('the field search', seeded.criteriaMatches),
+      ],
     },
-    { name: 'GET submissions ?minTime&maxTime (1 week)', path: `${base}?minTime=${day(first)}&maxTime=${day(last)}`, check: listing(inWeek) },
+    {
+      name: 'GET submissions ?minTime&maxTime (1 week)',
+      path: `${base}?minTime=${day(first)}&maxTime=${day(last)}`,
+      check: listing(inWeek),
+    },
     {
       name: 'GET submissions/count ?startDate&lookbackPeriod=7',
       path: `${base}/count?startDate=${day(last)}&lookbackPeriod=7`,
-      check: (body) => (body.count === inWeek && inWeek > 0 ? [] : [`count ${body.count}, expected ${inWeek} (and some)`]),
+      check: (body) =>
+        body.count === inWeek && inWeek > 0 ? [] : [`count ${body.count}, expected ${inWeek} (and some)`],
     },
   ];
 
@@ -558,7 +657,8 @@ async function readScenarios(service: Child, token: string, dbFile: string, seed
 // ---------------------------------------------------------------------------------------
 // Report
 
-const fmt = (n: number, digits: number) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits: number) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 const ms = (n: number) => (Number.isNaN(n) ? 'n/a' : n < 10 ? fmt(n, 2) : fmt(n, 1));
 
@@ -590,7 +690,9 @@ function targets(measured: Measured[]): string[] {
           `p99 ${ms(latency.p99)} ms (target < ${t.p99} ms)`,
       );
     } else {
-      lines.push(`  ${latency.p95 < t.p95 ? 'met   ' : 'MISSED'} ${scenario.name}: p95 ${ms(latency.p95)} ms (target < ${t.p95} ms)`);
+      lines.push(
+        `  ${latency.p95 < t.p95 ? 'met   ' : 'MISSED'} ${scenario.name}: p95 ${ms(latency.p95)} ms (target < ${t.p95} ms)`,
+      );
     }
   }
   return lines;
@@ -608,7 +710,11 @@ async function filesSection(tmp: string, profDir: string): Promise<FileRow[]> {
         const dataDir = join(tmp, `files-${++n}`);
         const token = await createBenchAccount(dataDir);
         const child = await startService(name, dataDir, '', profDir, env);
-        return { service: { url: child.url, pid: child.proc.pid, stop: () => stopChild(child, stopGrace()) }, token, dataDir };
+        return {
+          service: { url: child.url, pid: child.proc.pid, stop: () => stopChild(child, stopGrace()) },
+          token,
+          dataDir,
+        };
       },
     },
     FILE_MB,
@@ -675,7 +781,9 @@ async function main(): Promise<number> {
     log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
     await checkResponses(service, token, ids[0]!);
 
-    const formBytes = (await (await fetch(`${service.url}${API}/forms/${ids[0]}?withFields=true`, { headers: auth })).arrayBuffer()).byteLength;
+    const formBytes = (
+      await (await fetch(`${service.url}${API}/forms/${ids[0]}?withFields=true`, { headers: auth })).arrayBuffer()
+    ).byteLength;
     const scenarios: Scenario[] = [
       { name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] },
       {
@@ -691,7 +799,13 @@ async function main(): Promise<number> {
         // Every id once, in an order of their own; each connection cycles through the list.
         requests: shuffled(ids).map((id) => ({ method: 'GET', path: `${API}/forms/${id}?withFields=true` })),
       },
-      { name: 'GET /forms?pageSize=100', url: service.url, child: service, headers: auth, requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }] },
+      {
+        name: 'GET /forms?pageSize=100',
+        url: service.url,
+        child: service,
+        headers: auth,
+        requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }],
+      },
     ];
     for (const scenario of scenarios) measured.push(await measure(scenario));
     await stopChild(constant, 5_000);
@@ -703,15 +817,23 @@ async function main(): Promise<number> {
       const { n, id } = await postOne(service, token, postForm.id, postForm.ids);
       const problems = compareWithService(dbFile, id, submissionInput(n, postForm.ids));
       if (problems.length > 0) {
-        throw new Error(`bench/seed-submissions.ts no longer writes what the service writes (submission ${id}):\n  ${problems.join('\n  ')}`);
+        throw new Error(
+          `bench/seed-submissions.ts no longer writes what the service writes (submission ${id}):\n  ${problems.join('\n  ')}`,
+        );
       }
     }
     log('the seeder builds the same rows as the service for 20 submissions');
-    measured.push(await measure(await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids)));
+    measured.push(
+      await measure(
+        await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids),
+      ),
+    );
     await stopChild(service, stopGrace());
 
     // 3. Submissions read: seed straight into the file, then a fresh service over it.
-    log(`seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`);
+    log(
+      `seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`,
+    );
     seeded = await runSeeder(dbFile, bigForm.id, SEED_COUNT);
     const reader = await startService('service (SQLite, seeded)', dataDir, '', profDir);
     services.push(reader);
@@ -728,7 +850,11 @@ async function main(): Promise<number> {
       services.push(pgService);
       const pgForm = await createSubmissionForm(pgService, pgToken, 'Bench submissions (POST)');
       await postOne(pgService, pgToken, pgForm.id, pgForm.ids);
-      measured.push(await measure(await postScenario('POST /forms/{id}/submissions (PostgreSQL)', pgService, pgToken, pgForm.id, pgForm.ids)));
+      measured.push(
+        await measure(
+          await postScenario('POST /forms/{id}/submissions (PostgreSQL)', pgService, pgToken, pgForm.id, pgForm.ids),
+        ),
+      );
       await stopChild(pgService, stopGrace());
     } else {
       log('BENCH_PG_URL=off: PostgreSQL skipped');
@@ -749,7 +875,9 @@ async function main(): Promise<number> {
           const windows = measured.filter((m) => m.scenario.child === s);
           if (windows.length === 0) return '';
           if (!file) return `${s.name}: no .cpuprofile was written (did the service exit cleanly?)`;
-          return windows.map((m) => `[${s.name}] ${summarizeProfile(join(s.profDir!, file), ROOT, m.window)}`).join('\n\n');
+          return windows
+            .map((m) => `[${s.name}] ${summarizeProfile(join(s.profDir!, file), ROOT, m.window)}`)
+            .join('\n\n');
         })
         .filter((text) => text !== '')
         .join('\n\n');
@@ -772,7 +900,8 @@ async function main(): Promise<number> {
     const share = (100 * read.result.requests.mean) / ceiling.result.requests.mean;
     const sizeShare = (100 * read.result.requests.mean) / sameSize.result.requests.mean;
     lines.push(
-      `form read reaches ${share.toFixed(1)}% of the constant route (target >= 50%), ` + `${sizeShare.toFixed(1)}% of a constant route with a body of its size`,
+      `form read reaches ${share.toFixed(1)}% of the constant route (target >= 50%), ` +
+        `${sizeShare.toFixed(1)}% of a constant route with a body of its size`,
     );
   }
   if (seeded) {
@@ -791,7 +920,9 @@ async function main(): Promise<number> {
 
   const problems = measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`));
   if (problems.length > 0) {
-    process.stderr.write(`\nFAILED: responses other than expected during the run:\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
+    process.stderr.write(
+      `\nFAILED: responses other than expected during the run:\n${problems.map((p) => `  ${p}`).join('\n')}\n`,
+    );
     return 1;
   }
   return failed ? 1 : 0;
@@ -801,7 +932,9 @@ async function main(): Promise<number> {
 const RUNS = 4 + 6 + (PG_ENABLED ? 2 : 1);
 // The file section: five service children, each moving its file 2 x 4 times at a few MB/s at worst.
 const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
-const limitMs = ONLY_FILES ? FILE_SECTION_S * 1000 : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S) * 1000;
+const limitMs = ONLY_FILES
+  ? FILE_SECTION_S * 1000
+  : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S) * 1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

@@ -44,12 +44,19 @@ export interface StoredSubmission {
 
 /** The form's fields as the service loads them (listFields order: display_order, id). */
 export function loadFields(db: Database.Database, formId: number): FieldForValues[] {
-  const rows = db.prepare('SELECT * FROM fields WHERE form_id = ? ORDER BY display_order, id').all(formId) as FieldRow[];
+  const rows = db
+    .prepare('SELECT * FROM fields WHERE form_id = ? ORDER BY display_order, id')
+    .all(formId) as FieldRow[];
   return rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
 }
 
 /** What the service stores for one request body: the service's own prepareSubmission(). */
-export function storedSubmission(formId: number, fields: FieldForValues[], byId: Map<number, FieldForValues>, inputs: FieldInput[]): StoredSubmission {
+export function storedSubmission(
+  formId: number,
+  fields: FieldForValues[],
+  byId: Map<number, FieldForValues>,
+  inputs: FieldInput[],
+): StoredSubmission {
   const write = prepareSubmission({ formId, fields, byId }, inputs, new Map(), Date.now());
   // The bench form is not encrypted, so its data is the JSON itself.
   if (typeof write.data !== 'string') throw new Error('the seeder writes plain forms only');
@@ -69,29 +76,40 @@ export function compareWithService(file: string, id: number, inputs: FieldInput[
   try {
     db.pragma('busy_timeout = 5000');
     const row = db.prepare('SELECT form_id, data, pretty_name FROM submissions WHERE id = ?').get(id) as
-      | { form_id: number; data: string; pretty_name: string | null }
-      | undefined;
+      { form_id: number; data: string; pretty_name: string | null } | undefined;
     if (!row) return [`submission ${id} is not in the database`];
     const fields = loadFields(db, row.form_id);
     const expected = storedSubmission(row.form_id, fields, new Map(fields.map((f) => [f.id, f])), inputs);
     const problems: string[] = [];
     if (row.data !== expected.data) problems.push(`data: service ${row.data} vs seeder ${expected.data}`);
-    if (row.pretty_name !== expected.prettyName) problems.push(`pretty_name: service ${row.pretty_name} vs seeder ${expected.prettyName}`);
+    if (row.pretty_name !== expected.prettyName)
+      problems.push(`pretty_name: service ${row.pretty_name} vs seeder ${expected.prettyName}`);
     const unique = db
-      .prepare('SELECT form_id, field_id, value_norm FROM submission_unique_values WHERE submission_id = ? ORDER BY rowid')
+      .prepare(
+        'SELECT form_id, field_id, value_norm FROM submission_unique_values WHERE submission_id = ? ORDER BY rowid',
+      )
       .all(id) as { form_id: number; field_id: number; value_norm: string }[];
     const got = JSON.stringify(unique.map((v) => [v.form_id, v.field_id, v.value_norm]));
     const want = JSON.stringify(expected.unique.map((v) => [row.form_id, v.fieldId, v.norm]));
     if (got !== want) problems.push(`submission_unique_values: service ${got} vs seeder ${want}`);
     db.exec("CREATE VIRTUAL TABLE temp.bench_fts_terms USING fts5vocab(main, 'submissions_fts', 'instance')");
-    const terms = (db.prepare('SELECT term FROM temp.bench_fts_terms WHERE doc = ? ORDER BY "offset"').all(id) as { term: string }[]).map((t) => t.term);
-    if (terms.join(' ') !== expected.tokens.join(' ')) problems.push(`submissions_fts: service "${terms.join(' ')}" vs seeder "${expected.tokens.join(' ')}"`);
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[];
+    const terms = (
+      db.prepare('SELECT term FROM temp.bench_fts_terms WHERE doc = ? ORDER BY "offset"').all(id) as { term: string }[]
+    ).map((t) => t.term);
+    if (terms.join(' ') !== expected.tokens.join(' '))
+      problems.push(`submissions_fts: service "${terms.join(' ')}" vs seeder "${expected.tokens.join(' ')}"`);
+    const tables = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .all() as { name: string }[];
     for (const { name } of tables) {
       if (SUBMISSION_TABLES.has(name)) continue;
       const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all(name) as { name: string }[];
       if (!columns.some((c) => c.name === 'submission_id')) continue;
-      const n = (db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}" WHERE submission_id = ?`).get(id) as { n: number }).n;
+      const n = (
+        db.prepare(`SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}" WHERE submission_id = ?`).get(id) as {
+          n: number;
+        }
+      ).n;
       if (n > 0) problems.push(`the service wrote ${n} row(s) into ${name}, which the seeder does not fill`);
     }
     return problems;
@@ -139,9 +157,9 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
   const db = new Database(file);
   try {
     db.pragma('busy_timeout = 5000');
-    const form = db.prepare('SELECT account_id, submissions_count FROM forms WHERE id = ? AND deleted_at IS NULL').get(formId) as
-      | { account_id: number; submissions_count: number }
-      | undefined;
+    const form = db
+      .prepare('SELECT account_id, submissions_count FROM forms WHERE id = ? AND deleted_at IS NULL')
+      .get(formId) as { account_id: number; submissions_count: number } | undefined;
     if (!form) throw new Error(`no live form ${formId} in ${file}`);
     const fields = loadFields(db, formId);
     const byId = new Map(fields.map((f) => [f.id, f]));
@@ -160,9 +178,13 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
     const insertSubmission = db.prepare(
       'INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)',
     );
-    const insertUnique = db.prepare('INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm) VALUES (?, ?, ?, ?)');
+    const insertUnique = db.prepare(
+      'INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm) VALUES (?, ?, ?, ?)',
+    );
     const insertFts = db.prepare('INSERT INTO submissions_fts (rowid, content) VALUES (?, ?)');
-    const bumpCount = db.prepare('UPDATE forms SET submissions_count = submissions_count + ?, submissions_version = submissions_version + 1 WHERE id = ? AND account_id = ?');
+    const bumpCount = db.prepare(
+      'UPDATE forms SET submissions_count = submissions_count + ?, submissions_version = submissions_version + 1 WHERE id = ? AND account_id = ?',
+    );
 
     const now = Date.now();
     const start = now - days * DAY_MS;
@@ -182,8 +204,17 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
         const stored = storedSubmission(formId, fields, byId, submissionInput(n, ids));
         const client = clientOf(n);
         // Increasing with i, never equal: a step is about 30 s for a million over a year.
-        const created = Math.floor(start + i * step + ((n * 7919) % 1000) / 1000 * step * 0.9);
-        const info = insertSubmission.run(form.account_id, formId, created, created, client.userAgent, client.remoteAddr, stored.data, stored.prettyName);
+        const created = Math.floor(start + i * step + (((n * 7919) % 1000) / 1000) * step * 0.9);
+        const info = insertSubmission.run(
+          form.account_id,
+          formId,
+          created,
+          created,
+          client.userAgent,
+          client.remoteAddr,
+          stored.data,
+          stored.prettyName,
+        );
         const id = Number(info.lastInsertRowid);
         for (const v of stored.unique) insertUnique.run(id, formId, v.fieldId, v.norm);
         insertFts.run(id, stored.tokens.join(' '));
@@ -202,12 +233,27 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
       if (Date.now() - lastReport > 15_000 || from + batch >= count) {
         lastReport = Date.now();
         const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-        log(`${Math.min(count, from + batch).toLocaleString('en-US')} of ${count.toLocaleString('en-US')} submissions in ${elapsed.toFixed(0)} s`);
+        log(
+          `${Math.min(count, from + batch).toLocaleString('en-US')} of ${count.toLocaleString('en-US')} submissions in ${elapsed.toFixed(0)} s`,
+        );
       }
     }
     db.pragma(`journal_mode = ${mode}`);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return { formId, count, seconds, firstId, lastId, firstCreated, lastCreated, uniqueRows, keyword: KEYWORD, keywordMatches, criteria, criteriaMatches };
+    return {
+      formId,
+      count,
+      seconds,
+      firstId,
+      lastId,
+      firstCreated,
+      lastCreated,
+      uniqueRows,
+      keyword: KEYWORD,
+      keywordMatches,
+      criteria,
+      criteriaMatches,
+    };
   } finally {
     db.close();
   }
@@ -215,7 +261,12 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
-    options: { db: { type: 'string' }, form: { type: 'string' }, count: { type: 'string', default: '1000000' }, days: { type: 'string', default: '365' } },
+    options: {
+      db: { type: 'string' },
+      form: { type: 'string' },
+      count: { type: 'string', default: '1000000' },
+      days: { type: 'string', default: '365' },
+    },
     strict: true,
   });
   const count = Number(values.count);

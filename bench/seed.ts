@@ -22,7 +22,11 @@ export async function createBenchAccount(dataDir: string, databaseUrl?: string):
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
-    const created = await createAccount({ db: db.kysely, clock: new Clock() }, { name: 'Bench', email: 'bench@example.com' }, new Hasher({ concurrency: 1, queueLimit: 0 }).kdf());
+    const created = await createAccount(
+      { db: db.kysely, clock: new Clock() },
+      { name: 'Bench', email: 'bench@example.com' },
+      new Hasher({ concurrency: 1, queueLimit: 0 }).kdf(),
+    );
     return created.token;
   } finally {
     await db.close();
@@ -30,19 +34,60 @@ export async function createBenchAccount(dataDir: string, databaseUrl?: string):
 }
 
 const options = (n: number, prefix: string) =>
-  Array.from({ length: n }, (_, i) => ({ label: `${prefix} choice ${i + 1}`, value: `${prefix.toLowerCase()}-${i + 1}` }));
+  Array.from({ length: n }, (_, i) => ({
+    label: `${prefix} choice ${i + 1}`,
+    value: `${prefix.toLowerCase()}-${i + 1}`,
+  }));
 
 /** Twenty fields of mixed types, with attributes, options and default values, as forms really have. */
 export function benchFields(formNo: number): FieldCreate[] {
   const fields: FieldCreate[] = [
     { type: 'section', label: 'About you', attributes: { text: `Form ${formNo}: tell us who you are.` } },
-    { type: 'name', label: 'Your name', required: true, attributes: { showPrefix: true, showMiddle: false }, defaultValue: { first: 'Ada' } },
-    { type: 'email', label: 'Email', required: true, unique: true, attributes: { placeholder: 'you@example.com', confirm: true } },
-    { type: 'phone', label: 'Phone', columnSpan: 6, attributes: { format: 'international', placeholder: '+1 555 0100' } },
-    { type: 'address', label: 'Address', attributes: { format: 'international', showAddress2: true, defaultCountry: 'US' } },
-    { type: 'datetime', label: 'Preferred date', columnSpan: 6, attributes: { format: 'date', minDate: '2020-01-01', maxDate: '2030-12-31' } },
-    { type: 'text', label: 'Company', description: 'Where you work, if anywhere', attributes: { placeholder: 'Acme Inc.', maxLength: 200 }, defaultValue: '' },
-    { type: 'number', label: 'Team size', columnSpan: 4, attributes: { min: 1, max: 10_000, decimals: 0 }, defaultValue: 10 },
+    {
+      type: 'name',
+      label: 'Your name',
+      required: true,
+      attributes: { showPrefix: true, showMiddle: false },
+      defaultValue: { first: 'Ada' },
+    },
+    {
+      type: 'email',
+      label: 'Email',
+      required: true,
+      unique: true,
+      attributes: { placeholder: 'you@example.com', confirm: true },
+    },
+    {
+      type: 'phone',
+      label: 'Phone',
+      columnSpan: 6,
+      attributes: { format: 'international', placeholder: '+1 555 0100' },
+    },
+    {
+      type: 'address',
+      label: 'Address',
+      attributes: { format: 'international', showAddress2: true, defaultCountry: 'US' },
+    },
+    {
+      type: 'datetime',
+      label: 'Preferred date',
+      columnSpan: 6,
+      attributes: { format: 'date', minDate: '2020-01-01', maxDate: '2030-12-31' },
+    },
+    {
+      type: 'text',
+      label: 'Company',
+      description: 'Where you work, if anywhere',
+      attributes: { placeholder: 'Acme Inc.', maxLength: 200 },
+      defaultValue: '',
+    },
+    {
+      type: 'number',
+      label: 'Team size',
+      columnSpan: 4,
+      attributes: { min: 1, max: 10_000, decimals: 0 },
+      defaultValue: 10,
+    },
     {
       type: 'select',
       label: 'Country of residence',
@@ -50,7 +95,12 @@ export function benchFields(formNo: number): FieldCreate[] {
       options: options(12, 'Country'),
       defaultValue: 'country-1',
     },
-    { type: 'radio', label: 'How did you hear about us?', attributes: { layout: 'vertical' }, options: options(5, 'Source') },
+    {
+      type: 'radio',
+      label: 'How did you hear about us?',
+      attributes: { layout: 'vertical' },
+      options: options(5, 'Source'),
+    },
     {
       type: 'checkbox',
       label: 'Interests',
@@ -61,16 +111,49 @@ export function benchFields(formNo: number): FieldCreate[] {
     {
       type: 'matrix',
       label: 'Rate us',
-      attributes: { rows: ['Speed', 'Quality', 'Price', 'Support'], columns: ['Poor', 'Fair', 'Good', 'Great'], multiple: false },
+      attributes: {
+        rows: ['Speed', 'Quality', 'Price', 'Support'],
+        columns: ['Poor', 'Fair', 'Good', 'Great'],
+        multiple: false,
+      },
     },
-    { type: 'textarea', label: 'Comments', description: 'Anything else we should know', attributes: { rows: 6, maxLength: 5000 } },
-    { type: 'file', label: 'Attachments', attributes: { maxFiles: 3, maxFileSize: 5 * 1024 * 1024, allowedTypes: ['pdf', 'png', 'jpg'] } },
-    { type: 'product', label: 'Conference ticket', attributes: { price: 199.5, currency: 'EUR', minQuantity: 1, maxQuantity: 10 } },
+    {
+      type: 'textarea',
+      label: 'Comments',
+      description: 'Anything else we should know',
+      attributes: { rows: 6, maxLength: 5000 },
+    },
+    {
+      type: 'file',
+      label: 'Attachments',
+      attributes: { maxFiles: 3, maxFileSize: 5 * 1024 * 1024, allowedTypes: ['pdf', 'png', 'jpg'] },
+    },
+    {
+      type: 'product',
+      label: 'Conference ticket',
+      attributes: { price: 199.5, currency: 'EUR', minQuantity: 1, maxQuantity: 10 },
+    },
     { type: 'creditcard', label: 'Card', attributes: { cardTypes: ['visa', 'mastercard', 'amex'] } },
-    { type: 'richtext', label: 'Terms', attributes: { html: '<p>By submitting you agree to our <a href="https://example.com/terms">terms</a>.</p>' } },
-    { type: 'embed', label: 'Video', hideLabel: true, attributes: { html: '<iframe src="https://example.com/embed/intro" width="560" height="315"></iframe>' } },
+    {
+      type: 'richtext',
+      label: 'Terms',
+      attributes: { html: '<p>By submitting you agree to our <a href="https://example.com/terms">terms</a>.</p>' },
+    },
+    {
+      type: 'embed',
+      label: 'Video',
+      hideLabel: true,
+      attributes: { html: '<iframe src="https://example.com/embed/intro" width="560" height="315"></iframe>' },
+    },
     { type: 'signature', label: 'Signature', required: true, attributes: { maxFileSize: 512 * 1024 } },
-    { type: 'text', label: 'Referral code', hidden: true, readOnly: true, attributes: { minLength: 4, maxLength: 12 }, defaultValue: `REF${formNo}` },
+    {
+      type: 'text',
+      label: 'Referral code',
+      hidden: true,
+      readOnly: true,
+      attributes: { minLength: 4, maxLength: 12 },
+      defaultValue: `REF${formNo}`,
+    },
   ];
   return fields;
 }
@@ -79,7 +162,12 @@ export function benchForm(formNo: number): FormCreate {
   return {
     name: `Bench form ${String(formNo).padStart(4, '0')}`,
     submitButtonTitle: 'Send',
-    settings: { description: `Benchmark form number ${formNo}`, language: 'en', labelPosition: 'top', successMessage: 'Thanks!' },
+    settings: {
+      description: `Benchmark form number ${formNo}`,
+      language: 'en',
+      labelPosition: 'top',
+      successMessage: 'Thanks!',
+    },
     fields: benchFields(formNo),
   };
 }
@@ -99,7 +187,8 @@ export async function seedForms(baseUrl: string, token: string, count: number, c
       const text = await res.text();
       if (res.status !== 200) throw new Error(`seeding form ${formNo}: HTTP ${res.status}: ${text.slice(0, 500)}`);
       const form = JSON.parse(text) as { id: number; fields?: unknown[] };
-      if (form.fields?.length !== 20) throw new Error(`seeding form ${formNo}: expected 20 fields back, got ${form.fields?.length}`);
+      if (form.fields?.length !== 20)
+        throw new Error(`seeding form ${formNo}: expected 20 fields back, got ${form.fields?.length}`);
       ids.push(form.id);
     }
   };

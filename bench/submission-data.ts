@@ -63,14 +63,29 @@ export const LABELS = {
 export function submissionFormFields(): FieldCreate[] {
   return [
     { type: 'name', label: LABELS.name, required: true, attributes: { showPrefix: true } },
-    { type: 'email', label: LABELS.email, required: true, unique: true, attributes: { placeholder: 'you@example.com' } },
+    {
+      type: 'email',
+      label: LABELS.email,
+      required: true,
+      unique: true,
+      attributes: { placeholder: 'you@example.com' },
+    },
     { type: 'text', label: LABELS.company, attributes: { maxLength: 200 } },
     { type: 'textarea', label: LABELS.comments, attributes: { rows: 5, maxLength: 5000 } },
     { type: 'number', label: LABELS.teamSize, attributes: { min: 1, max: 100_000, decimals: 0 } },
     { type: 'select', label: LABELS.country, required: true, options: options(COUNTRIES) },
-    { type: 'checkbox', label: LABELS.interests, attributes: { minSelected: 1, maxSelected: 3 }, options: options(INTERESTS) },
+    {
+      type: 'checkbox',
+      label: LABELS.interests,
+      attributes: { minSelected: 1, maxSelected: 3 },
+      options: options(INTERESTS),
+    },
     { type: 'radio', label: LABELS.source, options: options(SOURCES) },
-    { type: 'datetime', label: LABELS.date, attributes: { format: 'date', minDate: '2020-01-01', maxDate: '2030-12-31' } },
+    {
+      type: 'datetime',
+      label: LABELS.date,
+      attributes: { format: 'date', minDate: '2020-01-01', maxDate: '2030-12-31' },
+    },
     { type: 'phone', label: LABELS.phone, attributes: { format: 'international' } },
   ];
 }
@@ -103,10 +118,28 @@ const LAST = (
   'Torres Nguyen Hill Flores Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts Müller Dubois Rossi Novak Kowalski'
 ).split(' ');
 const PREFIXES = ['Dr.', 'Ms.', 'Mr.', 'Prof.'];
-const COMPANY_A = 'Acme Northwind Contoso Globex Initech Umbrella Stark Wayne Hooli Vandelay Soylent Tyrell Cyberdyne Wonka Oscorp Gringotts Pied Aperture Massive Blue'.split(' ');
-const COMPANY_B = ['Analytics', 'Labs', 'Industries', 'Logistics', 'Systems', 'Health', 'Media', 'Partners', 'Foods', 'Robotics', 'Piper', 'Dynamics'];
+const COMPANY_A =
+  'Acme Northwind Contoso Globex Initech Umbrella Stark Wayne Hooli Vandelay Soylent Tyrell Cyberdyne Wonka Oscorp Gringotts Pied Aperture Massive Blue'.split(
+    ' ',
+  );
+const COMPANY_B = [
+  'Analytics',
+  'Labs',
+  'Industries',
+  'Logistics',
+  'Systems',
+  'Health',
+  'Media',
+  'Partners',
+  'Foods',
+  'Robotics',
+  'Piper',
+  'Dynamics',
+];
 const DOMAINS = ['example.com', 'example.org', 'mail.test', 'inbox.test', 'corp.example'];
-const FILLERS = 'the and but was is very really please our we it a to with for of on not too more so this that'.split(' ');
+const FILLERS = 'the and but was is very really please our we it a to with for of on not too more so this that'.split(
+  ' ',
+);
 /** Content words of the comments; KEYWORD is one of them, and no other word starts with it. */
 const VOCABULARY = (
   'account address admin agenda alert answer api app approval archive audit backup badge balance banner batch billing board booking ' +
@@ -128,7 +161,18 @@ const VOCABULARY = (
   'upload usage user vacation vendor version video visitor voucher wallet ' +
   `${KEYWORD} webhook website widget wiki workflow workshop workspace zone`
 ).split(' ');
-const OPENERS = ['Great', 'Slow', 'Broken', 'Confusing', 'Excellent', 'Missing', 'Useful', 'Urgent', 'Simple', 'Expensive'];
+const OPENERS = [
+  'Great',
+  'Slow',
+  'Broken',
+  'Confusing',
+  'Excellent',
+  'Missing',
+  'Useful',
+  'Urgent',
+  'Simple',
+  'Expensive',
+];
 const AGENTS = [
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/125.0.0.0 Safari/537.36',
   'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15',

@@ -14,7 +14,11 @@ import { openContext } from '../src/server.js';
 
 async function document(dataDir: string): Promise<unknown> {
   // Only what the document shows is taken from the environment: never its database.
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {}) });
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ...(process.env.PUBLIC_URL ? { PUBLIC_URL: process.env.PUBLIC_URL } : {}),
+  });
   const { ctx, close } = await openContext(config);
   try {
     const app = await buildApp(ctx);

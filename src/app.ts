@@ -67,7 +67,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     bodyLimit: ctx.config.bodyLimit,
     ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.
-    trustProxy: typeof ctx.config.trustProxy === 'number' ? ((hops: number) => (_addr: string, hop: number) => hop < hops)(ctx.config.trustProxy) : ctx.config.trustProxy,
+    trustProxy:
+      typeof ctx.config.trustProxy === 'number'
+        ? (
+            (hops: number) => (_addr: string, hop: number) =>
+              hop < hops
+          )(ctx.config.trustProxy)
+        : ctx.config.trustProxy,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
     frameworkErrors: frameworkError,
@@ -93,7 +99,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     parseJson(req, text, done);
   });
 
-  for (const schema of [ErrorBody, Field, Form, Folder, Submission, SubmissionListItem, User, OAuthClient, PersonalToken]) app.addSchema(schema);
+  for (const schema of [
+    ErrorBody,
+    Field,
+    Form,
+    Folder,
+    Submission,
+    SubmissionListItem,
+    User,
+    OAuthClient,
+    PersonalToken,
+  ])
+    app.addSchema(schema);
 
   // A route without query parameters still refuses unknown ones, as routes with them do.
   app.addHook('onRoute', (route) => {
@@ -116,7 +133,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       servers: [{ url: `${ctx.config.publicUrl}${API_PREFIX}` }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token (the scopes it was made with, every scope by default) or an OAuth access token' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'A personal access token (the scopes it was made with, every scope by default) or an OAuth access token',
+          },
           oauth2: {
             type: 'oauth2',
             // RFC 8414 has no field saying PKCE is required (only the methods supported), so
@@ -139,10 +161,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       },
       security: [{ bearer: [] }],
     },
-    transform: ({ schema, url }) => ({ schema, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
+    transform: ({ schema, url }) => ({
+      schema,
+      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
+    }),
     hiddenTag: 'internal',
     // Shared schemas keep their names (Form, Field, ...) as OpenAPI components.
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
@@ -154,12 +181,17 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // The API description holds no account data, so it is public like /docs.
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, () => app.swagger());
   // The same operations under the older prefix, so that its clients find a description where they look.
-  app.get('/api/v2/openapi.json', { schema: { hide: true } }, () => ({ ...app.swagger(), servers: [{ url: `${ctx.config.publicUrl}/api/v2` }] }));
+  app.get('/api/v2/openapi.json', { schema: { hide: true } }, () => ({
+    ...app.swagger(),
+    servers: [{ url: `${ctx.config.publicUrl}/api/v2` }],
+  }));
 
   await app.register(oauthRoutes(ctx));
   await app.register(serviceUploadRoute(ctx));
 
-  const usage = new TokenUsage(ctx.db, ctx.config.tokenUsageFlushSeconds * 1000, (error) => app.log.warn({ err: error }, 'could not write the last use of tokens'));
+  const usage = new TokenUsage(ctx.db, ctx.config.tokenUsageFlushSeconds * 1000, (error) =>
+    app.log.warn({ err: error }, 'could not write the last use of tokens'),
+  );
   // Before the database closes (server.ts closes the app first): the uses since the last flush.
   app.addHook('onClose', () => usage.close());
 

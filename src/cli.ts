@@ -104,15 +104,31 @@ async function admin(config: Config, args: string[]): Promise<void> {
       ...(days !== undefined ? { expiresInDays: Number(days) } : {}),
     };
     const created = await withDatabase(config, (ctx) => createTokenForUser(ctx.db, userId, input, ctx.clock.now()));
-    print(values.json, { userId, tokenId: created.id, name: created.name, prefix: created.prefix, scopes: created.scopes, expiresAt: created.expiresAt, token: created.token });
+    print(values.json, {
+      userId,
+      tokenId: created.id,
+      name: created.name,
+      prefix: created.prefix,
+      scopes: created.scopes,
+      expiresAt: created.expiresAt,
+      token: created.token,
+    });
   } else if (action === 'list-tokens') {
     const userId = idOption(values.user, '--user', 'a user id');
     const listed = await withDatabase(config, (ctx) => listTokensOfUser(ctx.db, userId));
     if (values.json) print(true, listed);
-    else for (const t of listed.tokens) process.stdout.write(`${t.id}\t${t.prefix ?? '-'}\t${t.name}\t${t.scopes.join(' ')}\tcreated ${t.created}\tlast used ${t.lastUsed ?? 'never'}\texpires ${t.expiresAt ?? 'never'}\n`);
+    else
+      for (const t of listed.tokens)
+        process.stdout.write(
+          `${t.id}\t${t.prefix ?? '-'}\t${t.name}\t${t.scopes.join(' ')}\tcreated ${t.created}\tlast used ${t.lastUsed ?? 'never'}\texpires ${t.expiresAt ?? 'never'}\n`,
+        );
   } else if (action === 'revoke-token') {
-    if ((values['token-id'] === undefined) === (values.token === undefined)) fail('revoke-token needs --token-id or --token, one of them');
-    const by = values.token !== undefined ? { token: values.token } : { id: idOption(values['token-id'], '--token-id', 'a token id') };
+    if ((values['token-id'] === undefined) === (values.token === undefined))
+      fail('revoke-token needs --token-id or --token, one of them');
+    const by =
+      values.token !== undefined
+        ? { token: values.token }
+        : { id: idOption(values['token-id'], '--token-id', 'a token id') };
     const revoked = await withDatabase(config, (ctx) => revokeAnyToken(ctx.db, by, ctx.clock.now()));
     print(values.json, { ...revoked });
   } else if (action === 'create-user') {
@@ -122,14 +138,25 @@ async function admin(config: Config, args: string[]): Promise<void> {
     if (values.password !== undefined && values.password.length < 8) fail('--password must be at least 8 characters');
     const user = await withDatabase(config, async (ctx) => {
       if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
-      return createUser(ctx, accountId, { email: values.email!, name: values.name!, role: values.role as 'admin' | 'member', password: values.password }, commandHasher.kdf());
+      return createUser(
+        ctx,
+        accountId,
+        {
+          email: values.email!,
+          name: values.name!,
+          role: values.role as 'admin' | 'member',
+          password: values.password,
+        },
+        commandHasher.kdf(),
+      );
     });
     print(values.json, { ...user });
   } else if (action === 'set-permission') {
     const userId = idOption(values.user, '--user', 'a user id');
     const formId = idOption(values.form, '--form', 'a form id');
     const level = values.level;
-    if (level !== 'none' && !LEVELS.includes(level as Level)) fail(`set-permission needs --level ${LEVELS.join('|')}|none`);
+    if (level !== 'none' && !LEVELS.includes(level as Level))
+      fail(`set-permission needs --level ${LEVELS.join('|')}|none`);
     const result = await withDatabase(config, async (ctx) => {
       const user = await findUser(ctx.db, userId);
       if (!user) fail('User not found');
@@ -139,10 +166,15 @@ async function admin(config: Config, args: string[]): Promise<void> {
     print(values.json, { ...result });
   } else if (action === 'create-client') {
     const accountId = idOption(values.account, '--account', 'an account id');
-    if (!values.name || !values['redirect-uri']?.length) fail('create-client needs --name and at least one --redirect-uri');
+    if (!values.name || !values['redirect-uri']?.length)
+      fail('create-client needs --name and at least one --redirect-uri');
     const client = await withDatabase(config, async (ctx) => {
       if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
-      return createClient(ctx, accountId, { name: values.name!, redirectUris: values['redirect-uri']!, requirePkce: !values['no-pkce'] });
+      return createClient(ctx, accountId, {
+        name: values.name!,
+        redirectUris: values['redirect-uri']!,
+        requirePkce: !values['no-pkce'],
+      });
     });
     print(values.json, { ...client });
   } else {
@@ -166,7 +198,11 @@ async function main(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
+      const { values } = parseArgs({
+        args: rest,
+        options: { 'no-worker': { type: 'boolean', default: false } },
+        strict: true,
+      });
       const server = await startServer(config, { worker: !values['no-worker'] });
       const stop = async () => {
         // close() bounds the wait for clients; this bounds whatever else might hang (a
@@ -213,6 +249,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof AppError) fail(error.message);
-  if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) fail(error.message);
+  if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
+    fail(error.message);
   fail(error instanceof Error ? (error.stack ?? error.message) : String(error));
 });

@@ -115,7 +115,10 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
   if (/^\d+$/.test(raw)) return Number(raw);
   const list = raw.split(',').map((s) => s.trim());
   if (list.some((s) => !/^[0-9a-fA-F.:/]+$/.test(s))) {
-    throw new ConfigError('TRUST_PROXY', 'must be true, false, a number of hops, or a comma-separated list of addresses or CIDR ranges');
+    throw new ConfigError(
+      'TRUST_PROXY',
+      'must be true, false, a number of hops, or a comma-separated list of addresses or CIDR ranges',
+    );
   }
   return list;
 }
@@ -134,11 +137,15 @@ function storage(env: NodeJS.ProcessEnv): Config['storage'] {
   if (driver !== 's3') throw new ConfigError('STORAGE_DRIVER', `must be local or s3, got "${driver}"`);
   const bucket = env.S3_BUCKET ?? '';
   if (bucket === '') throw new ConfigError('S3_BUCKET', 'is required when STORAGE_DRIVER is s3');
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError('S3_BUCKET', `is not a valid bucket name: "${bucket}"`);
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    throw new ConfigError('S3_BUCKET', `is not a valid bucket name: "${bucket}"`);
   const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
   const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
-    throw new ConfigError(accessKeyId === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY', 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+    throw new ConfigError(
+      accessKeyId === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY',
+      'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together',
+    );
   }
   const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])?.toString().replace(/\/+$/, '');
   return {

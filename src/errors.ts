@@ -22,7 +22,11 @@ interface ErrorSpec {
  */
 export const ERRORS = {
   // 400
-  validation_failed: { status: 400, message: 'A parameter, header or body property is invalid', note: '`details` names each offending input' },
+  validation_failed: {
+    status: 400,
+    message: 'A parameter, header or body property is invalid',
+    note: '`details` names each offending input',
+  },
   invalid_request: { status: 400, message: 'A property is invalid', note: '`details` names it' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON' },
   invalid_characters: {
@@ -31,17 +35,32 @@ export const ERRORS = {
     note: '`details` names each',
   },
   invalid_url: { status: 400, message: 'The request path is not valid percent-encoded UTF-8' },
-  bad_request: { status: 400, message: 'The request could not be read', note: 'sent with the 4xx status that Fastify gives the problem' },
+  bad_request: {
+    status: 400,
+    message: 'The request could not be read',
+    note: 'sent with the 4xx status that Fastify gives the problem',
+  },
   invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
   too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
-  invalid_submission: { status: 400, message: 'A submitted value is invalid', note: '`details` names each offending field' },
+  invalid_submission: {
+    status: 400,
+    message: 'A submitted value is invalid',
+    note: '`details` names each offending field',
+  },
   required_field_missing: { status: 400, message: 'A required field has no value', note: '`details` names each' },
-  not_unique: { status: 400, message: 'A value of a unique field is already taken by another submission', note: '`details` names each' },
+  not_unique: {
+    status: 400,
+    message: 'A value of a unique field is already taken by another submission',
+    note: '`details` names each',
+  },
   not_a_file_field: { status: 400, message: 'Only file and signature fields take uploads' },
   too_many_files: { status: 400, message: 'More files than the field takes' },
   invalid_filename: { status: 400, message: 'A file name is invalid', note: '`details` names each' },
   not_png: { status: 400, message: 'A signature must be a PNG image' },
-  not_a_member: { status: 400, message: 'Form permissions are for members; owners and admins hold every level on every form' },
+  not_a_member: {
+    status: 400,
+    message: 'Form permissions are for members; owners and admins hold every level on every form',
+  },
   folder_too_deep: { status: 400, message: 'Folders nest at most five levels deep' },
   folder_cycle: { status: 400, message: 'A folder cannot move into itself or one of its subfolders' },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
@@ -83,13 +102,20 @@ export const ERRORS = {
   form_changed: { status: 409, message: 'The form kept changing while this was written; send it again' },
   form_inactive: { status: 409, message: 'This form is inactive and takes no submissions' },
   form_full: { status: 409, message: 'This form has reached its submission limit' },
-  encryption_changed: { status: 409, message: 'The encryption of this form changed while this request ran; send it again' },
-  encryption_change_running: { status: 409, message: "This form's submissions are still being sealed or opened; try again when encryptionState is null" },
+  encryption_changed: {
+    status: 409,
+    message: 'The encryption of this form changed while this request ran; send it again',
+  },
+  encryption_change_running: {
+    status: 409,
+    message: "This form's submissions are still being sealed or opened; try again when encryptionState is null",
+  },
   submission_sealed: { status: 409, message: 'This submission is sealed but its form holds no key any more' },
   file_sealed: { status: 409, message: 'This file is sealed but its form holds no key any more' },
   idempotency_in_progress: {
     status: 409,
-    message: 'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
+    message:
+      'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
   },
   upload_url_used: { status: 409, message: 'This upload URL has already been used' },
   // 408 to 429
@@ -99,14 +125,21 @@ export const ERRORS = {
   uri_too_long: { status: 414, message: 'A part of the request path is too long' },
   file_too_large: { status: 413, message: 'The file is larger than this field allows' },
   unsupported_media_type: { status: 415, message: 'Send the request body as application/json' },
-  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used with a different request; use a new key for a new request' },
+  idempotency_key_reused: {
+    status: 422,
+    message: 'This Idempotency-Key was used with a different request; use a new key for a new request',
+  },
   rate_limited: { status: 429, message: 'Too many requests; try again later', note: 'wait `Retry-After` seconds' },
   // 5xx
   internal_error: { status: 500, message: 'Something went wrong on our side; it has been logged' },
   submission_integrity_failed: { status: 500, message: 'The stored submission failed its integrity check' },
   file_integrity_failed: { status: 500, message: 'The stored file failed its integrity check and is not sent' },
   rate_limiter_unavailable: { status: 503, message: 'Rate limits cannot be checked right now; try again shortly' },
-  hashing_busy: { status: 503, message: 'Too many passwords are being checked right now; try again shortly', note: 'wait `Retry-After` seconds' },
+  hashing_busy: {
+    status: 503,
+    message: 'Too many passwords are being checked right now; try again shortly',
+    note: 'wait `Retry-After` seconds',
+  },
   not_ready: { status: 503, message: 'The service is not ready: a dependency does not answer' },
 } as const satisfies Record<string, ErrorSpec>;
 
@@ -115,7 +148,11 @@ export type ErrorCode = keyof Catalogue;
 export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
 
 /** The statuses that code C may be sent with. */
-type StatusOf<C extends ErrorCode> = C extends ErrorCode ? (Catalogue[C]['status'] extends readonly (infer S)[] ? S : Catalogue[C]['status']) : never;
+type StatusOf<C extends ErrorCode> = C extends ErrorCode
+  ? Catalogue[C]['status'] extends readonly (infer S)[]
+    ? S
+    : Catalogue[C]['status']
+  : never;
 /** The codes that may be sent with HTTP status S. */
 export type CodeWithStatus<S extends number> = { [C in ErrorCode]: S extends StatusOf<C> ? C : never }[ErrorCode];
 
@@ -147,7 +184,10 @@ export class AppError<C extends ErrorCode = ErrorCode> extends Error {
   ) {
     // A code cast past the types is not in the catalogue: a 500, which the handler refuses to send as is.
     const known = isErrorCode(code);
-    super(message ?? (known ? ERRORS[code].message : code), options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      message ?? (known ? ERRORS[code].message : code),
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.statusCode = options.status ?? (known ? statusesOf(code)[0]! : 500);
     this.details = options.details;
   }
@@ -218,7 +258,11 @@ export class TooManyRequestsError extends AppError<CodeWithStatus<429>> {
 /** A dependency or a capacity is away for now; with retryAfterSeconds, the handler sends Retry-After. */
 export class ServiceUnavailableError extends AppError<CodeWithStatus<503>> {
   readonly retryAfterSeconds: number | undefined;
-  constructor(code: CodeWithStatus<503>, message?: string, options: AppErrorOptions & { retryAfterSeconds?: number } = {}) {
+  constructor(
+    code: CodeWithStatus<503>,
+    message?: string,
+    options: AppErrorOptions & { retryAfterSeconds?: number } = {},
+  ) {
     super(code, message, { ...options, status: 503 });
     this.retryAfterSeconds = options.retryAfterSeconds;
   }

@@ -53,7 +53,14 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
   };
   try {
     await migrateToLatest(db);
-    presence = await startPresence({ db: db.kysely, dialect: db.dialect, databaseUrl: config.databaseUrl, dataDir: config.dataDir, timeoutMs: config.processTimeoutSeconds * 1000, log });
+    presence = await startPresence({
+      db: db.kysely,
+      dialect: db.dialect,
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      timeoutMs: config.processTimeoutSeconds * 1000,
+      log,
+    });
     storage = createStorage(config, { writer: writerName(presence.id) });
   } catch (error) {
     await close();
@@ -65,7 +72,17 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
     chargeAccount: (accountId) => throttle(rateLimiter, `hash:account:${accountId}`, config.accountHashAttempts, 900),
   });
   const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
-  const ctx: AppContext = { db: db.kysely, dialect: db.dialect, config, rateLimiter, clock, formKeys, hasher, storage, presence };
+  const ctx: AppContext = {
+    db: db.kysely,
+    dialect: db.dialect,
+    config,
+    rateLimiter,
+    clock,
+    formKeys,
+    hasher,
+    storage,
+    presence,
+  };
   try {
     await presence.reap();
     await removeAbandonedWrites(ctx);
@@ -76,7 +93,10 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
 }
 
 /** Starts listening and, with worker, runs the background worker in the same process. */
-export async function startServer(config: Config, options: { sqliteFile?: string; worker?: boolean } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  options: { sqliteFile?: string; worker?: boolean } = {},
+): Promise<RunningServer> {
   const { db, ctx, close } = await openContext(config, options.sqliteFile);
   try {
     const app = await buildApp(ctx);
@@ -98,7 +118,10 @@ export async function startServer(config: Config, options: { sqliteFile?: string
        */
       async close() {
         const force = setTimeout(() => {
-          app.log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'closing the connections of requests still in flight');
+          app.log.warn(
+            { shutdownTimeoutMs: config.shutdownTimeoutMs },
+            'closing the connections of requests still in flight',
+          );
           app.server.closeAllConnections();
         }, config.shutdownTimeoutMs);
         try {
@@ -122,7 +145,10 @@ export interface RunningWorker {
 }
 
 /** A process that only runs jobs (`formwork worker`), of the application's kinds (job-kinds.ts) unless given others. */
-export async function startWorkerProcess(config: Config, options: { kinds?: readonly JobKind[] } = {}): Promise<RunningWorker> {
+export async function startWorkerProcess(
+  config: Config,
+  options: { kinds?: readonly JobKind[] } = {},
+): Promise<RunningWorker> {
   const { ctx, close } = await openContext(config);
   const log = pino({ level: config.logLevel });
   const worker = startWorker(ctx, { kinds: options.kinds ?? jobKinds, log });

@@ -13,10 +13,19 @@ const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'formwork-cli-'));
 let database: { url: string; drop(): Promise<void> } | undefined;
 
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-      env: { PATH: process.env.PATH, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(database ? { DATABASE_URL: database.url } : {}), ...env },
+      env: {
+        PATH: process.env.PATH,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+        ...(database ? { DATABASE_URL: database.url } : {}),
+        ...env,
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (error: any) {
@@ -34,7 +43,17 @@ describe(`formwork command (${dialectName})`, () => {
   });
 
   it('creates an account, its owner and a token, and another token for the user', async () => {
-    const created = await cli(['admin', 'create-account', '--name', 'Acme', '--email', 'Owner@Example.com', '--password', 'correct horse', '--json']);
+    const created = await cli([
+      'admin',
+      'create-account',
+      '--name',
+      'Acme',
+      '--email',
+      'Owner@Example.com',
+      '--password',
+      'correct horse',
+      '--json',
+    ]);
     assert.equal(created.code, 0, created.stderr);
     const account = JSON.parse(created.stdout);
     assert.deepEqual(Object.keys(account).sort(), ['accountId', 'token', 'userId']);
@@ -63,22 +82,61 @@ describe(`formwork command (${dialectName})`, () => {
   });
 
   it('adds users, sets their form levels and registers OAuth clients', async () => {
-    const owner = JSON.parse((await cli(['admin', 'create-account', '--name', 'Cli Co', '--email', 'cli-owner@example.com', '--json'])).stdout);
-    const user = await cli(['admin', 'create-user', '--account', String(owner.accountId), '--email', 'Member@Example.com', '--name', 'Mem', '--role', 'member', '--password', 'long enough', '--json']);
+    const owner = JSON.parse(
+      (await cli(['admin', 'create-account', '--name', 'Cli Co', '--email', 'cli-owner@example.com', '--json'])).stdout,
+    );
+    const user = await cli([
+      'admin',
+      'create-user',
+      '--account',
+      String(owner.accountId),
+      '--email',
+      'Member@Example.com',
+      '--name',
+      'Mem',
+      '--role',
+      'member',
+      '--password',
+      'long enough',
+      '--json',
+    ]);
     assert.equal(user.code, 0, user.stderr);
     const member = JSON.parse(user.stdout);
     assert.equal(member.email, 'member@example.com');
     assert.equal(member.role, 'member');
     assert.equal(member.canSignIn, true);
 
-    const client = await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Sync', '--redirect-uri', 'https://app.example.com/cb', '--redirect-uri', 'http://localhost:3000/cb', '--json']);
+    const client = await cli([
+      'admin',
+      'create-client',
+      '--account',
+      String(owner.accountId),
+      '--name',
+      'Sync',
+      '--redirect-uri',
+      'https://app.example.com/cb',
+      '--redirect-uri',
+      'http://localhost:3000/cb',
+      '--json',
+    ]);
     assert.equal(client.code, 0, client.stderr);
     const created = JSON.parse(client.stdout);
     assert.match(created.clientId, /^fwc_/);
     assert.match(created.clientSecret, /^fw_cs_[A-Za-z0-9_-]{43}$/);
     assert.deepEqual(created.redirectUris, ['https://app.example.com/cb', 'http://localhost:3000/cb']);
     assert.equal(created.requirePkce, true, 'PKCE is required unless --no-pkce');
-    const lax = await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Legacy', '--redirect-uri', 'https://legacy.example.com/cb', '--no-pkce', '--json']);
+    const lax = await cli([
+      'admin',
+      'create-client',
+      '--account',
+      String(owner.accountId),
+      '--name',
+      'Legacy',
+      '--redirect-uri',
+      'https://legacy.example.com/cb',
+      '--no-pkce',
+      '--json',
+    ]);
     assert.equal(lax.code, 0, lax.stderr);
     assert.equal(JSON.parse(lax.stdout).requirePkce, false);
 
@@ -86,28 +144,124 @@ describe(`formwork command (${dialectName})`, () => {
     const app = await startTestApp(database ? { DATABASE_URL: database.url } : { DATA_DIR: dataDir });
     try {
       const form = await app.request('POST', '/api/v2025/forms', { token: owner.token, body: { name: 'Cli form' } });
-      const set = await cli(['admin', 'set-permission', '--user', String(member.id), '--form', String(form.body.id), '--level', 'edit', '--json']);
+      const set = await cli([
+        'admin',
+        'set-permission',
+        '--user',
+        String(member.id),
+        '--form',
+        String(form.body.id),
+        '--level',
+        'edit',
+        '--json',
+      ]);
       assert.equal(set.code, 0, set.stderr);
-      assert.deepEqual({ ...JSON.parse(set.stdout), updated: undefined }, { userId: member.id, formId: form.body.id, level: 'edit', updated: undefined });
+      assert.deepEqual(
+        { ...JSON.parse(set.stdout), updated: undefined },
+        { userId: member.id, formId: form.body.id, level: 'edit', updated: undefined },
+      );
       const listed = await app.request('GET', `/api/v2025/users/${member.id}/permissions`, { token: owner.token });
       assert.equal(listed.body.permissions[0].level, 'edit');
-      const removed = await cli(['admin', 'set-permission', '--user', String(member.id), '--form', String(form.body.id), '--level', 'none', '--json']);
+      const removed = await cli([
+        'admin',
+        'set-permission',
+        '--user',
+        String(member.id),
+        '--form',
+        String(form.body.id),
+        '--level',
+        'none',
+        '--json',
+      ]);
       assert.equal(removed.code, 0, removed.stderr);
-      assert.deepEqual((await app.request('GET', `/api/v2025/users/${member.id}/permissions`, { token: owner.token })).body.permissions, []);
+      assert.deepEqual(
+        (await app.request('GET', `/api/v2025/users/${member.id}/permissions`, { token: owner.token })).body
+          .permissions,
+        [],
+      );
     } finally {
       await app.close();
     }
 
-    assert.match((await cli(['admin', 'create-user', '--account', '999999', '--email', 'x@example.com', '--name', 'X', '--role', 'member'])).stderr, /Account not found/);
-    assert.match((await cli(['admin', 'create-user', '--account', String(owner.accountId), '--email', 'y@example.com', '--name', 'Y', '--role', 'owner'])).stderr, /--role admin or --role member/);
-    assert.match((await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'Bad', '--redirect-uri', 'http://example.com/cb'])).stderr, /https/);
-    assert.match((await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'None'])).stderr, /--redirect-uri/);
-    assert.match((await cli(['admin', 'set-permission', '--user', String(member.id), '--form', '1', '--level', 'god'])).stderr, /--level/);
+    assert.match(
+      (
+        await cli([
+          'admin',
+          'create-user',
+          '--account',
+          '999999',
+          '--email',
+          'x@example.com',
+          '--name',
+          'X',
+          '--role',
+          'member',
+        ])
+      ).stderr,
+      /Account not found/,
+    );
+    assert.match(
+      (
+        await cli([
+          'admin',
+          'create-user',
+          '--account',
+          String(owner.accountId),
+          '--email',
+          'y@example.com',
+          '--name',
+          'Y',
+          '--role',
+          'owner',
+        ])
+      ).stderr,
+      /--role admin or --role member/,
+    );
+    assert.match(
+      (
+        await cli([
+          'admin',
+          'create-client',
+          '--account',
+          String(owner.accountId),
+          '--name',
+          'Bad',
+          '--redirect-uri',
+          'http://example.com/cb',
+        ])
+      ).stderr,
+      /https/,
+    );
+    assert.match(
+      (await cli(['admin', 'create-client', '--account', String(owner.accountId), '--name', 'None'])).stderr,
+      /--redirect-uri/,
+    );
+    assert.match(
+      (await cli(['admin', 'set-permission', '--user', String(member.id), '--form', '1', '--level', 'god'])).stderr,
+      /--level/,
+    );
   });
 
   it('makes tokens with scopes and an expiry, lists them without values, and revokes them by id or by value', async () => {
-    const owner = JSON.parse((await cli(['admin', 'create-account', '--name', 'Tokens Co', '--email', 'tokens-owner@example.com', '--json'])).stdout);
-    const made = await cli(['admin', 'create-token', '--user', String(owner.userId), '--name', 'ci', '--scope', 'submissions:read', '--scope', 'forms:read', '--expires-in-days', '7', '--json']);
+    const owner = JSON.parse(
+      (await cli(['admin', 'create-account', '--name', 'Tokens Co', '--email', 'tokens-owner@example.com', '--json']))
+        .stdout,
+    );
+    const made = await cli([
+      'admin',
+      'create-token',
+      '--user',
+      String(owner.userId),
+      '--name',
+      'ci',
+      '--scope',
+      'submissions:read',
+      '--scope',
+      'forms:read',
+      '--expires-in-days',
+      '7',
+      '--json',
+    ]);
     assert.equal(made.code, 0, made.stderr);
     const ci = JSON.parse(made.stdout);
     assert.deepEqual(Object.keys(ci).sort(), ['expiresAt', 'name', 'prefix', 'scopes', 'token', 'tokenId', 'userId']);
@@ -119,8 +273,14 @@ describe(`formwork command (${dialectName})`, () => {
     const listed = await cli(['admin', 'list-tokens', '--user', String(owner.userId), '--json']);
     assert.equal(listed.code, 0, listed.stderr);
     const { tokens } = JSON.parse(listed.stdout);
-    assert.deepEqual(tokens.map((t: any) => t.name), ['initial', 'ci']);
-    assert.ok(!listed.stdout.includes(ci.token.slice(11)) && !listed.stdout.includes(owner.token.slice(11)), 'no token value listed');
+    assert.deepEqual(
+      tokens.map((t: any) => t.name),
+      ['initial', 'ci'],
+    );
+    assert.ok(
+      !listed.stdout.includes(ci.token.slice(11)) && !listed.stdout.includes(owner.token.slice(11)),
+      'no token value listed',
+    );
     const table = await cli(['admin', 'list-tokens', '--user', String(owner.userId)]);
     assert.match(table.stdout, new RegExp(`^${ci.tokenId}\\t${ci.prefix}\\tci\\tforms:read submissions:read\\t`, 'm'));
 
@@ -132,7 +292,12 @@ describe(`formwork command (${dialectName})`, () => {
       assert.equal(await status(owner.token), 200);
       const byId = await cli(['admin', 'revoke-token', '--token-id', String(ci.tokenId), '--json']);
       assert.equal(byId.code, 0, byId.stderr);
-      assert.deepEqual(JSON.parse(byId.stdout), { tokenId: ci.tokenId, userId: owner.userId, kind: 'pat', revoked: true });
+      assert.deepEqual(JSON.parse(byId.stdout), {
+        tokenId: ci.tokenId,
+        userId: owner.userId,
+        kind: 'pat',
+        revoked: true,
+      });
       assert.equal(await status(ci.token), 401);
       const byValue = await cli(['admin', 'revoke-token', '--token', owner.token, '--json']);
       assert.equal(byValue.code, 0, byValue.stderr);
@@ -140,14 +305,29 @@ describe(`formwork command (${dialectName})`, () => {
     } finally {
       await app.close();
     }
-    assert.deepEqual(JSON.parse((await cli(['admin', 'list-tokens', '--user', String(owner.userId), '--json'])).stdout).tokens, []);
+    assert.deepEqual(
+      JSON.parse((await cli(['admin', 'list-tokens', '--user', String(owner.userId), '--json'])).stdout).tokens,
+      [],
+    );
 
-    assert.match((await cli(['admin', 'revoke-token', '--token-id', String(ci.tokenId)])).stderr, /^formwork: Token not found\n$/);
+    assert.match(
+      (await cli(['admin', 'revoke-token', '--token-id', String(ci.tokenId)])).stderr,
+      /^formwork: Token not found\n$/,
+    );
     assert.match((await cli(['admin', 'revoke-token'])).stderr, /--token-id or --token/);
     assert.match((await cli(['admin', 'list-tokens', '--user', '999999'])).stderr, /User not found/);
-    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--scope', 'everything'])).stderr, /unknown scope everything/);
-    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', 'soon'])).stderr, /--expires-in-days/);
-    assert.match((await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', '0'])).stderr, /expiresInDays/);
+    assert.match(
+      (await cli(['admin', 'create-token', '--user', String(owner.userId), '--scope', 'everything'])).stderr,
+      /unknown scope everything/,
+    );
+    assert.match(
+      (await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', 'soon'])).stderr,
+      /--expires-in-days/,
+    );
+    assert.match(
+      (await cli(['admin', 'create-token', '--user', String(owner.userId), '--expires-in-days', '0'])).stderr,
+      /expiresInDays/,
+    );
   });
 
   it('refuses bad admin input with one clear line', async () => {
@@ -156,7 +336,19 @@ describe(`formwork command (${dialectName})`, () => {
     const again = await cli(['admin', 'create-account', '--name', 'Again', '--email', 'owner@example.com', '--json']);
     assert.equal(again.code, 0, again.stderr);
     const { accountId } = JSON.parse(again.stdout) as { accountId: number };
-    const dup = await cli(['admin', 'create-user', '--account', String(accountId), '--email', 'Owner@example.com', '--name', 'Twin', '--role', 'member', '--json']);
+    const dup = await cli([
+      'admin',
+      'create-user',
+      '--account',
+      String(accountId),
+      '--email',
+      'Owner@example.com',
+      '--name',
+      'Twin',
+      '--role',
+      'member',
+      '--json',
+    ]);
     assert.equal(dup.code, 1);
     assert.match(dup.stderr, /^formwork: .*already has this email/m);
     assert.equal((await cli(['admin', 'create-account', '--name', 'x'])).code, 1);
@@ -177,7 +369,11 @@ describe(`formwork command (${dialectName})`, () => {
       [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
       [{ TRUST_PROXY: 'maybe; drop table' }, 'TRUST_PROXY'],
     ] as const) {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.setting === name, name);
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.setting === name,
+        name,
+      );
     }
   });
 
@@ -198,7 +394,9 @@ describe(`formwork command (${dialectName})`, () => {
 
   it('migrates an empty database and says so the second time', async () => {
     const fresh = TEST_PG_URL ? await createPgDatabase() : undefined;
-    const env: Record<string, string> = fresh ? { DATABASE_URL: fresh.url } : { DATA_DIR: mkdtempSync(join(tmpdir(), 'formwork-migrate-')) };
+    const env: Record<string, string> = fresh
+      ? { DATABASE_URL: fresh.url }
+      : { DATA_DIR: mkdtempSync(join(tmpdir(), 'formwork-migrate-')) };
     try {
       const first = await cli(['migrate'], env);
       assert.equal(first.code, 0, first.stderr);

@@ -34,11 +34,14 @@ describe(`one clock (${dialectName})`, () => {
     const since = clock.now();
     const fromClock = (iso: string, what: string) => {
       const t = Date.parse(iso);
-      assert.ok(t >= since && t <= clock.now(), `${what}: ${iso} is not by the clock (${new Date(since).toISOString()} on)`);
+      assert.ok(
+        t >= since && t <= clock.now(),
+        `${what}: ${iso} is not by the clock (${new Date(since).toISOString()} on)`,
+      );
     };
 
     const fresh = await app.account('Made a year on');
-    fromClock((await ok(fresh.get(`/users/${fresh.userId}`), 'owner')).created, 'a new account\'s owner');
+    fromClock((await ok(fresh.get(`/users/${fresh.userId}`), 'owner')).created, "a new account's owner");
     const folder = await ok(owner.post('/folders', { name: 'Later' }), 'folder');
     fromClock(folder.created, 'folder created');
     const renamed = await ok(owner.put(`/folders/${folder.id}`, { name: 'Later still' }), 'folder update');
@@ -55,13 +58,26 @@ describe(`one clock (${dialectName})`, () => {
     fromClock((await ok(owner.delete(`/forms/${copy.id}`), 'delete')).deleted, 'form deleted');
     fromClock((await ok(owner.post(`/forms/${copy.id}/restore`), 'restore')).updated, 'form restored');
 
-    const submission = await ok(owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] }), 'submission');
+    const submission = await ok(
+      owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] }),
+      'submission',
+    );
     fromClock(submission.timestamp, 'submission');
 
-    const member = await ok(owner.post('/users', { email: `m-${since}@example.com`, name: 'Member', role: 'member' }), 'user');
+    const member = await ok(
+      owner.post('/users', { email: `m-${since}@example.com`, name: 'Member', role: 'member' }),
+      'user',
+    );
     fromClock(member.created, 'user');
-    fromClock((await ok(owner.put(`/users/${member.id}/permissions/${form.id}`, { level: 'view' }), 'permission')).updated, 'permission');
-    fromClock((await ok(owner.post('/oauth-clients', { name: 'Later app', redirectUris: ['http://127.0.0.1:9/cb'] }), 'client')).created, 'OAuth client');
+    fromClock(
+      (await ok(owner.put(`/users/${member.id}/permissions/${form.id}`, { level: 'view' }), 'permission')).updated,
+      'permission',
+    );
+    fromClock(
+      (await ok(owner.post('/oauth-clients', { name: 'Later app', redirectUris: ['http://127.0.0.1:9/cb'] }), 'client'))
+        .created,
+      'OAuth client',
+    );
     fromClock((await ok(owner.post('/tokens', { name: 'later' }), 'token')).created, 'token');
   });
 
@@ -71,7 +87,15 @@ describe(`one clock (${dialectName})`, () => {
     const browser = new Browser(app.url);
     const signIn = readForm((await browser.fetch(authorizeUrl(client))).text);
     assert.equal(signIn.action, '/oauth2/sign-in');
-    assert.equal((await browser.fetch(signIn.action, { method: 'POST', form: { ...signIn.fields, email: user.email, password: user.password } })).status, 303);
+    assert.equal(
+      (
+        await browser.fetch(signIn.action, {
+          method: 'POST',
+          form: { ...signIn.fields, email: user.email, password: user.password },
+        })
+      ).status,
+      303,
+    );
     const pageAction = async () => readForm((await browser.fetch(authorizeUrl(client))).text).action;
     assert.equal(await pageAction(), '/oauth2/authorize', 'signed in: the consent page');
     app.server.ctx.clock.advance(12 * 3_600_000 - 60_000);
@@ -80,12 +104,16 @@ describe(`one clock (${dialectName})`, () => {
     assert.equal(await pageAction(), '/oauth2/sign-in', 'the session has ended');
   });
 
-  it('judges a card\'s expiry by the clock', async () => {
-    const form = await ok(owner.post('/forms', { name: 'Cards', fields: [{ type: 'creditcard', label: 'Card' }] }), 'form');
+  it("judges a card's expiry by the clock", async () => {
+    const form = await ok(
+      owner.post('/forms', { name: 'Cards', fields: [{ type: 'creditcard', label: 'Card' }] }),
+      'form',
+    );
     const clock = app.server.ctx.clock;
     const today = new Date(clock.now());
     const card = { number: '4111111111111111', expMonth: today.getUTCMonth() + 1, expYear: today.getUTCFullYear() };
-    const send = () => owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: card }] });
+    const send = () =>
+      owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: card }] });
     await ok(send(), 'a card that runs to the end of this month');
     clock.advance(32 * DAY_MS);
     const refused = await send();
@@ -116,10 +144,19 @@ describe(`rate limit windows by the clock (${dialectName}, in memory)`, () => {
 describe('the time lint rule', () => {
   const eslint = new ESLint();
   const problems = async (code: string, filePath: string) =>
-    (await eslint.lintText(code, { filePath }))[0]!.messages.filter((m) => m.ruleId === 'no-restricted-properties' || m.ruleId === 'no-restricted-syntax').map((m) => m.line);
+    (await eslint.lintText(code, { filePath }))[0]!.messages
+      .filter((m) => m.ruleId === 'no-restricted-properties' || m.ruleId === 'no-restricted-syntax')
+      .map((m) => m.line);
 
   it('refuses Date.now() and new Date() without arguments in src/, but not in src/clock.ts', async () => {
-    const code = ['export const a = Date.now();', 'export const b = new Date();', 'export const c = [1].map(Date.now);', 'export const d = new Date(0);', 'export const e = Date.UTC(2026, 0, 1);', ''].join('\n');
+    const code = [
+      'export const a = Date.now();',
+      'export const b = new Date();',
+      'export const c = [1].map(Date.now);',
+      'export const d = new Date(0);',
+      'export const e = Date.UTC(2026, 0, 1);',
+      '',
+    ].join('\n');
     assert.deepEqual(await problems(code, 'src/modules/example/service.ts'), [1, 2, 3]);
     assert.deepEqual(await problems(code, 'src/clock.ts'), []);
   });

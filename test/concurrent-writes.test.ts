@@ -14,7 +14,15 @@ describe(`concurrent submissions (${dialectName})`, () => {
   after(() => app.close());
 
   it('commits every good submission of a burst and refuses only the duplicates of a unique value', async () => {
-    const form = (await a.post('/forms', { name: 'Burst', fields: [{ type: 'email', label: 'Email', unique: true }, { type: 'text', label: 'Note' }] })).body;
+    const form = (
+      await a.post('/forms', {
+        name: 'Burst',
+        fields: [
+          { type: 'email', label: 'Email', unique: true },
+          { type: 'text', label: 'Note' },
+        ],
+      })
+    ).body;
     const [email, note] = form.fields.map((f: any) => f.id);
     const bodies = Array.from({ length: 40 }, (_, i) => ({
       fields: [
@@ -33,7 +41,11 @@ describe(`concurrent submissions (${dialectName})`, () => {
     const list = await a.get(`/forms/${form.id}/submissions?pageSize=100`);
     assert.equal(list.body.total, 37);
     assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 37);
-    assert.equal((await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${email}&search[0][value]=same@example.com`)).body.total, 1);
+    assert.equal(
+      (await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${email}&search[0][value]=same@example.com`)).body
+        .total,
+      1,
+    );
     for (const r of ok) assert.equal((await a.get(`/submissions/${r.body.id}`)).status, 200);
   });
 
@@ -41,10 +53,13 @@ describe(`concurrent submissions (${dialectName})`, () => {
     const form = (await a.post('/forms', { name: 'Totals', fields: [{ type: 'text', label: 'Note' }] })).body;
     const note = form.fields[0].id;
     const total = async () => (await a.get(`/forms/${form.id}/submissions?keyword=marmalade`)).body.total;
-    const byField = async () => (await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${note}&search[0][value]=marmalade*`)).body.total;
-    const first = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade toast' }] })).body;
+    const byField = async () =>
+      (await a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${note}&search[0][value]=marmalade*`)).body.total;
+    const first = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade toast' }] }))
+      .body;
     assert.deepEqual([await total(), await byField()], [1, 1]);
-    const second = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade jar' }] })).body;
+    const second = (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: note, value: 'marmalade jar' }] }))
+      .body;
     assert.deepEqual([await total(), await byField()], [2, 2]);
     await a.put(`/submissions/${first.id}`, { fields: [{ id: note, value: 'plain toast' }] });
     assert.deepEqual([await total(), await byField()], [1, 1], 'an edit moves the total');

@@ -52,7 +52,10 @@ describe('encryption envelope', () => {
     await assert.rejects(unwrapFormKey(wrapped, 'another password', 'form key X', kdf), WrongPasswordError);
     await assert.rejects(unwrapFormKey(wrapped, 'a long password', 'form key Y', kdf), WrongPasswordError);
     // A public key swapped in the stored record (to have new data sealed to another key) is caught on unwrap.
-    const swapped = { ...wrapped, publicKey: (await wrapFormKey(newFormKeys(), 'x'.repeat(8), 'other', kdf)).publicKey };
+    const swapped = {
+      ...wrapped,
+      publicKey: (await wrapFormKey(newFormKeys(), 'x'.repeat(8), 'other', kdf)).publicKey,
+    };
     await assert.rejects(unwrapFormKey(swapped, 'a long password', 'form key X', kdf), SealError);
   });
 

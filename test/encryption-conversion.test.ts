@@ -38,22 +38,57 @@ describe(`turning encryption on and off (${dialectName})`, () => {
 
   /** A plain form with n submissions whose values are v0, v1, …, and a unique email. */
   async function plainForm(n: number) {
-    const form = await ok(a.post('/forms', { name: 'Convert', fields: [{ type: 'text', label: 'T' }, { type: 'email', label: 'E', unique: true }] }), 'form');
+    const form = await ok(
+      a.post('/forms', {
+        name: 'Convert',
+        fields: [
+          { type: 'text', label: 'T' },
+          { type: 'email', label: 'E', unique: true },
+        ],
+      }),
+      'form',
+    );
     const [t, e] = form.fields.map((f: any) => f.id);
     // Rows straight into the database would skip the index; the API is fast enough for a few hundred.
-    for (let i = 0; i < n; i++) await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: t, value: `value${i} marmot` }, { id: e, value: `p${i}@example.org` }] }), 'submit');
+    for (let i = 0; i < n; i++)
+      await ok(
+        a.post(`/forms/${form.id}/submissions`, {
+          fields: [
+            { id: t, value: `value${i} marmot` },
+            { id: e, value: `p${i}@example.org` },
+          ],
+        }),
+        'submit',
+      );
     return { form, t, e };
   }
 
-  const rows = (formId: number) => app.server.db.kysely.selectFrom('submissions').select(['id', 'data', 'pretty_name']).where('form_id', '=', formId).orderBy('id').execute();
-  const uniqueValues = (formId: number) => app.server.db.kysely.selectFrom('submission_unique_values').select('value_norm').where('form_id', '=', formId).execute();
+  const rows = (formId: number) =>
+    app.server.db.kysely
+      .selectFrom('submissions')
+      .select(['id', 'data', 'pretty_name'])
+      .where('form_id', '=', formId)
+      .orderBy('id')
+      .execute();
+  const uniqueValues = (formId: number) =>
+    app.server.db.kysely
+      .selectFrom('submission_unique_values')
+      .select('value_norm')
+      .where('form_id', '=', formId)
+      .execute();
   async function indexHolds(formId: number, word: string): Promise<boolean> {
     const db = app.server.db.kysely;
     if (dialectName === 'postgres') {
-      const r = await sql<{ n: number }>`SELECT count(*) AS n FROM submissions WHERE form_id = ${formId} AND search_vector @@ to_tsquery('simple', ${word})`.execute(db);
+      const r = await sql<{
+        n: number;
+      }>`SELECT count(*) AS n FROM submissions WHERE form_id = ${formId} AND search_vector @@ to_tsquery('simple', ${word})`.execute(
+        db,
+      );
       return Number(r.rows[0]!.n) > 0;
     }
-    const r = await sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${word}`.execute(db);
+    const r = await sql<{
+      n: number;
+    }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${word}`.execute(db);
     return Number(r.rows[0]!.n) > 0;
   }
 
@@ -63,7 +98,9 @@ describe(`turning encryption on and off (${dialectName})`, () => {
 
     const turned = await ok(a.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
     assert.equal(turned.isEncrypted, true);
-    await waitFor('encryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    await waitFor('encryption to finish', async () =>
+      (await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined,
+    );
 
     const sealed = await rows(form.id);
     assert.equal(sealed.length, 30);
@@ -71,18 +108,27 @@ describe(`turning encryption on and off (${dialectName})`, () => {
       assert.match(r.data, /^enc1:/);
       assert.equal(r.pretty_name, null);
     }
-    assert.ok((await uniqueValues(form.id)).every((u) => u.value_norm.startsWith('h1:')), 'unique values are HMACs');
+    assert.ok(
+      (await uniqueValues(form.id)).every((u) => u.value_norm.startsWith('h1:')),
+      'unique values are HMACs',
+    );
     assert.equal(await indexHolds(form.id, 'marmot'), false, 'no word left in the index');
 
     // Reads need the password; search works by opening rows; uniqueness still holds across the conversion.
     assert.equal((await a.get(`/forms/${form.id}/submissions?data=true`)).status, 401);
     const found = await ok(a.get(`/forms/${form.id}/submissions?keyword=value7`, header), 'search');
     assert.equal(found.total, 1);
-    assert.equal((await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: e, value: 'p3@example.org' }] })).status, 400);
+    assert.equal(
+      (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: e, value: 'p3@example.org' }] })).status,
+      400,
+    );
 
     // Another change while one runs is refused; turning off needs the right password.
     assert.equal((await a.put(`/forms/${form.id}`, { isEncrypted: false })).status, 400);
-    assert.equal((await a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: 'not it at all' })).status, 401);
+    assert.equal(
+      (await a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: 'not it at all' })).status,
+      401,
+    );
     await ok(a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
     await waitFor('decryption to finish', async () => {
       const f = await ok(a.get(`/forms/${form.id}`));
@@ -91,19 +137,36 @@ describe(`turning encryption on and off (${dialectName})`, () => {
     const opened = await rows(form.id);
     assert.ok(opened.every((r) => !r.data.startsWith('enc1:')));
     assert.equal(await indexHolds(form.id, 'marmot'), true, 'the words are back in the index');
-    const plainRead = await ok(a.get(`/forms/${form.id}/submissions?keyword=value7&data=true`), 'search without password');
+    const plainRead = await ok(
+      a.get(`/forms/${form.id}/submissions?keyword=value7&data=true`),
+      'search without password',
+    );
     assert.equal(plainRead.submissions[0].data[String(t)].value, 'value7 marmot');
-    assert.equal((await uniqueValues(form.id)).some((u) => u.value_norm.startsWith('h1:')), false);
+    assert.equal(
+      (await uniqueValues(form.id)).some((u) => u.value_norm.startsWith('h1:')),
+      false,
+    );
   });
 
   it('carries the private key in a decryption job only until the job is done', async () => {
     const { form } = await plainForm(3);
     await ok(a.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
-    await waitFor('encryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
+    await waitFor('encryption to finish', async () =>
+      (await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined,
+    );
     await ok(a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
-    await waitFor('decryption to finish', async () => ((await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined));
-    const jobs = await app.server.db.kysely.selectFrom('jobs').select(['payload', 'state']).where('kind', '=', 'forms.encryption-conversion').orderBy('id').execute();
-    const ofForm = jobs.map((j) => ({ ...j, payload: JSON.parse(j.payload) })).filter((j) => j.payload.formId === form.id);
+    await waitFor('decryption to finish', async () =>
+      (await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined,
+    );
+    const jobs = await app.server.db.kysely
+      .selectFrom('jobs')
+      .select(['payload', 'state'])
+      .where('kind', '=', 'forms.encryption-conversion')
+      .orderBy('id')
+      .execute();
+    const ofForm = jobs
+      .map((j) => ({ ...j, payload: JSON.parse(j.payload) }))
+      .filter((j) => j.payload.formId === form.id);
     assert.deepEqual(
       ofForm.map((j) => [j.state, j.payload.direction, 'key' in j.payload]),
       [
@@ -121,12 +184,19 @@ describe(`turning encryption on and off (${dialectName})`, () => {
       const acc = await bare.account();
       const form = await ok(acc.post('/forms', { name: 'Crash', fields: [{ type: 'text', label: 'T' }] }), 'form');
       const t = form.fields[0].id;
-      for (let i = 0; i < 450; i++) await ok(acc.post(`/forms/${form.id}/submissions`, { fields: [{ id: t, value: `value${i}` }] }), 'submit');
+      for (let i = 0; i < 450; i++)
+        await ok(acc.post(`/forms/${form.id}/submissions`, { fields: [{ id: t, value: `value${i}` }] }), 'submit');
       await ok(acc.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
       assert.equal((await ok(acc.get(`/forms/${form.id}`))).encryptionState, 'encrypting');
 
       const payload: ConversionPayload = { formId: form.id, accountId: acc.accountId, direction: 'encrypt' };
-      const stored = () => bare.server.db.kysely.selectFrom('submissions').select(['id', 'data']).where('form_id', '=', form.id).orderBy('id').execute();
+      const stored = () =>
+        bare.server.db.kysely
+          .selectFrom('submissions')
+          .select(['id', 'data'])
+          .where('form_id', '=', form.id)
+          .orderBy('id')
+          .execute();
       let saved: unknown = null;
       let batches = 0;
       class Crash extends Error {}
@@ -138,7 +208,11 @@ describe(`turning encryption on and off (${dialectName})`, () => {
         Crash,
       );
       const halfway = await stored();
-      assert.equal(halfway.filter((r) => r.data.startsWith('enc1:')).length, 400, 'two batches of 200 committed; the third rolled back');
+      assert.equal(
+        halfway.filter((r) => r.data.startsWith('enc1:')).length,
+        400,
+        'two batches of 200 committed; the third rolled back',
+      );
       const before = new Map(halfway.map((r) => [r.id, r.data]));
 
       await runConversion(bare.server.ctx, payload, saved, async (p) => {
@@ -146,7 +220,9 @@ describe(`turning encryption on and off (${dialectName})`, () => {
       });
       const done = await stored();
       assert.ok(done.every((r) => r.data.startsWith('enc1:')));
-      for (const r of done) if (before.get(r.id)!.startsWith('enc1:')) assert.equal(r.data, before.get(r.id), 'a row sealed before the crash is not sealed again');
+      for (const r of done)
+        if (before.get(r.id)!.startsWith('enc1:'))
+          assert.equal(r.data, before.get(r.id), 'a row sealed before the crash is not sealed again');
       assert.equal((await ok(acc.get(`/forms/${form.id}`))).encryptionState, null);
       const all = await ok(acc.get(`/forms/${form.id}/submissions?data=true&pageSize=100&order=ASC`, header), 'read');
       assert.equal(all.total, 450);

@@ -16,7 +16,6 @@ const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from('
 const UPLOADED = Buffer.from('Uploaded-Contents-Narwhal-9130 '.repeat(40));
 const INLINE = Buffer.from('Inline-Contents-Axolotl-2274 '.repeat(40));
 
-
 for (const driver of ['local', 's3'] as const) {
   describe(`encrypted forms' files (${driver} storage, ${dialectName})`, () => {
     let app: TestApp;
@@ -48,8 +47,11 @@ for (const driver of ['local', 's3'] as const) {
       await s3?.close();
     });
 
-    const reachable = (url: string) => (url.startsWith(app.config.publicUrl) ? app.url + url.slice(app.config.publicUrl.length) : url);
-    const issue = async (fieldId: number, name: string) => (await ok(a.post(`/forms/${form.id}/fields/${fieldId}/upload-urls`, { filenames: [name] }), 'upload-urls')).uploads[0];
+    const reachable = (url: string) =>
+      url.startsWith(app.config.publicUrl) ? app.url + url.slice(app.config.publicUrl.length) : url;
+    const issue = async (fieldId: number, name: string) =>
+      (await ok(a.post(`/forms/${form.id}/fields/${fieldId}/upload-urls`, { filenames: [name] }), 'upload-urls'))
+        .uploads[0];
     const put = (url: string, bytes: Buffer) => fetch(reachable(url), { method: 'PUT', body: bytes });
     const storedBytes = () => bytesUnder(s3 ? s3.directory : join(app.config.dataDir, 'files'));
 
@@ -63,7 +65,10 @@ for (const driver of ['local', 's3'] as const) {
         a.post(`/forms/${form.id}/submissions`, {
           fields: [
             { id: ids.Docs, value: { subvalues: [{ subvalue: upload.fileKey }] } },
-            { id: ids.Sign, value: { subvalues: [{ subvalue: { filename: 'sign.png', content: PNG.toString('base64') } }] } },
+            {
+              id: ids.Sign,
+              value: { subvalues: [{ subvalue: { filename: 'sign.png', content: PNG.toString('base64') } }] },
+            },
           ],
         }),
         'submit',
@@ -72,21 +77,39 @@ for (const driver of ['local', 's3'] as const) {
       const refused = await a.get(path);
       assert.equal(refused.status, 401);
       assert.equal(refused.body.code, 'encryption_password_required');
-      assert.equal((await a.get(path, { headers: { 'x-formwork-encryption-password': 'not the password' } })).status, 401);
-      const res = await fetch(`${app.url}/api/v2025${path}`, { headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers } });
+      assert.equal(
+        (await a.get(path, { headers: { 'x-formwork-encryption-password': 'not the password' } })).status,
+        401,
+      );
+      const res = await fetch(`${app.url}/api/v2025${path}`, {
+        headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers },
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-length'), String(UPLOADED.length));
       assert.deepEqual(Buffer.from(await res.arrayBuffer()), UPLOADED);
-      const sign = await fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Sign}`, { headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers } });
+      const sign = await fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Sign}`, {
+        headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers },
+      });
       assert.deepEqual(Buffer.from(await sign.arrayBuffer()), PNG);
     });
 
     it('sends nothing of a sealed file that was altered in storage', async () => {
       const upload = await issue(ids.Docs!, 'altered.txt');
       assert.equal((await put(upload.uploadUrl, UPLOADED)).status, 200);
-      const created = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: ids.Docs, value: { subvalues: [{ subvalue: upload.fileKey }] } }] }), 'submit');
-      const row = await app.server.db.kysely.selectFrom('uploads').select('storage_key').where('file_key', '=', upload.fileKey).executeTakeFirstOrThrow();
-      const path = s3 ? join(s3.directory, s3.bucket, `${row.storage_key}._S3rver_object`) : join(app.config.dataDir, 'files', row.storage_key);
+      const created = await ok(
+        a.post(`/forms/${form.id}/submissions`, {
+          fields: [{ id: ids.Docs, value: { subvalues: [{ subvalue: upload.fileKey }] } }],
+        }),
+        'submit',
+      );
+      const row = await app.server.db.kysely
+        .selectFrom('uploads')
+        .select('storage_key')
+        .where('file_key', '=', upload.fileKey)
+        .executeTakeFirstOrThrow();
+      const path = s3
+        ? join(s3.directory, s3.bucket, `${row.storage_key}._S3rver_object`)
+        : join(app.config.dataDir, 'files', row.storage_key);
       const bytes = readFileSync(path);
       bytes[bytes.length - 100]! ^= 1; // one bit of the ciphertext, near the end
       writeFileSync(path, bytes);
@@ -97,12 +120,23 @@ for (const driver of ['local', 's3'] as const) {
 
     it('seals inline files, and stores no file content in the clear', async () => {
       await ok(
-        a.post(`/forms/${form.id}/submissions`, { fields: [{ id: ids.Docs, value: { subvalues: [{ subvalue: { filename: 'inline.txt', content: INLINE.toString('base64') } }] } }] }),
+        a.post(`/forms/${form.id}/submissions`, {
+          fields: [
+            {
+              id: ids.Docs,
+              value: { subvalues: [{ subvalue: { filename: 'inline.txt', content: INLINE.toString('base64') } }] },
+            },
+          ],
+        }),
         'inline submit',
       );
       const bytes = storedBytes();
       assert.ok(bytes.length > UPLOADED.length, 'read the stored objects');
-      for (const secret of [UPLOADED, INLINE, PNG]) assert.ok(!bytes.includes(secret.subarray(0, 24).toString('latin1')), `${secret.subarray(0, 24).toString()} is stored in the clear`);
+      for (const secret of [UPLOADED, INLINE, PNG])
+        assert.ok(
+          !bytes.includes(secret.subarray(0, 24).toString('latin1')),
+          `${secret.subarray(0, 24).toString()} is stored in the clear`,
+        );
     });
 
     it('checks a sealed signature for PNG as it arrives', async () => {
@@ -113,28 +147,47 @@ for (const driver of ['local', 's3'] as const) {
     });
 
     it('refuses, at claim, an upload made before the form was encrypted', async () => {
-      const plain = await ok(a.post('/forms', { name: 'Later sealed', fields: [{ type: 'file', label: 'F' }] }), 'plain form');
+      const plain = await ok(
+        a.post('/forms', { name: 'Later sealed', fields: [{ type: 'file', label: 'F' }] }),
+        'plain form',
+      );
       const fieldId = plain.fields[0].id;
-      const early = (await ok(a.post(`/forms/${plain.id}/fields/${fieldId}/upload-urls`, { filenames: ['early.txt'] }), 'urls')).uploads[0];
+      const early = (
+        await ok(a.post(`/forms/${plain.id}/fields/${fieldId}/upload-urls`, { filenames: ['early.txt'] }), 'urls')
+      ).uploads[0];
       assert.equal((await put(early.uploadUrl, Buffer.from('early'))).status, 200);
       await ok(a.put(`/forms/${plain.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
-      const res = await a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: fieldId, value: { subvalues: [{ subvalue: early.fileKey }] } }] });
+      const res = await a.post(`/forms/${plain.id}/submissions`, {
+        fields: [{ id: fieldId, value: { subvalues: [{ subvalue: early.fileKey }] } }],
+      });
       assert.equal(res.status, 400);
       assert.match(res.body.details[0].message, /before this form's encryption changed/);
     });
 
     it('seals and opens the files of existing submissions when encryption is turned on and off', async () => {
-      const plain = await ok(a.post('/forms', { name: 'Convert files', fields: [{ type: 'file', label: 'F' }] }), 'plain form');
+      const plain = await ok(
+        a.post('/forms', { name: 'Convert files', fields: [{ type: 'file', label: 'F' }] }),
+        'plain form',
+      );
       const fieldId = plain.fields[0].id;
       const content = Buffer.from('Convertible-Contents-Pangolin-6610 '.repeat(30));
       const created = await ok(
-        a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: fieldId, value: { subvalues: [{ subvalue: { filename: 'c.txt', content: content.toString('base64') } }] } }] }),
+        a.post(`/forms/${plain.id}/submissions`, {
+          fields: [
+            {
+              id: fieldId,
+              value: { subvalues: [{ subvalue: { filename: 'c.txt', content: content.toString('base64') } }] },
+            },
+          ],
+        }),
         'submit',
       );
       const needle = content.subarray(0, 30).toString('latin1');
       assert.ok(storedBytes().includes(needle), 'stored in the clear while the form is plain');
       const download = (headers: Record<string, string> = {}) =>
-        fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${fieldId}`, { headers: { authorization: `Bearer ${a.token}`, ...headers } });
+        fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${fieldId}`, {
+          headers: { authorization: `Bearer ${a.token}`, ...headers },
+        });
 
       await ok(a.put(`/forms/${plain.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
       // Run the conversion and the removal of the plain copies, as the worker would.

@@ -9,7 +9,12 @@ const PASSWORD = 'correct horse battery staple';
 const header = (password = PASSWORD) => ({ headers: { 'x-formwork-encryption-password': password } });
 
 /** Values distinctive enough that finding one in storage can only mean it was stored in the clear. */
-const SECRET = { first: 'Quokkabel', last: 'Zanzibarova', email: 'quokka.zanzibar@example.org', note: 'Plutonium-Marmalade-4471' };
+const SECRET = {
+  first: 'Quokkabel',
+  last: 'Zanzibarova',
+  email: 'quokka.zanzibar@example.org',
+  note: 'Plutonium-Marmalade-4471',
+};
 
 function assertError(res: Reply, status: number, code: string, what: string): void {
   assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 300)}`);
@@ -22,7 +27,9 @@ async function everythingStored(app: TestApp): Promise<string> {
   const parts = [bytesUnder(app.config.dataDir)];
   if (dialectName === 'postgres') {
     const db = app.server.db.kysely;
-    const tables = await sql<{ tablename: string }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`.execute(db);
+    const tables = await sql<{
+      tablename: string;
+    }>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`.execute(db);
     for (const { tablename } of tables.rows) {
       const rows = await sql<{ r: unknown }>`SELECT row_to_json(t) AS r FROM ${sql.table(tablename)} t`.execute(db);
       parts.push(JSON.stringify(rows.rows));
@@ -74,21 +81,47 @@ describe(`encrypted forms (${dialectName})`, () => {
     const read = await a.get(`/forms/${form.id}?withFields=true`);
     assert.ok(!read.text.includes(PASSWORD) && !/encryptionPassword|encryption_key|wrapped/.test(read.text), read.text);
 
-    assertError(await a.post('/forms', { name: 'x', isEncrypted: true }), 400, 'encryption_password_required', 'no password');
-    assertError(await a.post('/forms', { name: 'x', isEncrypted: true, encryptionPassword: 'short' }), 400, 'validation_failed', 'short password');
-    assertError(await a.post('/forms', { name: 'x', encryptionPassword: PASSWORD }), 400, 'validation_failed', 'password without encryption');
+    assertError(
+      await a.post('/forms', { name: 'x', isEncrypted: true }),
+      400,
+      'encryption_password_required',
+      'no password',
+    );
+    assertError(
+      await a.post('/forms', { name: 'x', isEncrypted: true, encryptionPassword: 'short' }),
+      400,
+      'validation_failed',
+      'short password',
+    );
+    assertError(
+      await a.post('/forms', { name: 'x', encryptionPassword: PASSWORD }),
+      400,
+      'validation_failed',
+      'password without encryption',
+    );
   });
 
   it('takes submissions without the password and needs it, right, to read them back', async () => {
-    const created = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'one@example.org' })), 'submit');
+    const created = await ok(
+      a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'one@example.org' })),
+      'submit',
+    );
     // The submitter gets back what they sent.
     assert.equal(created.data.find((d: any) => d.field === ids.Note).value, SECRET.note);
 
     assertError(await a.get(`/submissions/${created.id}`), 401, 'encryption_password_required', 'no header');
-    assertError(await a.get(`/submissions/${created.id}`, header('wrong password!')), 401, 'encryption_password_invalid', 'wrong password');
+    assertError(
+      await a.get(`/submissions/${created.id}`, header('wrong password!')),
+      401,
+      'encryption_password_invalid',
+      'wrong password',
+    );
     const read = await ok(a.get(`/submissions/${created.id}`, header()), 'read with password');
     assert.equal(read.prettyName, `${SECRET.first} ${SECRET.last}`);
-    assert.deepEqual(read.data.find((d: any) => d.field === ids.Name).value, { first: SECRET.first, last: SECRET.last });
+    assert.deepEqual(read.data.find((d: any) => d.field === ids.Name).value, {
+      first: SECRET.first,
+      last: SECRET.last,
+    });
     // The original service's header name works too.
     await ok(a.get(`/submissions/${created.id}`, { headers: { 'x-fs-encryption-password': PASSWORD } }), 'X-FS header');
     // Another account sees nothing, password or not.
@@ -100,7 +133,14 @@ describe(`encrypted forms (${dialectName})`, () => {
     const plain = await ok(a.get(path), 'bare list');
     assert.ok(plain.total >= 1);
     assert.equal(plain.submissions[0].data, undefined);
-    for (const q of ['data=true', 'prettyName=true', 'expandData=true', 'dataFormat=standardized', 'keyword=quokkabel', `search[0][fieldId]=${ids.Email}&search[0][value]=one@example.org`]) {
+    for (const q of [
+      'data=true',
+      'prettyName=true',
+      'expandData=true',
+      'dataFormat=standardized',
+      'keyword=quokkabel',
+      `search[0][fieldId]=${ids.Email}&search[0][value]=one@example.org`,
+    ]) {
       assertError(await a.get(`${path}?${q}`), 401, 'encryption_password_required', q);
     }
     const withData = await ok(a.get(`${path}?data=true&prettyName=true`, header()), 'list with password');
@@ -109,7 +149,10 @@ describe(`encrypted forms (${dialectName})`, () => {
 
     const byKeyword = await ok(a.get(`${path}?keyword=zanzibar`, header()), 'keyword');
     assert.equal(byKeyword.total, 1);
-    const byField = await ok(a.get(`${path}?search[0][fieldId]=${ids.Email}&search[0][value]=ONE@example.org`, header()), 'field search');
+    const byField = await ok(
+      a.get(`${path}?search[0][fieldId]=${ids.Email}&search[0][value]=ONE@example.org`, header()),
+      'field search',
+    );
     assert.equal(byField.total, 1);
     const none = await ok(a.get(`${path}?keyword=nothing-like-this`, header()), 'no match');
     assert.equal(none.total, 0);
@@ -130,40 +173,81 @@ describe(`encrypted forms (${dialectName})`, () => {
   });
 
   it('edits with the password: opens, changes the named field, seals again', async () => {
-    const created = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'edit@example.org' })), 'submit');
-    assertError(await a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Note, value: 'changed' }] }), 401, 'encryption_password_required', 'edit without');
-    const edited = await ok(a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Note, value: 'changed' }] }, header()), 'edit');
+    const created = await ok(
+      a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'edit@example.org' })),
+      'submit',
+    );
+    assertError(
+      await a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Note, value: 'changed' }] }),
+      401,
+      'encryption_password_required',
+      'edit without',
+    );
+    const edited = await ok(
+      a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Note, value: 'changed' }] }, header()),
+      'edit',
+    );
     assert.equal(edited.data.find((d: any) => d.field === ids.Note).value, 'changed');
     assert.equal(edited.data.find((d: any) => d.field === ids.Email).value, 'edit@example.org');
-    const row = await app.server.db.kysely.selectFrom('submissions').select('data').where('id', '=', created.id).executeTakeFirstOrThrow();
+    const row = await app.server.db.kysely
+      .selectFrom('submissions')
+      .select('data')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
     assert.match(row.data, /^enc1:/);
     assert.ok(!row.data.includes('changed'));
   });
 
   it('writes none of the submitted values, nor the password, anywhere in the clear', async () => {
     // An idempotent submission too: its stored replay must not hold the values either.
-    const res = await a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: SECRET.email }), { headers: { 'idempotency-key': 'sealed-1' } });
+    const res = await a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: SECRET.email }), {
+      headers: { 'idempotency-key': 'sealed-1' },
+    });
     assert.equal(res.status, 200, res.text);
-    const replay = await a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: SECRET.email }), { headers: { 'idempotency-key': 'sealed-1' } });
+    const replay = await a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: SECRET.email }), {
+      headers: { 'idempotency-key': 'sealed-1' },
+    });
     assert.equal(replay.status, 200);
     assert.equal(replay.body.id, res.body.id);
     assert.deepEqual(replay.body.data, [], 'a replay of an encrypted form carries no values');
 
     // A control: the same reading finds a value sent to a plain form.
     const plain = await ok(a.post('/forms', { name: 'Control', fields: [{ type: 'text', label: 'T' }] }), 'plain form');
-    await ok(a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: plain.fields[0].id, value: 'Control-Visible-9931' }] }), 'plain submit');
+    await ok(
+      a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: plain.fields[0].id, value: 'Control-Visible-9931' }] }),
+      'plain submit',
+    );
     const stored = await everythingStored(app);
     assert.ok(stored.includes('Control-Visible-9931'), 'the reading sees what is stored in the clear');
-    for (const value of [SECRET.first, SECRET.last, SECRET.email, SECRET.note, PASSWORD, SECRET.first.toLowerCase(), SECRET.note.toLowerCase()]) {
+    for (const value of [
+      SECRET.first,
+      SECRET.last,
+      SECRET.email,
+      SECRET.note,
+      PASSWORD,
+      SECRET.first.toLowerCase(),
+      SECRET.note.toLowerCase(),
+    ]) {
       assert.ok(!stored.includes(value), `"${value}" is stored in the clear`);
     }
   });
 
   it('binds sealed data to its row: swapped between two submissions, it does not open', async () => {
-    const one = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap1@example.org' })), 'one');
-    const two = await ok(a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap2@example.org' })), 'two');
+    const one = await ok(
+      a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap1@example.org' })),
+      'one',
+    );
+    const two = await ok(
+      a.post(`/forms/${form.id}/submissions`, fieldsOf({ ...SECRET, email: 'swap2@example.org' })),
+      'two',
+    );
     const db = app.server.db.kysely;
-    const rows = await db.selectFrom('submissions').select(['id', 'data']).where('id', 'in', [one.id, two.id]).orderBy('id').execute();
+    const rows = await db
+      .selectFrom('submissions')
+      .select(['id', 'data'])
+      .where('id', 'in', [one.id, two.id])
+      .orderBy('id')
+      .execute();
     await db.updateTable('submissions').set({ data: rows[1]!.data }).where('id', '=', one.id).execute();
     const res = await a.get(`/submissions/${one.id}`, header());
     assertError(res, 500, 'submission_integrity_failed', 'swapped data');
@@ -173,25 +257,57 @@ describe(`encrypted forms (${dialectName})`, () => {
 
   it('changes the password by re-wrapping the key, without touching the data', async () => {
     const other = await ok(
-      a.post('/forms', { name: 'Rewrap', isEncrypted: true, encryptionPassword: PASSWORD, fields: [{ type: 'text', label: 'T' }] }),
+      a.post('/forms', {
+        name: 'Rewrap',
+        isEncrypted: true,
+        encryptionPassword: PASSWORD,
+        fields: [{ type: 'text', label: 'T' }],
+      }),
       'form',
     );
     const fieldId = other.fields[0].id;
-    const created = await ok(a.post(`/forms/${other.id}/submissions`, { fields: [{ id: fieldId, value: 'kept' }] }), 'submit');
-    const before = await app.server.db.kysely.selectFrom('submissions').select('data').where('id', '=', created.id).executeTakeFirstOrThrow();
+    const created = await ok(
+      a.post(`/forms/${other.id}/submissions`, { fields: [{ id: fieldId, value: 'kept' }] }),
+      'submit',
+    );
+    const before = await app.server.db.kysely
+      .selectFrom('submissions')
+      .select('data')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
 
-    assertError(await a.put(`/forms/${other.id}`, { newEncryptionPassword: 'a new password' }), 400, 'encryption_password_required', 'no current password');
     assertError(
-      await a.put(`/forms/${other.id}`, { encryptionPassword: 'not the password', newEncryptionPassword: 'a new password' }),
+      await a.put(`/forms/${other.id}`, { newEncryptionPassword: 'a new password' }),
+      400,
+      'encryption_password_required',
+      'no current password',
+    );
+    assertError(
+      await a.put(`/forms/${other.id}`, {
+        encryptionPassword: 'not the password',
+        newEncryptionPassword: 'a new password',
+      }),
       401,
       'encryption_password_invalid',
       'wrong current password',
     );
-    await ok(a.put(`/forms/${other.id}`, { encryptionPassword: PASSWORD, newEncryptionPassword: 'a new password' }), 'change password');
+    await ok(
+      a.put(`/forms/${other.id}`, { encryptionPassword: PASSWORD, newEncryptionPassword: 'a new password' }),
+      'change password',
+    );
 
-    const afterChange = await app.server.db.kysely.selectFrom('submissions').select('data').where('id', '=', created.id).executeTakeFirstOrThrow();
+    const afterChange = await app.server.db.kysely
+      .selectFrom('submissions')
+      .select('data')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
     assert.equal(afterChange.data, before.data, 'the sealed data is untouched');
-    assertError(await a.get(`/submissions/${created.id}`, header(PASSWORD)), 401, 'encryption_password_invalid', 'old password');
+    assertError(
+      await a.get(`/submissions/${created.id}`, header(PASSWORD)),
+      401,
+      'encryption_password_invalid',
+      'old password',
+    );
     const read = await ok(a.get(`/submissions/${created.id}`, header('a new password')), 'new password');
     assert.equal(read.data[0].value, 'kept');
 
@@ -214,12 +330,32 @@ describe(`encrypted forms (${dialectName})`, () => {
     const strict = await startTestApp({ ENCRYPTION_PASSWORD_ATTEMPTS: '3' });
     try {
       const acc = await strict.account();
-      const f = await ok(acc.post('/forms', { name: 'F', isEncrypted: true, encryptionPassword: PASSWORD, fields: [{ type: 'text', label: 'T' }] }), 'form');
-      const s = await ok(acc.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: 'x' }] }), 'submit');
+      const f = await ok(
+        acc.post('/forms', {
+          name: 'F',
+          isEncrypted: true,
+          encryptionPassword: PASSWORD,
+          fields: [{ type: 'text', label: 'T' }],
+        }),
+        'form',
+      );
+      const s = await ok(
+        acc.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: 'x' }] }),
+        'submit',
+      );
       // Requests that come together with the right password share one check: one attempt, not six.
       const together = await Promise.all(Array.from({ length: 6 }, () => acc.get(`/submissions/${s.id}`, header())));
-      assert.deepEqual(together.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
-      for (let i = 0; i < 2; i++) assertError(await acc.get(`/submissions/${s.id}`, header(`guess number ${i}`)), 401, 'encryption_password_invalid', `guess ${i}`);
+      assert.deepEqual(
+        together.map((r) => r.status),
+        [200, 200, 200, 200, 200, 200],
+      );
+      for (let i = 0; i < 2; i++)
+        assertError(
+          await acc.get(`/submissions/${s.id}`, header(`guess number ${i}`)),
+          401,
+          'encryption_password_invalid',
+          `guess ${i}`,
+        );
       const refused = await acc.get(`/submissions/${s.id}`, header('guess number 4'));
       assertError(refused, 429, 'rate_limited', 'fourth guess');
       assert.ok(Number(refused.headers.get('retry-after')) > 0);

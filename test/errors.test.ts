@@ -32,7 +32,10 @@ describe('the catalogue of error codes', () => {
     for (const code of ERROR_CODES) {
       assert.match(code, /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/, code);
       const statuses = statusesOf(code);
-      assert.ok(statuses.length > 0 && statuses.every((s) => Number.isInteger(s) && s >= 400 && s <= 599), `${code}: ${statuses.join(', ')}`);
+      assert.ok(
+        statuses.length > 0 && statuses.every((s) => Number.isInteger(s) && s >= 400 && s <= 599),
+        `${code}: ${statuses.join(', ')}`,
+      );
       assert.equal(new Set(statuses).size, statuses.length, code);
       assert.ok(ERRORS[code].message.length > 0, code);
     }
@@ -91,7 +94,13 @@ describe(`database constraint errors (${dialectName})`, () => {
   it("become duplicate and invalid_reference with the driver's error as their cause", async () => {
     const a = await app.account();
     const db = app.server.db.kysely;
-    const user = { accountId: a.accountId, email: 'twin@example.com', name: 'Twin', passwordHash: null, role: 'member' as const };
+    const user = {
+      accountId: a.accountId,
+      email: 'twin@example.com',
+      name: 'Twin',
+      passwordHash: null,
+      role: 'member' as const,
+    };
     await transact(db, (trx) => insertUser(trx, user, Date.now()));
     const duplicate = await transact(db, (trx) => insertUser(trx, user, Date.now())).then(
       () => assert.fail('a second user with the same email was inserted'),
@@ -102,7 +111,9 @@ describe(`database constraint errors (${dialectName})`, () => {
     assert.ok(duplicate.cause instanceof Error, 'the driver error is kept');
     assert.match(String((duplicate.cause as { code?: unknown }).code), /^(23505|SQLITE_CONSTRAINT_UNIQUE)$/);
 
-    const orphan = await transact(db, (trx) => insertUser(trx, { ...user, accountId: 2_000_000_000, email: 'orphan@example.com' }, Date.now())).then(
+    const orphan = await transact(db, (trx) =>
+      insertUser(trx, { ...user, accountId: 2_000_000_000, email: 'orphan@example.com' }, Date.now()),
+    ).then(
       () => assert.fail('a user of no account was inserted'),
       (error: unknown) => error,
     );
@@ -116,7 +127,8 @@ describe('the error handler', () => {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString().split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
@@ -128,7 +140,9 @@ describe('the error handler', () => {
     throw new AppError('no_such_code' as ErrorCode, 'Made up');
   });
   app.get('/wrapped-4xx', async () => {
-    throw new ConflictError('duplicate', undefined, { cause: new Error('constraint users_email_unique (x@example.com)') });
+    throw new ConflictError('duplicate', undefined, {
+      cause: new Error('constraint users_email_unique (x@example.com)'),
+    });
   });
   app.get('/wrapped-5xx', async () => {
     throw new AppError('file_integrity_failed', undefined, { cause: new Error('tag mismatch in object abc') });
@@ -141,7 +155,10 @@ describe('the error handler', () => {
     const res = await app.inject({ method: 'GET', url: '/uncatalogued' });
     assert.equal(res.statusCode, 500);
     assert.deepEqual(res.json(), { status: 'error', error: ERRORS.internal_error.message, code: 'internal_error' });
-    assert.ok(logged('no_such_code').some((l) => l.level === 50), 'logged as an error');
+    assert.ok(
+      logged('no_such_code').some((l) => l.level === 50),
+      'logged as an error',
+    );
   });
 
   it('logs the cause of a refusal at debug level and sends only the code and message', async () => {
@@ -150,13 +167,23 @@ describe('the error handler', () => {
     assert.deepEqual(res.json(), { status: 'error', error: ERRORS.duplicate.message, code: 'duplicate' });
     const entries = logged('users_email_unique');
     assert.ok(entries.length > 0, 'the cause is logged');
-    assert.ok(entries.every((l) => l.level === 20), 'at debug level');
+    assert.ok(
+      entries.every((l) => l.level === 20),
+      'at debug level',
+    );
   });
 
   it('logs the cause of a failure as an error and sends only the code and message', async () => {
     const res = await app.inject({ method: 'GET', url: '/wrapped-5xx' });
     assert.equal(res.statusCode, 500);
-    assert.deepEqual(res.json(), { status: 'error', error: ERRORS.file_integrity_failed.message, code: 'file_integrity_failed' });
-    assert.ok(logged('tag mismatch in object abc').some((l) => l.level === 50), 'the cause is logged as an error');
+    assert.deepEqual(res.json(), {
+      status: 'error',
+      error: ERRORS.file_integrity_failed.message,
+      code: 'file_integrity_failed',
+    });
+    assert.ok(
+      logged('tag mismatch in object abc').some((l) => l.level === 50),
+      'the cause is logged as an error',
+    );
   });
 });

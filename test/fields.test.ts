@@ -4,21 +4,72 @@ import { dialectName, startTestApp, type TestAccount, type TestApp } from './sup
 
 /** One sensible definition of every field type. */
 const everyType = [
-  { type: 'text', label: 'Text', attributes: { placeholder: 'Say', minLength: 1, maxLength: 80 }, defaultValue: 'hi', unique: true },
+  {
+    type: 'text',
+    label: 'Text',
+    attributes: { placeholder: 'Say', minLength: 1, maxLength: 80 },
+    defaultValue: 'hi',
+    unique: true,
+  },
   { type: 'textarea', label: 'Textarea', attributes: { rows: 4, maxLength: 2000 } },
-  { type: 'name', label: 'Name', attributes: { showPrefix: true, showMiddle: false }, defaultValue: { first: 'Ada', last: 'Lovelace' }, required: true },
-  { type: 'address', label: 'Address', attributes: { format: 'international', showCountry: true, defaultCountry: 'US' }, defaultValue: { city: 'Boston' } },
+  {
+    type: 'name',
+    label: 'Name',
+    attributes: { showPrefix: true, showMiddle: false },
+    defaultValue: { first: 'Ada', last: 'Lovelace' },
+    required: true,
+  },
+  {
+    type: 'address',
+    label: 'Address',
+    attributes: { format: 'international', showCountry: true, defaultCountry: 'US' },
+    defaultValue: { city: 'Boston' },
+  },
   { type: 'email', label: 'Email', attributes: { confirm: true }, unique: true },
   { type: 'phone', label: 'Phone', attributes: { format: 'us' } },
   { type: 'creditcard', label: 'Card', attributes: { cardTypes: ['visa', 'amex'] } },
-  { type: 'datetime', label: 'When', attributes: { format: 'date', minDate: '2026-01-01', maxDate: '2026-12-31' }, defaultValue: '2026-06-01' },
+  {
+    type: 'datetime',
+    label: 'When',
+    attributes: { format: 'date', minDate: '2026-01-01', maxDate: '2026-12-31' },
+    defaultValue: '2026-06-01',
+  },
   { type: 'file', label: 'Upload', attributes: { maxFiles: 3, maxFileSize: 5_000_000, allowedTypes: ['pdf', 'png'] } },
   { type: 'signature', label: 'Sign here' },
   { type: 'number', label: 'Age', attributes: { min: 0, max: 130, decimals: 0 }, defaultValue: 30 },
-  { type: 'select', label: 'Plan', options: [{ label: 'Free', value: 'free' }, { label: 'Pro', value: 'pro' }], defaultValue: 'free' },
-  { type: 'radio', label: 'Size', options: [{ label: 'S', value: 's' }, { label: 'M', value: 'm' }], attributes: { layout: 'horizontal' } },
-  { type: 'checkbox', label: 'Extras', options: [{ label: 'A', value: 'a' }, { label: 'B', value: 'b' }], attributes: { maxSelected: 2 }, defaultValue: ['a'] },
-  { type: 'matrix', label: 'Rate', attributes: { rows: ['Speed', 'Price'], columns: ['Bad', 'Good'], multiple: false } },
+  {
+    type: 'select',
+    label: 'Plan',
+    options: [
+      { label: 'Free', value: 'free' },
+      { label: 'Pro', value: 'pro' },
+    ],
+    defaultValue: 'free',
+  },
+  {
+    type: 'radio',
+    label: 'Size',
+    options: [
+      { label: 'S', value: 's' },
+      { label: 'M', value: 'm' },
+    ],
+    attributes: { layout: 'horizontal' },
+  },
+  {
+    type: 'checkbox',
+    label: 'Extras',
+    options: [
+      { label: 'A', value: 'a' },
+      { label: 'B', value: 'b' },
+    ],
+    attributes: { maxSelected: 2 },
+    defaultValue: ['a'],
+  },
+  {
+    type: 'matrix',
+    label: 'Rate',
+    attributes: { rows: ['Speed', 'Price'], columns: ['Bad', 'Good'], multiple: false },
+  },
   { type: 'richtext', label: 'Intro', attributes: { html: '<p>Welcome</p>' } },
   { type: 'embed', label: 'Video', attributes: { html: '<iframe src="https://example.com"></iframe>' } },
   { type: 'product', label: 'T-shirt', attributes: { price: 19.5, currency: 'EUR', maxQuantity: 5 } },
@@ -44,13 +95,26 @@ describe(`fields (${dialectName})`, () => {
       assert.equal(res.status, 200, `${def.type}: ${res.text}`);
       assert.equal(res.body.type, def.type);
       assert.equal(res.body.formId, formId);
-      for (const key of ['label', 'defaultValue', 'options', 'required', 'unique', 'columnSpan', 'hideLabel'] as const) {
+      for (const key of [
+        'label',
+        'defaultValue',
+        'options',
+        'required',
+        'unique',
+        'columnSpan',
+        'hideLabel',
+      ] as const) {
         if (key in def) assert.deepEqual(res.body[key], (def as any)[key], `${def.type}.${key}`);
       }
-      for (const [k, v] of Object.entries(def.attributes ?? {})) assert.deepEqual(res.body.attributes[k], v, `${def.type}.attributes.${k}`);
+      for (const [k, v] of Object.entries(def.attributes ?? {}))
+        assert.deepEqual(res.body.attributes[k], v, `${def.type}.attributes.${k}`);
       created.push(res.body);
     }
-    assert.deepEqual(created.map((f) => f.displayOrder), everyType.map((_, i) => i), 'appended in order');
+    assert.deepEqual(
+      created.map((f) => f.displayOrder),
+      everyType.map((_, i) => i),
+      'appended in order',
+    );
     assert.equal(created.find((f) => f.type === 'file').attributes.maxFiles, 3);
     assert.deepEqual(created.find((f) => f.type === 'signature').attributes, { maxFileSize: 1024 * 1024 });
     assert.equal(created.find((f) => f.type === 'product').attributes.currency, 'EUR');
@@ -79,16 +143,32 @@ describe(`fields (${dialectName})`, () => {
       [{ type: 'text' }, 'body.label'],
       [{ type: 'text', label: 'x', options: [{ label: 'a', value: 'a' }] }, 'body.options'],
       [{ type: 'select', label: 'x' }, 'body.options'],
-      [{ type: 'select', label: 'x', options: [{ label: 'a', value: 'a' }, { label: 'b', value: 'a' }] }, 'body.options[1].value'],
+      [
+        {
+          type: 'select',
+          label: 'x',
+          options: [
+            { label: 'a', value: 'a' },
+            { label: 'b', value: 'a' },
+          ],
+        },
+        'body.options[1].value',
+      ],
       [{ type: 'select', label: 'x', options: [{ label: 'a', value: 'a' }], defaultValue: 'zzz' }, 'body.defaultValue'],
-      [{ type: 'checkbox', label: 'x', options: [{ label: 'a', value: 'a' }], defaultValue: ['a', 'q'] }, 'body.defaultValue'],
+      [
+        { type: 'checkbox', label: 'x', options: [{ label: 'a', value: 'a' }], defaultValue: ['a', 'q'] },
+        'body.defaultValue',
+      ],
       [{ type: 'text', label: 'x', attributes: { colour: 'red' } }, 'body.attributes.colour'],
       [{ type: 'text', label: 'x', attributes: { maxLength: 'long' } }, 'body.attributes.maxLength'],
       [{ type: 'text', label: 'x', attributes: { minLength: 10, maxLength: 5 } }, 'body.attributes.minLength'],
       [{ type: 'number', label: 'x', attributes: { min: 10, max: 1 } }, 'body.attributes.min'],
       [{ type: 'number', label: 'x', defaultValue: 'ten' }, 'body.defaultValue'],
       [{ type: 'datetime', label: 'x', attributes: { minDate: '2026-02-30' } }, 'body.attributes.minDate'],
-      [{ type: 'datetime', label: 'x', attributes: { minDate: '2026-05-01', maxDate: '2026-01-01' } }, 'body.attributes.minDate'],
+      [
+        { type: 'datetime', label: 'x', attributes: { minDate: '2026-05-01', maxDate: '2026-01-01' } },
+        'body.attributes.minDate',
+      ],
       [{ type: 'matrix', label: 'x' }, 'body.attributes.rows'],
       [{ type: 'product', label: 'x', attributes: { price: -1 } }, 'body.attributes.price'],
       [{ type: 'file', label: 'x', attributes: { maxFiles: 0 } }, 'body.attributes.maxFiles'],
@@ -98,11 +178,26 @@ describe(`fields (${dialectName})`, () => {
       [{ type: 'richtext', label: 'x', unique: true }, 'body.unique'],
       [{ type: 'checkbox', label: 'x', options: [{ label: 'a', value: 'a' }], unique: true }, 'body.unique'],
       [{ type: 'text', label: 'x', columnSpan: 13 }, 'body.columnSpan'],
-      [{ type: 'text', label: 'x', logic: logic([{ field: other.fields[0].id, condition: 'equals', option: 'y' }]) }, 'body.logic.checks[0].field'],
-      [{ type: 'text', label: 'x', logic: logic([{ field: 999999, condition: 'equals', option: 'y' }]) }, 'body.logic.checks[0].field'],
-      [{ type: 'text', label: 'x', logic: logic([{ field: section.id, condition: 'empty' }]) }, 'body.logic.checks[0].field'],
-      [{ type: 'text', label: 'x', logic: logic([{ field: plan.id, condition: 'equals', option: 'platinum' }]) }, 'body.logic.checks[0].option'],
-      [{ type: 'text', label: 'x', logic: logic([{ field: plan.id, condition: 'sounds-like', option: 'free' }]) }, 'body.logic.checks[0].condition'],
+      [
+        { type: 'text', label: 'x', logic: logic([{ field: other.fields[0].id, condition: 'equals', option: 'y' }]) },
+        'body.logic.checks[0].field',
+      ],
+      [
+        { type: 'text', label: 'x', logic: logic([{ field: 999999, condition: 'equals', option: 'y' }]) },
+        'body.logic.checks[0].field',
+      ],
+      [
+        { type: 'text', label: 'x', logic: logic([{ field: section.id, condition: 'empty' }]) },
+        'body.logic.checks[0].field',
+      ],
+      [
+        { type: 'text', label: 'x', logic: logic([{ field: plan.id, condition: 'equals', option: 'platinum' }]) },
+        'body.logic.checks[0].option',
+      ],
+      [
+        { type: 'text', label: 'x', logic: logic([{ field: plan.id, condition: 'sounds-like', option: 'free' }]) },
+        'body.logic.checks[0].condition',
+      ],
       [{ type: 'text', label: 'x', logic: logic([]) }, 'body.logic.checks'],
       [{ type: 'text', label: 'x', logic: { action: 'explode', conditional: 'all', checks: [] } }, 'body.logic.action'],
     ];
@@ -120,7 +215,13 @@ describe(`fields (${dialectName})`, () => {
   });
 
   it('updates only what is sent, checks the merged definition, and resets type-specific parts on a type change', async () => {
-    const field = (await a.post(`/forms/${formId}/fields`, { type: 'select', label: 'Colour', options: [{ label: 'Red', value: 'red' }] })).body;
+    const field = (
+      await a.post(`/forms/${formId}/fields`, {
+        type: 'select',
+        label: 'Colour',
+        options: [{ label: 'Red', value: 'red' }],
+      })
+    ).body;
     const renamed = await a.put(`/forms/${formId}/fields/${field.id}`, { label: 'Favourite colour', required: true });
     assert.equal(renamed.status, 200);
     assert.equal(renamed.body.label, 'Favourite colour');
@@ -149,12 +250,29 @@ describe(`fields (${dialectName})`, () => {
   });
 
   it('keeps logic consistent: refers to siblings, cannot refer to itself, and loses checks on a deleted field', async () => {
-    const f = (await a.post('/forms', { name: 'Logic', fields: [{ type: 'radio', label: 'Q1', options: [{ label: 'Yes', value: 'yes' }] }, { type: 'number', label: 'Q2' }, { type: 'text', label: 'Q3' }] })).body;
+    const f = (
+      await a.post('/forms', {
+        name: 'Logic',
+        fields: [
+          { type: 'radio', label: 'Q1', options: [{ label: 'Yes', value: 'yes' }] },
+          { type: 'number', label: 'Q2' },
+          { type: 'text', label: 'Q3' },
+        ],
+      })
+    ).body;
     const [q1, q2, q3] = f.fields;
-    const self = await a.put(`/forms/${f.id}/fields/${q3.id}`, { logic: { action: 'show', conditional: 'all', checks: [{ field: q3.id, condition: 'empty' }] } });
+    const self = await a.put(`/forms/${f.id}/fields/${q3.id}`, {
+      logic: { action: 'show', conditional: 'all', checks: [{ field: q3.id, condition: 'empty' }] },
+    });
     assert.equal(self.status, 400);
     assert.equal(self.body.details[0].property, 'body.logic.checks[0].field');
-    const notNumber = await a.put(`/forms/${f.id}/fields/${q3.id}`, { logic: { action: 'show', conditional: 'all', checks: [{ field: q2.id, condition: 'greaterthan', option: 'many' }] } });
+    const notNumber = await a.put(`/forms/${f.id}/fields/${q3.id}`, {
+      logic: {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: q2.id, condition: 'greaterthan', option: 'many' }],
+      },
+    });
     assert.equal(notNumber.status, 400);
 
     const logic = {
@@ -174,7 +292,11 @@ describe(`fields (${dialectName})`, () => {
     assert.deepEqual(del.body, { id: q1.id, formId: f.id, type: 'radio', label: 'Q1' });
     assert.deepEqual((await a.get(`/forms/${f.id}/fields/${q3.id}`)).body.logic.checks, [logic.checks[1]]);
     await a.delete(`/forms/${f.id}/fields/${q2.id}`);
-    assert.equal((await a.get(`/forms/${f.id}/fields/${q3.id}`)).body.logic, null, 'logic with no checks left is removed');
+    assert.equal(
+      (await a.get(`/forms/${f.id}/fields/${q3.id}`)).body.logic,
+      null,
+      'logic with no checks left is removed',
+    );
 
     assert.equal((await a.get(`/forms/${f.id}/fields/${q1.id}`)).status, 404, 'deleted for good');
     assert.equal((await a.delete(`/forms/${f.id}/fields/${q1.id}`)).status, 404);
@@ -187,11 +309,14 @@ describe(`fields (${dialectName})`, () => {
     await a.post(`/forms/${f.id}/fields`, { type: 'text', label: 'second', displayOrder: 20 });
     await a.post(`/forms/${f.id}/fields`, { type: 'text', label: 'first', displayOrder: 10 });
     await a.post(`/forms/${f.id}/fields`, { type: 'text', label: 'third' });
-    assert.deepEqual((await a.get(`/forms/${f.id}/fields`)).body.fields.map((x: any) => [x.label, x.displayOrder]), [
-      ['first', 10],
-      ['second', 20],
-      ['third', 21],
-    ]);
+    assert.deepEqual(
+      (await a.get(`/forms/${f.id}/fields`)).body.fields.map((x: any) => [x.label, x.displayOrder]),
+      [
+        ['first', 10],
+        ['second', 20],
+        ['third', 21],
+      ],
+    );
 
     const many = Array.from({ length: 500 }, (_, i) => ({ type: 'text', label: `Q${i}` }));
     const full = await a.post('/forms', { name: 'Full', fields: many });
@@ -199,7 +324,10 @@ describe(`fields (${dialectName})`, () => {
     const more = await a.post(`/forms/${full.body.id}/fields`, { type: 'text', label: 'one too many' });
     assert.equal(more.status, 400);
     assert.equal(more.body.code, 'too_many_fields');
-    assert.equal((await a.post('/forms', { name: 'Too full', fields: [...many, { type: 'text', label: 'x' }] })).status, 400);
+    assert.equal(
+      (await a.post('/forms', { name: 'Too full', fields: [...many, { type: 'text', label: 'x' }] })).status,
+      400,
+    );
   });
 
   it('marks the form as updated when its fields change', async () => {

@@ -35,7 +35,11 @@ describe(`folders (${dialectName})`, () => {
 
     const list = await a.get('/folders');
     assert.equal(list.status, 200);
-    assert.deepEqual(list.body.folders.map((f: any) => f.id), [top.id], 'only top-level folders at the top');
+    assert.deepEqual(
+      list.body.folders.map((f: any) => f.id),
+      [top.id],
+      'only top-level folders at the top',
+    );
     assert.equal(list.body.folders[0].subfolders[0].subfolders[0].name, '2026');
     assert.equal(list.body.total, 1);
     assert.equal(list.body.pageSize, 25);
@@ -45,9 +49,15 @@ describe(`folders (${dialectName})`, () => {
     const b = await app.account();
     for (let i = 0; i < 12; i++) await b.post('/folders', { name: `F${String(i).padStart(2, '0')}` });
     const p1 = await b.get('/folders?page=1&perPage=10');
-    assert.deepEqual([p1.body.folders.length, p1.body.total, p1.body.pages, p1.body.pageNumber, p1.body.pageSize], [10, 12, 2, 1, 10]);
+    assert.deepEqual(
+      [p1.body.folders.length, p1.body.total, p1.body.pages, p1.body.pageNumber, p1.body.pageSize],
+      [10, 12, 2, 1, 10],
+    );
     const p2 = await b.get('/folders?page=2&perPage=10');
-    assert.deepEqual(p2.body.folders.map((f: any) => f.name), ['F10', 'F11']);
+    assert.deepEqual(
+      p2.body.folders.map((f: any) => f.name),
+      ['F10', 'F11'],
+    );
     for (const q of ['perPage=9', 'perPage=0', 'perPage=101', 'page=0', 'page=x', 'perPage=ten', 'pageSize=10']) {
       const res = await b.get(`/folders?${q}`);
       assert.equal(res.status, 400, q);
@@ -112,7 +122,11 @@ describe(`folders (${dialectName})`, () => {
     const top = (await a.post('/folders', { name: 'Top' })).body;
     const f2 = (await a.post('/forms', { name: 'At top', folder: top.id })).body;
     await a.delete(`/folders/${top.id}`);
-    assert.equal((await a.get(`/forms/${f2.id}`)).body.folder, null, 'a top-level folder leaves its forms at the top level');
+    assert.equal(
+      (await a.get(`/forms/${f2.id}`)).body.folder,
+      null,
+      'a top-level folder leaves its forms at the top level',
+    );
   });
 
   it('keeps folder counts to live forms and lets a restored form come back at the top if its folder went away', async () => {

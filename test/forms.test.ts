@@ -7,7 +7,15 @@ import { dialectName, startTestApp, type TestAccount, type TestApp } from './sup
 const contactFields = [
   { type: 'name', label: 'Your name', required: true },
   { type: 'email', label: 'Email', unique: true },
-  { type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }], defaultValue: 'sales' },
+  {
+    type: 'select',
+    label: 'Topic',
+    options: [
+      { label: 'Sales', value: 'sales' },
+      { label: 'Support', value: 'support' },
+    ],
+    defaultValue: 'sales',
+  },
 ];
 
 describe(`forms (${dialectName})`, () => {
@@ -21,7 +29,12 @@ describe(`forms (${dialectName})`, () => {
   after(() => app.close());
 
   it('creates a form with its fields in one request and reads it back', async () => {
-    const created = await a.post('/forms', { name: 'Contact', submitButtonTitle: 'Send', settings: { language: 'en', labelPosition: 'left' }, fields: contactFields });
+    const created = await a.post('/forms', {
+      name: 'Contact',
+      submitButtonTitle: 'Send',
+      settings: { language: 'en', labelPosition: 'left' },
+      fields: contactFields,
+    });
     assert.equal(created.status, 200);
     const form = created.body;
     assert.equal(form.name, 'Contact');
@@ -33,11 +46,14 @@ describe(`forms (${dialectName})`, () => {
     assert.match(form.viewKey, /^[A-Za-z0-9_-]{16}$/);
     assert.equal(form.url, `http://forms.test/f/${form.viewKey}`);
     assert.match(form.created, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-    assert.deepEqual(form.fields.map((f: any) => [f.type, f.label, f.displayOrder]), [
-      ['name', 'Your name', 0],
-      ['email', 'Email', 1],
-      ['select', 'Topic', 2],
-    ]);
+    assert.deepEqual(
+      form.fields.map((f: any) => [f.type, f.label, f.displayOrder]),
+      [
+        ['name', 'Your name', 0],
+        ['email', 'Email', 1],
+        ['select', 'Topic', 2],
+      ],
+    );
 
     const read = await a.get(`/forms/${form.id}`);
     assert.equal(read.status, 200);
@@ -51,11 +67,16 @@ describe(`forms (${dialectName})`, () => {
     const before = (await a.get('/forms')).body.total;
     const res = await a.post('/forms', {
       name: 'Broken',
-      fields: [{ type: 'text', label: 'ok' }, { type: 'text', label: 'bad', options: [{ label: 'x', value: 'x' }] }],
+      fields: [
+        { type: 'text', label: 'ok' },
+        { type: 'text', label: 'bad', options: [{ label: 'x', value: 'x' }] },
+      ],
     });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'invalid_field');
-    assert.deepEqual(res.body.details, [{ property: 'body.fields[1].options', message: 'a text field has no options' }]);
+    assert.deepEqual(res.body.details, [
+      { property: 'body.fields[1].options', message: 'a text field has no options' },
+    ]);
     assert.equal((await a.get('/forms')).body.total, before);
   });
 
@@ -68,7 +89,15 @@ describe(`forms (${dialectName})`, () => {
     assert.deepEqual(updated.body.settings, { successMessage: 'Thanks' });
     assert.ok(updated.body.updated >= form.updated);
 
-    for (const body of [{}, { id: 99 }, { submissionsCount: 5 }, { viewKey: 'x' }, { name: '' }, { name: 'x'.repeat(201) }, { settings: { colour: 'red' } }]) {
+    for (const body of [
+      {},
+      { id: 99 },
+      { submissionsCount: 5 },
+      { viewKey: 'x' },
+      { name: '' },
+      { name: 'x'.repeat(201) },
+      { settings: { colour: 'red' } },
+    ]) {
       const res = await a.put(`/forms/${form.id}`, body);
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.status, 'error');
@@ -84,34 +113,62 @@ describe(`forms (${dialectName})`, () => {
     }
     const page1 = await b.get('/forms?pageSize=2&pageNumber=1');
     assert.equal(page1.status, 200);
-    assert.deepEqual({ ...page1.body, forms: page1.body.forms.map((f: any) => f.name) }, {
-      forms: ['Alpha survey', 'beta SURVEY'],
-      total: 5,
-      pages: 3,
-      pageNumber: 1,
-      pageSize: 2,
-    });
+    assert.deepEqual(
+      { ...page1.body, forms: page1.body.forms.map((f: any) => f.name) },
+      {
+        forms: ['Alpha survey', 'beta SURVEY'],
+        total: 5,
+        pages: 3,
+        pageNumber: 1,
+        pageSize: 2,
+      },
+    );
     const page3 = await b.get('/forms?pageSize=2&pageNumber=3');
-    assert.deepEqual(page3.body.forms.map((f: any) => f.name), ['Epsilon_x']);
+    assert.deepEqual(
+      page3.body.forms.map((f: any) => f.name),
+      ['Epsilon_x'],
+    );
     assert.deepEqual((await b.get('/forms?pageSize=2&pageNumber=4')).body.forms, []);
 
-    assert.deepEqual((await b.get('/forms?search=survey')).body.forms.map((f: any) => f.name), ['Alpha survey', 'beta SURVEY']);
-    assert.deepEqual((await b.get('/forms?search=100%25')).body.forms.map((f: any) => f.name), ['Delta 100%']);
-    assert.deepEqual((await b.get('/forms?search=n_x')).body.forms.map((f: any) => f.name), ['Epsilon_x'], 'LIKE wildcards match literally');
-    assert.deepEqual((await b.get('/forms?search=%25')).body.forms.map((f: any) => f.name), ['Delta 100%']);
+    assert.deepEqual(
+      (await b.get('/forms?search=survey')).body.forms.map((f: any) => f.name),
+      ['Alpha survey', 'beta SURVEY'],
+    );
+    assert.deepEqual(
+      (await b.get('/forms?search=100%25')).body.forms.map((f: any) => f.name),
+      ['Delta 100%'],
+    );
+    assert.deepEqual(
+      (await b.get('/forms?search=n_x')).body.forms.map((f: any) => f.name),
+      ['Epsilon_x'],
+      'LIKE wildcards match literally',
+    );
+    assert.deepEqual(
+      (await b.get('/forms?search=%25')).body.forms.map((f: any) => f.name),
+      ['Delta 100%'],
+    );
 
     // Case-insensitive: 'beta' sorts between 'Alpha' and 'Delta'.
-    assert.deepEqual((await b.get('/forms?orderBy=name&order=desc')).body.forms.map((f: any) => f.name), [
-      'Gamma',
-      'Epsilon_x',
-      'Delta 100%',
-      'beta SURVEY',
-      'Alpha survey',
-    ]);
+    assert.deepEqual(
+      (await b.get('/forms?orderBy=name&order=desc')).body.forms.map((f: any) => f.name),
+      ['Gamma', 'Epsilon_x', 'Delta 100%', 'beta SURVEY', 'Alpha survey'],
+    );
     assert.deepEqual((await b.get('/forms?orderBy=id&order=DESC')).body.forms.map((f: any) => f.name)[0], 'Epsilon_x');
-    assert.deepEqual((await b.get(`/forms?folder=${folder.id}`)).body.forms.map((f: any) => f.name), ['Gamma', 'Delta 100%']);
+    assert.deepEqual(
+      (await b.get(`/forms?folder=${folder.id}`)).body.forms.map((f: any) => f.name),
+      ['Gamma', 'Delta 100%'],
+    );
 
-    for (const query of ['orderBy=colour', 'order=sideways', 'pageSize=0', 'pageSize=101', 'pageNumber=0', 'folder=abc', 'search=' + 'x'.repeat(201), 'unknown=1']) {
+    for (const query of [
+      'orderBy=colour',
+      'order=sideways',
+      'pageSize=0',
+      'pageSize=101',
+      'pageNumber=0',
+      'folder=abc',
+      'search=' + 'x'.repeat(201),
+      'unknown=1',
+    ]) {
       const res = await b.get(`/forms?${query}`);
       assert.equal(res.status, 400, query);
       assert.equal(res.body.code, 'validation_failed', query);
@@ -152,14 +209,22 @@ describe(`forms (${dialectName})`, () => {
 
   it('copies a form with its fields, remapping logic to the copied fields', async () => {
     const folder = (await a.post('/folders', { name: 'Copies' })).body;
-    const form = (await a.post('/forms', { name: 'Original', settings: { successMessage: 'Hi' }, fields: contactFields })).body;
+    const form = (
+      await a.post('/forms', { name: 'Original', settings: { successMessage: 'Hi' }, fields: contactFields })
+    ).body;
     const topic = form.fields.find((f: any) => f.label === 'Topic');
     const email = form.fields.find((f: any) => f.label === 'Email');
     await a.put(`/forms/${form.id}/fields/${email.id}`, {
-      logic: { action: 'show', conditional: 'all', checks: [{ field: topic.id, condition: 'equals', option: 'support' }] },
+      logic: {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: topic.id, condition: 'equals', option: 'support' }],
+      },
     });
 
-    const copy = await a.post(`/forms/${form.id}/copy?folder=${folder.id}&includeEmails=true&includeIntegrations=false`);
+    const copy = await a.post(
+      `/forms/${form.id}/copy?folder=${folder.id}&includeEmails=true&includeIntegrations=false`,
+    );
     assert.equal(copy.status, 200);
     assert.notEqual(copy.body.id, form.id);
     assert.equal(copy.body.name, 'Original (copy)');
@@ -175,7 +240,9 @@ describe(`forms (${dialectName})`, () => {
     const original = (await a.get(`/forms/${form.id}?withFields=true`)).body;
     assert.equal(original.fields.find((f: any) => f.label === 'Email').logic.checks[0].field, topic.id);
 
-    const template = (await a.post('/forms', { name: 'Look', submitButtonTitle: 'Go', settings: { labelPosition: 'right' } })).body;
+    const template = (
+      await a.post('/forms', { name: 'Look', submitButtonTitle: 'Go', settings: { labelPosition: 'right' } })
+    ).body;
     const styled = await a.post(`/forms/${form.id}/copy?template=${template.id}`);
     assert.equal(styled.status, 200);
     assert.equal(styled.body.submitButtonTitle, 'Go');
@@ -188,11 +255,23 @@ describe(`forms (${dialectName})`, () => {
     assert.equal((await a.post('/forms/999999/copy')).status, 404);
   });
 
-  it('copies with a template only a member may read, and only into the account\'s own folders', async () => {
-    const secret = (await a.post('/forms', { name: 'Hidden', submitButtonTitle: 'Secret title', settings: { successMessage: 'secret', redirectUrl: 'https://secret.example.com' } })).body;
-    const seen = (await a.post('/forms', { name: 'Seen', submitButtonTitle: 'Seen title', settings: { successMessage: 'seen' } })).body;
+  it("copies with a template only a member may read, and only into the account's own folders", async () => {
+    const secret = (
+      await a.post('/forms', {
+        name: 'Hidden',
+        submitButtonTitle: 'Secret title',
+        settings: { successMessage: 'secret', redirectUrl: 'https://secret.example.com' },
+      })
+    ).body;
+    const seen = (
+      await a.post('/forms', { name: 'Seen', submitButtonTitle: 'Seen title', settings: { successMessage: 'seen' } })
+    ).body;
     const own = (await a.post('/forms', { name: 'Own' })).body;
-    const member = await a.post('/users', { email: `copier-${randomBytes(5).toString('hex')}@example.com`, name: 'Copier', role: 'member' });
+    const member = await a.post('/users', {
+      email: `copier-${randomBytes(5).toString('hex')}@example.com`,
+      name: 'Copier',
+      role: 'member',
+    });
     assert.equal((await a.put(`/users/${member.body.id}/permissions/${own.id}`, { level: 'view' })).status, 200);
     assert.equal((await a.put(`/users/${member.body.id}/permissions/${seen.id}`, { level: 'view' })).status, 200);
     const token = (await createPersonalToken(app.server.ctx, member.body.id)).token;
@@ -214,11 +293,17 @@ describe(`forms (${dialectName})`, () => {
     const b = await app.account('B');
     const bForm = (await b.post('/forms', { name: 'B form', submitButtonTitle: 'B title' })).body;
     const bFolder = (await b.post('/folders', { name: 'B folder' })).body;
-    for (const res of [await copy(`?template=${bForm.id}`), await a.post(`/forms/${own.id}/copy?template=${bForm.id}`)]) {
+    for (const res of [
+      await copy(`?template=${bForm.id}`),
+      await a.post(`/forms/${own.id}/copy?template=${bForm.id}`),
+    ]) {
       assert.equal(res.status, 404, res.text);
       assert.equal(res.body.code, 'form_not_found');
     }
-    for (const res of [await copy(`?folder=${bFolder.id}`), await a.post(`/forms/${own.id}/copy?folder=${bFolder.id}`)]) {
+    for (const res of [
+      await copy(`?folder=${bFolder.id}`),
+      await a.post(`/forms/${own.id}/copy?folder=${bFolder.id}`),
+    ]) {
       assert.equal(res.status, 404, res.text);
       assert.equal(res.body.code, 'folder_not_found');
     }
@@ -250,7 +335,10 @@ describe(`forms (${dialectName})`, () => {
     }
     const unknown = await a.post('/forms', { name: 'x', colour: 'red' });
     assert.deepEqual(unknown.body.details, [{ property: 'body.colour', message: 'is not a known property' }]);
-    const wrongType = await a.post('/forms', undefined, { raw: '{"name":"x"}', headers: { 'content-type': 'text/plain' } });
+    const wrongType = await a.post('/forms', undefined, {
+      raw: '{"name":"x"}',
+      headers: { 'content-type': 'text/plain' },
+    });
     assert.equal(wrongType.status, 415);
     assert.equal(wrongType.body.code, 'unsupported_media_type');
   });
@@ -281,8 +369,16 @@ describe(`forms (${dialectName})`, () => {
     // Every kind of change shows at once, with a new ETag.
     const seen = new Set([etag]);
     const changes: [string, () => Promise<unknown>, (f: any) => boolean][] = [
-      ['field label', () => a.put(`/forms/${form.id}/fields/${form.fields[0].id}`, { label: 'After' }), (f) => f.fields[0].label === 'After'],
-      ['field added', () => a.post(`/forms/${form.id}/fields`, { type: 'email', label: 'Mail' }), (f) => f.fields.length === 2],
+      [
+        'field label',
+        () => a.put(`/forms/${form.id}/fields/${form.fields[0].id}`, { label: 'After' }),
+        (f) => f.fields[0].label === 'After',
+      ],
+      [
+        'field added',
+        () => a.post(`/forms/${form.id}/fields`, { type: 'email', label: 'Mail' }),
+        (f) => f.fields.length === 2,
+      ],
       ['field deleted', () => a.delete(`/forms/${form.id}/fields/${form.fields[0].id}`), (f) => f.fields.length === 1],
       ['form renamed', () => a.put(`/forms/${form.id}`, { name: 'Renamed' }), (f) => f.name === 'Renamed'],
     ];
@@ -293,14 +389,20 @@ describe(`forms (${dialectName})`, () => {
     );
     for (const [what, change, holds] of changes) {
       await change();
-      const read = await a.get(`/forms/${form.id}?withFields=true`, { headers: { 'if-none-match': [...seen].join(', ') } });
+      const read = await a.get(`/forms/${form.id}?withFields=true`, {
+        headers: { 'if-none-match': [...seen].join(', ') },
+      });
       assert.equal(read.status, 200, what);
       assert.ok(holds(read.body), what);
       seen.add(read.headers.get('etag'));
       assert.equal(seen.size, changes.indexOf(changes.find((c) => c[0] === what)!) + 2, `${what}: new ETag`);
     }
     await a.delete(`/forms/${form.id}`);
-    assert.equal((await a.get(`/forms/${form.id}?withFields=true`)).status, 404, 'deleted forms are not served from the cache');
+    assert.equal(
+      (await a.get(`/forms/${form.id}?withFields=true`)).status,
+      404,
+      'deleted forms are not served from the cache',
+    );
   });
 
   it('never serves a read cached by one server after another server changed the form', async () => {

@@ -18,10 +18,12 @@ function assertError(res: Reply, status: number, code: string, what: string): vo
 describe('bounded password hasher', () => {
   it('runs at most `concurrency` hashes, queues `queueLimit`, and refuses the next at once', async () => {
     const hasher = new Hasher({ concurrency: 1, queueLimit: 1 });
-    const calls = [0, 1, 2].map(() => hasher.scrypt('password', randomBytes(16), 32, CHEAP).then(
-      (key) => ({ key }),
-      (error: unknown) => ({ error }),
-    ));
+    const calls = [0, 1, 2].map(() =>
+      hasher.scrypt('password', randomBytes(16), 32, CHEAP).then(
+        (key) => ({ key }),
+        (error: unknown) => ({ error }),
+      ),
+    );
     const [first, second, third] = await Promise.all(calls);
     assert.ok('key' in first! && first.key.length === 32);
     assert.ok('key' in second! && second.key.length === 32);
@@ -58,12 +60,18 @@ describe(`password hashing limits (${dialectName})`, () => {
       const [a, b] = [await app.account('A'), await app.account('B')];
       // Eight hashes at once from two accounts (forms and a user), one slot and two places in the queue.
       const hashing = [
-        ...Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).post('/forms', { name: `Sealed ${i}`, isEncrypted: true, encryptionPassword: PASSWORD })),
+        ...Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? a : b).post('/forms', { name: `Sealed ${i}`, isEncrypted: true, encryptionPassword: PASSWORD }),
+        ),
         a.post('/users', { email: 'one@example.com', name: 'One', role: 'member', password: PASSWORD }),
         b.post('/users', { email: 'two@example.com', name: 'Two', role: 'member', password: PASSWORD }),
       ];
       // Requests that hash nothing answer while the hasher is full.
-      const [list, health, plain] = await Promise.all([a.get('/forms'), app.request('GET', '/healthz'), b.post('/forms', { name: 'Plain' })]);
+      const [list, health, plain] = await Promise.all([
+        a.get('/forms'),
+        app.request('GET', '/healthz'),
+        b.post('/forms', { name: 'Plain' }),
+      ]);
       assert.equal(list.status, 200);
       assert.equal(health.status, 200);
       assert.equal(plain.status, 200);
@@ -71,15 +79,22 @@ describe(`password hashing limits (${dialectName})`, () => {
       const answers = await Promise.all(hashing);
       const created = answers.filter((r) => r.status === 200);
       const busy = answers.filter((r) => r.status !== 200);
-      assert.ok(created.length >= 3, `the running hash and the two queued ones finish: ${answers.map((r) => r.status).join(',')}`);
+      assert.ok(
+        created.length >= 3,
+        `the running hash and the two queued ones finish: ${answers.map((r) => r.status).join(',')}`,
+      );
       assert.ok(busy.length >= 1, `more than the queue holds is refused: ${answers.map((r) => r.status).join(',')}`);
       for (const res of busy) {
         assertError(res, 503, 'hashing_busy', 'refused hash');
         assert.ok(Number(res.headers.get('retry-after')) >= 1, 'Retry-After says when to come back');
       }
       // A refused creation wrote nothing.
-      const forms = [...(await a.get('/forms')).body.forms, ...(await b.get('/forms')).body.forms].filter((f) => f.name.startsWith('Sealed'));
-      const users = [...(await a.get('/users')).body.users, ...(await b.get('/users')).body.users].filter((u) => u.role === 'member');
+      const forms = [...(await a.get('/forms')).body.forms, ...(await b.get('/forms')).body.forms].filter((f) =>
+        f.name.startsWith('Sealed'),
+      );
+      const users = [...(await a.get('/users')).body.users, ...(await b.get('/users')).body.users].filter(
+        (u) => u.role === 'member',
+      );
       assert.equal(forms.length + users.length, created.length);
 
       // Once the queue has drained, hashing works again.
@@ -90,28 +105,55 @@ describe(`password hashing limits (${dialectName})`, () => {
     }
   });
 
-  it("counts every password hash of an account against its budget: 429 after it, other accounts untouched", async () => {
+  it('counts every password hash of an account against its budget: 429 after it, other accounts untouched', async () => {
     const app = await startTestApp({ ACCOUNT_HASH_ATTEMPTS: '4', ENCRYPTION_PASSWORD_ATTEMPTS: '100' });
     try {
       const [a, b] = [await app.account('A'), await app.account('B')];
-      const sealed = (name: string) => ({ name, isEncrypted: true, encryptionPassword: PASSWORD, fields: [{ type: 'text', label: 'T' }] });
+      const sealed = (name: string) => ({
+        name,
+        isEncrypted: true,
+        encryptionPassword: PASSWORD,
+        fields: [{ type: 'text', label: 'T' }],
+      });
       const f = await a.post('/forms', sealed('One'));
       assert.equal(f.status, 200, f.text);
       assert.equal((await a.post('/forms', sealed('Two'))).status, 200);
-      assert.equal((await a.post('/users', { email: 'm@example.com', name: 'M', role: 'member', password: PASSWORD })).status, 200);
+      assert.equal(
+        (await a.post('/users', { email: 'm@example.com', name: 'M', role: 'member', password: PASSWORD })).status,
+        200,
+      );
       // Checking a form's password is a hash too (the form's own limit is far from spent).
       const s = await a.post(`/forms/${f.body.id}/submissions`, { fields: [{ id: f.body.fields[0].id, value: 'x' }] });
       assert.equal(s.status, 200, s.text);
-      assertError(await a.get(`/submissions/${s.body.id}`, { headers: { 'x-formwork-encryption-password': 'a wrong guess' } }), 401, 'encryption_password_invalid', 'fourth hash');
+      assertError(
+        await a.get(`/submissions/${s.body.id}`, { headers: { 'x-formwork-encryption-password': 'a wrong guess' } }),
+        401,
+        'encryption_password_invalid',
+        'fourth hash',
+      );
 
       const refused = await a.post('/forms', sealed('Three'));
       assertError(refused, 429, 'rate_limited', 'fifth hash');
       assert.ok(Number(refused.headers.get('retry-after')) >= 1);
-      assertError(await a.put(`/forms/${f.body.id}`, { encryptionPassword: PASSWORD, newEncryptionPassword: 'another password' }), 429, 'rate_limited', 're-key');
-      assertError(await a.post('/users', { email: 'n@example.com', name: 'N', role: 'member', password: PASSWORD }), 429, 'rate_limited', 'user password');
+      assertError(
+        await a.put(`/forms/${f.body.id}`, { encryptionPassword: PASSWORD, newEncryptionPassword: 'another password' }),
+        429,
+        'rate_limited',
+        're-key',
+      );
+      assertError(
+        await a.post('/users', { email: 'n@example.com', name: 'N', role: 'member', password: PASSWORD }),
+        429,
+        'rate_limited',
+        'user password',
+      );
       // Nothing that hashes no password is held back, and the refused form was not made.
       assert.equal((await a.post('/forms', { name: 'Plain' })).status, 200);
-      assert.deepEqual((await a.get('/forms')).body.forms.map((x: { name: string }) => x.name).sort(), ['One', 'Plain', 'Two']);
+      assert.deepEqual((await a.get('/forms')).body.forms.map((x: { name: string }) => x.name).sort(), [
+        'One',
+        'Plain',
+        'Two',
+      ]);
       assert.equal((await b.post('/forms', sealed('Theirs'))).status, 200, 'another account has its own budget');
     } finally {
       await app.close();

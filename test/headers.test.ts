@@ -34,17 +34,33 @@ describe(`security headers (${dialectName})`, () => {
     assertApiHeaders(await app.request('GET', '/api/v2025/forms'), '401');
     assertApiHeaders(await a.get('/forms/999999'), '404');
     assertApiHeaders(await app.request('GET', '/nowhere'), 'unknown route');
-    assertApiHeaders(await a.post('/forms', undefined, { raw: 'name=x', headers: { 'content-type': 'text/plain' } }), '415');
+    assertApiHeaders(
+      await a.post('/forms', undefined, { raw: 'name=x', headers: { 'content-type': 'text/plain' } }),
+      '415',
+    );
     assertApiHeaders(await a.post('/forms', { name: 'x'.repeat(4000) }), '413');
     assertApiHeaders(await a.post('/forms', { name: '' }), '400');
     assertApiHeaders(await app.request('GET', '/healthz'), 'health');
-    assertApiHeaders(await app.request('POST', '/oauth2/token', { raw: 'grant_type=password', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 'token endpoint');
-    const revoke = await app.request('POST', '/oauth2/revoke', { raw: 'token=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    assertApiHeaders(
+      await app.request('POST', '/oauth2/token', {
+        raw: 'grant_type=password',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      'token endpoint',
+    );
+    const revoke = await app.request('POST', '/oauth2/revoke', {
+      raw: 'token=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(revoke.status, 401);
     assertApiHeaders(revoke, 'revocation without a client');
     // A route that chose its own caching keeps it.
     assertApiHeaders(await a.get(`/forms/${form.body.id}`), 'form read', 'private, no-cache');
-    assertApiHeaders(await app.request('GET', '/.well-known/oauth-authorization-server'), 'metadata', 'public, max-age=3600');
+    assertApiHeaders(
+      await app.request('GET', '/.well-known/oauth-authorization-server'),
+      'metadata',
+      'public, max-age=3600',
+    );
     // No HSTS over a plain http PUBLIC_URL.
     assert.equal((await a.get('/forms')).headers.get('strict-transport-security'), null);
   });
@@ -67,7 +83,11 @@ describe(`security headers (${dialectName})`, () => {
     const secure = await startTestApp({ PUBLIC_URL: 'https://forms.example.com' });
     try {
       const acc = await secure.account();
-      for (const res of [await acc.get('/forms'), await secure.request('GET', '/nowhere'), await fetch(`${secure.url}/docs/`)]) {
+      for (const res of [
+        await acc.get('/forms'),
+        await secure.request('GET', '/nowhere'),
+        await fetch(`${secure.url}/docs/`),
+      ]) {
         assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000');
       }
     } finally {
@@ -82,7 +102,10 @@ describe(`the API page in Chromium under its CSP (${dialectName})`, { skip: skip
   before(async () => {
     [app, browser] = await Promise.all([
       startTestApp(),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
+      chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+      }),
     ]);
   });
   after(async () => {

@@ -37,12 +37,29 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   before(async () => {
     app = await startTestApp();
     a = await app.account('Characters');
-    form = await ok(a.post('/forms', { name: 'Contact', fields: [{ type: 'name', label: 'Name' }, { type: 'file', label: 'File' }] }));
+    form = await ok(
+      a.post('/forms', {
+        name: 'Contact',
+        fields: [
+          { type: 'name', label: 'Name' },
+          { type: 'file', label: 'File' },
+        ],
+      }),
+    );
     [nameField, fileField] = form.fields;
     folder = await ok(a.post('/folders', { name: 'Folder' }));
-    user = await ok(a.post('/users', { email: 'member@example.com', name: 'Member', role: 'member', password: 'long enough password' }));
+    user = await ok(
+      a.post('/users', {
+        email: 'member@example.com',
+        name: 'Member',
+        role: 'member',
+        password: 'long enough password',
+      }),
+    );
     client = await registerClient(a);
-    submission = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: nameField.id, value: { first: 'Ann', last: 'Lee' } }] }));
+    submission = await ok(
+      a.post(`/forms/${form.id}/submissions`, { fields: [{ id: nameField.id, value: { first: 'Ann', last: 'Lee' } }] }),
+    );
   });
   after(() => app.close());
 
@@ -51,21 +68,58 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     const cases: [string, () => Promise<Reply>, string][] = [
       ['form name (create)', () => a.post('/forms', { name: 'Con\u0000tact' }), 'body.name'],
       ['form name (update)', () => a.put(`/forms/${form.id}`, { name: 'Con\ud800tact' }), 'body.name'],
-      ['field label (create)', () => a.post(`/forms/${form.id}/fields`, { type: 'text', label: 'La\u0000bel' }), 'body.label'],
-      ['field label (update)', () => a.put(`/forms/${form.id}/fields/${nameField.id}`, { label: 'La\udc00bel' }), 'body.label'],
+      [
+        'field label (create)',
+        () => a.post(`/forms/${form.id}/fields`, { type: 'text', label: 'La\u0000bel' }),
+        'body.label',
+      ],
+      [
+        'field label (update)',
+        () => a.put(`/forms/${form.id}/fields/${nameField.id}`, { label: 'La\udc00bel' }),
+        'body.label',
+      ],
       ['folder name (create)', () => a.post('/folders', { name: '\u0000' }), 'body.name'],
       ['folder name (update)', () => a.put(`/folders/${folder.id}`, { name: 'Fol\ud800der' }), 'body.name'],
-      ['user name (create)', () => a.post('/users', { email: 'other@example.com', name: 'Mem\u0000ber', role: 'member' }), 'body.name'],
+      [
+        'user name (create)',
+        () => a.post('/users', { email: 'other@example.com', name: 'Mem\u0000ber', role: 'member' }),
+        'body.name',
+      ],
       ['user name (update)', () => a.put(`/users/${user.id}`, { name: 'Mem\udfffber' }), 'body.name'],
-      ['user email', () => a.post('/users', { email: 'o\u0000@example.com', name: 'Other', role: 'member' }), 'body.email'],
-      ['client name', () => a.post('/oauth-clients', { name: 'Ap\u0000p', redirectUris: ['https://example.com/cb'] }), 'body.name'],
-      ['name subfield (create)', () => a.post(`/forms/${form.id}/submissions`, { fields: [{ id: nameField.id, value: { first: 'A\u0000nn' } }] }), 'body.fields[0].value.first'],
-      ['name subfield (update)', () => a.put(`/submissions/${submission.id}`, { fields: [{ id: nameField.id, value: { last: 'L\ud800ee' } }] }), 'body.fields[0].value.last'],
-      ['file name', () => a.post(`/forms/${form.id}/fields/${fileField.id}/upload-urls`, { filenames: ['ok.txt', 'b\u0000d.txt'] }), 'body.filenames[1]'],
+      [
+        'user email',
+        () => a.post('/users', { email: 'o\u0000@example.com', name: 'Other', role: 'member' }),
+        'body.email',
+      ],
+      [
+        'client name',
+        () => a.post('/oauth-clients', { name: 'Ap\u0000p', redirectUris: ['https://example.com/cb'] }),
+        'body.name',
+      ],
+      [
+        'name subfield (create)',
+        () =>
+          a.post(`/forms/${form.id}/submissions`, { fields: [{ id: nameField.id, value: { first: 'A\u0000nn' } }] }),
+        'body.fields[0].value.first',
+      ],
+      [
+        'name subfield (update)',
+        () => a.put(`/submissions/${submission.id}`, { fields: [{ id: nameField.id, value: { last: 'L\ud800ee' } }] }),
+        'body.fields[0].value.last',
+      ],
+      [
+        'file name',
+        () => a.post(`/forms/${form.id}/fields/${fileField.id}/upload-urls`, { filenames: ['ok.txt', 'b\u0000d.txt'] }),
+        'body.filenames[1]',
+      ],
       ['form search', () => a.get('/forms?search=%00'), 'query.search'],
       ['cross-form search', () => a.get('/submissions?search=a%00'), 'query.search'],
       ['keyword', () => a.get(`/forms/${form.id}/submissions?keyword=%00`), 'query.keyword'],
-      ['field search', () => a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${nameField.id}&search[0][value]=%ED%A0%80`), 'query.search[0].value'],
+      [
+        'field search',
+        () => a.get(`/forms/${form.id}/submissions?search[0][fieldId]=${nameField.id}&search[0][value]=%ED%A0%80`),
+        'query.search[0].value',
+      ],
       ['form search, not UTF-8', () => a.get('/forms?search=caf%E9'), 'query.search'],
     ];
     for (const [what, send, property] of cases) assertRefused(await send(), property, what);
@@ -75,8 +129,16 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   it('refuses bytes that are not UTF-8 in a JSON body instead of reading them as U+FFFD', async () => {
     const before = await dumpData(app);
     const body = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
-    const res = await fetch(`${app.url}/api/v2025/forms`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body });
-    assertRefused({ status: res.status, headers: res.headers, body: await res.json(), text: '' }, 'body', 'Latin-1 bytes in JSON');
+    const res = await fetch(`${app.url}/api/v2025/forms`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body,
+    });
+    assertRefused(
+      { status: res.status, headers: res.headers, body: await res.json(), text: '' },
+      'body',
+      'Latin-1 bytes in JSON',
+    );
     assert.equal(await dumpData(app), before);
   });
 
@@ -103,7 +165,10 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     assert.equal(created.name, name);
     assert.equal((await ok(a.get(`/forms/${created.id}`))).name, name);
     const found = await ok(a.get(`/forms?search=${encodeURIComponent('😀')}`));
-    assert.deepEqual(found.forms.map((f: any) => f.id), [created.id]);
+    assert.deepEqual(
+      found.forms.map((f: any) => f.id),
+      [created.id],
+    );
     assert.equal((await ok(a.get('/forms?search=100%'))).total, 0, 'a % without two hex digits stays a %');
   });
 
@@ -118,10 +183,15 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     }
     // The sign-in form, with a real authorization request behind it.
     const browser = new Browser(app.url);
-    const page = await browser.fetch(authorizeUrl(client, { code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' }));
+    const page = await browser.fetch(
+      authorizeUrl(client, { code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' }),
+    );
     assert.equal(page.status, 200, page.text.slice(0, 300));
     const signIn = readForm(page.text);
-    const res = await browser.fetch(signIn.action, { method: 'POST', form: { ...signIn.fields, email: 'member\u0000@example.com', password: 'long enough password' } });
+    const res = await browser.fetch(signIn.action, {
+      method: 'POST',
+      form: { ...signIn.fields, email: 'member\u0000@example.com', password: 'long enough password' },
+    });
     assert.equal(res.status, 400, `NUL in the email: ${res.status} ${res.text.slice(0, 300)}`);
     assert.match(res.text, /body\.email/);
     // A browser sends a lone surrogate as U+FFFD; another client may send its bytes.
@@ -140,7 +210,10 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     assert.equal(token.body.error, 'invalid_request');
     assert.match(token.body.error_description, /body\.code/);
     // The signed upload URL.
-    const upload = await app.request('PUT', '/uploads/a%00b?expires=1&signature=x', { raw: 'bytes', headers: { 'content-type': 'text/plain' } });
+    const upload = await app.request('PUT', '/uploads/a%00b?expires=1&signature=x', {
+      raw: 'bytes',
+      headers: { 'content-type': 'text/plain' },
+    });
     assertRefused(upload, 'path.fileKey', 'upload path');
     assert.equal(await dumpData(app), before);
   });

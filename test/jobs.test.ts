@@ -42,8 +42,10 @@ function deferred<T = void>() {
 }
 
 /** A job's row and its run log, as the tests read them back. */
-const jobRow = (ctx: AppContext, id: number) => ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const jobRuns = (ctx: AppContext, id: number) => ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
+const jobRow = (ctx: AppContext, id: number) =>
+  ctx.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const jobRuns = (ctx: AppContext, id: number) =>
+  ctx.db.selectFrom('job_runs').selectAll().where('job_id', '=', id).orderBy('id').execute();
 
 describe(`background jobs (${dialectName})`, () => {
   let app: TestApp;
@@ -179,7 +181,11 @@ describe(`background jobs (${dialectName})`, () => {
 
   it("fails a job whose stored payload does not match its kind's schema at once, without running its handler", async () => {
     const ran: string[][] = [];
-    const strict = defineJob({ name: 'test.strict', payload: Type.Object({ keys: Type.Array(Type.String()) }), handler: async (_ctx, j) => void ran.push(j.payload.keys) });
+    const strict = defineJob({
+      name: 'test.strict',
+      payload: Type.Object({ keys: Type.Array(Type.String()) }),
+      handler: async (_ctx, j) => void ran.push(j.payload.keys),
+    });
     const worker = createWorker(ctx, { kinds: [strict] });
     // Written as another version of the code might have: the same kind, a payload this one refuses.
     const id = await enqueue(ctx.db, testJob('test.strict'), { keys: 'a.txt' });
@@ -189,7 +195,10 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(row.state, 'failed', 'not retried: every attempt would read the same payload');
     assert.equal(row.attempts, 1);
     assert.equal(row.max_attempts, 5);
-    assert.equal(row.last_error, "The payload of this test.strict job does not match its kind's schema (payload/keys: Expected array)");
+    assert.equal(
+      row.last_error,
+      "The payload of this test.strict job does not match its kind's schema (payload/keys: Expected array)",
+    );
     assert.deepEqual(
       (await runs(id)).map((r) => [r.attempt, r.outcome, r.error]),
       [[1, 'failed', row.last_error]],
@@ -233,7 +242,13 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('schedules the kinds that declare themselves recurring, one at a time, every so often', async () => {
     let ran = 0;
-    const chore = defineJob({ name: 'test.chore', payload: Type.Object({}), maxAttempts: 2, recurring: { everyMs: 2 * HOUR }, handler: async () => void ran++ });
+    const chore = defineJob({
+      name: 'test.chore',
+      payload: Type.Object({}),
+      maxAttempts: 2,
+      recurring: { everyMs: 2 * HOUR },
+      handler: async () => void ran++,
+    });
     const worker = createWorker(ctx, { kinds: [chore] });
     assert.equal(await worker.runDue(), 1);
     assert.equal(ran, 1);
@@ -242,17 +257,43 @@ describe(`background jobs (${dialectName})`, () => {
     ctx.clock.advance(HOUR + 1);
     assert.equal(await worker.runDue(), 1);
     assert.equal(ran, 2);
-    const rows = await ctx.db.selectFrom('jobs').select(['payload', 'max_attempts', 'state']).where('kind', '=', 'test.chore').execute();
-    assert.deepEqual(rows, [1, 2].map(() => ({ payload: '{}', max_attempts: 2, state: 'done' })));
-    assert.equal(await createWorker(ctx, { kinds: [] }).runDue(), 0, 'a worker not given the kind does not schedule it');
+    const rows = await ctx.db
+      .selectFrom('jobs')
+      .select(['payload', 'max_attempts', 'state'])
+      .where('kind', '=', 'test.chore')
+      .execute();
+    assert.deepEqual(
+      rows,
+      [1, 2].map(() => ({ payload: '{}', max_attempts: 2, state: 'done' })),
+    );
+    assert.equal(
+      await createWorker(ctx, { kinds: [] }).runDue(),
+      0,
+      'a worker not given the kind does not schedule it',
+    );
   });
 
   it('refuses job kinds that could not run as defined', () => {
     const handler = async () => {};
-    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({ n: Type.Integer() }), recurring: { everyMs: HOUR }, handler }), /test\.bad: a recurring kind is enqueued with the payload \{\}, which its schema refuses/);
-    assert.throws(() => defineJob({ name: 'test.bad', payload: Type.Object({}), maxAttempts: 0, handler }), /test\.bad: maxAttempts must be a whole number of at least 1, got 0/);
+    assert.throws(
+      () =>
+        defineJob({
+          name: 'test.bad',
+          payload: Type.Object({ n: Type.Integer() }),
+          recurring: { everyMs: HOUR },
+          handler,
+        }),
+      /test\.bad: a recurring kind is enqueued with the payload \{\}, which its schema refuses/,
+    );
+    assert.throws(
+      () => defineJob({ name: 'test.bad', payload: Type.Object({}), maxAttempts: 0, handler }),
+      /test\.bad: maxAttempts must be a whole number of at least 1, got 0/,
+    );
     assert.throws(() => defineJob({ name: '', payload: Type.Object({}), handler }), /needs a name/);
-    assert.throws(() => createWorker(ctx, { kinds: [testJob('test.twice'), testJob('test.twice')] }), /two job kinds are named "test.twice"/);
+    assert.throws(
+      () => createWorker(ctx, { kinds: [testJob('test.twice'), testJob('test.twice')] }),
+      /two job kinds are named "test.twice"/,
+    );
   });
 
   it('takes over a job whose lease ran out and resumes it from its last checkpoint', async () => {
@@ -346,7 +387,11 @@ describe(`background jobs (${dialectName})`, () => {
 
   it('wakes a started worker when this process enqueues a job, without waiting for the next poll', async () => {
     const ran: number[] = [];
-    const wake = defineJob({ name: 'test.wake', payload: Type.Number(), handler: async (_ctx, j) => void ran.push(j.payload) });
+    const wake = defineJob({
+      name: 'test.wake',
+      payload: Type.Number(),
+      handler: async (_ctx, j) => void ran.push(j.payload),
+    });
     const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [wake] });
     try {
       worker.start();
@@ -361,24 +406,32 @@ describe(`background jobs (${dialectName})`, () => {
     }
   });
 
-  it('notifies listeners of other connections when an enqueue commits, and not when it rolls back (PostgreSQL)', { skip: dialectName !== 'postgres', timeout: 30_000 }, async () => {
-    const notified = deferred<number>();
-    const notify = testJob('test.notify');
-    const listener = await listenForJobs(ctx.config.databaseUrl!, (jobId) => notified.resolve(jobId), () => {});
-    try {
-      await assert.rejects(
-        transact(ctx.db, async (trx) => {
-          await enqueue(trx, notify, 1);
-          throw new Error('rolled back');
-        }),
+  it(
+    'notifies listeners of other connections when an enqueue commits, and not when it rolls back (PostgreSQL)',
+    { skip: dialectName !== 'postgres', timeout: 30_000 },
+    async () => {
+      const notified = deferred<number>();
+      const notify = testJob('test.notify');
+      const listener = await listenForJobs(
+        ctx.config.databaseUrl!,
+        (jobId) => notified.resolve(jobId),
+        () => {},
       );
-      const committed = await transact(ctx.db, (trx) => enqueue(trx, notify, 2));
-      // Notifications arrive in commit order: one from the rollback would have come first.
-      assert.equal(await notified.promise, committed);
-    } finally {
-      await listener.close();
-    }
-  });
+      try {
+        await assert.rejects(
+          transact(ctx.db, async (trx) => {
+            await enqueue(trx, notify, 1);
+            throw new Error('rolled back');
+          }),
+        );
+        const committed = await transact(ctx.db, (trx) => enqueue(trx, notify, 2));
+        // Notifications arrive in commit order: one from the rollback would have come first.
+        assert.equal(await notified.promise, committed);
+      } finally {
+        await listener.close();
+      }
+    },
+  );
 
   it('refuses bad worker settings with the name of the setting', () => {
     const c = loadConfig({});
@@ -391,7 +444,11 @@ describe(`background jobs (${dialectName})`, () => {
       ['WORKER_CONCURRENCY', '2.5'],
       ['JOB_RETENTION_DAYS', '0'],
     ] as const) {
-      assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.setting === name, `${name}=${value}`);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (e: unknown) => e instanceof ConfigError && e.setting === name,
+        `${name}=${value}`,
+      );
     }
   });
 });
@@ -427,14 +484,18 @@ describe(`worker processes (${dialectName})`, () => {
     });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+      child.once('exit', (code, signal) => resolve(signal ?? code)),
+    );
     let stdout = '';
     const printed = (text: string) =>
       new Promise<void>((resolve, reject) => {
         const check = () => stdout.includes(text) && resolve();
         child.stdout.on('data', check);
         check();
-        void exited.then((how) => reject(new Error(`the worker process ended (${String(how)}) before printing "${text}": ${stderr}`)));
+        void exited.then((how) =>
+          reject(new Error(`the worker process ended (${String(how)}) before printing "${text}": ${stderr}`)),
+        );
       });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     return { process: child, exited, printed, stderr: () => stderr };
@@ -451,15 +512,27 @@ describe(`worker processes (${dialectName})`, () => {
         });
       }
       await waitFor('every job to be done', async () => {
-        const row = await ctx.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('kind', '=', 'test.spread').where('state', '=', 'done').executeTakeFirstOrThrow();
+        const row = await ctx.db
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('kind', '=', 'test.spread')
+          .where('state', '=', 'done')
+          .executeTakeFirstOrThrow();
         return Number(row.n) === total;
       });
     } finally {
       for (const child of children) child.process.kill('SIGTERM');
     }
-    assert.deepEqual(await Promise.all(children.map((c) => c.exited)), [0, 0], 'SIGTERM stops the worker command cleanly');
+    assert.deepEqual(
+      await Promise.all(children.map((c) => c.exited)),
+      [0, 0],
+      'SIGTERM stops the worker command cleanly',
+    );
 
-    const ran = await sql<{ n: number; worker_pid: number }>`SELECT n, worker_pid FROM job_test_spread ORDER BY n`.execute(ctx.db);
+    const ran = await sql<{
+      n: number;
+      worker_pid: number;
+    }>`SELECT n, worker_pid FROM job_test_spread ORDER BY n`.execute(ctx.db);
     assert.deepEqual(
       ran.rows.map((r) => r.n),
       Array.from({ length: total }, (_, n) => n),
@@ -488,8 +561,16 @@ describe(`worker processes (${dialectName})`, () => {
     }
     assert.equal(await child.exited, 'SIGKILL');
 
-    const batches = () => sql<{ batch: number; attempt: number }>`SELECT batch, attempt FROM job_test_batches WHERE job_id = ${id} ORDER BY batch, attempt`.execute(ctx.db);
-    assert.deepEqual((await batches()).rows.map((r) => r.batch), [0, 1, 2, 3, 4], 'the batch in progress died with the process');
+    const batches = () =>
+      sql<{
+        batch: number;
+        attempt: number;
+      }>`SELECT batch, attempt FROM job_test_batches WHERE job_id = ${id} ORDER BY batch, attempt`.execute(ctx.db);
+    assert.deepEqual(
+      (await batches()).rows.map((r) => r.batch),
+      [0, 1, 2, 3, 4],
+      'the batch in progress died with the process',
+    );
     const held = await job(id);
     assert.equal(held.state, 'running');
     assert.equal(held.progress, JSON.stringify({ next: 5 }));
@@ -519,37 +600,69 @@ describe(`worker processes (${dialectName})`, () => {
     const old = await enqueue(ctx.db, testJob('test.old'), {});
     const recent = await enqueue(ctx.db, testJob('test.recent'), {});
     const now = Date.now(); // the clock of the server started below, which no test moves
-    await ctx.db.updateTable('jobs').set({ state: 'done', finished_at: now - 31 * 24 * HOUR }).where('id', '=', old).execute();
-    await ctx.db.updateTable('jobs').set({ state: 'failed', finished_at: now - 29 * 24 * HOUR }).where('id', '=', recent).execute();
+    await ctx.db
+      .updateTable('jobs')
+      .set({ state: 'done', finished_at: now - 31 * 24 * HOUR })
+      .where('id', '=', old)
+      .execute();
+    await ctx.db
+      .updateTable('jobs')
+      .set({ state: 'failed', finished_at: now - 29 * 24 * HOUR })
+      .where('id', '=', recent)
+      .execute();
 
-    const server = await startServer(loadConfig({ ...app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}, DATA_DIR: app.config.dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', WORKER_POLL_MS: '50' }), { worker: true });
+    const server = await startServer(
+      loadConfig({
+        ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
+        DATA_DIR: app.config.dataDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+        WORKER_POLL_MS: '50',
+      }),
+      { worker: true },
+    );
     try {
       assert.ok(server.worker);
       const prune = await waitFor('the prune job to run', () =>
-        ctx.db.selectFrom('jobs').selectAll().where('kind', '=', 'jobs.prune').where('state', '=', 'done').executeTakeFirst(),
+        ctx.db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('kind', '=', 'jobs.prune')
+          .where('state', '=', 'done')
+          .executeTakeFirst(),
       );
       assert.equal(prune.attempts, 1);
       const left = await ctx.db.selectFrom('jobs').select('id').where('id', 'in', [old, recent]).execute();
-      assert.deepEqual(left.map((r) => r.id), [recent]);
+      assert.deepEqual(
+        left.map((r) => r.id),
+        [recent],
+      );
 
       // A job enqueued in this process wakes the serve worker (the application has no such kind, so it fails at once).
       const id = await enqueue(server.ctx.db, testJob('test.unregistered', { maxAttempts: 1 }), {});
-      const failed = await waitFor('the job to be taken', async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
+      const failed = await waitFor('the job to be taken', async () =>
+        (await job(id)).state === 'failed' ? job(id) : undefined,
+      );
       assert.equal(failed.last_error, 'No handler for job kind "test.unregistered"');
     } finally {
       await server.close();
     }
   });
 
-
   it('runs jobs in `formwork worker`, which stops on SIGTERM and takes no arguments', async () => {
     // On PostgreSQL the next poll is an hour away: the second job is found by the look the worker takes after a run, or by the notification of the commit.
-    const child = startChild(['src/cli.ts', 'worker'], { LOG_LEVEL: 'info', WORKER_POLL_MS: dialectName === 'postgres' ? '3600000' : '50' });
+    const child = startChild(['src/cli.ts', 'worker'], {
+      LOG_LEVEL: 'info',
+      WORKER_POLL_MS: dialectName === 'postgres' ? '3600000' : '50',
+    });
     try {
       await child.printed('worker started');
       for (const n of [1, 2]) {
         const id = await enqueue(ctx.db, testJob(`test.not-in-the-registry-${n}`, { maxAttempts: 1 }), {});
-        const failed = await waitFor(`the worker to take job ${n}`, async () => ((await job(id)).state === 'failed' ? job(id) : undefined));
+        const failed = await waitFor(`the worker to take job ${n}`, async () =>
+          (await job(id)).state === 'failed' ? job(id) : undefined,
+        );
         assert.equal(failed.last_error, `No handler for job kind "test.not-in-the-registry-${n}"`);
         assert.match((await runs(id))[0]!.worker, new RegExp(`:${child.process.pid}:`));
       }

@@ -36,37 +36,89 @@ describe(`migrations on existing data (${dialectName})`, () => {
     const k = db.kysely;
     await migrateUpTo(db, '0006_encryption');
     const now = Date.now();
-    const account = (await k.insertInto('accounts').values({ name: 'Before', created_at: now }).returning('id').executeTakeFirstOrThrow()).id;
-    const other = (await k.insertInto('accounts').values({ name: 'Other', created_at: now }).returning('id').executeTakeFirstOrThrow()).id;
+    const account = (
+      await k
+        .insertInto('accounts')
+        .values({ name: 'Before', created_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const other = (
+      await k
+        .insertInto('accounts')
+        .values({ name: 'Other', created_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
     const user = (email: string, accountId = account) =>
-      k.insertInto('users').values({ account_id: accountId, email, name: email, password_hash: null, role: 'member', created_at: now }).returning('id').executeTakeFirstOrThrow();
+      k
+        .insertInto('users')
+        .values({ account_id: accountId, email, name: email, password_hash: null, role: 'member', created_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
     const owner = (await user('owner@example.com')).id;
     const member = (await user('member@example.com')).id;
     const gone = (await user('gone@example.com')).id;
     await k.deleteFrom('users').where('id', '=', gone).execute();
-    await k.insertInto('access_tokens').values({ account_id: account, user_id: member, token_hash: 'h1', kind: 'pat', name: 't', created_at: now }).execute();
+    await k
+      .insertInto('access_tokens')
+      .values({ account_id: account, user_id: member, token_hash: 'h1', kind: 'pat', name: 't', created_at: now })
+      .execute();
     const client = (
       await k
         .insertInto('oauth_clients')
-        .values({ account_id: account, client_id: 'fwc_before', secret_hash: 'x', name: 'Old app', redirect_uris: '[]', created_at: now })
+        .values({
+          account_id: account,
+          client_id: 'fwc_before',
+          secret_hash: 'x',
+          name: 'Old app',
+          redirect_uris: '[]',
+          created_at: now,
+        })
         .returning('id')
         .executeTakeFirstOrThrow()
     ).id;
-    await k.insertInto('oauth_grants').values({ client_id: client, user_id: owner, account_id: account, scope: 'forms:read', created_at: now }).execute();
+    await k
+      .insertInto('oauth_grants')
+      .values({ client_id: client, user_id: owner, account_id: account, scope: 'forms:read', created_at: now })
+      .execute();
     const form = (
       await k
         .insertInto('forms')
-        .values({ account_id: account, name: 'F', submit_button_title: 'Submit', settings: '{}', view_key: 'vk-before', created_at: now, updated_at: now })
+        .values({
+          account_id: account,
+          name: 'F',
+          submit_button_title: 'Submit',
+          settings: '{}',
+          view_key: 'vk-before',
+          created_at: now,
+          updated_at: now,
+        })
         .returning('id')
         .executeTakeFirstOrThrow()
     ).id;
-    await k.insertInto('form_permissions').values({ user_id: member, form_id: form, account_id: account, level: 'view', updated_at: now }).execute();
+    await k
+      .insertInto('form_permissions')
+      .values({ user_id: member, form_id: form, account_id: account, level: 'view', updated_at: now })
+      .execute();
 
-    assert.deepEqual(await migrateToLatest(db), ['0007_token_management', '0008_client_pkce', '0009_emails_per_account', '0010_processes']);
+    assert.deepEqual(await migrateToLatest(db), [
+      '0007_token_management',
+      '0008_client_pkce',
+      '0009_emails_per_account',
+      '0010_processes',
+    ]);
 
-    assert.equal((await k.selectFrom('oauth_clients').select('require_pkce').where('id', '=', client).executeTakeFirstOrThrow()).require_pkce, 1);
+    assert.equal(
+      (await k.selectFrom('oauth_clients').select('require_pkce').where('id', '=', client).executeTakeFirstOrThrow())
+        .require_pkce,
+      1,
+    );
     const users = await k.selectFrom('users').select(['id', 'email']).orderBy('id').execute();
-    assert.deepEqual(users, [{ id: owner, email: 'owner@example.com' }, { id: member, email: 'member@example.com' }]);
+    assert.deepEqual(users, [
+      { id: owner, email: 'owner@example.com' },
+      { id: member, email: 'member@example.com' },
+    ]);
     assert.equal((await k.selectFrom('access_tokens').selectAll().execute()).length, 1);
     assert.equal((await k.selectFrom('oauth_grants').selectAll().execute()).length, 1);
     assert.equal((await k.selectFrom('form_permissions').selectAll().execute()).length, 1);
@@ -80,7 +132,12 @@ describe(`migrations on existing data (${dialectName})`, () => {
     await k.deleteFrom('users').where('id', '=', member).execute();
     assert.equal((await k.selectFrom('access_tokens').selectAll().execute()).length, 0);
     assert.equal((await k.selectFrom('form_permissions').selectAll().execute()).length, 0);
-    await assert.rejects(k.insertInto('access_tokens').values({ account_id: account, user_id: 999_999, token_hash: 'h2', kind: 'pat', name: 't', created_at: now }).execute());
+    await assert.rejects(
+      k
+        .insertInto('access_tokens')
+        .values({ account_id: account, user_id: 999_999, token_hash: 'h2', kind: 'pat', name: 't', created_at: now })
+        .execute(),
+    );
     if (db.dialect === 'sqlite') {
       const [row] = (await sql<{ foreign_keys: number }>`PRAGMA foreign_keys`.execute(k)).rows;
       assert.equal(row?.foreign_keys, 1, 'foreign keys are on again');

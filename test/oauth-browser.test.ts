@@ -15,11 +15,24 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page, type Response } from 'playwright-core';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import { apiStatus, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client, type TokenReply } from './support/oauth-flow.js';
+import {
+  apiStatus,
+  basicOf,
+  exchangeCode,
+  pkce,
+  registerClient,
+  tokenRequest,
+  userWithPassword,
+  type Client,
+  type TokenReply,
+} from './support/oauth-flow.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);
-const skip = !existsSync(CHROMIUM) && !REQUIRE_BROWSER ? `${CHROMIUM} is not installed (apt-get install chromium; set FORMWORK_TEST_REQUIRE_BROWSER=1 to fail instead of skipping)` : false;
+const skip =
+  !existsSync(CHROMIUM) && !REQUIRE_BROWSER
+    ? `${CHROMIUM} is not installed (apt-get install chromium; set FORMWORK_TEST_REQUIRE_BROWSER=1 to fail instead of skipping)`
+    : false;
 
 const SCOPES = ['forms:read', 'forms:write', 'submissions:read'];
 const APP_NAME = 'Acme Browser Sync';
@@ -40,9 +53,12 @@ class CallbackServer {
         return;
       }
       this.received.push(url.searchParams);
-      for (const w of this.waiters.filter((w) => w.state === url.searchParams.get('state'))) w.resolve(url.searchParams);
+      for (const w of this.waiters.filter((w) => w.state === url.searchParams.get('state')))
+        w.resolve(url.searchParams);
       this.waiters = this.waiters.filter((w) => w.state !== url.searchParams.get('state'));
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Callback</title><p id="done">done</p>');
+      res
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!doctype html><title>Callback</title><p id="done">done</p>');
     });
   }
 
@@ -84,13 +100,19 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
   let states = 0;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `FORMWORK_TEST_REQUIRE_BROWSER is set but ${CHROMIUM} is missing: install Debian's chromium package`);
+    assert.ok(
+      existsSync(CHROMIUM),
+      `FORMWORK_TEST_REQUIRE_BROWSER is set but ${CHROMIUM} is missing: install Debian's chromium package`,
+    );
     callback = new CallbackServer();
     await callback.listen();
     // Both at once; whichever started is kept for after() to close, even when the other failed.
     const [started, launched] = await Promise.allSettled([
       startTestApp(),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
+      chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+      }),
     ]);
     if (started.status === 'fulfilled') app = started.value;
     if (launched.status === 'fulfilled') browser = launched.value;
@@ -161,15 +183,24 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
   /** Signs in with the user's password; the browser lands on the consent page, which is checked. */
   async function signInToConsent(page: Page, state: string, challenge: string): Promise<void> {
     await openSignIn(page, state, challenge);
-    const consentLoaded = page.waitForResponse((r) => r.request().method() === 'GET' && pathOf(r) === '/oauth2/authorize');
+    const consentLoaded = page.waitForResponse(
+      (r) => r.request().method() === 'GET' && pathOf(r) === '/oauth2/authorize',
+    );
     const posted = await signIn(page, user.email, user.password);
     assert.equal(posted.status(), 303, 'a good password redirects to the consent page');
     const consent = await consentLoaded;
     assert.equal(consent.status(), 200);
     assertPageHeaders(consent, 'consent page');
     await page.getByRole('heading', { name: `${APP_NAME} wants to access your Formwork account` }).waitFor();
-    assert.match(await page.locator('main').innerText(), new RegExp(`Signed in as ${user.email.replace(/\./g, '\\.')}`));
-    assert.deepEqual(await page.locator('li code').allTextContents(), SCOPES, 'the consent page lists the requested scopes');
+    assert.match(
+      await page.locator('main').innerText(),
+      new RegExp(`Signed in as ${user.email.replace(/\./g, '\\.')}`),
+    );
+    assert.deepEqual(
+      await page.locator('li code').allTextContents(),
+      SCOPES,
+      'the consent page lists the requested scopes',
+    );
     const cookies = await page.context().cookies();
     const session = cookies.find((c) => c.name === 'fw_session');
     assert.ok(session, 'signing in starts a session');
@@ -223,7 +254,10 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     return { code, verifier };
   }
 
-  async function exchange(code: string, verifier: string): Promise<{ access: string; refresh: string; body: Record<string, any> }> {
+  async function exchange(
+    code: string,
+    verifier: string,
+  ): Promise<{ access: string; refresh: string; body: Record<string, any> }> {
     const res = await exchangeCode(app!, client, code, verifier, callback!.url);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.token_type, 'Bearer');
@@ -233,8 +267,10 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     return { access: res.body.access_token, refresh: res.body.refresh_token, body: res.body };
   }
 
-  const refresh = (token: string): Promise<TokenReply> => tokenRequest(app!, { grant_type: 'refresh_token', refresh_token: token }, basicOf(client));
-  const introspect = (token: string): Promise<TokenReply> => tokenRequest(app!, { token }, basicOf(client), '/oauth2/introspect');
+  const refresh = (token: string): Promise<TokenReply> =>
+    tokenRequest(app!, { grant_type: 'refresh_token', refresh_token: token }, basicOf(client));
+  const introspect = (token: string): Promise<TokenReply> =>
+    tokenRequest(app!, { token }, basicOf(client), '/oauth2/introspect');
 
   it('publishes the issuer the redirects carry', async () => {
     const res = await app!.request('GET', '/.well-known/oauth-authorization-server');
@@ -250,7 +286,10 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     assert.equal(first.body.expires_in, 3600);
     assert.equal(first.body.user_id, user.id);
 
-    const created = await app!.request('POST', '/api/v2025/forms', { token: first.access, body: { name: 'Made in the browser flow' } });
+    const created = await app!.request('POST', '/api/v2025/forms', {
+      token: first.access,
+      body: { name: 'Made in the browser flow' },
+    });
     assert.equal(created.status, 200, created.text);
     const listed = await app!.request('GET', '/api/v2025/forms', { token: first.access });
     assert.equal(listed.status, 200);
@@ -269,7 +308,11 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     assert.equal(rotated.body.scope, SCOPES.join(' '));
     assert.equal(await apiStatus(app!, second.access), 200);
     assert.equal((await introspect(second.refresh)).body.active, true);
-    assert.equal((await introspect(first.refresh)).body.active, false, 'an exchanged refresh token is no longer active');
+    assert.equal(
+      (await introspect(first.refresh)).body.active,
+      false,
+      'an exchanged refresh token is no longer active',
+    );
 
     // The old refresh token comes back: refused, and the whole family ends with it.
     const replay = await refresh(first.refresh);
@@ -294,7 +337,12 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     assert.equal(before.body.username, user.email);
     assert.equal(before.body.iss, app!.config.publicUrl);
 
-    const revoked = await tokenRequest(app!, { token: pair.refresh, token_type_hint: 'refresh_token' }, basicOf(client), '/oauth2/revoke');
+    const revoked = await tokenRequest(
+      app!,
+      { token: pair.refresh, token_type_hint: 'refresh_token' },
+      basicOf(client),
+      '/oauth2/revoke',
+    );
     assert.equal(revoked.status, 200);
 
     assert.equal(await apiStatus(app!, pair.access), 401);
@@ -374,7 +422,7 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     await page.waitForLoadState('load');
     const sent = new URLSearchParams(res.request().postData() ?? '');
     assert.equal(sent.get('decision'), 'allow');
-    assert.ok(sent.get('csrf_token'), 'the post carries the page\'s CSRF token');
+    assert.ok(sent.get('csrf_token'), "the post carries the page's CSRF token");
     assert.equal(res.status(), 200);
     assertPageHeaders(res, 'decision without a session');
     assert.equal(new URL(page.url()).pathname, '/oauth2/authorize');
@@ -386,7 +434,11 @@ describe(`OAuth authorization code flow in Chromium (${dialectName})`, { skip, t
     const forged = await fetch(`${app!.url}/oauth2/authorize`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ ...Object.fromEntries(new URL(authorizeUrl(state, pkce().challenge)).searchParams), decision: 'allow', csrf_token: 'x' }).toString(),
+      body: new URLSearchParams({
+        ...Object.fromEntries(new URL(authorizeUrl(state, pkce().challenge)).searchParams),
+        decision: 'allow',
+        csrf_token: 'x',
+      }).toString(),
       redirect: 'manual',
     });
     assert.equal(forged.status, 403);

@@ -48,13 +48,19 @@ after(() => app.close());
 const db = () => app.server.db.kysely;
 
 /** A code and its verifier, through sign-in and consent; without PKCE, for a client that does not require it. */
-async function codeFor(params: Record<string, string | undefined> = {}, withPkce = true, c: Client = client): Promise<{ code: string; verifier?: string; redirect: URL }> {
+async function codeFor(
+  params: Record<string, string | undefined> = {},
+  withPkce = true,
+  c: Client = client,
+): Promise<{ code: string; verifier?: string; redirect: URL }> {
   const p = pkce();
   const redirect = await authorize(
     app,
     c,
     user,
-    withPkce ? { code_challenge: p.challenge, code_challenge_method: 'S256', ...params } : { code_challenge: undefined, code_challenge_method: undefined, ...params },
+    withPkce
+      ? { code_challenge: p.challenge, code_challenge_method: 'S256', ...params }
+      : { code_challenge: undefined, code_challenge_method: undefined, ...params },
   );
   const code = redirect.searchParams.get('code');
   assert.ok(code, `no code in ${redirect.toString()}`);
@@ -65,10 +71,18 @@ async function tokens(scope?: string) {
   const { code, verifier } = await codeFor(scope ? { scope } : {});
   const res = await exchangeCode(app, client, code, verifier);
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as { access_token: string; refresh_token: string; scope: string; expires_in: number; token_type: string; user_id: number };
+  return res.body as {
+    access_token: string;
+    refresh_token: string;
+    scope: string;
+    expires_in: number;
+    token_type: string;
+    user_id: number;
+  };
 }
 
-const refresh = (token: string, c: Client = client) => tokenRequest(app, { grant_type: 'refresh_token', refresh_token: token }, basicOf(c));
+const refresh = (token: string, c: Client = client) =>
+  tokenRequest(app, { grant_type: 'refresh_token', refresh_token: token }, basicOf(c));
 
 describe('metadata', () => {
   it('describes the server as RFC 8414 asks', async () => {
@@ -81,15 +95,24 @@ describe('metadata', () => {
     assert.equal(res.body.introspection_endpoint, 'http://forms.test/oauth2/introspect');
     assert.deepEqual(res.body.code_challenge_methods_supported, ['S256']);
     assert.deepEqual(res.body.response_types_supported, ['code']);
-    assert.deepEqual(res.body.scopes_supported, ['forms:read', 'forms:write', 'submissions:read', 'submissions:write', 'admin']);
+    assert.deepEqual(res.body.scopes_supported, [
+      'forms:read',
+      'forms:write',
+      'submissions:read',
+      'submissions:write',
+      'admin',
+    ]);
   });
 
-  it('says where PKCE is documented as required: the service documentation\'s OAuth description', async () => {
+  it("says where PKCE is documented as required: the service documentation's OAuth description", async () => {
     const meta = await app.request('GET', '/.well-known/oauth-authorization-server');
     assert.equal(meta.body.service_documentation, 'http://forms.test/docs');
     const doc = await app.request('GET', '/api/v2025/openapi.json');
     const description: string = doc.body.components.securitySchemes.oauth2.description;
-    assert.match(description, /must carry code_challenge and code_challenge_method=S256 unless the application is registered with requirePkce: false/);
+    assert.match(
+      description,
+      /must carry code_challenge and code_challenge_method=S256 unless the application is registered with requirePkce: false/,
+    );
   });
 });
 
@@ -103,24 +126,49 @@ describe('PKCE requirement', () => {
 
     const relaxed = await owner.put(`/oauth-clients/${made.body.id}`, { requirePkce: false });
     assert.equal(relaxed.status, 200, relaxed.text);
-    assert.deepEqual({ ...relaxed.body, created: undefined }, { id: made.body.id, clientId: made.body.clientId, name: 'Strict', redirectUris: [REDIRECT], requirePkce: false, created: undefined });
+    assert.deepEqual(
+      { ...relaxed.body, created: undefined },
+      {
+        id: made.body.id,
+        clientId: made.body.clientId,
+        name: 'Strict',
+        redirectUris: [REDIRECT],
+        requirePkce: false,
+        created: undefined,
+      },
+    );
     assert.ok(!relaxed.text.includes(made.body.clientSecret));
-    const renamed = await owner.put(`/oauth-clients/${made.body.id}`, { name: ' Renamed ', redirectUris: ['https://app.example.com/cb', 'https://app.example.com/cb'] });
-    assert.deepEqual([renamed.body.name, renamed.body.redirectUris, renamed.body.requirePkce], ['Renamed', ['https://app.example.com/cb'], false]);
+    const renamed = await owner.put(`/oauth-clients/${made.body.id}`, {
+      name: ' Renamed ',
+      redirectUris: ['https://app.example.com/cb', 'https://app.example.com/cb'],
+    });
+    assert.deepEqual(
+      [renamed.body.name, renamed.body.redirectUris, renamed.body.requirePkce],
+      ['Renamed', ['https://app.example.com/cb'], false],
+    );
 
     assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, {})).status, 400);
     assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { requirePkce: 'no' })).status, 400);
-    assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { redirectUris: ['http://example.com/cb'] })).status, 400);
+    assert.equal(
+      (await owner.put(`/oauth-clients/${made.body.id}`, { redirectUris: ['http://example.com/cb'] })).status,
+      400,
+    );
     assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { name: '  ' })).status, 400);
     assert.equal((await owner.put(`/oauth-clients/${made.body.id}`, { clientSecret: 'mine' })).status, 400);
     assert.equal((await owner.put('/oauth-clients/2147483647', { requirePkce: true })).status, 404);
     const elsewhere = await app.account();
     assert.equal((await elsewhere.put(`/oauth-clients/${made.body.id}`, { requirePkce: true })).status, 404);
-    assert.equal((await owner.get(`/oauth-clients/${made.body.id}`)).body.requirePkce, false, 'the refused changes wrote nothing');
+    assert.equal(
+      (await owner.get(`/oauth-clients/${made.body.id}`)).body.requirePkce,
+      false,
+      'the refused changes wrote nothing',
+    );
   });
 
   it('sends invalid_request back to an application that must use PKCE and sent no challenge, before any sign-in', async () => {
-    const res = await new Browser(app.url).fetch(authorizeUrl(client, { code_challenge: undefined, code_challenge_method: undefined }));
+    const res = await new Browser(app.url).fetch(
+      authorizeUrl(client, { code_challenge: undefined, code_challenge_method: undefined }),
+    );
     assert.equal(res.status, 303);
     const to = new URL(res.location!);
     assert.equal(`${to.origin}${to.pathname}`, REDIRECT);
@@ -182,9 +230,17 @@ describe('authorization endpoint', () => {
     ['response_type=token', { response_type: 'token' }, 'unsupported_response_type'],
     ['an unknown scope', { scope: 'forms:read everything' }, 'invalid_scope'],
     ['the plain PKCE method', { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }, 'invalid_request'],
-    ['a challenge without a method', { code_challenge: 'a'.repeat(43), code_challenge_method: undefined }, 'invalid_request'],
+    [
+      'a challenge without a method',
+      { code_challenge: 'a'.repeat(43), code_challenge_method: undefined },
+      'invalid_request',
+    ],
     ['a method without a challenge', { code_challenge: undefined, code_challenge_method: 'S256' }, 'invalid_request'],
-    ['no PKCE challenge from a client that must use PKCE', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
+    [
+      'no PKCE challenge from a client that must use PKCE',
+      { code_challenge: undefined, code_challenge_method: undefined },
+      'invalid_request',
+    ],
     ['a short challenge', { code_challenge: 'abc', code_challenge_method: 'S256' }, 'invalid_request'],
   ] as const) {
     it(`sends ${error} back to the client for ${name}, with the state`, async () => {
@@ -210,13 +266,22 @@ describe('authorization endpoint', () => {
   it('refuses a sign-in without the CSRF token, and a wrong password, without a session', async () => {
     const browser = new Browser(app.url);
     const form = readForm((await browser.fetch(authorizeUrl(client))).text);
-    const noCsrf = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, csrf_token: 'forged', email: user.email, password: user.password } });
+    const noCsrf = await browser.fetch('/oauth2/sign-in', {
+      method: 'POST',
+      form: { ...form.fields, csrf_token: 'forged', email: user.email, password: user.password },
+    });
     assert.equal(noCsrf.status, 403);
-    const wrong = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, email: user.email, password: 'wrong password' } });
+    const wrong = await browser.fetch('/oauth2/sign-in', {
+      method: 'POST',
+      form: { ...form.fields, email: user.email, password: 'wrong password' },
+    });
     assert.equal(wrong.status, 401);
     assert.match(wrong.text, /Wrong email or password/);
     assert.ok(!wrong.headers.getSetCookie().some((c) => c.startsWith('fw_session=')));
-    const unknown = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, email: 'nobody@example.com', password: 'whatever1' } });
+    const unknown = await browser.fetch('/oauth2/sign-in', {
+      method: 'POST',
+      form: { ...form.fields, email: 'nobody@example.com', password: 'whatever1' },
+    });
     assert.equal(unknown.status, 401);
     // Still not signed in: the authorize page asks again.
     assert.match((await browser.fetch(authorizeUrl(client))).text, /Sign in/);
@@ -225,9 +290,15 @@ describe('authorization endpoint', () => {
   it('refuses a consent without the CSRF token', async () => {
     const browser = new Browser(app.url);
     const form = readForm((await browser.fetch(authorizeUrl(client))).text);
-    const signedIn = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, email: user.email, password: user.password } });
+    const signedIn = await browser.fetch('/oauth2/sign-in', {
+      method: 'POST',
+      form: { ...form.fields, email: user.email, password: user.password },
+    });
     const consent = readForm((await browser.fetch(signedIn.location!)).text);
-    const res = await browser.fetch('/oauth2/authorize', { method: 'POST', form: { ...consent.fields, csrf_token: 'forged', decision: 'allow' } });
+    const res = await browser.fetch('/oauth2/authorize', {
+      method: 'POST',
+      form: { ...consent.fields, csrf_token: 'forged', decision: 'allow' },
+    });
     assert.equal(res.status, 403);
     assert.equal(res.location, null);
   });
@@ -249,13 +320,19 @@ describe('authorization endpoint', () => {
       const form = readForm((await browser.fetch(authorizeUrl(c))).text);
       const statuses = [];
       for (let i = 0; i < 4; i++) {
-        const res = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, email: u.email, password: 'wrong password' } });
+        const res = await browser.fetch('/oauth2/sign-in', {
+          method: 'POST',
+          form: { ...form.fields, email: u.email, password: 'wrong password' },
+        });
         statuses.push(res.status);
         if (res.status === 429) assert.ok(Number(res.headers.get('retry-after')) > 0);
       }
       assert.deepEqual(statuses, [401, 401, 401, 429]);
       // The right password is refused too while throttled.
-      const right = await browser.fetch('/oauth2/sign-in', { method: 'POST', form: { ...form.fields, email: u.email, password: u.password } });
+      const right = await browser.fetch('/oauth2/sign-in', {
+        method: 'POST',
+        form: { ...form.fields, email: u.email, password: u.password },
+      });
       assert.equal(right.status, 429);
     } finally {
       await small.close();
@@ -305,30 +382,46 @@ describe('an email in several accounts', () => {
     assert.match(chooser.text, /Gamma Ltd/);
     assert.doesNotMatch(chooser.text, /Beta Ltd/);
     assert.doesNotMatch(chooser.text, /password one/);
-    assert.ok(!chooser.headers.getSetCookie().some((line) => line.startsWith('fw_session=')), 'no session before the choice');
+    assert.ok(
+      !chooser.headers.getSetCookie().some((line) => line.startsWith('fw_session=')),
+      'no session before the choice',
+    );
     const choice = readForm(chooser.text);
     assert.equal(choice.action, '/oauth2/sign-in');
 
     // A user the password was not proven for, or a forged proof, is refused.
-    const forgeries: Record<string, string>[] = [{ user: String(b.userId) }, { user: String(c.userId), choice: `${c.userId}:x.${Date.now() + 60_000}.forged` }];
+    const forgeries: Record<string, string>[] = [
+      { user: String(b.userId) },
+      { user: String(c.userId), choice: `${c.userId}:x.${Date.now() + 60_000}.forged` },
+    ];
     for (const forged of forgeries) {
       const res = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, ...forged } });
       assert.equal(res.status, 403, res.text);
       assert.ok(!res.headers.getSetCookie().some((line) => line.startsWith('fw_session=')));
     }
 
-    const chosen = await browser.fetch(choice.action, { method: 'POST', form: { ...choice.fields, user: String(c.userId) } });
+    const chosen = await browser.fetch(choice.action, {
+      method: 'POST',
+      form: { ...choice.fields, user: String(c.userId) },
+    });
     assert.equal(chosen.status, 303, chosen.text);
     const consent = await browser.fetch(chosen.location!);
     assert.match(consent.text, /\(account <strong>Gamma Ltd<\/strong>\)/);
     const consentForm = readForm(consent.text);
-    const done = await browser.fetch(consentForm.action, { method: 'POST', form: { ...consentForm.fields, decision: 'allow' } });
+    const done = await browser.fetch(consentForm.action, {
+      method: 'POST',
+      form: { ...consentForm.fields, decision: 'allow' },
+    });
     const code = new URL(done.location!).searchParams.get('code');
     assert.ok(code, done.location ?? done.text);
     const token = await exchangeCode(app, client, code, p.verifier);
     assert.equal(token.status, 200, JSON.stringify(token.body));
-    assert.equal(token.body.user_id, c.userId, 'the token acts for the chosen account\'s user');
-    const issued = await db().selectFrom('oauth_grants').select('account_id').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    assert.equal(token.body.user_id, c.userId, "the token acts for the chosen account's user");
+    const issued = await db()
+      .selectFrom('oauth_grants')
+      .select('account_id')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     assert.equal(issued.account_id, c.accountId);
 
     // A wrong password is wrong for all of them.
@@ -357,7 +450,14 @@ describe('token endpoint', () => {
 
   it('takes the client credentials in the body too', async () => {
     const { code, verifier } = await codeFor();
-    const res = await tokenRequest(app, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier!, client_id: client.clientId, client_secret: client.clientSecret });
+    const res = await tokenRequest(app, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier!,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
@@ -367,17 +467,31 @@ describe('token endpoint', () => {
     assert.equal(wrong.status, 401);
     assert.equal(wrong.body.error, 'invalid_client');
     assert.match(wrong.headers.get('www-authenticate') ?? '', /^Basic/);
-    const none = await tokenRequest(app, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier!, client_id: client.clientId });
+    const none = await tokenRequest(app, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier!,
+      client_id: client.clientId,
+    });
     assert.equal(none.body.error, 'invalid_client');
     // Neither consumed the code.
     assert.equal((await exchangeCode(app, client, code, verifier)).status, 200);
   });
 
   it('refuses a form that is not form-encoded, and an unknown grant type', async () => {
-    const json = await fetch(`${app.url}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' });
+    const json = await fetch(`${app.url}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"grant_type":"authorization_code"}',
+    });
     assert.equal(json.status, 400);
     assert.equal(((await json.json()) as { error: string }).error, 'invalid_request');
-    const grant = await tokenRequest(app, { grant_type: 'password', username: user.email, password: user.password }, basicOf(client));
+    const grant = await tokenRequest(
+      app,
+      { grant_type: 'password', username: user.email, password: user.password },
+      basicOf(client),
+    );
     assert.equal(grant.body.error, 'unsupported_grant_type');
   });
 
@@ -483,9 +597,17 @@ describe('RFC 9700 attacks', () => {
   it('a refresh token works only for its client, and may narrow but not widen the scope', async () => {
     const t = await tokens('forms:read submissions:read');
     assert.equal((await refresh(t.refresh_token, other)).body.error, 'invalid_grant');
-    const wider = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: t.refresh_token, scope: 'forms:read forms:write' }, basicOf(client));
+    const wider = await tokenRequest(
+      app,
+      { grant_type: 'refresh_token', refresh_token: t.refresh_token, scope: 'forms:read forms:write' },
+      basicOf(client),
+    );
     assert.equal(wider.body.error, 'invalid_scope');
-    const narrower = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: t.refresh_token, scope: 'forms:read' }, basicOf(client));
+    const narrower = await tokenRequest(
+      app,
+      { grant_type: 'refresh_token', refresh_token: t.refresh_token, scope: 'forms:read' },
+      basicOf(client),
+    );
     assert.equal(narrower.status, 200, JSON.stringify(narrower.body));
     assert.equal(narrower.body.scope, 'forms:read');
   });
@@ -502,7 +624,8 @@ describe('RFC 9700 attacks', () => {
 });
 
 describe('revocation and introspection', () => {
-  const introspect = (token: string, c: Client = client) => tokenRequest(app, { token }, basicOf(c), '/oauth2/introspect');
+  const introspect = (token: string, c: Client = client) =>
+    tokenRequest(app, { token }, basicOf(c), '/oauth2/introspect');
   const revoke = (token: string, c: Client = client) => tokenRequest(app, { token }, basicOf(c), '/oauth2/revoke');
 
   it('introspects a live access token and a refresh token for their client', async () => {

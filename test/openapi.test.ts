@@ -29,7 +29,9 @@ describe(`OpenAPI document (${dialectName})`, () => {
 
   it('gives every operation an operationId in camelCase', () => {
     assert.ok(operations.length >= 30, `only ${operations.length} operations`);
-    const bad = operations.filter((op) => typeof op.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(op.operationId));
+    const bad = operations.filter(
+      (op) => typeof op.operationId !== 'string' || !/^[a-z][a-zA-Z0-9]*$/.test(op.operationId),
+    );
     assert.deepEqual(
       bad.map((op) => `${op.key}: ${JSON.stringify(op.operationId)}`),
       [],
@@ -40,7 +42,9 @@ describe(`OpenAPI document (${dialectName})`, () => {
   it('gives no two operations the same operationId', () => {
     const byId = new Map<unknown, string[]>();
     for (const op of operations) byId.set(op.operationId, [...(byId.get(op.operationId) ?? []), op.key]);
-    const shared = [...byId].filter(([, keys]) => keys.length > 1).map(([id, keys]) => `${String(id)}: ${keys.join(', ')}`);
+    const shared = [...byId]
+      .filter(([, keys]) => keys.length > 1)
+      .map(([id, keys]) => `${String(id)}: ${keys.join(', ')}`);
     assert.deepEqual(shared, []);
   });
 });

@@ -43,7 +43,10 @@ const accessRules = JSON.parse(readFileSync(new URL('./support/access-rules.json
 >;
 
 /** Values for required query parameters, from the fixture's ids. */
-const QUERIES: Record<string, (ids: Record<string, number>) => string> = { search: () => 'anything', fieldId: (ids) => String(ids.fieldId) };
+const QUERIES: Record<string, (ids: Record<string, number>) => string> = {
+  search: () => 'anything',
+  fieldId: (ids) => String(ids.fieldId),
+};
 
 /** Operations that need their resource in a particular state first. */
 const DELETED_FORM = new Set(['POST /forms/{formId}/restore']);
@@ -72,7 +75,8 @@ function expected(op: Operation, caller: Caller): { status: number; code?: strin
   if (caller.role !== 'member') return { status: 200 };
   if (rule.role === 'admin') return { status: 403, code: 'admin_required' };
   if (rule.level === undefined) return { status: 200 };
-  if (!caller.level || !levelAtLeast(caller.level, rule.level)) return { status: 403, code: 'form_permission_required' };
+  if (!caller.level || !levelAtLeast(caller.level, rule.level))
+    return { status: 403, code: 'form_permission_required' };
   return { status: 200 };
 }
 
@@ -94,7 +98,14 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
       name: 'Matrix form',
       folder: folder.id,
       fields: [
-        { type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }] },
+        {
+          type: 'select',
+          label: 'Topic',
+          options: [
+            { label: 'Sales', value: 'sales' },
+            { label: 'Support', value: 'support' },
+          ],
+        },
         { type: 'file', label: 'Attachment' },
       ],
     }),
@@ -102,29 +113,57 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
   );
   const [select, field] = form.fields;
   const submission = await ok(
-    owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: select.id, value: 'sales' }, { id: field.id, value: 'a.txt;aGVsbG8=' }] }),
+    owner.post(`/forms/${form.id}/submissions`, {
+      fields: [
+        { id: select.id, value: 'sales' },
+        { id: field.id, value: 'a.txt;aGVsbG8=' },
+      ],
+    }),
     'submission',
   );
-  const target = await ok(owner.post('/users', { email: `target-${randomBytes(5).toString('hex')}@example.com`, name: 'Target', role: 'member' }), 'user');
+  const target = await ok(
+    owner.post('/users', {
+      email: `target-${randomBytes(5).toString('hex')}@example.com`,
+      name: 'Target',
+      role: 'member',
+    }),
+    'user',
+  );
   await ok(owner.put(`/users/${target.id}/permissions/${form.id}`, { level: 'view' }), 'target level');
-  const client = await ok(owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }), 'client');
-  if (caller.level && caller.userId) await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
+  const client = await ok(
+    owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }),
+    'client',
+  );
+  if (caller.level && caller.userId)
+    await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
   // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.
   const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target.id;
   const token = await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token');
-  return { folderId: folder.id, formId: form.id, fieldId: field.id, submissionId: submission.id, userId: target.id, clientId: client.id, tokenId: token.tokenId };
+  return {
+    folderId: folder.id,
+    formId: form.id,
+    fieldId: field.id,
+    submissionId: submission.id,
+    userId: target.id,
+    clientId: client.id,
+    tokenId: token.tokenId,
+  };
 }
 
 function urlOf(op: Operation, ids: Record<string, number>): string {
   const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const id = ids[name];
-    if (id === undefined) throw new Error(`No fixture id for {${name}} of ${op.key}: extend fixture() in test/permission-matrix.test.ts`);
+    if (id === undefined)
+      throw new Error(`No fixture id for {${name}} of ${op.key}: extend fixture() in test/permission-matrix.test.ts`);
     return String(id);
   });
   const query = op.requiredQuery.map((name) => {
     const value = QUERIES[name];
-    if (value === undefined) throw new Error(`No value for the required query parameter ${name} of ${op.key}: extend QUERIES in test/permission-matrix.test.ts`);
+    if (value === undefined)
+      throw new Error(
+        `No value for the required query parameter ${name} of ${op.key}: extend QUERIES in test/permission-matrix.test.ts`,
+      );
     return `${name}=${encodeURIComponent(value(ids))}`;
   });
   return `${API_PREFIX}${path}${query.length > 0 ? `?${query.join('&')}` : ''}`;
@@ -134,11 +173,18 @@ describe(`permission matrix (${dialectName})`, () => {
   before(async () => {
     app = await startTestApp();
     owner = await app.account();
-    const doc = (await app.request('GET', `${API_PREFIX}/openapi.json`)).body as { paths: Record<string, Record<string, any>> };
+    const doc = (await app.request('GET', `${API_PREFIX}/openapi.json`)).body as {
+      paths: Record<string, Record<string, any>>;
+    };
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
-        const parameters = (op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: { default?: unknown } }[];
+        const parameters = (op.parameters ?? []) as {
+          in: string;
+          name: string;
+          required?: boolean;
+          schema: { default?: unknown };
+        }[];
         const key = `${method.toUpperCase()} ${path}`;
         const { operationId: _id, ...rule } = accessRules[key] ?? { operationId: undefined };
         operations.push({
@@ -148,7 +194,9 @@ describe(`permission matrix (${dialectName})`, () => {
           path,
           access: op['x-formwork-access'] as RouteAccess,
           expected: key in accessRules ? (rule as RouteAccess) : undefined,
-          requiredQuery: parameters.filter((p) => p.in === 'query' && p.required && p.schema.default === undefined).map((p) => p.name),
+          requiredQuery: parameters
+            .filter((p) => p.in === 'query' && p.required && p.schema.default === undefined)
+            .map((p) => p.name),
         });
       }
     }
@@ -156,18 +204,52 @@ describe(`permission matrix (${dialectName})`, () => {
 
     const db = app.server.db.kysely;
     callers.push({ name: 'owner', token: owner.token, role: 'owner', userId: owner.userId });
-    const admin = await ok(owner.post('/users', { email: `admin-${randomBytes(5).toString('hex')}@example.com`, name: 'Admin', role: 'admin' }), 'admin');
-    callers.push({ name: 'admin', token: (await createPersonalToken(app.server.ctx, admin.id)).token, role: 'admin', userId: admin.id });
+    const admin = await ok(
+      owner.post('/users', {
+        email: `admin-${randomBytes(5).toString('hex')}@example.com`,
+        name: 'Admin',
+        role: 'admin',
+      }),
+      'admin',
+    );
+    callers.push({
+      name: 'admin',
+      token: (await createPersonalToken(app.server.ctx, admin.id)).token,
+      role: 'admin',
+      userId: admin.id,
+    });
     for (const level of [null, ...LEVELS]) {
-      const member = await ok(owner.post('/users', { email: `member-${randomBytes(5).toString('hex')}@example.com`, name: `Member ${level}`, role: 'member' }), 'member');
-      callers.push({ name: `member with ${level ?? 'no'} level`, token: (await createPersonalToken(app.server.ctx, member.id)).token, role: 'member', level, userId: member.id });
+      const member = await ok(
+        owner.post('/users', {
+          email: `member-${randomBytes(5).toString('hex')}@example.com`,
+          name: `Member ${level}`,
+          role: 'member',
+        }),
+        'member',
+      );
+      callers.push({
+        name: `member with ${level ?? 'no'} level`,
+        token: (await createPersonalToken(app.server.ctx, member.id)).token,
+        role: 'member',
+        level,
+        userId: member.id,
+      });
     }
     // Tokens of the owner's that hold one scope each, as OAuth grants do.
     for (const scope of SCOPES) {
       const token = newToken('fw_at_');
       await db
         .insertInto('access_tokens')
-        .values({ account_id: owner.accountId, user_id: owner.userId, token_hash: hashToken(token), kind: 'oauth', name: scope, created_at: Date.now(), expires_at: Date.now() + 3_600_000, scope })
+        .values({
+          account_id: owner.accountId,
+          user_id: owner.userId,
+          token_hash: hashToken(token),
+          kind: 'oauth',
+          name: scope,
+          created_at: Date.now(),
+          expires_at: Date.now() + 3_600_000,
+          scope,
+        })
         .execute();
       callers.push({ name: `token with only ${scope}`, token, role: 'owner', scope, userId: owner.userId });
     }
@@ -178,7 +260,11 @@ describe(`permission matrix (${dialectName})`, () => {
     assert.ok(operations.length >= 30, `only ${operations.length} operations`);
     for (const op of operations) {
       assert.ok(op.access && SCOPES.includes(op.access.scope), `${op.key} declares no access in the OpenAPI document`);
-      if (op.access.level) assert.ok(op.path.includes(`{${op.access.formFrom}}`), `${op.key}: its level is taken from {${op.access.formFrom}}, which the path does not have`);
+      if (op.access.level)
+        assert.ok(
+          op.path.includes(`{${op.access.formFrom}}`),
+          `${op.key}: its level is taken from {${op.access.formFrom}}, which the path does not have`,
+        );
     }
   });
 
@@ -191,12 +277,21 @@ describe(`permission matrix (${dialectName})`, () => {
         problems.push(`${name} is missing from ${ACCESS_RULES}; it declares ${JSON.stringify(op.access)}`);
         continue;
       }
-      if (want.operationId !== op.operationId) problems.push(`${op.key}: operationId ${JSON.stringify(op.operationId)}, but ${ACCESS_RULES} says ${want.operationId}`);
-      if (!isDeepStrictEqual(op.access, op.expected)) problems.push(`${name} declares ${JSON.stringify(op.access)}, but ${ACCESS_RULES} expects ${JSON.stringify(op.expected)}`);
+      if (want.operationId !== op.operationId)
+        problems.push(
+          `${op.key}: operationId ${JSON.stringify(op.operationId)}, but ${ACCESS_RULES} says ${want.operationId}`,
+        );
+      if (!isDeepStrictEqual(op.access, op.expected))
+        problems.push(
+          `${name} declares ${JSON.stringify(op.access)}, but ${ACCESS_RULES} expects ${JSON.stringify(op.expected)}`,
+        );
     }
     const keys = new Set(operations.map((op) => op.key));
     for (const [key, want] of Object.entries(accessRules)) {
-      if (!keys.has(key)) problems.push(`${key} (${want.operationId}) is in ${ACCESS_RULES}, but the OpenAPI document has no such operation`);
+      if (!keys.has(key))
+        problems.push(
+          `${key} (${want.operationId}) is in ${ACCESS_RULES}, but the OpenAPI document has no such operation`,
+        );
     }
     assert.deepEqual(problems, []);
   });
@@ -215,11 +310,19 @@ describe(`permission matrix (${dialectName})`, () => {
         calls++;
         if (want.status === 403) denied++;
         const got = res.status;
-        const fine = want.status === 403 ? got === 403 && res.body?.code === want.code && res.body?.status === 'error' : got === 200;
-        if (!fine) failures.push(`${op.key} by ${caller.name}: expected ${want.status}${want.code ? ` ${want.code}` : ''}, got ${got} ${res.text.slice(0, 160)}`);
+        const fine =
+          want.status === 403
+            ? got === 403 && res.body?.code === want.code && res.body?.status === 'error'
+            : got === 200;
+        if (!fine)
+          failures.push(
+            `${op.key} by ${caller.name}: expected ${want.status}${want.code ? ` ${want.code}` : ''}, got ${got} ${res.text.slice(0, 160)}`,
+          );
       }
     }
-    t.diagnostic(`${calls} calls, ${denied} expected 403, over ${operations.length} operations and ${callers.length} callers`);
+    t.diagnostic(
+      `${calls} calls, ${denied} expected 403, over ${operations.length} operations and ${callers.length} callers`,
+    );
     assert.deepEqual(failures, []);
     // The matrix must exercise both outcomes for members at every level.
     assert.ok(denied > 0 && denied < calls);
@@ -227,34 +330,64 @@ describe(`permission matrix (${dialectName})`, () => {
 
   it('lists to a member only the forms it holds a level on, and searches only those', async () => {
     const word = `w${randomBytes(4).toString('hex')}`;
-    const mine = await ok(owner.post('/forms', { name: `Granted ${word}`, fields: [{ type: 'text', label: 'Note' }] }), 'form');
-    const theirs = await ok(owner.post('/forms', { name: `Hidden ${word}`, fields: [{ type: 'text', label: 'Note' }] }), 'form');
-    for (const f of [mine, theirs]) await ok(owner.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: `${word} ${f.id}` }] }), 'submission');
-    const member = await ok(owner.post('/users', { email: `lister-${word}@example.com`, name: 'Lister', role: 'member' }), 'member');
+    const mine = await ok(
+      owner.post('/forms', { name: `Granted ${word}`, fields: [{ type: 'text', label: 'Note' }] }),
+      'form',
+    );
+    const theirs = await ok(
+      owner.post('/forms', { name: `Hidden ${word}`, fields: [{ type: 'text', label: 'Note' }] }),
+      'form',
+    );
+    for (const f of [mine, theirs])
+      await ok(
+        owner.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: `${word} ${f.id}` }] }),
+        'submission',
+      );
+    const member = await ok(
+      owner.post('/users', { email: `lister-${word}@example.com`, name: 'Lister', role: 'member' }),
+      'member',
+    );
     await ok(owner.put(`/users/${member.id}/permissions/${mine.id}`, { level: 'view' }), 'level');
     const token = (await createPersonalToken(app.server.ctx, member.id)).token;
 
     const listed = await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists');
-    assert.deepEqual((listed.forms as { id: number }[]).map((f) => f.id), [mine.id]);
+    assert.deepEqual(
+      (listed.forms as { id: number }[]).map((f) => f.id),
+      [mine.id],
+    );
     assert.equal(listed.total, 1);
     assert.equal((await ok(owner.get(`/forms?search=${word}`), 'owner lists')).total, 2);
 
-    const found = await ok(app.request('GET', `${API_PREFIX}/submissions?search=${word}`, { token }), 'member searches');
-    assert.deepEqual((found.submissions as { formId: number }[]).map((s) => s.formId), [mine.id]);
+    const found = await ok(
+      app.request('GET', `${API_PREFIX}/submissions?search=${word}`, { token }),
+      'member searches',
+    );
+    assert.deepEqual(
+      (found.submissions as { formId: number }[]).map((s) => s.formId),
+      [mine.id],
+    );
     assert.equal((await ok(owner.get(`/submissions?search=${word}`), 'owner searches')).total, 2);
 
     // Taking the level away hides the form again.
     await ok(owner.delete(`/users/${member.id}/permissions/${mine.id}`), 'revoke level');
-    assert.equal((await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists')).total, 0);
+    assert.equal(
+      (await ok(app.request('GET', `${API_PREFIX}/forms?search=${word}`, { token }), 'member lists')).total,
+      0,
+    );
     assert.equal((await app.request('GET', `${API_PREFIX}/forms/${mine.id}`, { token })).status, 403);
   });
 
   it('gives a member who creates a form the full level on it', async () => {
     const member = callers.find((c) => c.role === 'member' && c.level === null)!;
-    const form = await ok(app.request('POST', `${API_PREFIX}/forms`, { token: member.token, body: { name: 'Mine' } }), 'member creates');
+    const form = await ok(
+      app.request('POST', `${API_PREFIX}/forms`, { token: member.token, body: { name: 'Mine' } }),
+      'member creates',
+    );
     const granted = await ok(owner.get(`/users/${member.userId}/permissions`), 'permissions');
     assert.deepEqual(
-      (granted.permissions as { formId: number; level: string }[]).filter((p) => p.formId === form.id).map((p) => p.level),
+      (granted.permissions as { formId: number; level: string }[])
+        .filter((p) => p.formId === form.id)
+        .map((p) => p.level),
       ['full'],
     );
     assert.equal((await app.request('DELETE', `${API_PREFIX}/forms/${form.id}`, { token: member.token })).status, 200);

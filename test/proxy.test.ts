@@ -15,7 +15,11 @@ describe(`remote address behind a proxy (${dialectName})`, () => {
       try {
         const a = await app.account();
         const form = (await a.post('/forms', { name: 'Proxy', fields: [{ type: 'text', label: 'Q' }] })).body;
-        const res = await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] }, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+        const res = await a.post(
+          `/forms/${form.id}/submissions`,
+          { fields: [{ id: form.fields[0].id, value: 'x' }] },
+          { headers: { 'x-forwarded-for': '203.0.113.9' } },
+        );
         assert.equal(res.status, 200);
         assert.equal(res.body.remoteAddr, expected);
       } finally {

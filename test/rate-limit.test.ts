@@ -12,7 +12,12 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { hashToken } from '../src/crypto/secrets.js';
 import { TooManyRequestsError } from '../src/errors.js';
 import { throttle } from '../src/http/rate-limit.js';
-import { createMemoryRateLimiter, createRedisRateLimiter, RateLimiterUnavailableError, type RateLimiter } from '../src/http/rate-limiter.js';
+import {
+  createMemoryRateLimiter,
+  createRedisRateLimiter,
+  RateLimiterUnavailableError,
+  type RateLimiter,
+} from '../src/http/rate-limiter.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL, type TestApp } from './support/helpers.js';
 
@@ -21,7 +26,12 @@ const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379
 // Without FORMWORK_TEST_REDIS_URL a machine without Redis skips the Redis tests; with it
 // (as in CI) an unreachable Redis is a failure.
 async function probeRedis(): Promise<string | undefined> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   let cause: Error | undefined; // the socket's error says more than the closed connection's
   redis.on('error', (e: Error) => (cause ??= e));
   try {
@@ -51,7 +61,12 @@ describe('rate limit settings', () => {
   });
 
   it('reads the settings and names a bad one', () => {
-    const c = loadConfig({ RATE_LIMIT_PER_DAY: '0', RATE_LIMIT_PER_MINUTE: '30', REDIS_URL: 'rediss://:pw@cache.internal:6380/2', SIGN_IN_ATTEMPTS: '5' });
+    const c = loadConfig({
+      RATE_LIMIT_PER_DAY: '0',
+      RATE_LIMIT_PER_MINUTE: '30',
+      REDIS_URL: 'rediss://:pw@cache.internal:6380/2',
+      SIGN_IN_ATTEMPTS: '5',
+    });
     assert.equal(c.rateLimitPerDay, 0);
     assert.equal(c.rateLimitPerMinute, 30);
     assert.equal(c.redisUrl, 'rediss://:pw@cache.internal:6380/2');
@@ -64,7 +79,11 @@ describe('rate limit settings', () => {
       [{ SIGN_IN_ATTEMPTS: '0' }, 'SIGN_IN_ATTEMPTS'],
       [{ ENCRYPTION_PASSWORD_ATTEMPTS: '0' }, 'ENCRYPTION_PASSWORD_ATTEMPTS'],
     ] as const) {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.setting === name, name);
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.setting === name,
+        name,
+      );
     }
   });
 });
@@ -85,7 +104,13 @@ function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): 
     const first = await limiter.consume(key, windows);
     assert.equal(first.allowed, true);
     assert.equal(first.retryAfterSeconds, 0);
-    assert.deepEqual(first.windows.map((w) => [w.name, w.limit, w.remaining]), [['short', 2, 1], ['long', 10, 9]]);
+    assert.deepEqual(
+      first.windows.map((w) => [w.name, w.limit, w.remaining]),
+      [
+        ['short', 2, 1],
+        ['long', 10, 9],
+      ],
+    );
     assert.ok(first.windows[0]!.resetSeconds >= 1 && first.windows[0]!.resetSeconds <= 60);
     assert.ok(first.windows[1]!.resetSeconds >= 1 && first.windows[1]!.resetSeconds <= 3600);
     assert.equal((await limiter.consume(key, windows)).windows[0]!.remaining, 0);
@@ -94,7 +119,10 @@ function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): 
       assert.equal(refused.allowed, false);
       assert.equal(refused.retryAfterSeconds, refused.windows[0]!.resetSeconds);
       // The long window still shows two calls: the refusals were not counted in it.
-      assert.deepEqual(refused.windows.map((w) => w.remaining), [0, 8]);
+      assert.deepEqual(
+        refused.windows.map((w) => w.remaining),
+        [0, 8],
+      );
     }
   });
 
@@ -342,7 +370,14 @@ describe(`API quotas shared through Redis by two server processes (${dialectName
   async function serve(): Promise<string> {
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-      env: { ...env, PORT: String(port), HOST: '127.0.0.1', REDIS_URL, RATE_LIMIT_PER_MINUTE: '6', RATE_LIMIT_PER_DAY: '1000' },
+      env: {
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        REDIS_URL,
+        RATE_LIMIT_PER_MINUTE: '6',
+        RATE_LIMIT_PER_DAY: '1000',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(child);
@@ -364,9 +399,29 @@ describe(`API quotas shared through Redis by two server processes (${dialectName
 
   before(async () => {
     if (TEST_PG_URL) database = await createPgDatabase();
-    env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(database ? { DATABASE_URL: database.url } : {}) };
+    env = {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      ...(database ? { DATABASE_URL: database.url } : {}),
+    };
     // The account first: it also migrates, so the two servers start on a ready schema.
-    const created = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'admin', 'create-account', '--name', 'Shared', '--email', 'shared@example.com', '--json'], { env });
+    const created = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'admin',
+        'create-account',
+        '--name',
+        'Shared',
+        '--email',
+        'shared@example.com',
+        '--json',
+      ],
+      { env },
+    );
     token = JSON.parse(created.stdout).token;
     urls.push(...(await Promise.all([serve(), serve()])));
   });
@@ -392,7 +447,8 @@ describe(`API quotas shared through Redis by two server processes (${dialectName
 
   it('counts calls to either process in one quota, and refusals in none', async () => {
     await awayFromMinuteEnd(10_000);
-    const get = (i: number) => fetch(`${urls[i % 2]}/api/v2025/forms`, { headers: { authorization: `Bearer ${token}` } });
+    const get = (i: number) =>
+      fetch(`${urls[i % 2]}/api/v2025/forms`, { headers: { authorization: `Bearer ${token}` } });
     for (let i = 0; i < 6; i++) {
       const res = await get(i);
       assert.equal(res.status, 200, await res.clone().text());

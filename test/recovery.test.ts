@@ -24,7 +24,11 @@ const PROCESS_TIMEOUT_SECONDS = '3600';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, limitMs = 30_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  limitMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const value = await check();
@@ -59,7 +63,9 @@ async function startHangingS3() {
   const answer = (req: IncomingMessage, res: ServerResponse) => {
     if (req.method === 'POST' && (req.url ?? '').includes('delete')) {
       res.writeHead(200, { 'content-type': 'application/xml' });
-      res.end('<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></DeleteResult>');
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></DeleteResult>',
+      );
     } else {
       res.writeHead(200, { etag: '"0"', 'content-length': '0' });
       res.end();
@@ -101,12 +107,18 @@ async function startHangingS3() {
 function slowPut(url: string, total: number, first: Buffer) {
   let settle!: (value: { status: number; body: any } | Error) => void;
   const done = new Promise<{ status: number; body: any } | Error>((resolve) => (settle = resolve));
-  const req = httpRequest(url, { method: 'PUT', headers: { 'content-length': String(total), 'content-type': 'application/octet-stream' } }, (res) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => settle({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
-    res.on('error', settle);
-  });
+  const req = httpRequest(
+    url,
+    { method: 'PUT', headers: { 'content-length': String(total), 'content-type': 'application/octet-stream' } },
+    (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        settle({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }),
+      );
+      res.on('error', settle);
+    },
+  );
   req.on('error', settle);
   req.write(first);
   return {
@@ -150,7 +162,9 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+    const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+      child.once('exit', (code, signal) => resolve(signal ?? code)),
+    );
     const listening = new Promise<string>((resolve, reject) => {
       const look = (chunk: Buffer) => {
         output += chunk.toString();
@@ -182,9 +196,22 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
     let form: any;
     const path = () => `/api/v2025/forms/${form.id}/submissions`;
     /** A submission with an inline file: the file goes to storage after the key is claimed. */
-    const body = () => ({ fields: [{ id: form.fields[0].id, value: { subvalues: [{ subvalue: { filename: 'a.txt', content: Buffer.from('kept once').toString('base64') } }] } }] });
+    const body = () => ({
+      fields: [
+        {
+          id: form.fields[0].id,
+          value: {
+            subvalues: [{ subvalue: { filename: 'a.txt', content: Buffer.from('kept once').toString('base64') } }],
+          },
+        },
+      ],
+    });
     const post = (base: string, key: string) =>
-      fetch(`${base}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body()) });
+      fetch(`${base}${path()}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(body()),
+      });
 
     before(async () => {
       form = await ok(a.post('/forms', { name: 'Crashing', fields: [{ type: 'file', label: 'File' }] }), 'form');
@@ -199,7 +226,9 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
         // The first request has claimed the key and waits for storage.
         await s3.requested();
 
-        const busy = await a.post(`/forms/${form.id}/submissions`, body(), { headers: { 'idempotency-key': 'crash-1' } });
+        const busy = await a.post(`/forms/${form.id}/submissions`, body(), {
+          headers: { 'idempotency-key': 'crash-1' },
+        });
         assert.equal(busy.status, 409, busy.text);
         assert.equal(busy.body.code, 'idempotency_in_progress');
         assert.equal(busy.headers.get('retry-after'), '1');
@@ -213,7 +242,9 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
         assert.equal(retried.status, 200, JSON.stringify(created));
         assert.equal(retried.headers.get('idempotent-replayed'), null);
 
-        const replay = await a.post(`/forms/${form.id}/submissions`, body(), { headers: { 'idempotency-key': 'crash-1' } });
+        const replay = await a.post(`/forms/${form.id}/submissions`, body(), {
+          headers: { 'idempotency-key': 'crash-1' },
+        });
         assert.equal(replay.status, 200);
         assert.equal(replay.headers.get('idempotent-replayed'), 'true');
         assert.deepEqual(replay.body, created);
@@ -235,9 +266,15 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
         // The first process is judged stopped (its heartbeat as if it had gone silent long
         // ago) though it runs: a retry takes its key over.
         const db = app.server.db.kysely;
-        const owner = await db.selectFrom('processes').select('id').where('pid', '=', first.process.pid!).executeTakeFirstOrThrow();
+        const owner = await db
+          .selectFrom('processes')
+          .select('id')
+          .where('pid', '=', first.process.pid!)
+          .executeTakeFirstOrThrow();
         await db.updateTable('processes').set({ heartbeat_at: 0 }).where('id', '=', owner.id).execute();
-        const taken = await a.post(`/forms/${form.id}/submissions`, body(), { headers: { 'idempotency-key': 'crash-2' } });
+        const taken = await a.post(`/forms/${form.id}/submissions`, body(), {
+          headers: { 'idempotency-key': 'crash-2' },
+        });
         assert.equal(taken.status, 200, taken.text);
         assert.equal(taken.headers.get('idempotent-replayed'), null);
 
@@ -247,7 +284,9 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
         assert.equal(late.status, 409);
         assert.equal(((await late.json()) as { code: string }).code, 'idempotency_in_progress');
         assert.equal(await countSubmissions(form.id), before + 1);
-        const replay = await a.post(`/forms/${form.id}/submissions`, body(), { headers: { 'idempotency-key': 'crash-2' } });
+        const replay = await a.post(`/forms/${form.id}/submissions`, body(), {
+          headers: { 'idempotency-key': 'crash-2' },
+        });
         assert.equal(replay.headers.get('idempotent-replayed'), 'true');
         assert.deepEqual(replay.body, taken.body);
         await first.kill();
@@ -260,14 +299,28 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
   describe('service uploads (local storage)', () => {
     let form: any;
     const tmpDir = () => join(app.config.dataDir, 'files', '.tmp');
-    const parts = () => (existsSync(tmpDir()) ? readdirSync(tmpDir()).filter((n) => n.endsWith('.part')).sort() : []);
+    const parts = () =>
+      existsSync(tmpDir())
+        ? readdirSync(tmpDir())
+            .filter((n) => n.endsWith('.part'))
+            .sort()
+        : [];
     const stateOf = async (fileKey: string) =>
-      (await app.server.db.kysely.selectFrom('uploads').select('state').where('file_key', '=', fileKey).executeTakeFirstOrThrow()).state;
+      (
+        await app.server.db.kysely
+          .selectFrom('uploads')
+          .select('state')
+          .where('file_key', '=', fileKey)
+          .executeTakeFirstOrThrow()
+      ).state;
     const at = (base: string, uploadUrl: string) => `${base}${uploadUrl.slice(app.config.publicUrl.length)}`;
     const FILE = randomBytes(300_000);
 
     async function issue(): Promise<{ fileKey: string; uploadUrl: string }> {
-      const res = await ok(a.post(`/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['big.bin'] }), 'upload-urls');
+      const res = await ok(
+        a.post(`/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['big.bin'] }),
+        'upload-urls',
+      );
       return res.uploads[0];
     }
 
@@ -291,28 +344,45 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
     }
 
     before(async () => {
-      form = await ok(a.post('/forms', { name: 'Uploads', fields: [{ type: 'file', label: 'File', attributes: { maxFileSize: 1_000_000 } }] }), 'form');
+      form = await ok(
+        a.post('/forms', {
+          name: 'Uploads',
+          fields: [{ type: 'file', label: 'File', attributes: { maxFileSize: 1_000_000 } }],
+        }),
+        'form',
+      );
     });
 
-    it('removes the temporary file of a process killed mid-upload when a process starts, leaves a live one\'s, and takes the upload again', async () => {
+    it("removes the temporary file of a process killed mid-upload when a process starts, leaves a live one's, and takes the upload again", async () => {
       const upload = await issue();
       // Another process (the test app) is receiving an upload of its own meanwhile.
       const other = await issue();
       const live = slowPut(at(app.url, other.uploadUrl), FILE.length, FILE.subarray(0, 64 * 1024));
-      const livePart = await waitFor('the live upload to be under way', async () => (await stateOf(other.fileKey)) === 'receiving' && parts().length === 1 && parts()[0]);
+      const livePart = await waitFor(
+        'the live upload to be under way',
+        async () => (await stateOf(other.fileKey)) === 'receiving' && parts().length === 1 && parts()[0],
+      );
 
       const dead = await killMidUpload(upload);
       const restarted = serve();
       const base = await restarted.listening;
-      assert.deepEqual(parts(), [livePart], 'the dead process\'s temporary file is gone; the live one\'s stays');
+      assert.deepEqual(parts(), [livePart], "the dead process's temporary file is gone; the live one's stays");
 
       const res = await fetch(at(base, upload.uploadUrl), { method: 'PUT', body: FILE });
       assert.equal(res.status, 200, await res.clone().text());
       assert.deepEqual(await res.json(), { fileKey: upload.fileKey, size: FILE.length });
       assert.ok(!parts().includes(dead));
 
-      const created = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: { subvalues: [{ subvalue: upload.fileKey }] } }] }), 'submit');
-      const download = await fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${form.fields[0].id}`, { headers: { authorization: `Bearer ${a.token}` } });
+      const created = await ok(
+        a.post(`/forms/${form.id}/submissions`, {
+          fields: [{ id: form.fields[0].id, value: { subvalues: [{ subvalue: upload.fileKey }] } }],
+        }),
+        'submit',
+      );
+      const download = await fetch(
+        `${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${form.fields[0].id}`,
+        { headers: { authorization: `Bearer ${a.token}` } },
+      );
       assert.ok(Buffer.from(await download.arrayBuffer()).equals(FILE), 'the file as uploaded the second time');
 
       const finished = await live.finish(FILE.subarray(64 * 1024));
@@ -347,13 +417,21 @@ describe(`which processes have stopped (${dialectName})`, () => {
       assert.deepEqual([...(await presence.stopped([presence.id, otherId]))], [], 'itself and a running process');
 
       // A row with a fresh heartbeat but no lock held: a process that died before anyone removed its row.
-      const [ghost] = await db.insertInto('processes').values({ host: 'gone', pid: 1, started_at: 0, heartbeat_at: Date.now() }).returning('id').execute();
+      const [ghost] = await db
+        .insertInto('processes')
+        .values({ host: 'gone', pid: 1, started_at: 0, heartbeat_at: Date.now() })
+        .returning('id')
+        .execute();
       assert.deepEqual([...(await presence.stopped([ghost!.id, otherId]))], [ghost!.id]);
       // A lock still held, but no heartbeat for longer than the timeout: a machine cut off.
       await db.updateTable('processes').set({ heartbeat_at: 0 }).where('id', '=', otherId).execute();
       assert.deepEqual([...(await presence.stopped([otherId]))], [otherId]);
       await presence.reap();
-      assert.equal((await db.selectFrom('processes').select('id').where('id', 'in', [ghost!.id, otherId]).execute()).length, 1, 'the stale row is reaped, the ghost waits for its timeout');
+      assert.equal(
+        (await db.selectFrom('processes').select('id').where('id', 'in', [ghost!.id, otherId]).execute()).length,
+        1,
+        'the stale row is reaped, the ghost waits for its timeout',
+      );
     } finally {
       await other.close();
       await app.close();

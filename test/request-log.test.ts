@@ -32,16 +32,21 @@ async function freePort(): Promise<number> {
 
 describe('query redaction', () => {
   it('keeps the path and the names of the parameters', () => {
-    assert.equal(urlForLog('/api/v2025/forms/1/submissions?keyword=x&search[0][value]=y&flag&=z&'), '/api/v2025/forms/1/submissions?keyword=&search[0][value]=&flag=&=');
+    assert.equal(
+      urlForLog('/api/v2025/forms/1/submissions?keyword=x&search[0][value]=y&flag&=z&'),
+      '/api/v2025/forms/1/submissions?keyword=&search[0][value]=&flag=&=',
+    );
     assert.equal(urlForLog('/uploads/fk_1?expires=1&signature=abc'), '/uploads/fk_1?expires=&signature=');
     assert.equal(urlForLog('/healthz'), '/healthz');
   });
 
-  it('also redacts URLs quoted in messages and errors, as some of Fastify\'s warnings quote them', () => {
+  it("also redacts URLs quoted in messages and errors, as some of Fastify's warnings quote them", () => {
     let written = '';
     const sink = new Writable({ write: (chunk, _enc, done) => ((written += chunk.toString()), done()) });
     const log = pino({ level: 'trace', ...queryRedaction }, sink);
-    log.warn('Reply was already sent, did you forget to "return reply" in the "/api/v2025/submissions?search=hush1" (GET) route?');
+    log.warn(
+      'Reply was already sent, did you forget to "return reply" in the "/api/v2025/submissions?search=hush1" (GET) route?',
+    );
     log.error({ err: new Error('failed at /forms/1/submissions?keyword=hush2&x=hush3') }, 'request failed');
     log.info('what? nothing to redact here');
     for (const word of ['hush1', 'hush2', 'hush3']) assert.ok(!written.includes(word), written);
@@ -105,15 +110,35 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
   });
 
   it('logs API, legacy, OAuth, upload, not-found and bad-URL requests, and 5xx errors, without query values', async () => {
-    const created = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'admin', 'create-account', '--name', 'Logs', '--email', 'logs@example.com', '--password', 'long enough password', '--json'], {
-      env: { ...env, LOG_LEVEL: 'silent' },
-    });
+    const created = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'admin',
+        'create-account',
+        '--name',
+        'Logs',
+        '--email',
+        'logs@example.com',
+        '--password',
+        'long enough password',
+        '--json',
+      ],
+      {
+        env: { ...env, LOG_LEVEL: 'silent' },
+      },
+    );
     const { token } = JSON.parse(created.stdout) as { token: string };
     const server = await serve();
     const api = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${server.url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: res.status, body: (await res.text()) as string };
@@ -125,7 +150,15 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     };
 
     // An encrypted form with a submission, searched by keyword and by field.
-    const form = await json('POST', '/api/v2025/forms', { name: 'Sealed', isEncrypted: true, encryptionPassword: 'long enough password', fields: [{ type: 'text', label: 'Note' }, { type: 'file', label: 'File' }] });
+    const form = await json('POST', '/api/v2025/forms', {
+      name: 'Sealed',
+      isEncrypted: true,
+      encryptionPassword: 'long enough password',
+      fields: [
+        { type: 'text', label: 'Note' },
+        { type: 'file', label: 'File' },
+      ],
+    });
     const [note, file] = form.fields;
     const keyword = secret('keyword');
     const value = secret('value');
@@ -143,7 +176,9 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     await json('GET', `/api/v2025/submissions?search=${cross}`);
 
     // An upload URL, used: its signature is in the query.
-    const { uploads } = await json('POST', `/api/v2025/forms/${form.id}/fields/${file.id}/upload-urls`, { filenames: ['notes.txt'] });
+    const { uploads } = await json('POST', `/api/v2025/forms/${form.id}/fields/${file.id}/upload-urls`, {
+      filenames: ['notes.txt'],
+    });
     const uploadUrl = new URL(uploads[0].uploadUrl);
     const signature = uploadUrl.searchParams.get('signature')!;
     assert.ok(signature.length > 20);
@@ -152,15 +187,27 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     assert.equal(put.status, 200, await put.text());
 
     // The OAuth pages: an authorization request with its state and challenge, then sign-in.
-    const client = (await json('POST', '/api/v2025/oauth-clients', { name: 'Logger', redirectUris: [REDIRECT] })) as Client;
+    const client = (await json('POST', '/api/v2025/oauth-clients', {
+      name: 'Logger',
+      redirectUris: [REDIRECT],
+    })) as Client;
     const state = secret('state');
     const browser = new Browser(server.url);
-    const page = await browser.fetch(authorizeUrl(client, { state, code_challenge: pkce().challenge, code_challenge_method: 'S256' }));
+    const page = await browser.fetch(
+      authorizeUrl(client, { state, code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+    );
     assert.equal(page.status, 200, page.text.slice(0, 300));
     const form2 = readForm(page.text);
-    const signedIn = await browser.fetch(form2.action, { method: 'POST', form: { ...form2.fields, email: 'logs@example.com', password: 'long enough password' } });
+    const signedIn = await browser.fetch(form2.action, {
+      method: 'POST',
+      form: { ...form2.fields, email: 'logs@example.com', password: 'long enough password' },
+    });
     assert.equal(signedIn.status, 303);
-    assert.equal((await browser.fetch(signedIn.location!)).status, 200, 'the consent page, at a URL that holds the state');
+    assert.equal(
+      (await browser.fetch(signedIn.location!)).status,
+      200,
+      'the consent page, at a URL that holds the state',
+    );
 
     // Routes that do not exist, a path that is not UTF-8, a refused query.
     const missing = secret('missing');
@@ -172,7 +219,9 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     // A server whose rate limiter is away answers 503 and logs the error.
     const broken = await serve({ REDIS_URL: 'redis://127.0.0.1:1' });
     const failing = secret('failing');
-    const res = await fetch(`${broken.url}/api/v2025/forms/${form.id}/submissions?keyword=${failing}`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${broken.url}/api/v2025/forms/${form.id}/submissions?keyword=${failing}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     assert.equal(res.status, 503, await res.text());
 
     // Every line written, by both servers, until they have stopped.
@@ -181,7 +230,14 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
       await once(child, 'exit');
     }
     const output = children.map((c) => c.output()).join('\n');
-    for (const word of secrets) assert.ok(!output.includes(word), `${word} is in the log:\n${output.split('\n').filter((l) => l.includes(word)).join('\n')}`);
+    for (const word of secrets)
+      assert.ok(
+        !output.includes(word),
+        `${word} is in the log:\n${output
+          .split('\n')
+          .filter((l) => l.includes(word))
+          .join('\n')}`,
+      );
 
     // What the log does say: each request, with its parameter names.
     const urls = output
@@ -200,7 +256,10 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     ]) {
       assert.ok(urls.includes(expected), `${expected} is not among the logged URLs:\n${urls.join('\n')}`);
     }
-    assert.ok(urls.some((u) => u.startsWith('/oauth2/authorize?') && u.includes('state=&')), urls.join('\n'));
+    assert.ok(
+      urls.some((u) => u.startsWith('/oauth2/authorize?') && u.includes('state=&')),
+      urls.join('\n'),
+    );
     assert.ok(
       output.split('\n').some((l) => l.includes('"request failed"') && l.includes('rate_limiter_unavailable')),
       'the 503 is logged with its error',

@@ -46,7 +46,8 @@ const REQUIRED_QUERIES: Record<string, Record<string, () => string>> = {
 
 /** Body and query properties that hold an id, by the path parameter whose ids they take. */
 const ID_PROPERTIES: Record<string, string> = { folder: 'folderId', parent: 'folderId', template: 'formId' };
-const idKindOf = (name: string): string | undefined => ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
+const idKindOf = (name: string): string | undefined =>
+  ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
 
 const BAD_PATH_IDS = ['abc', '1.5', '0', '-1', '99999999999'];
 /** Numbers that JavaScript's Number() reads but that are not written the one plain way. */
@@ -103,22 +104,36 @@ function isIdSchema(s: Schema): boolean {
 }
 
 /** Paths (as the error details name them) to every string in a body, with a setter for it. */
-function stringLeaves(value: unknown, path = 'body', out: { property: string; set(v: string): unknown }[] = [], rebuild: (v: unknown) => unknown = (v) => v) {
+function stringLeaves(
+  value: unknown,
+  path = 'body',
+  out: { property: string; set(v: string): unknown }[] = [],
+  rebuild: (v: unknown) => unknown = (v) => v,
+) {
   if (typeof value === 'string') out.push({ property: path, set: (v) => rebuild(v) });
-  else if (Array.isArray(value)) value.forEach((item, i) => stringLeaves(item, `${path}[${i}]`, out, (v) => rebuild(value.map((x, j) => (j === i ? v : x)))));
+  else if (Array.isArray(value))
+    value.forEach((item, i) =>
+      stringLeaves(item, `${path}[${i}]`, out, (v) => rebuild(value.map((x, j) => (j === i ? v : x)))),
+    );
   else if (typeof value === 'object' && value !== null) {
-    for (const [k, item] of Object.entries(value)) stringLeaves(item, `${path}.${k}`, out, (v) => rebuild({ ...value, [k]: v }));
+    for (const [k, item] of Object.entries(value))
+      stringLeaves(item, `${path}.${k}`, out, (v) => rebuild({ ...value, [k]: v }));
   }
   return out;
 }
 
 /** Paths to every string with a maxLength, through nested objects (and object/string branches of unions). */
-function boundedStrings(s: Schema, path: string[] = [], out = new Map<string, { path: string[]; maxLength: number }>()) {
+function boundedStrings(
+  s: Schema,
+  path: string[] = [],
+  out = new Map<string, { path: string[]; maxLength: number }>(),
+) {
   if (typeof s.maxLength === 'number' && path.length > 0) {
     const key = path.join('.');
     if (!out.has(key)) out.set(key, { path, maxLength: s.maxLength });
   }
-  for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, Schema>)) boundedStrings(sub, [...path, name], out);
+  for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, Schema>))
+    boundedStrings(sub, [...path, name], out);
   for (const branch of (s.anyOf ?? s.oneOf ?? []) as Schema[]) boundedStrings(branch, path, out);
   return [...out.values()];
 }
@@ -159,7 +174,11 @@ for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Sc
       // A parameter with a default is listed as required too; only one without is needed.
       query: parameters
         .filter((p) => p.in === 'query')
-        .map((p) => ({ name: p.name as string, schema: p.schema as Schema, required: p.required === true && (p.schema as Schema).default === undefined })),
+        .map((p) => ({
+          name: p.name as string,
+          schema: p.schema as Schema,
+          required: p.required === true && (p.schema as Schema).default === undefined,
+        })),
       body: (op as Schema).requestBody?.content?.['application/json']?.schema as Schema | undefined,
     });
   }
@@ -181,13 +200,16 @@ const unknownToken = `${PAT_PREFIX}${randomBytes(32).toString('base64url')}`;
 let baselineA: unknown;
 let baselineB: unknown;
 
-const first = (ids: Record<string, number[]>): Ids => Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v[0]!]));
+const first = (ids: Record<string, number[]>): Ids =>
+  Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v[0]!]));
 
 function fillPath(op: Operation, values: Record<string, number | string>): string {
   return op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const v = values[name];
     if (v === undefined) {
-      throw new Error(`No fixture id for path parameter {${name}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`);
+      throw new Error(
+        `No fixture id for path parameter {${name}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`,
+      );
     }
     return encodeURIComponent(String(v));
   });
@@ -196,7 +218,10 @@ function fillPath(op: Operation, values: Record<string, number | string>): strin
 function validBody(op: Operation, ids: Ids): Record<string, unknown> | undefined {
   if (!op.body) return undefined;
   const make = VALID_BODIES[op.key];
-  if (!make) throw new Error(`${op.key} takes a JSON body but VALID_BODIES in test/support/route-bodies.ts has no valid body for it`);
+  if (!make)
+    throw new Error(
+      `${op.key} takes a JSON body but VALID_BODIES in test/support/route-bodies.ts has no valid body for it`,
+    );
   return make(ids);
 }
 
@@ -262,9 +287,13 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   for (const f of forms.forms) {
     formDetails.push(await ok(acc.get(`/forms/${f.id}?withFields=true`), 'read form'));
     formDetails.push(await ok(acc.get(`/forms/${f.id}/fields`), 'list fields'));
-    const submissions = await ok(acc.get(`/forms/${f.id}/submissions?pageSize=100&expandData=true&prettyName=true`), 'list submissions');
+    const submissions = await ok(
+      acc.get(`/forms/${f.id}/submissions?pageSize=100&expandData=true&prettyName=true`),
+      'list submissions',
+    );
     formDetails.push(submissions);
-    for (const s of submissions.submissions) formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
+    for (const s of submissions.submissions)
+      formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
   }
   const users = await ok(acc.get('/users'), 'list users');
   const permissions: unknown[] = [];
@@ -295,9 +324,17 @@ async function assertUnchanged(t: { diagnostic(message: string): void }): Promis
 function crossPathVariants(op: Operation): Ids[] {
   let combos: { ids: Ids; foreign: boolean }[] = [{ ids: {}, foreign: false }];
   for (const p of op.pathParams) {
-    const options = [...(aIds[p] ?? []).map((id) => ({ id, foreign: true })), ...(bIds[p] !== undefined ? [{ id: bIds[p], foreign: false }] : [])];
-    if (options.length === 0) throw new Error(`No fixture id for path parameter {${p}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`);
-    combos = combos.flatMap((c) => options.map((o) => ({ ids: { ...c.ids, [p]: o.id }, foreign: c.foreign || o.foreign })));
+    const options = [
+      ...(aIds[p] ?? []).map((id) => ({ id, foreign: true })),
+      ...(bIds[p] !== undefined ? [{ id: bIds[p], foreign: false }] : []),
+    ];
+    if (options.length === 0)
+      throw new Error(
+        `No fixture id for path parameter {${p}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`,
+      );
+    combos = combos.flatMap((c) =>
+      options.map((o) => ({ ids: { ...c.ids, [p]: o.id }, foreign: c.foreign || o.foreign })),
+    );
   }
   return combos.filter((c) => c.foreign).map((c) => c.ids);
 }
@@ -323,7 +360,10 @@ describe(`route matrix (${dialectName})`, () => {
     // A: a folder with a subfolder, a form in the folder with fields (one select, one with
     // logic on it), a second form in the subfolder, and a deleted form.
     const folder = await ok(a.post('/folders', { name: `Folder ${MARK}` }), 'create folder');
-    const subfolder = await ok(a.post('/folders', { name: `Subfolder ${MARK}`, parent: folder.id }), 'create subfolder');
+    const subfolder = await ok(
+      a.post('/folders', { name: `Subfolder ${MARK}`, parent: folder.id }),
+      'create subfolder',
+    );
     const form = await ok(
       a.post('/forms', {
         name: `Form ${MARK}`,
@@ -333,7 +373,15 @@ describe(`route matrix (${dialectName})`, () => {
         fields: [
           { type: 'name', label: `Name ${MARK}`, required: true },
           { type: 'email', label: `Email ${MARK}`, unique: true },
-          { type: 'select', label: `Topic ${MARK}`, options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }], defaultValue: 'sales' },
+          {
+            type: 'select',
+            label: `Topic ${MARK}`,
+            options: [
+              { label: 'Sales', value: 'sales' },
+              { label: 'Support', value: 'support' },
+            ],
+            defaultValue: 'sales',
+          },
           { type: 'number', label: `Age ${MARK}`, attributes: { min: 0, max: 130 } },
           { type: 'file', label: `Attachment ${MARK}` },
         ],
@@ -346,12 +394,26 @@ describe(`route matrix (${dialectName})`, () => {
       a.post(`/forms/${form.id}/fields`, {
         type: 'textarea',
         label: `Ticket ${MARK}`,
-        logic: { action: 'show', conditional: 'all', checks: [{ field: select.id, condition: 'equals', option: 'support' }] },
+        logic: {
+          action: 'show',
+          conditional: 'all',
+          checks: [{ field: select.id, condition: 'equals', option: 'support' }],
+        },
       }),
       'create field with logic',
     );
-    const second = await ok(a.post('/forms', { name: `Second ${MARK}`, folder: subfolder.id, fields: [{ type: 'text', label: `Note ${MARK}` }] }), 'create form');
-    const gone = await ok(a.post('/forms', { name: `Deleted ${MARK}`, fields: [{ type: 'text', label: `Gone ${MARK}` }] }), 'create form');
+    const second = await ok(
+      a.post('/forms', {
+        name: `Second ${MARK}`,
+        folder: subfolder.id,
+        fields: [{ type: 'text', label: `Note ${MARK}` }],
+      }),
+      'create form',
+    );
+    const gone = await ok(
+      a.post('/forms', { name: `Deleted ${MARK}`, fields: [{ type: 'text', label: `Gone ${MARK}` }] }),
+      'create form',
+    );
     // A submission in each form (the deleted form's one made before it was deleted).
     const [nameField, emailField, , ageField] = form.fields;
     const submission = await ok(
@@ -367,15 +429,30 @@ describe(`route matrix (${dialectName})`, () => {
       }),
       'create submission',
     );
-    const secondSubmission = await ok(a.post(`/forms/${second.id}/submissions`, { fields: [{ id: second.fields[0].id, value: `Note ${MARK}` }] }), 'create submission');
-    const goneSubmission = await ok(a.post(`/forms/${gone.id}/submissions`, { fields: [{ id: gone.fields[0].id, value: `Gone ${MARK}` }] }), 'create submission');
+    const secondSubmission = await ok(
+      a.post(`/forms/${second.id}/submissions`, { fields: [{ id: second.fields[0].id, value: `Note ${MARK}` }] }),
+      'create submission',
+    );
+    const goneSubmission = await ok(
+      a.post(`/forms/${gone.id}/submissions`, { fields: [{ id: gone.fields[0].id, value: `Gone ${MARK}` }] }),
+      'create submission',
+    );
     await ok(a.delete(`/forms/${gone.id}`), 'delete form');
     // A member with a level on the first form, and an OAuth client.
-    const member = await ok(a.post('/users', { email: `member-${MARK}@example.com`, name: `Member ${MARK}`, role: 'member' }), 'create member');
+    const member = await ok(
+      a.post('/users', { email: `member-${MARK}@example.com`, name: `Member ${MARK}`, role: 'member' }),
+      'create member',
+    );
     await ok(a.put(`/users/${member.id}/permissions/${form.id}`, { level: 'edit' }), 'give a level');
-    const client = await ok(a.post('/oauth-clients', { name: `App ${MARK}`, redirectUris: ['https://example.com/a'] }), 'create client');
+    const client = await ok(
+      a.post('/oauth-clients', { name: `App ${MARK}`, redirectUris: ['https://example.com/a'] }),
+      'create client',
+    );
     // Personal access tokens: the member's, and one of A's own.
-    const memberToken = await ok(a.post(`/users/${member.id}/tokens`, { name: `Member token ${MARK}` }), 'create member token');
+    const memberToken = await ok(
+      a.post(`/users/${member.id}/tokens`, { name: `Member token ${MARK}` }),
+      'create member token',
+    );
     const ownToken = await ok(a.post('/tokens', { name: `Own token ${MARK}` }), 'create own token');
     Object.assign(aIds, {
       userId: [member.id],
@@ -389,10 +466,26 @@ describe(`route matrix (${dialectName})`, () => {
 
     // B: not empty, so that "not found" cannot come from an empty account.
     const bFolder = await ok(b.post('/folders', { name: 'B folder' }), 'create B folder');
-    const bForm = await ok(b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }), 'create B form');
-    const bSubmission = await ok(b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }), 'create B submission');
-    const bMember = await ok(b.post('/users', { email: `b-member-${randomBytes(4).toString('hex')}@example.com`, name: 'B member', role: 'member' }), 'create B member');
-    const bClient = await ok(b.post('/oauth-clients', { name: 'B app', redirectUris: ['https://example.com/b'] }), 'create B client');
+    const bForm = await ok(
+      b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }),
+      'create B form',
+    );
+    const bSubmission = await ok(
+      b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }),
+      'create B submission',
+    );
+    const bMember = await ok(
+      b.post('/users', {
+        email: `b-member-${randomBytes(4).toString('hex')}@example.com`,
+        name: 'B member',
+        role: 'member',
+      }),
+      'create B member',
+    );
+    const bClient = await ok(
+      b.post('/oauth-clients', { name: 'B app', redirectUris: ['https://example.com/b'] }),
+      'create B client',
+    );
     const bToken = await ok(b.post(`/users/${bMember.id}/tokens`, { name: 'B member token' }), 'create B member token');
     Object.assign(bIds, {
       tokenId: bToken.id,
@@ -411,7 +504,18 @@ describe(`route matrix (${dialectName})`, () => {
     revokedToken = extra.token;
     expiredToken = newToken(PAT_PREFIX);
     const now = Date.now();
-    await insertToken(db, { accountId: a.accountId, userId: a.userId, hash: hashToken(expiredToken), kind: 'pat', name: 'expired', expiresAt: now - 60_000 }, now - 120_000);
+    await insertToken(
+      db,
+      {
+        accountId: a.accountId,
+        userId: a.userId,
+        hash: hashToken(expiredToken),
+        kind: 'pat',
+        name: 'expired',
+        expiresAt: now - 60_000,
+      },
+      now - 120_000,
+    );
 
     baselineA = await snapshot(a);
     baselineB = await snapshot(b);
@@ -420,18 +524,26 @@ describe(`route matrix (${dialectName})`, () => {
 
   describe('route table', () => {
     it(`lists at least ${MIN_OPERATIONS} operations`, () => {
-      assert.ok(operations.length >= MIN_OPERATIONS, `only ${operations.length} operations in the OpenAPI document: ${operations.map((o) => o.key).join(', ')}`);
+      assert.ok(
+        operations.length >= MIN_OPERATIONS,
+        `only ${operations.length} operations in the OpenAPI document: ${operations.map((o) => o.key).join(', ')}`,
+      );
       for (const op of operations) assert.ok(op.path.startsWith('/'), op.key);
     });
 
     it('has a fixture id for every path parameter', () => {
-      const missing = operations.flatMap((op) => op.pathParams.filter((p) => !aIds[p] || bIds[p] === undefined).map((p) => `{${p}} of ${op.key}`));
+      const missing = operations.flatMap((op) =>
+        op.pathParams.filter((p) => !aIds[p] || bIds[p] === undefined).map((p) => `{${p}} of ${op.key}`),
+      );
       assert.deepEqual(missing, [], `extend the fixture of test/route-matrix.test.ts for: ${missing.join(', ')}`);
     });
 
     it('knows what every id-shaped body and query property refers to', () => {
       const unknown = operations.flatMap((op) =>
-        [...bodyIdProperties(op).map((p) => ({ ...p, in: 'body' })), ...queryIdProperties(op).map((p) => ({ ...p, in: 'query' }))]
+        [
+          ...bodyIdProperties(op).map((p) => ({ ...p, in: 'body' })),
+          ...queryIdProperties(op).map((p) => ({ ...p, in: 'query' })),
+        ]
           .filter((p) => !p.kind || !aIds[p.kind])
           .map((p) => `${p.in}.${p.name} of ${op.key}`),
       );
@@ -439,14 +551,22 @@ describe(`route matrix (${dialectName})`, () => {
     });
 
     it('has a value for every required query parameter, and no stale ones', () => {
-      const missing = operations.flatMap((op) => op.query.filter((q) => q.required && !REQUIRED_QUERIES[op.key]?.[q.name]).map((q) => `${q.name} of ${op.key}`));
+      const missing = operations.flatMap((op) =>
+        op.query.filter((q) => q.required && !REQUIRED_QUERIES[op.key]?.[q.name]).map((q) => `${q.name} of ${op.key}`),
+      );
       assert.deepEqual(missing, [], `add to REQUIRED_QUERIES in test/route-matrix.test.ts: ${missing.join(', ')}`);
       const stale = Object.entries(REQUIRED_QUERIES).flatMap(([key, params]) =>
         Object.keys(params)
-          .filter((name) => !operations.some((op) => op.key === key && op.query.some((q) => q.name === name && q.required)))
+          .filter(
+            (name) => !operations.some((op) => op.key === key && op.query.some((q) => q.name === name && q.required)),
+          )
           .map((name) => `${name} of ${key}`),
       );
-      assert.deepEqual(stale, [], `REQUIRED_QUERIES entries that match no required query parameter: ${stale.join(', ')}`);
+      assert.deepEqual(
+        stale,
+        [],
+        `REQUIRED_QUERIES entries that match no required query parameter: ${stale.join(', ')}`,
+      );
     });
 
     it('has a valid body for every operation that takes one, and no stale ones', () => {
@@ -457,7 +577,10 @@ describe(`route matrix (${dialectName})`, () => {
       assert.deepEqual(stale, [], `VALID_BODIES entries that match no operation with a body: ${stale.join(', ')}`);
       for (const op of withBody) {
         const validate = bodyValidators.get(op.key)!;
-        assert.ok(validate(validBody(op, first(aIds))), `the valid body of ${op.key} does not match its schema: ${JSON.stringify(validate.errors)}`);
+        assert.ok(
+          validate(validBody(op, first(aIds))),
+          `the valid body of ${op.key} does not match its schema: ${JSON.stringify(validate.errors)}`,
+        );
       }
     });
   });
@@ -511,20 +634,30 @@ describe(`route matrix (${dialectName})`, () => {
 
         // A's ids in the path, alone or mixed with B's own.
         if (op.pathParams.length > 0) {
-          for (const ids of crossPathVariants(op)) await expect404(ids, '', validBody(op, bIds), `path ${JSON.stringify(ids)}`);
+          for (const ids of crossPathVariants(op))
+            await expect404(ids, '', validBody(op, bIds), `path ${JSON.stringify(ids)}`);
         }
         // A's ids in an id-valued query or body property, on B's own resources.
         for (const q of queryIdProperties(op)) {
-          for (const id of aIds[q.kind!] ?? []) await expect404(bIds, `?${q.name}=${id}`, validBody(op, bIds), `query ${q.name}=${id}`);
+          for (const id of aIds[q.kind!] ?? [])
+            await expect404(bIds, `?${q.name}=${id}`, validBody(op, bIds), `query ${q.name}=${id}`);
         }
         for (const p of bodyIdProperties(op)) {
-          for (const id of aIds[p.kind!] ?? []) await expect404(bIds, '', { ...validBody(op, bIds), [p.name]: id }, `body ${p.name}=${id}`);
+          for (const id of aIds[p.kind!] ?? [])
+            await expect404(bIds, '', { ...validBody(op, bIds), [p.name]: id }, `body ${p.name}=${id}`);
         }
         // Listings take no ids: B sees only its own.
         if (op.method === 'GET' && op.pathParams.length === 0) {
-          const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
+          const flags = op.query.filter(
+            (q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'),
+          );
           for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
-            const res = await call('GET', `${API_PREFIX}${op.path}${withQuery(op, query)}`, { token: b.token }, 'B lists');
+            const res = await call(
+              'GET',
+              `${API_PREFIX}${op.path}${withQuery(op, query)}`,
+              { token: b.token },
+              'B lists',
+            );
             assert.equal(res.status, 200, `${op.key}${query} by B: ${res.text.slice(0, 300)}`);
             assert.ok(!res.text.includes(MARK), `${op.key}${query} by B shows A's data`);
             checked++;
@@ -547,7 +680,12 @@ describe(`route matrix (${dialectName})`, () => {
           for (const param of op.pathParams) {
             for (const bad of [...BAD_PATH_IDS, ...MISSPELT_NUMBERS]) {
               const path = `${API_PREFIX}${fillPath(op, { ...ids(), [param]: bad })}`;
-              const res = await call(op.method, path, { token: a.token, body: validBody(op, ids()) }, `${param}=${bad}`);
+              const res = await call(
+                op.method,
+                path,
+                { token: a.token, body: validBody(op, ids()) },
+                `${param}=${bad}`,
+              );
               assertError(res, 400, `${op.key} with ${param}=${bad}`, 'validation_failed');
               assertDetail(res, `path.${param}`, `${op.key} with ${param}=${bad}`);
             }
@@ -555,17 +693,27 @@ describe(`route matrix (${dialectName})`, () => {
         });
       }
 
-      const idInputs = [...bodyIdProperties(op).map((p) => ({ ...p, in: 'body' })), ...queryIdProperties(op).map((p) => ({ ...p, in: 'query' }))];
+      const idInputs = [
+        ...bodyIdProperties(op).map((p) => ({ ...p, in: 'body' })),
+        ...queryIdProperties(op).map((p) => ({ ...p, in: 'query' })),
+      ];
       if (op.pathParams.length > 0 || idInputs.length > 0) {
         it(`${op.key} answers 404 for the largest id, which exists nowhere`, async () => {
           const body = validBody(op, ids());
           const expect404 = async (path: string, query: string, sent: unknown, what: string) => {
-            const res = await call(op.method, `${API_PREFIX}${path}${withQuery(op, query)}`, { token: a.token, body: sent }, what);
+            const res = await call(
+              op.method,
+              `${API_PREFIX}${path}${withQuery(op, query)}`,
+              { token: a.token, body: sent },
+              what,
+            );
             assertError(res, 404, `${op.key} with ${what}`);
           };
-          for (const param of op.pathParams) await expect404(fillPath(op, { ...ids(), [param]: MAX_ID }), '', body, `${param}=${MAX_ID}`);
+          for (const param of op.pathParams)
+            await expect404(fillPath(op, { ...ids(), [param]: MAX_ID }), '', body, `${param}=${MAX_ID}`);
           for (const p of idInputs) {
-            if (p.in === 'query') await expect404(fillPath(op, ids()), `?${p.name}=${MAX_ID}`, body, `query ${p.name}=${MAX_ID}`);
+            if (p.in === 'query')
+              await expect404(fillPath(op, ids()), `?${p.name}=${MAX_ID}`, body, `query ${p.name}=${MAX_ID}`);
             else await expect404(fillPath(op, ids()), '', { ...body, [p.name]: MAX_ID }, `body ${p.name}=${MAX_ID}`);
           }
         });
@@ -574,18 +722,34 @@ describe(`route matrix (${dialectName})`, () => {
       if (op.body) {
         it(`${op.key} rejects bodies that are not a valid JSON object`, async () => {
           const valid = JSON.stringify(validBody(op, ids()));
-          const cases: { what: string; raw: string; code: string; status?: number; headers?: Record<string, string> }[] = [
+          const cases: {
+            what: string;
+            raw: string;
+            code: string;
+            status?: number;
+            headers?: Record<string, string>;
+          }[] = [
             { what: 'malformed JSON', raw: '{bad', code: 'invalid_json' },
             { what: 'truncated JSON', raw: valid.slice(0, -1), code: 'invalid_json' },
             { what: 'a __proto__ key', raw: `{"__proto__":{"admin":true},${valid.slice(1)}`, code: 'invalid_json' },
-            { what: 'a constructor.prototype key', raw: `{"constructor":{"prototype":{"admin":true}},${valid.slice(1)}`, code: 'invalid_json' },
+            {
+              what: 'a constructor.prototype key',
+              raw: `{"constructor":{"prototype":{"admin":true}},${valid.slice(1)}`,
+              code: 'invalid_json',
+            },
             { what: 'an empty body', raw: '', code: 'validation_failed' },
             { what: 'a JSON array', raw: `[${valid}]`, code: 'validation_failed' },
             { what: 'a JSON string', raw: '"hello"', code: 'validation_failed' },
             { what: 'JSON null', raw: 'null', code: 'validation_failed' },
             { what: 'a JSON number', raw: '42', code: 'validation_failed' },
             { what: 'JSON true', raw: 'true', code: 'validation_failed' },
-            { what: 'a text/plain body', raw: valid, code: 'unsupported_media_type', status: 415, headers: { 'content-type': 'text/plain' } },
+            {
+              what: 'a text/plain body',
+              raw: valid,
+              code: 'unsupported_media_type',
+              status: 415,
+              headers: { 'content-type': 'text/plain' },
+            },
           ];
           for (const c of cases) {
             const res = await call(op.method, url(), { token: a.token, raw: c.raw, headers: c.headers }, c.what);
@@ -670,10 +834,12 @@ describe(`route matrix (${dialectName})`, () => {
             }
             // The same parameter twice is not one value.
             const pair = types !== 'any' && types.has('boolean') ? ['true', 'false'] : ['1', '2'];
-            if (!validate({ [q.name]: [...pair] })) await send(`${q.name}=${pair[0]}&${q.name}=${pair[1]}`, `${q.name} twice`, `query.${q.name}`);
+            if (!validate({ [q.name]: [...pair] }))
+              await send(`${q.name}=${pair[0]}&${q.name}=${pair[1]}`, `${q.name} twice`, `query.${q.name}`);
             // Numbers are written one way; ajv's coercion alone would take all of these.
             if (types !== 'any' && (types.has('integer') || types.has('number')) && !types.has('string')) {
-              for (const v of MISSPELT_NUMBERS) await send(`${q.name}=${encodeURIComponent(v)}`, `${q.name}=${JSON.stringify(v)}`, `query.${q.name}`);
+              for (const v of MISSPELT_NUMBERS)
+                await send(`${q.name}=${encodeURIComponent(v)}`, `${q.name}=${JSON.stringify(v)}`, `query.${q.name}`);
             }
           }
         });
@@ -687,17 +853,34 @@ describe(`route matrix (${dialectName})`, () => {
           assertDetail(res, property, `${op.key} with ${what}`);
         };
         for (const param of op.pathParams) {
-          await refused(`${API_PREFIX}${fillPath(op, { ...ids(), [param]: '\u0000' })}`, { body }, `NUL as ${param}`, `path.${param}`);
+          await refused(
+            `${API_PREFIX}${fillPath(op, { ...ids(), [param]: '\u0000' })}`,
+            { body },
+            `NUL as ${param}`,
+            `path.${param}`,
+          );
         }
         for (const q of op.query) {
           await refused(`${url()}${withQuery(op, `${q.name}=1%00`)}`, { body }, `NUL in ${q.name}`, `query.${q.name}`);
-          for (const escape of NOT_UTF8_ESCAPES) await refused(`${url()}${withQuery(op, `${q.name}=${escape}`)}`, { body }, `${escape} in ${q.name}`, `query.${q.name}`);
+          for (const escape of NOT_UTF8_ESCAPES)
+            await refused(
+              `${url()}${withQuery(op, `${q.name}=${escape}`)}`,
+              { body },
+              `${escape} in ${q.name}`,
+              `query.${q.name}`,
+            );
         }
         if (body) {
           const leaves = stringLeaves(body);
           assert.ok(leaves.length > 0, `${op.key}: its valid body has no string to spoil`);
           for (const leaf of leaves) {
-            for (const bad of BAD_TEXT) await refused(url(), { body: leaf.set(bad) }, `${JSON.stringify(bad)} at ${leaf.property}`, leaf.property);
+            for (const bad of BAD_TEXT)
+              await refused(
+                url(),
+                { body: leaf.set(bad) },
+                `${JSON.stringify(bad)} at ${leaf.property}`,
+                leaf.property,
+              );
           }
           // Where the schema allows a string the valid body leaves out.
           for (const s of boundedStrings(op.body!)) {
@@ -707,9 +890,22 @@ describe(`route matrix (${dialectName})`, () => {
           await refused(url(), { body: { ...body, ['na\u0000me']: 1 } }, 'a NUL in a property name', 'body');
           const json = JSON.stringify(body);
           // JSON.stringify escapes lone surrogates; a client may write the escape itself.
-          await refused(url(), { raw: `${json.slice(0, -1)},"x":"a${String.raw`\udbff`}"}` }, 'a \\udbff escape', 'body.x');
-          const bytes = Buffer.concat([Buffer.from(`${json.slice(0, -1)},"x":"`), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]);
-          const res = await fetch(`${app.url}${url()}`, { method: op.method, headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body: bytes });
+          await refused(
+            url(),
+            { raw: `${json.slice(0, -1)},"x":"a${String.raw`\udbff`}"}` },
+            'a \\udbff escape',
+            'body.x',
+          );
+          const bytes = Buffer.concat([
+            Buffer.from(`${json.slice(0, -1)},"x":"`),
+            Buffer.from([0xff, 0xc3]),
+            Buffer.from('"}'),
+          ]);
+          const res = await fetch(`${app.url}${url()}`, {
+            method: op.method,
+            headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+            body: bytes,
+          });
           requests++;
           const text = await res.text();
           const reply = { status: res.status, headers: res.headers, body: JSON.parse(text), text };
@@ -723,7 +919,8 @@ describe(`route matrix (${dialectName})`, () => {
   });
 
   describe('legacy /api/v2 aliases', () => {
-    const legacy = (op: Operation, ids: Record<string, number | string>, json: boolean) => `/api/v2${fillPath(op, ids)}${json ? '.json' : ''}`;
+    const legacy = (op: Operation, ids: Record<string, number | string>, json: boolean) =>
+      `/api/v2${fillPath(op, ids)}${json ? '.json' : ''}`;
 
     it('describes the same operations at /api/v2/openapi.json, with the /api/v2 server', async () => {
       const res = await call('GET', '/api/v2/openapi.json', {}, 'v2 document');
@@ -735,9 +932,16 @@ describe(`route matrix (${dialectName})`, () => {
     for (const op of operations.filter((o) => o.method === 'GET')) {
       it(`${op.key} reads the same under /api/v2, with and without .json`, async () => {
         const ids = first(aIds);
-        const flags = op.query.filter((q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'));
+        const flags = op.query.filter(
+          (q) => acceptedTypes(q.schema) !== 'any' && (acceptedTypes(q.schema) as Set<string>).has('boolean'),
+        );
         for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
-          const current = await call('GET', `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`, { token: a.token }, 'v2025');
+          const current = await call(
+            'GET',
+            `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`,
+            { token: a.token },
+            'v2025',
+          );
           assert.equal(current.status, 200, `${op.key}${query}: ${current.text.slice(0, 300)}`);
           for (const json of [true, false]) {
             const url = `${legacy(op, ids, json)}${withQuery(op, query)}`;
@@ -754,21 +958,46 @@ describe(`route matrix (${dialectName})`, () => {
         const ids = first(aIds);
         const body = validBody(op, ids);
         const url = `${legacy(op, ids, true)}${withQuery(op)}`;
-        assertError(await call(op.method, url, { body }, 'legacy, no token'), 401, `${url} without a token`, 'token_missing');
-        assertError(await call(op.method, url, { token: revokedToken, body }, 'legacy, revoked'), 401, `${url} with a revoked token`, 'token_invalid');
+        assertError(
+          await call(op.method, url, { body }, 'legacy, no token'),
+          401,
+          `${url} without a token`,
+          'token_missing',
+        );
+        assertError(
+          await call(op.method, url, { token: revokedToken, body }, 'legacy, revoked'),
+          401,
+          `${url} with a revoked token`,
+          'token_invalid',
+        );
         if (op.pathParams.length > 0) {
           const res = await call(op.method, url, { token: b.token, body: validBody(op, bIds) }, 'legacy, B');
           assertError(res, 404, `${url} by B`);
           assert.ok(!res.text.includes(MARK), `${url} by B shows A's data`);
           for (const param of op.pathParams) {
             const bad = legacy(op, { ...ids, [param]: 'abc' }, true);
-            assertError(await call(op.method, bad, { token: a.token, body }, 'legacy, bad id'), 400, bad, 'validation_failed');
+            assertError(
+              await call(op.method, bad, { token: a.token, body }, 'legacy, bad id'),
+              400,
+              bad,
+              'validation_failed',
+            );
           }
         }
         if (op.body) {
-          assertError(await call(op.method, url, { token: a.token, raw: '{bad' }, 'legacy, bad JSON'), 400, `${url} with malformed JSON`, 'invalid_json');
+          assertError(
+            await call(op.method, url, { token: a.token, raw: '{bad' }, 'legacy, bad JSON'),
+            400,
+            `${url} with malformed JSON`,
+            'invalid_json',
+          );
           const extra = { ...body, surprise: 1 };
-          assertError(await call(op.method, url, { token: a.token, body: extra }, 'legacy, unknown property'), 400, `${url} with an unknown property`, 'validation_failed');
+          assertError(
+            await call(op.method, url, { token: a.token, body: extra }, 'legacy, unknown property'),
+            400,
+            `${url} with an unknown property`,
+            'validation_failed',
+          );
         }
       });
     }

@@ -30,7 +30,6 @@ function bytes(n: number, seed = 1): Readable {
   });
 }
 
-
 for (const driver of ['local', 's3'] as const) {
   describe(`storage driver: ${driver}`, () => {
     let s3: TestS3 | undefined;
@@ -52,7 +51,9 @@ for (const driver of ['local', 's3'] as const) {
 
     it('puts, heads, reads whole and in ranges, and deletes idempotently', async () => {
       const data = randomBytes(100_000);
-      assert.deepEqual(await storage.put('a1/f1/one', Readable.from([data]), { maxBytes: data.length }), { size: data.length });
+      assert.deepEqual(await storage.put('a1/f1/one', Readable.from([data]), { maxBytes: data.length }), {
+        size: data.length,
+      });
       assert.deepEqual(await storage.head('a1/f1/one'), { size: data.length });
       const whole = await storage.get('a1/f1/one');
       assert.equal(whole.size, data.length);
@@ -70,14 +71,19 @@ for (const driver of ['local', 's3'] as const) {
     it('refuses a stream over the limit with ObjectTooLargeError and keeps nothing, also past one multipart part', async () => {
       await assert.rejects(storage.put('a1/f1/small', bytes(2000), { maxBytes: 1999 }), ObjectTooLargeError);
       // 7 MiB against a 6 MiB limit: on S3 the first 5 MiB part is already up when the limit trips.
-      await assert.rejects(storage.put('a1/f1/large', bytes(7 * 1024 * 1024), { maxBytes: 6 * 1024 * 1024 }), ObjectTooLargeError);
+      await assert.rejects(
+        storage.put('a1/f1/large', bytes(7 * 1024 * 1024), { maxBytes: 6 * 1024 * 1024 }),
+        ObjectTooLargeError,
+      );
       assert.equal(await storage.head('a1/f1/small'), undefined);
       assert.equal(await storage.head('a1/f1/large'), undefined);
       // Local: no file, temporary ones included. S3: no object (the driver aborts the multipart
       // upload; s3rver does not implement AbortMultipartUpload, so its parts are not checked here).
       assert.deepEqual(listed(), [], 'nothing kept');
       // Exactly at the limit is fine, and a multipart object reads back whole.
-      assert.deepEqual(await storage.put('a1/f1/large', bytes(6 * 1024 * 1024, 7), { maxBytes: 6 * 1024 * 1024 }), { size: 6 * 1024 * 1024 });
+      assert.deepEqual(await storage.put('a1/f1/large', bytes(6 * 1024 * 1024, 7), { maxBytes: 6 * 1024 * 1024 }), {
+        size: 6 * 1024 * 1024,
+      });
       const back = await readAll((await storage.get('a1/f1/large')).stream);
       assert.equal(back.length, 6 * 1024 * 1024);
       assert.ok(back.every((b) => b === 7));
@@ -96,9 +102,13 @@ for (const driver of ['local', 's3'] as const) {
       assert.deepEqual(listed(), []);
     });
 
-    it('refuses keys that could escape or are not the service\'s own', async () => {
+    it("refuses keys that could escape or are not the service's own", async () => {
       for (const key of ['../x', 'a/../../x', '/abs', 'a//b', 'a/./b', '', 'a b', 'a\\b', '%2e%2e']) {
-        await assert.rejects(storage.put(key, Readable.from([Buffer.from('x')]), { maxBytes: 10 }), /Invalid storage key/, key);
+        await assert.rejects(
+          storage.put(key, Readable.from([Buffer.from('x')]), { maxBytes: 10 }),
+          /Invalid storage key/,
+          key,
+        );
         await assert.rejects(storage.get(key), /Invalid storage key/, key);
       }
       assert.deepEqual(listed(), []);
@@ -121,12 +131,31 @@ for (const driver of ['local', 's3'] as const) {
 describe('storage settings', () => {
   it('defaults to local disk and reads the S3 settings', () => {
     assert.deepEqual(loadConfig({}).storage, { driver: 'local' });
-    assert.deepEqual(loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'forms-files', S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' }).storage, {
-      driver: 's3',
-      s3: { bucket: 'forms-files', endpoint: undefined, region: 'us-east-1', accessKeyId: 'k', secretAccessKey: 's', forcePathStyle: false },
-    });
-    const compatible = loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'http://127.0.0.1:9000/', S3_REGION: 'eu-west-1' }).storage;
-    assert.deepEqual(compatible.driver === 's3' && [compatible.s3.endpoint, compatible.s3.region, compatible.s3.forcePathStyle], ['http://127.0.0.1:9000', 'eu-west-1', true]);
+    assert.deepEqual(
+      loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'forms-files', S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' })
+        .storage,
+      {
+        driver: 's3',
+        s3: {
+          bucket: 'forms-files',
+          endpoint: undefined,
+          region: 'us-east-1',
+          accessKeyId: 'k',
+          secretAccessKey: 's',
+          forcePathStyle: false,
+        },
+      },
+    );
+    const compatible = loadConfig({
+      STORAGE_DRIVER: 's3',
+      S3_BUCKET: 'files',
+      S3_ENDPOINT: 'http://127.0.0.1:9000/',
+      S3_REGION: 'eu-west-1',
+    }).storage;
+    assert.deepEqual(
+      compatible.driver === 's3' && [compatible.s3.endpoint, compatible.s3.region, compatible.s3.forcePathStyle],
+      ['http://127.0.0.1:9000', 'eu-west-1', true],
+    );
   });
 
   it('stops on a bad storage setting, naming it', () => {
@@ -139,7 +168,11 @@ describe('storage settings', () => {
       [{ STORAGE_DRIVER: 's3', S3_BUCKET: 'files', S3_SECRET_ACCESS_KEY: 'only-the-secret' }, 'S3_ACCESS_KEY_ID'],
       [{ STORAGE_DRIVER: 's3', S3_BUCKET: 'files', S3_FORCE_PATH_STYLE: 'sometimes' }, 'S3_FORCE_PATH_STYLE'],
     ] as const) {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.setting === name, name);
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.setting === name,
+        name,
+      );
     }
   });
 });

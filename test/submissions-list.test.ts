@@ -90,19 +90,23 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
   /** A form whose submissions sit at the TIMES above, by name. */
   let timed: { form: any; byName: Record<TimeName, number> };
 
-  const list = async (formId: number, query: string) => ok(a.get(`/forms/${formId}/submissions?${query}`), query) as Promise<any>;
-  const listIds = async (formId: number, query: string) => (await list(formId, `pageSize=100&${query}`)).submissions.map((s: any) => s.id) as number[];
+  const list = async (formId: number, query: string) =>
+    ok(a.get(`/forms/${formId}/submissions?${query}`), query) as Promise<any>;
+  const listIds = async (formId: number, query: string) =>
+    (await list(formId, `pageSize=100&${query}`)).submissions.map((s: any) => s.id) as number[];
   const everyIds = (query: string) => listIds(every.form.id, query);
   const timedIds = (query: string) => listIds(timed.form.id, `order=asc&${query}`);
   const named = (...names: TimeName[]) => names.map((n) => timed.byName[n]);
-  const crit = (n: number, fieldId: number, value: string) => `search[${n}][fieldId]=${fieldId}&search[${n}][value]=${encodeURIComponent(value)}`;
+  const crit = (n: number, fieldId: number, value: string) =>
+    `search[${n}][fieldId]=${fieldId}&search[${n}][value]=${encodeURIComponent(value)}`;
 
   before(async () => {
     app = await startTestApp();
     a = await app.account('Lister');
     every = await createEveryFieldForm(a);
     ids = every.ids;
-    const post = (values: Parameters<typeof body>[1]) => ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, values)));
+    const post = (values: Parameters<typeof body>[1]) =>
+      ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, values)));
     s1 = await post({
       Name: { first: 'Alice', last: 'Anderson' },
       Email: 'alice@example.com',
@@ -121,7 +125,13 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       Address: { city: 'New York' },
       Note: 'hello world',
     });
-    s3 = await post({ Name: { first: 'Carol', last: 'Anderson' }, Email: 'carol@example.com', Topic: 'sales', Size: 'l', Note: 'ALICE knows' });
+    s3 = await post({
+      Name: { first: 'Carol', last: 'Anderson' },
+      Email: 'carol@example.com',
+      Topic: 'sales',
+      Size: 'l',
+      Note: 'ALICE knows',
+    });
 
     const form = await ok(a.post('/forms', { name: 'Timed', fields: [{ type: 'text', label: 'Label' }] }));
     const names = (Object.keys(TIMES) as TimeName[]).sort((x, y) => at(TIMES[x]) - at(TIMES[y]));
@@ -141,7 +151,10 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     before(async () => {
       form = await ok(a.post('/forms', { name: 'Paged', fields: [{ type: 'number', label: 'N' }] }));
       made = [];
-      for (let i = 0; i < 30; i++) made.push((await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: i }] }))).id);
+      for (let i = 0; i < 30; i++)
+        made.push(
+          (await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: i }] }))).id,
+        );
     });
 
     it('pages 25 at a time, newest first, by default', async () => {
@@ -150,8 +163,12 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
         { ...first, submissions: first.submissions.map((s: any) => s.id) },
         { submissions: made.slice(5).reverse(), total: 30, pages: 2, pageNumber: 1, pageSize: 25 },
       );
-      for (const s of first.submissions) assert.deepEqual(Object.keys(s).sort(), BASE_KEYS, 'no data or prettyName unless asked for');
-      assert.deepEqual((await list(form.id, 'pageNumber=2')).submissions.map((s: any) => s.id), made.slice(0, 5).reverse());
+      for (const s of first.submissions)
+        assert.deepEqual(Object.keys(s).sort(), BASE_KEYS, 'no data or prettyName unless asked for');
+      assert.deepEqual(
+        (await list(form.id, 'pageNumber=2')).submissions.map((s: any) => s.id),
+        made.slice(0, 5).reverse(),
+      );
       const beyond = await list(form.id, 'pageNumber=3');
       assert.deepEqual([beyond.submissions, beyond.total, beyond.pages], [[], 30, 2]);
     });
@@ -162,20 +179,28 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.deepEqual([hundred.pageSize, hundred.pages], [100, 1]);
       const one = await list(form.id, 'pageSize=1&pageNumber=30');
       assert.deepEqual([one.submissions.map((s: any) => s.id), one.pages], [[made[0]], 30]);
-      for (const q of ['pageSize=101', 'pageSize=0', 'pageSize=-1', 'pageSize=ten', 'pageSize=2.5']) assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.pageSize', q);
-      for (const q of ['pageNumber=0', 'pageNumber=x']) assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.pageNumber', q);
+      for (const q of ['pageSize=101', 'pageSize=0', 'pageSize=-1', 'pageSize=ten', 'pageSize=2.5'])
+        assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.pageSize', q);
+      for (const q of ['pageNumber=0', 'pageNumber=x'])
+        assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.pageNumber', q);
     });
 
     it('orders ascending or descending, in either case', async () => {
       for (const order of ['asc', 'ASC']) assert.deepEqual(await listIds(form.id, `order=${order}`), made, order);
-      for (const order of ['desc', 'DESC']) assert.deepEqual(await listIds(form.id, `order=${order}`), [...made].reverse(), order);
-      assert.deepEqual((await list(form.id, 'order=asc&pageSize=7&pageNumber=3')).submissions.map((s: any) => s.id), made.slice(14, 21));
-      for (const q of ['order=up', 'order=', 'order=asc&order=desc']) assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.order', q);
+      for (const order of ['desc', 'DESC'])
+        assert.deepEqual(await listIds(form.id, `order=${order}`), [...made].reverse(), order);
+      assert.deepEqual(
+        (await list(form.id, 'order=asc&pageSize=7&pageNumber=3')).submissions.map((s: any) => s.id),
+        made.slice(14, 21),
+      );
+      for (const q of ['order=up', 'order=', 'order=asc&order=desc'])
+        assertInvalid(await a.get(`/forms/${form.id}/submissions?${q}`), 'query.order', q);
     });
   });
 
   describe('data, expandData, prettyName and dataFormat', () => {
-    const itemOf = async (query: string) => (await list(every.form.id, `${query}${query ? '&' : ''}order=asc&pageSize=1`)).submissions[0];
+    const itemOf = async (query: string) =>
+      (await list(every.form.id, `${query}${query ? '&' : ''}order=asc&pageSize=1`)).submissions[0];
 
     it('adds nothing by default or with the flags false', async () => {
       for (const q of ['', 'data=false', 'data=false&expandData=false&prettyName=false', 'dataFormat=legacy']) {
@@ -186,7 +211,9 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     it('data gives the legacy object keyed by field id', async () => {
       const item = await itemOf('data=true');
       assert.deepEqual(Object.keys(item).sort(), [...BASE_KEYS, 'data'].sort());
-      const expected = Object.fromEntries(s1.data.map((e: any) => [String(e.field), { field: e.field, value: e.value }]));
+      const expected = Object.fromEntries(
+        s1.data.map((e: any) => [String(e.field), { field: e.field, value: e.value }]),
+      );
       assert.deepEqual(item.data, expected);
       assert.deepEqual((await itemOf('data=true&dataFormat=legacy')).data, expected);
       assert.deepEqual(item.data[String(ids.Colours)], { field: ids.Colours, value: ['red', 'green'] });
@@ -207,7 +234,11 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
 
     it('dataFormat=standardized gives the list of the detailed submission', async () => {
       const detail = await ok(a.get(`/submissions/${s1.id}`));
-      for (const q of ['dataFormat=standardized', 'dataFormat=standardized&data=true', 'dataFormat=standardized&expandData=true']) {
+      for (const q of [
+        'dataFormat=standardized',
+        'dataFormat=standardized&data=true',
+        'dataFormat=standardized&expandData=true',
+      ]) {
         assert.deepEqual((await itemOf(q)).data, detail.data, q);
       }
       // All of it: the list item is the detailed record.
@@ -258,13 +289,17 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     it('matches nothing for a keyword with no words, and refuses empty or over-long ones', async () => {
       const none = await list(every.form.id, 'keyword=%21%3F%21');
       assert.deepEqual([none.submissions, none.total], [[], 0]);
-      for (const q of ['keyword=', `keyword=${'x'.repeat(201)}`, 'keyword=a&keyword=b']) assertInvalid(await a.get(`/forms/${every.form.id}/submissions?${q}`), 'query.keyword', q.slice(0, 30));
+      for (const q of ['keyword=', `keyword=${'x'.repeat(201)}`, 'keyword=a&keyword=b'])
+        assertInvalid(await a.get(`/forms/${every.form.id}/submissions?${q}`), 'query.keyword', q.slice(0, 30));
     });
 
     it('finds a very long word by its start', async () => {
       const form = await ok(a.post('/forms', { name: 'Long words', fields: [{ type: 'textarea', label: 'T' }] }));
       const long = `${'abc'.repeat(1000)} ${'ж'.repeat(1500)}`;
-      const s = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: long }] }), 'a 3000-character word');
+      const s = await ok(
+        a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: long }] }),
+        'a 3000-character word',
+      );
       assert.deepEqual(await listIds(form.id, `keyword=${'abc'.repeat(60)}`), [s.id]);
       assert.deepEqual(await listIds(form.id, `keyword=${encodeURIComponent('ж'.repeat(200))}`), [s.id]);
     });
@@ -316,7 +351,10 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     it('needs every criterion to hold', async () => {
       assert.deepEqual(await find(crit(0, ids.Name, 'anderson'), crit(1, ids.Topic, 'sales')), [s1.id, s3.id]);
       assert.deepEqual(await find(crit(0, ids.Name, 'anderson'), crit(1, ids.Size, 'large')), [s3.id]);
-      assert.deepEqual(await find(crit(3, ids.Name, 'anderson'), crit(7, ids.Email, 'carol*'), crit(1, ids.Topic, 'sales')), [s3.id]);
+      assert.deepEqual(
+        await find(crit(3, ids.Name, 'anderson'), crit(7, ids.Email, 'carol*'), crit(1, ids.Topic, 'sales')),
+        [s3.id],
+      );
       assert.deepEqual(await find(crit(0, ids.Name, 'anderson'), crit(1, ids.Topic, 'support')), []);
     });
 
@@ -326,7 +364,11 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.deepEqual(await find(...ten), [s1.id, s3.id], 'ten criteria');
       const url = (q: string) => `/forms/${every.form.id}/submissions?${q}`;
       assertInvalid(await a.get(url(crit(10, ids.Topic, 'sales'))), 'query.search', 'index 10');
-      assertInvalid(await a.get(url([...ten, crit(10, ids.Topic, 'sales')].join('&'))), 'query.search', 'eleven criteria');
+      assertInvalid(
+        await a.get(url([...ten, crit(10, ids.Topic, 'sales')].join('&'))),
+        'query.search',
+        'eleven criteria',
+      );
       for (const q of [
         crit(11, ids.Topic, 'sales'),
         'search[01][fieldId]=1&search[01][value]=x',
@@ -354,11 +396,15 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       }
       const foreign = await a.get(url(crit(0, 2_000_000_000, 'x')));
       assert.equal(foreign.status, 400);
-      assert.deepEqual(foreign.body.details, [{ property: 'query.search.0.fieldId', message: 'this form has no field 2000000000' }]);
+      assert.deepEqual(foreign.body.details, [
+        { property: 'query.search.0.fieldId', message: 'this form has no field 2000000000' },
+      ]);
     });
 
     it('follows edits', async () => {
-      const s = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Eve', Email: 'eve@example.com' })));
+      const s = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Eve', Email: 'eve@example.com' })),
+      );
       assert.deepEqual(await find(crit(0, ids.Email, 'eve@example.com')), [s.id]);
       await ok(a.put(`/submissions/${s.id}`, body(ids, { Email: 'eve@example.net' })));
       assert.deepEqual(await find(crit(0, ids.Email, 'eve@example.com')), []);
@@ -372,11 +418,28 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     it('cover whole Eastern days, 23 hours in spring and 25 in autumn', async () => {
       assert.deepEqual(
         await timedIds('minTime=2026-03-08&maxTime=2026-03-08'),
-        named('springDayStart', 'beforeSkip', 'afterSkip', 'skipped0230', 'skipped0230End', 'skipped0230Next', 'springDayEnd'),
+        named(
+          'springDayStart',
+          'beforeSkip',
+          'afterSkip',
+          'skipped0230',
+          'skipped0230End',
+          'skipped0230Next',
+          'springDayEnd',
+        ),
       );
       assert.deepEqual(
         await timedIds('minTime=2026-11-01&maxTime=2026-11-01'),
-        named('autumnDayStart', 'before0130', 'first0130', 'second0100', 'second0130', 'second0130End', 'second0130Next', 'autumnDayEnd'),
+        named(
+          'autumnDayStart',
+          'before0130',
+          'first0130',
+          'second0100',
+          'second0130',
+          'second0130End',
+          'second0130Next',
+          'autumnDayEnd',
+        ),
       );
     });
 
@@ -394,8 +457,14 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     });
 
     it('read a time that the spring change skips (2026-03-08 02:30) as one hour later', async () => {
-      assert.deepEqual(await timedIds('minTime=2026-03-08 02:30:00&maxTime=2026-03-08 02:30:00'), named('skipped0230', 'skipped0230End'));
-      assert.deepEqual(await timedIds('minTime=2026-03-08 03:30:00&maxTime=2026-03-08 03:30:00'), named('skipped0230', 'skipped0230End'));
+      assert.deepEqual(
+        await timedIds('minTime=2026-03-08 02:30:00&maxTime=2026-03-08 02:30:00'),
+        named('skipped0230', 'skipped0230End'),
+      );
+      assert.deepEqual(
+        await timedIds('minTime=2026-03-08 03:30:00&maxTime=2026-03-08 03:30:00'),
+        named('skipped0230', 'skipped0230End'),
+      );
       assert.deepEqual(
         await timedIds('minTime=2026-03-08 02:00:00&maxTime=2026-03-08 02:59:59'),
         named('afterSkip', 'skipped0230', 'skipped0230End', 'skipped0230Next'),
@@ -408,8 +477,14 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
         await timedIds('minTime=2026-11-01 01:30:00&maxTime=2026-11-01 01:30:00'),
         named('first0130', 'second0100', 'second0130', 'second0130End'),
       );
-      assert.deepEqual(await timedIds('minTime=2026-11-01 01:30:01&maxTime=2026-11-01 01:59:59'), named('second0100', 'second0130', 'second0130End', 'second0130Next'));
-      assert.deepEqual(await timedIds('minTime=2026-11-01 00:00:00&maxTime=2026-11-01 01:29:59'), named('autumnDayStart', 'before0130', 'first0130', 'second0100'));
+      assert.deepEqual(
+        await timedIds('minTime=2026-11-01 01:30:01&maxTime=2026-11-01 01:59:59'),
+        named('second0100', 'second0130', 'second0130End', 'second0130Next'),
+      );
+      assert.deepEqual(
+        await timedIds('minTime=2026-11-01 00:00:00&maxTime=2026-11-01 01:29:59'),
+        named('autumnDayStart', 'before0130', 'first0130', 'second0100'),
+      );
     });
 
     it('refuse other formats and dates that do not exist', async () => {
@@ -433,9 +508,17 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       ];
       for (const name of ['minTime', 'maxTime']) {
         for (const value of bad) {
-          assertInvalid(await a.get(`/forms/${timed.form.id}/submissions?${name}=${encodeURIComponent(value)}`), `query.${name}`, `${name}=${value}`);
+          assertInvalid(
+            await a.get(`/forms/${timed.form.id}/submissions?${name}=${encodeURIComponent(value)}`),
+            `query.${name}`,
+            `${name}=${value}`,
+          );
         }
-        assertInvalid(await a.get(`/forms/${timed.form.id}/submissions?${name}=2026-01-01&${name}=2026-01-02`), `query.${name}`, `${name} twice`);
+        assertInvalid(
+          await a.get(`/forms/${timed.form.id}/submissions?${name}=2026-01-01&${name}=2026-01-02`),
+          `query.${name}`,
+          `${name} twice`,
+        );
       }
       assert.deepEqual(await timedIds('minTime=2024-02-29&maxTime=2024-02-29'), [], 'a leap day exists');
     });
@@ -445,9 +528,24 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     it('applies keyword, field search, time range, order, paging and the data flags at once', async () => {
       const form = await createEveryFieldForm(a, 'Combined');
       const made: any[] = [];
-      const when = ['2026-03-08T06:00:00Z', '2026-03-08T07:15:00Z', '2026-03-08T08:00:00Z', '2026-03-08T09:00:00Z', '2026-03-10T12:00:00Z'];
+      const when = [
+        '2026-03-08T06:00:00Z',
+        '2026-03-08T07:15:00Z',
+        '2026-03-08T08:00:00Z',
+        '2026-03-08T09:00:00Z',
+        '2026-03-10T12:00:00Z',
+      ];
       for (const [i, t] of when.entries()) {
-        const s = await ok(a.post(`/forms/${form.form.id}/submissions`, body(form.ids, { Name: { first: `Zed${i}`, last: i % 2 ? 'Odd' : 'Even' }, Topic: 'sales', Note: `combo ${i}` })));
+        const s = await ok(
+          a.post(
+            `/forms/${form.form.id}/submissions`,
+            body(form.ids, {
+              Name: { first: `Zed${i}`, last: i % 2 ? 'Odd' : 'Even' },
+              Topic: 'sales',
+              Note: `combo ${i}`,
+            }),
+          ),
+        );
         await setCreated(app, s.id, at(t));
         made.push(s);
       }
@@ -470,8 +568,14 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.deepEqual([res.total, res.pages, res.pageNumber, res.pageSize], [2, 2, 2, 1]);
       const detail = await ok(a.get(`/submissions/${made[4].id}`));
       assert.deepEqual(res.submissions, [{ ...detail, timestamp: new Date(at(when[4]!)).toISOString() }]);
-      const all = await list(form.form.id, q.replace('pageSize=1&pageNumber=2', 'pageSize=100').replace('order=asc', 'order=desc'));
-      assert.deepEqual(all.submissions.map((s: any) => s.id), [made[4].id, made[2].id]);
+      const all = await list(
+        form.form.id,
+        q.replace('pageSize=1&pageNumber=2', 'pageSize=100').replace('order=asc', 'order=desc'),
+      );
+      assert.deepEqual(
+        all.submissions.map((s: any) => s.id),
+        [made[4].id, made[2].id],
+      );
     });
   });
 
@@ -479,18 +583,63 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
     const countOf = async (query: string) => ok(a.get(`/forms/${timed.form.id}/submissions/count?${query}`), query);
 
     it('counts all without parameters and from startDate on with it alone', async () => {
-      assert.deepEqual(await countOf(''), { formId: timed.form.id, count: Object.keys(TIMES).length, from: null, to: null });
-      assert.deepEqual(await countOf('startDate=2026-11-01'), { formId: timed.form.id, count: 9, from: '2026-11-01T04:00:00.000Z', to: null });
-      assert.deepEqual(await countOf('startDate=2026-11-01 01:30:00'), { formId: timed.form.id, count: 7, from: TIMES.first0130, to: null });
-      assert.deepEqual(await countOf('startDate=2026-03-08 02:30:00'), { formId: timed.form.id, count: 15, from: TIMES.skipped0230, to: null });
+      assert.deepEqual(await countOf(''), {
+        formId: timed.form.id,
+        count: Object.keys(TIMES).length,
+        from: null,
+        to: null,
+      });
+      assert.deepEqual(await countOf('startDate=2026-11-01'), {
+        formId: timed.form.id,
+        count: 9,
+        from: '2026-11-01T04:00:00.000Z',
+        to: null,
+      });
+      assert.deepEqual(await countOf('startDate=2026-11-01 01:30:00'), {
+        formId: timed.form.id,
+        count: 7,
+        from: TIMES.first0130,
+        to: null,
+      });
+      assert.deepEqual(await countOf('startDate=2026-03-08 02:30:00'), {
+        formId: timed.form.id,
+        count: 15,
+        from: TIMES.skipped0230,
+        to: null,
+      });
     });
 
     it('counts whole Eastern days backwards from startDate with lookbackPeriod', async () => {
-      assert.deepEqual(await countOf('startDate=2026-03-08&lookbackPeriod=1'), { formId: timed.form.id, count: 7, from: TIMES.springDayStart, to: TIMES.springDayEnd });
-      assert.deepEqual(await countOf('startDate=2026-11-01&lookbackPeriod=1'), { formId: timed.form.id, count: 8, from: TIMES.autumnDayStart, to: TIMES.autumnDayEnd });
-      assert.deepEqual(await countOf('startDate=2026-11-01&lookbackPeriod=2'), { formId: timed.form.id, count: 9, from: '2026-10-31T04:00:00.000Z', to: TIMES.autumnDayEnd });
-      assert.deepEqual(await countOf('startDate=2026-03-10&lookbackPeriod=7'), { formId: timed.form.id, count: 9, from: '2026-03-04T05:00:00.000Z', to: '2026-03-11T03:59:59.999Z' });
-      assert.deepEqual(await countOf('startDate=2026-03-09&lookbackPeriod=1'), { formId: timed.form.id, count: 1, from: TIMES.springDayAfter, to: '2026-03-10T03:59:59.999Z' });
+      assert.deepEqual(await countOf('startDate=2026-03-08&lookbackPeriod=1'), {
+        formId: timed.form.id,
+        count: 7,
+        from: TIMES.springDayStart,
+        to: TIMES.springDayEnd,
+      });
+      assert.deepEqual(await countOf('startDate=2026-11-01&lookbackPeriod=1'), {
+        formId: timed.form.id,
+        count: 8,
+        from: TIMES.autumnDayStart,
+        to: TIMES.autumnDayEnd,
+      });
+      assert.deepEqual(await countOf('startDate=2026-11-01&lookbackPeriod=2'), {
+        formId: timed.form.id,
+        count: 9,
+        from: '2026-10-31T04:00:00.000Z',
+        to: TIMES.autumnDayEnd,
+      });
+      assert.deepEqual(await countOf('startDate=2026-03-10&lookbackPeriod=7'), {
+        formId: timed.form.id,
+        count: 9,
+        from: '2026-03-04T05:00:00.000Z',
+        to: '2026-03-11T03:59:59.999Z',
+      });
+      assert.deepEqual(await countOf('startDate=2026-03-09&lookbackPeriod=1'), {
+        formId: timed.form.id,
+        count: 1,
+        from: TIMES.springDayAfter,
+        to: '2026-03-10T03:59:59.999Z',
+      });
       // With a time, the last day ends at that second (its last occurrence).
       assert.deepEqual(await countOf('startDate=2026-11-01 01:30:00&lookbackPeriod=1'), {
         formId: timed.form.id,
@@ -523,30 +672,57 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
 
     it('takes lookbackPeriod 7 and refuses 8 and other values', async () => {
       assert.equal((await countOf('lookbackPeriod=7')).formId, timed.form.id);
-      for (const q of ['lookbackPeriod=8', 'lookbackPeriod=0', 'lookbackPeriod=-1', 'lookbackPeriod=1.5', 'lookbackPeriod=week']) {
+      for (const q of [
+        'lookbackPeriod=8',
+        'lookbackPeriod=0',
+        'lookbackPeriod=-1',
+        'lookbackPeriod=1.5',
+        'lookbackPeriod=week',
+      ]) {
         assertInvalid(await a.get(`/forms/${timed.form.id}/submissions/count?${q}`), 'query.lookbackPeriod', q);
       }
-      for (const q of ['startDate=2026-02-30', 'startDate=2026-03-08T00:00:00', 'startDate=03/08/2026', 'startDate=2026-03-08 25:00:00', 'startDate=']) {
+      for (const q of [
+        'startDate=2026-02-30',
+        'startDate=2026-03-08T00:00:00',
+        'startDate=03/08/2026',
+        'startDate=2026-03-08 25:00:00',
+        'startDate=',
+      ]) {
         assertInvalid(await a.get(`/forms/${timed.form.id}/submissions/count?${q}`), 'query.startDate', q);
       }
-      assertInvalid(await a.get(`/forms/${timed.form.id}/submissions/count?keyword=x`), 'query.keyword', 'list filters are not count filters');
+      assertInvalid(
+        await a.get(`/forms/${timed.form.id}/submissions/count?keyword=x`),
+        'query.keyword',
+        'list filters are not count filters',
+      );
     });
   });
 
   describe('search across forms', () => {
     it('finds keyword matches in every live form of the account, newest first, with their data', async () => {
       const other = await ok(a.post('/forms', { name: 'Another', fields: [{ type: 'name', label: 'Who' }] }));
-      const s4 = await ok(a.post(`/forms/${other.id}/submissions`, { fields: [{ id: other.fields[0].id, value: { first: 'Ann', last: 'Anderson' } }] }));
+      const s4 = await ok(
+        a.post(`/forms/${other.id}/submissions`, {
+          fields: [{ id: other.fields[0].id, value: { first: 'Ann', last: 'Anderson' } }],
+        }),
+      );
       const res = await ok(a.get('/submissions?search=anderson'));
       assert.deepEqual(
         res.submissions.map((s: any) => s.id),
         [s4.id, s3.id, s1.id],
       );
       assert.deepEqual([res.total, res.pages, res.pageNumber, res.pageSize], [3, 1, 1, 25]);
-      assert.deepEqual(res.submissions[0], await ok(a.get(`/submissions/${s4.id}`)), 'standardized data and prettyName');
+      assert.deepEqual(
+        res.submissions[0],
+        await ok(a.get(`/submissions/${s4.id}`)),
+        'standardized data and prettyName',
+      );
       const page = await ok(a.get('/submissions?search=ANDERSON&pageSize=1&pageNumber=2'));
       assert.deepEqual([page.submissions.map((s: any) => s.id), page.total, page.pages], [[s3.id], 3, 3]);
-      assert.deepEqual((await ok(a.get('/submissions?search=ann%20anderson'))).submissions.map((s: any) => s.id), [s4.id]);
+      assert.deepEqual(
+        (await ok(a.get('/submissions?search=ann%20anderson'))).submissions.map((s: any) => s.id),
+        [s4.id],
+      );
       assert.deepEqual((await ok(a.get('/submissions?search=%2A%2A'))).submissions, []);
     });
 
@@ -590,7 +766,14 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
           fields: [
             { type: 'text', label: '=Label, "quoted"' },
             { type: 'section', label: 'Not a column' },
-            { type: 'checkbox', label: 'Picks', options: [{ label: 'One', value: '1' }, { label: '=Two', value: '2' }] },
+            {
+              type: 'checkbox',
+              label: 'Picks',
+              options: [
+                { label: 'One', value: '1' },
+                { label: '=Two', value: '2' },
+              ],
+            },
             { type: 'number', label: 'N' },
           ],
         }),
@@ -603,7 +786,15 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
           ...(i % 3 === 0 ? [{ id: picks.id, value: { subvalues: [{ subvalue: '1' }, { subvalue: '2' }] } }] : []),
           ...(i % 2 === 0 ? [{ id: n.id, value: -i }] : []),
         ];
-        made.push(await ok(a.post(`/forms/${form.id}/submissions`, { fields }, { headers: { 'user-agent': i === 0 ? '=HYPERLINK("x")' : 'agent' } })));
+        made.push(
+          await ok(
+            a.post(
+              `/forms/${form.id}/submissions`,
+              { fields },
+              { headers: { 'user-agent': i === 0 ? '=HYPERLINK("x")' : 'agent' } },
+            ),
+          ),
+        );
       }
     });
 
@@ -614,7 +805,10 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'text/csv; charset=utf-8');
       assert.equal(res.headers.get('content-disposition'), `attachment; filename="form-${form.id}-submissions.csv"`);
-      assert.ok(res.text.startsWith(`id,timestamp,remoteAddr,userAgent,"'=Label, ""quoted""",Picks,N\r\n`), res.text.slice(0, 100));
+      assert.ok(
+        res.text.startsWith(`id,timestamp,remoteAddr,userAgent,"'=Label, ""quoted""",Picks,N\r\n`),
+        res.text.slice(0, 100),
+      );
       const rows = parseCsv(res.text);
       assert.deepEqual(rows[0], ['id', 'timestamp', 'remoteAddr', 'userAgent', `'=Label, "quoted"`, 'Picks', 'N']);
       // OWASP's signs, also after leading blanks and line breaks and in full-width form.
@@ -642,14 +836,32 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.ok(res.text.includes(`,' =spaced,`));
       // CSV is the default format, newest first.
       const byDefault = parseCsv((await exportOf('')).text);
-      assert.deepEqual(byDefault.slice(1).map((r) => Number(r[0])), made.map((s) => s.id).reverse());
+      assert.deepEqual(
+        byDefault.slice(1).map((r) => Number(r[0])),
+        made.map((s) => s.id).reverse(),
+      );
     });
 
     it('defuses formulas behind leading blanks and line breaks, and in full-width signs', async () => {
-      const defused = ['\n=HYPERLINK("http://x")', '\r\n\t @SUM(1)', '  +1', '\u3000-2', '\u00a0=1', '＝1+1', '＋1', '－1', '＠x', '\v=1'];
+      const defused = [
+        '\n=HYPERLINK("http://x")',
+        '\r\n\t @SUM(1)',
+        '  +1',
+        '\u3000-2',
+        '\u00a0=1',
+        '＝1+1',
+        '＋1',
+        '－1',
+        '＠x',
+        '\v=1',
+      ];
       const kept = ['a=b', 'x\n=y', '1-2', 'mail@example.com', ' plain'];
       const target = await ok(a.post('/forms', { name: 'Formulas', fields: [{ type: 'textarea', label: 'Cell' }] }));
-      for (const value of [...defused, ...kept]) await ok(a.post(`/forms/${target.id}/submissions`, { fields: [{ id: target.fields[0].id, value }] }), JSON.stringify(value));
+      for (const value of [...defused, ...kept])
+        await ok(
+          a.post(`/forms/${target.id}/submissions`, { fields: [{ id: target.fields[0].id, value }] }),
+          JSON.stringify(value),
+        );
       const rows = parseCsv((await a.get(`/forms/${target.id}/submissions/export?format=csv&order=asc`)).text).slice(1);
       assert.deepEqual(
         rows.map((r) => r.at(-1)),
@@ -663,15 +875,26 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       assert.equal(res.headers.get('content-type'), 'application/x-ndjson; charset=utf-8');
       assert.equal(res.headers.get('content-disposition'), `attachment; filename="form-${form.id}-submissions.ndjson"`);
       assert.ok(res.text.endsWith('\n'));
-      const lines = res.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+      const lines = res.text
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.equal(lines.length, made.length);
       for (const [i, line] of lines.entries()) assert.deepEqual(line, await ok(a.get(`/submissions/${made[i].id}`)));
     });
 
     it('takes the list filters', async () => {
       const [text, , picks] = form.fields;
-      const idsOf = async (query: string) => (await exportOf(`format=ndjson&${query}`)).text.trimEnd().split('\n').filter(Boolean).map((l) => JSON.parse(l).id);
-      const csvIds = async (query: string) => parseCsv((await exportOf(`format=csv&${query}`)).text).slice(1).map((r) => Number(r[0]));
+      const idsOf = async (query: string) =>
+        (await exportOf(`format=ndjson&${query}`)).text
+          .trimEnd()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l).id);
+      const csvIds = async (query: string) =>
+        parseCsv((await exportOf(`format=csv&${query}`)).text)
+          .slice(1)
+          .map((r) => Number(r[0]));
       for (const query of [
         'keyword=comma',
         'keyword=two',
@@ -685,7 +908,11 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
         assert.deepEqual(await csvIds(query), expected, query);
       }
       assert.deepEqual(await idsOf('keyword=lines'), [made[3].id]);
-      assert.deepEqual(await idsOf('keyword=two&order=asc'), [made[0].id, made[3].id, made[6].id, made[9].id], 'an option label is searched too');
+      assert.deepEqual(
+        await idsOf('keyword=two&order=asc'),
+        [made[0].id, made[3].id, made[6].id, made[9].id],
+        'an option label is searched too',
+      );
 
       await setCreated(app, made[1].id, at('2026-03-08T07:30:00Z'));
       assert.deepEqual(await idsOf('minTime=2026-03-08 02:30:00&maxTime=2026-03-08 02:30:00'), [made[1].id]);

@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CompiledQuery, sql, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryId, type RootOperationNode } from 'kysely';
+import {
+  CompiledQuery,
+  sql,
+  type KyselyPlugin,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryId,
+  type RootOperationNode,
+} from 'kysely';
 import { fieldToken, formToken } from '../src/modules/submissions/keywords.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
@@ -81,7 +89,16 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     for (let i = 0; i < rows.length; i += 500) {
       await db
         .insertInto('submission_unique_values')
-        .values(rows.slice(i, i + 500).map((r) => ({ submission_id: r.id, form_id: r.form_id, field_id: fieldOf.get(r.form_id)!, value_norm: tokensOf(r)[2]! })))
+        .values(
+          rows
+            .slice(i, i + 500)
+            .map((r) => ({
+              submission_id: r.id,
+              form_id: r.form_id,
+              field_id: fieldOf.get(r.form_id)!,
+              value_norm: tokensOf(r)[2]!,
+            })),
+        )
         .execute();
     }
     if (dialectName === 'postgres') {
@@ -104,7 +121,9 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
   after(() => app.close());
 
   /** The plans of every query that run makes through the repository, as text. */
-  async function plansOf(run: (db: ReturnType<typeof app.server.db.kysely.withPlugin>) => Promise<unknown>): Promise<{ sql: string; plan: string }[]> {
+  async function plansOf(
+    run: (db: ReturnType<typeof app.server.db.kysely.withPlugin>) => Promise<unknown>,
+  ): Promise<{ sql: string; plan: string }[]> {
     const db = app.server.db.kysely;
     const recorder = new Recorder();
     await run(db.withPlugin(recorder));
@@ -113,10 +132,14 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     const compiledAll = recorder.queries.map((q) => db.getExecutor().compileQuery(q.node, q.queryId));
     // Subqueries go through the plugin too; each is explained as part of its query.
     const shape = (text: string) => text.replace(/\$\d+/g, '?');
-    const roots = compiledAll.filter((c) => !compiledAll.some((o) => o !== c && o.sql.length > c.sql.length && shape(o.sql).includes(shape(c.sql))));
+    const roots = compiledAll.filter(
+      (c) => !compiledAll.some((o) => o !== c && o.sql.length > c.sql.length && shape(o.sql).includes(shape(c.sql))),
+    );
     for (const compiled of roots) {
       const explain = dialectName === 'postgres' ? `EXPLAIN ${compiled.sql}` : `EXPLAIN QUERY PLAN ${compiled.sql}`;
-      const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(explain, [...compiled.parameters]));
+      const result = await db.executeQuery<Record<string, unknown>>(
+        CompiledQuery.raw(explain, [...compiled.parameters]),
+      );
       const plan = result.rows.map((r) => String(r['QUERY PLAN'] ?? r.detail)).join('\n');
       out.push({ sql: compiled.sql, plan });
       if (process.env.FORMWORK_SHOW_PLANS) console.log(`${compiled.sql}\n${plan}\n`);
@@ -128,7 +151,9 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
   // second query is the one kind allowed not to use the index under test.
   const byPrimaryKey = (p: { sql: string; plan: string }) =>
     /where "submissions"\."id" in \((\?|\$\d+)(, (\?|\$\d+))*\)$/.test(p.sql) &&
-    (dialectName === 'postgres' ? /submissions_pkey/.test(p.plan) : /^SEARCH submissions USING INTEGER PRIMARY KEY \(rowid=\?\)$/.test(p.plan));
+    (dialectName === 'postgres'
+      ? /submissions_pkey/.test(p.plan)
+      : /^SEARCH submissions USING INTEGER PRIMARY KEY \(rowid=\?\)$/.test(p.plan));
 
   function assertEachUses(plans: { sql: string; plan: string }[], pattern: RegExp, what: string): void {
     const searches = plans.filter((p) => !byPrimaryKey(p));
@@ -144,17 +169,36 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
   }
 
   const page = { order: 'desc' as const, limit: 25, offset: 0 };
-  const FTS = dialectName === 'postgres' ? /Bitmap Index Scan on submissions_search/ : /submissions_fts VIRTUAL TABLE INDEX/;
+  const FTS =
+    dialectName === 'postgres' ? /Bitmap Index Scan on submissions_search/ : /submissions_fts VIRTUAL TABLE INDEX/;
 
   it('keyword search uses the full-text index', async () => {
-    const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [{ token: 'word1234', prefix: true }] }, page));
+    const plans = await plansOf((db) =>
+      repo.listSubmissions(
+        db,
+        app.server.db.dialect,
+        a.accountId,
+        form.id,
+        { terms: [{ token: 'word1234', prefix: true }] },
+        page,
+      ),
+    );
     assert.equal(plans.filter((p) => !byPrimaryKey(p)).length, 2, 'the page and its count');
     assertEachUses(plans, FTS, 'keyword');
     assertNoFullScan(plans, 'keyword');
   });
 
   it('keyword search across the forms of an account uses the full-text index', async () => {
-    const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, undefined, { terms: [{ token: 'word1234', prefix: true }] }, page));
+    const plans = await plansOf((db) =>
+      repo.listSubmissions(
+        db,
+        app.server.db.dialect,
+        a.accountId,
+        undefined,
+        { terms: [{ token: 'word1234', prefix: true }] },
+        page,
+      ),
+    );
     assertEachUses(plans, FTS, 'account search');
     assertNoFullScan(plans, 'account search');
   });
@@ -164,7 +208,9 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       { token: fieldToken(fieldId, 'v1234'), prefix: false },
       { token: fieldToken(fieldId, 'v123'), prefix: true },
     ]) {
-      const plans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [term] }, page));
+      const plans = await plansOf((db) =>
+        repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [term] }, page),
+      );
       assertEachUses(plans, FTS, `field search ${JSON.stringify(term)}`);
       assertNoFullScan(plans, 'field search');
     }
@@ -172,9 +218,13 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
 
   it('a time range uses submissions_form_created', async () => {
     const range = { from: BASE + 100 * MINUTE, to: BASE + 130 * MINUTE, terms: [] };
-    const listPlans = await plansOf((db) => repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, range, page));
+    const listPlans = await plansOf((db) =>
+      repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, range, page),
+    );
     const countPlans = await plansOf((db) => repo.countSubmissions(db, form.id, range.from, range.to));
-    const exportPlans = await plansOf((db) => repo.nextBatch(db, app.server.db.dialect, a.accountId, form.id, range, undefined, 'asc', 500));
+    const exportPlans = await plansOf((db) =>
+      repo.nextBatch(db, app.server.db.dialect, a.accountId, form.id, range, undefined, 'asc', 500),
+    );
     for (const [what, plans] of [
       ['list', listPlans],
       ['count', countPlans],
@@ -195,7 +245,10 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     const one = await list('keyword=word1234');
     assert.deepEqual([one.total, one.submissions.map((s: any) => s.data)], [1, [undefined]]);
     const byValue = await list(`search[0][fieldId]=${fieldId}&search[0][value]=V1234&data=true`);
-    assert.deepEqual(byValue.submissions.map((s: any) => s.data[fieldId].value), ['v1234']);
+    assert.deepEqual(
+      byValue.submissions.map((s: any) => s.data[fieldId].value),
+      ['v1234'],
+    );
     const byStart = await list(`search[0][fieldId]=${fieldId}&search[0][value]=v123*&pageSize=100&order=asc&data=true`);
     assert.deepEqual(
       byStart.submissions.map((s: any) => s.data[fieldId].value),
@@ -204,7 +257,11 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     assert.equal((await list('keyword=common')).total, ROWS, 'only the form asked for');
     assert.equal((await ok(a.get('/submissions?search=common'))).total, 2 * ROWS, 'every form of the account');
     const range = await list('minTime=2026-01-01 00:00:00&maxTime=2026-01-01 00:09:59&order=asc&data=true');
-    assert.deepEqual(range.submissions.map((s: any) => s.data[fieldId].value), [...Array(10).keys()].map((i) => `v${300 + i}`), 'EST: 05:00Z to 05:09:59.999Z');
+    assert.deepEqual(
+      range.submissions.map((s: any) => s.data[fieldId].value),
+      [...Array(10).keys()].map((i) => `v${300 + i}`),
+      'EST: 05:00Z to 05:09:59.999Z',
+    );
   });
 
   it('exports thousands of rows in batches, in order, each once', async () => {
@@ -213,10 +270,16 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       assert.equal(res.status, 200, res.text.slice(0, 300));
       return res.text;
     };
-    const ndjson = (await fetchText('format=ndjson')).trimEnd().split('\n').map((l) => JSON.parse(l));
+    const ndjson = (await fetchText('format=ndjson'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(ndjson.length, ROWS);
     const ids = ndjson.map((r) => r.id as number);
-    assert.ok(ids.every((id, i) => i === 0 || id < ids[i - 1]!), 'newest first, no repeats');
+    assert.ok(
+      ids.every((id, i) => i === 0 || id < ids[i - 1]!),
+      'newest first, no repeats',
+    );
     assert.ok(ndjson.every((r) => r.formId === form.id));
 
     const csv = (await fetchText('format=csv&order=asc')).split('\r\n');
@@ -224,10 +287,16 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     assert.equal(csv.length, ROWS + 2, 'a header, the rows and the final line end');
     const csvIds = csv.slice(1, -1).map((line) => Number(line.split(',')[0]));
     assert.deepEqual(csvIds, [...ids].reverse());
-    assert.deepEqual(csv.slice(1, 3).map((l) => l.split(',').at(-1)), ['v0', 'v1']);
+    assert.deepEqual(
+      csv.slice(1, 3).map((l) => l.split(',').at(-1)),
+      ['v0', 'v1'],
+    );
 
     // A filter that keeps more than one batch: the words of rows 1000 to 1999.
-    const filtered = (await fetchText('format=ndjson&keyword=word1&order=asc')).trimEnd().split('\n').map((l) => JSON.parse(l).data[0].value as string);
+    const filtered = (await fetchText('format=ndjson&keyword=word1&order=asc'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l).data[0].value as string);
     assert.equal(filtered.length, 1 + 10 + 100 + 1000, 'word1, word1x, word1xx and word1xxx');
     assert.equal(new Set(filtered).size, filtered.length);
     const timed = (await fetchText('format=ndjson&minTime=2026-01-01&maxTime=2026-01-01')).trimEnd().split('\n');

@@ -58,7 +58,25 @@ const PLAUSIBLE = [
   '-minus +plus',
   "O'Brien & co:* | !",
 ];
-const SUBFIELDS = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix', 'address', 'address2', 'city', 'state', 'zip', 'country', 'value', 'subvalues', 'other', 'fir\u0000st', '\ud800'];
+const SUBFIELDS = [
+  'prefix',
+  'first',
+  'middle',
+  'initial',
+  'last',
+  'suffix',
+  'address',
+  'address2',
+  'city',
+  'state',
+  'zip',
+  'country',
+  'value',
+  'subvalues',
+  'other',
+  'fir\u0000st',
+  '\ud800',
+];
 
 const scalar = fc.oneof(
   fc.constantFrom(...PLAUSIBLE),
@@ -73,7 +91,10 @@ const scalar = fc.oneof(
 const value = fc.oneof(
   { weight: 4, arbitrary: scalar },
   { weight: 3, arbitrary: scalar.map((v) => ({ value: v })) },
-  { weight: 2, arbitrary: fc.array(scalar, { maxLength: 4 }).map((vs) => ({ subvalues: vs.map((v) => ({ subvalue: v })) })) },
+  {
+    weight: 2,
+    arbitrary: fc.array(scalar, { maxLength: 4 }).map((vs) => ({ subvalues: vs.map((v) => ({ subvalue: v })) })),
+  },
   { weight: 2, arbitrary: fc.dictionary(fc.constantFrom(...SUBFIELDS), scalar, { maxKeys: 4 }) },
   { weight: 1, arbitrary: fc.array(scalar, { maxLength: 3 }) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
@@ -123,7 +144,15 @@ describe(`random submission bodies (${dialectName})`, () => {
     const fields = fc.array(entryOf(idChoices), { maxLength: 8 });
     // Values each field takes, with random text where text is free.
     const good: [keyof typeof ids, fc.Arbitrary<unknown>][] = [
-      ['Name', fc.constantFrom<unknown>('Ann', { first: 'Zoë', last: 'Ångström' }, { value: 'İstanbul' }, { first: '日本語', suffix: 'Jr' })],
+      [
+        'Name',
+        fc.constantFrom<unknown>(
+          'Ann',
+          { first: 'Zoë', last: 'Ångström' },
+          { value: 'İstanbul' },
+          { first: '日本語', suffix: 'Jr' },
+        ),
+      ],
       ['Email', fc.emailAddress()],
       ['Phone', fc.constantFrom('(555) 123-4567', '555.123.4567', { value: '+1 555 123 4567' })],
       ['Count', fc.constantFrom<unknown>(0, 10, 7.5, '3', { value: 9.9 })],
@@ -133,14 +162,39 @@ describe(`random submission bodies (${dialectName})`, () => {
       ['Topic', fc.constantFrom<unknown>('sales', { subvalues: [{ subvalue: 'support' }] })],
       ['Size', fc.constantFrom<unknown>('s', { value: 'm' }, { subvalues: [{ subvalue: 'l' }] })],
       ['Colours', fc.constantFrom<unknown>('red', { subvalues: [{ subvalue: 'green' }, { subvalue: 'blue' }] })],
-      ['Address', fc.record({ city: fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) }, { weight: 1, arbitrary: hostileString }), country: fc.constantFrom('BR', 'Deutschland') }, { requiredKeys: [] })],
+      [
+        'Address',
+        fc.record(
+          {
+            city: fc.oneof(
+              { weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
+              { weight: 1, arbitrary: hostileString },
+            ),
+            country: fc.constantFrom('BR', 'Deutschland'),
+          },
+          { requiredKeys: [] },
+        ),
+      ],
       ['Note', fc.string({ unit: 'grapheme', minLength: 2, maxLength: 12 })],
-      ['Ticket', fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }) }, { weight: 1, arbitrary: hostileString })],
+      [
+        'Ticket',
+        fc.oneof(
+          { weight: 3, arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }) },
+          { weight: 1, arbitrary: hostileString },
+        ),
+      ],
     ];
     const goodEntry = fc.oneof(...good.map(([label, v]) => v.map((x) => ({ id: ids[label], value: x }))));
     const mostlyGood = fc
-      .tuple(fc.uniqueArray(goodEntry, { selector: (e) => e.id, maxLength: 7 }), fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: entryOf(idChoices) }))
-      .map(([entries, odd]) => [{ id: ids.Name, value: 'Someone' }, ...entries.filter((e) => e.id !== ids.Name), ...(odd === null ? [] : [odd])]);
+      .tuple(
+        fc.uniqueArray(goodEntry, { selector: (e) => e.id, maxLength: 7 }),
+        fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: entryOf(idChoices) }),
+      )
+      .map(([entries, odd]) => [
+        { id: ids.Name, value: 'Someone' },
+        ...entries.filter((e) => e.id !== ids.Name),
+        ...(odd === null ? [] : [odd]),
+      ]);
     // Mostly well-formed bodies (with the required name, so that values decide), some not.
     bodies = fc.oneof(
       { weight: 6, arbitrary: mostlyGood.map((f) => ({ fields: f })) },
@@ -148,7 +202,14 @@ describe(`random submission bodies (${dialectName})`, () => {
       { weight: 3, arbitrary: fc.record({ fields }, { requiredKeys: [] }) },
       {
         weight: 2,
-        arbitrary: fc.record({ fields, latitude: fc.double({ noNaN: true, min: -200, max: 200 }), longitude: fc.oneof(fc.double({ noNaN: true, min: -200, max: 200 }), fc.string()) }, { requiredKeys: ['fields'] }),
+        arbitrary: fc.record(
+          {
+            fields,
+            latitude: fc.double({ noNaN: true, min: -200, max: 200 }),
+            longitude: fc.oneof(fc.double({ noNaN: true, min: -200, max: 200 }), fc.string()),
+          },
+          { requiredKeys: ['fields'] },
+        ),
       },
       { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
     );
@@ -163,13 +224,19 @@ describe(`random submission bodies (${dialectName})`, () => {
       if (norm !== '' && norm.length <= 200) {
         const q = `search[0][fieldId]=${entry.field}&search[0][value]=${encodeURIComponent(shown.endsWith('*') ? `${shown}*` : shown)}&pageSize=100`;
         const found = await ok(a.get(`/forms/${formId}/submissions?${q}`), q);
-        assert.ok(found.submissions.some((s: any) => s.id === submission.id), `field search for ${JSON.stringify(shown)} misses submission ${submission.id}`);
+        assert.ok(
+          found.submissions.some((s: any) => s.id === submission.id),
+          `field search for ${JSON.stringify(shown)} misses submission ${submission.id}`,
+        );
       }
       const word = words(shown)[0];
       if (word !== undefined) {
         const q = `keyword=${encodeURIComponent(word)}&search[0][fieldId]=${entry.field}&search[0][value]=*&pageSize=100`;
         const found = await ok(a.get(`/forms/${formId}/submissions?${q}`), q);
-        assert.ok(found.submissions.some((s: any) => s.id === submission.id), `keyword ${JSON.stringify(word)} misses submission ${submission.id}`);
+        assert.ok(
+          found.submissions.some((s: any) => s.id === submission.id),
+          `keyword ${JSON.stringify(word)} misses submission ${submission.id}`,
+        );
       }
     }
   }
@@ -185,7 +252,8 @@ describe(`random submission bodies (${dialectName})`, () => {
     if (broken.length > 0) {
       assert.equal(res.status, 400, what);
       assert.equal(res.body.code, 'invalid_characters', what);
-      for (const d of res.body.details) assert.ok(broken.includes(d.property), `${d.property} is not one of ${JSON.stringify(broken)}: ${what}`);
+      for (const d of res.body.details)
+        assert.ok(broken.includes(d.property), `${d.property} is not one of ${JSON.stringify(broken)}: ${what}`);
       return;
     }
     assert.ok(res.status === 200 || res.status === 400, what);
@@ -201,19 +269,27 @@ describe(`random submission bodies (${dialectName})`, () => {
         assertTextRule(sent, res);
         seen[res.status as 200 | 400 | 413]++;
         if (res.body?.code === 'invalid_characters') seen.invalidCharacters++;
-        if (process.env.FORMWORK_PROPERTY_DEBUG && res.status === 400) console.log(res.body.code, JSON.stringify(res.body.details?.[0]));
+        if (process.env.FORMWORK_PROPERTY_DEBUG && res.status === 400)
+          console.log(res.body.code, JSON.stringify(res.body.details?.[0]));
         const afterCounts = await rowCounts(app);
         const countAfter = (await ok(a.get(`/forms/${every.form.id}`))).submissionsCount;
         if (res.status !== 200) {
           assert.equal(res.body.status, 'error');
-          assert.ok(Array.isArray(res.body.details) || ['invalid_json', 'payload_too_large'].includes(res.body.code), res.text);
+          assert.ok(
+            Array.isArray(res.body.details) || ['invalid_json', 'payload_too_large'].includes(res.body.code),
+            res.text,
+          );
           assert.deepEqual(afterCounts, before, `a 400 changed the tables: ${JSON.stringify(sent)}`);
           assert.equal(countAfter, countBefore);
         } else {
           const hasEmail = res.body.data.some((e: any) => e.field === ids.Email);
           assert.deepEqual(
             afterCounts,
-            { submissions: before.submissions + 1, uniqueValues: before.uniqueValues + (hasEmail ? 1 : 0), fts: before.fts + (dialectName === 'sqlite' ? 1 : 0) },
+            {
+              submissions: before.submissions + 1,
+              uniqueValues: before.uniqueValues + (hasEmail ? 1 : 0),
+              fts: before.fts + (dialectName === 'sqlite' ? 1 : 0),
+            },
             JSON.stringify(sent),
           );
           assert.equal(countAfter, countBefore + 1);
@@ -224,12 +300,20 @@ describe(`random submission bodies (${dialectName})`, () => {
       { numRuns: RUNS },
     );
     t.diagnostic(`outcomes: ${JSON.stringify(seen)}`);
-    assert.ok(seen[200] > RUNS / 10 && seen[400] > RUNS / 10, `both outcomes should be common: ${JSON.stringify(seen)}`);
+    assert.ok(
+      seen[200] > RUNS / 10 && seen[400] > RUNS / 10,
+      `both outcomes should be common: ${JSON.stringify(seen)}`,
+    );
     assert.ok(seen.invalidCharacters > 0, `no body with NUL or a lone surrogate was tried: ${JSON.stringify(seen)}`);
   });
 
   it('answers PUT with 200 or 400; a 400 changes nothing and a 200 adds no row', async (t) => {
-    const target = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Target', Email: 'target@example.com', Topic: 'sales' })));
+    const target = await ok(
+      a.post(
+        `/forms/${every.form.id}/submissions`,
+        body(ids, { Name: 'Target', Email: 'target@example.com', Topic: 'sales' }),
+      ),
+    );
     const seen = { 200: 0, 400: 0, 413: 0 };
     await fc.assert(
       fc.asyncProperty(bodies, async (sent) => {

@@ -34,7 +34,8 @@ describe(`submissions (${dialectName})`, () => {
   });
   after(() => app.close());
 
-  const count = async (acc: TestAccount, formId: number) => (await ok(acc.get(`/forms/${formId}`))).submissionsCount as number;
+  const count = async (acc: TestAccount, formId: number) =>
+    (await ok(acc.get(`/forms/${formId}`))).submissionsCount as number;
 
   describe('create and read', () => {
     it('takes every value shape, stores the request metadata and reads back the same record', async () => {
@@ -50,7 +51,10 @@ describe(`submissions (${dialectName})`, () => {
           { id: ids.Topic, value: { subvalues: [{ subvalue: 'support' }] } },
           { id: ids.Size, value: { value: 'm' } },
           { id: ids.Colours, value: { subvalues: [{ subvalue: 'red' }, { subvalue: 'blue' }, { subvalue: 'red' }] } },
-          { id: ids.Address, value: { address: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: '' } },
+          {
+            id: ids.Address,
+            value: { address: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: '' },
+          },
           { id: ids.Note, value: 42 },
           { id: ids.Ticket, value: { value: 'Please call back' } },
         ],
@@ -58,7 +62,9 @@ describe(`submissions (${dialectName})`, () => {
         longitude: -74.006,
       };
       const started = Date.now();
-      const created = await a.post(`/forms/${every.form.id}/submissions`, sent, { headers: { 'user-agent': 'FormworkTest/1.0' } });
+      const created = await a.post(`/forms/${every.form.id}/submissions`, sent, {
+        headers: { 'user-agent': 'FormworkTest/1.0' },
+      });
       assert.equal(created.status, 200, created.text);
       const s = created.body;
       assert.equal(typeof s.id, 'number');
@@ -74,7 +80,21 @@ describe(`submissions (${dialectName})`, () => {
       const byLabel = Object.fromEntries(s.data.map((e: any) => [e.label, e]));
       assert.deepEqual(
         s.data.map((e: any) => e.label),
-        ['Name', 'Email', 'Phone', 'Count', 'Day', 'Clock', 'When', 'Topic', 'Size', 'Colours', 'Address', 'Note', 'Ticket'],
+        [
+          'Name',
+          'Email',
+          'Phone',
+          'Count',
+          'Day',
+          'Clock',
+          'When',
+          'Topic',
+          'Size',
+          'Colours',
+          'Address',
+          'Note',
+          'Ticket',
+        ],
         'in field order, input fields only',
       );
       assert.deepEqual(byLabel.Name, {
@@ -108,7 +128,9 @@ describe(`submissions (${dialectName})`, () => {
     });
 
     it('leaves latitude and longitude null when not sent and takes a bare string name', async () => {
-      const s = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Solo', Email: 'solo@example.com' })));
+      const s = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Solo', Email: 'solo@example.com' })),
+      );
       assert.equal(s.latitude, null);
       assert.equal(s.longitude, null);
       assert.equal(s.prettyName, 'Solo');
@@ -116,10 +138,22 @@ describe(`submissions (${dialectName})`, () => {
     });
 
     it('derives prettyName from the email when there is no name', async () => {
-      const form = await ok(a.post('/forms', { name: 'Email only', fields: [{ type: 'email', label: 'Mail' }, { type: 'text', label: 'T' }] }));
-      const s = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x@example.org' }] }));
+      const form = await ok(
+        a.post('/forms', {
+          name: 'Email only',
+          fields: [
+            { type: 'email', label: 'Mail' },
+            { type: 'text', label: 'T' },
+          ],
+        }),
+      );
+      const s = await ok(
+        a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x@example.org' }] }),
+      );
       assert.equal(s.prettyName, 'x@example.org');
-      const none = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[1].id, value: 'hello' }] }));
+      const none = await ok(
+        a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[1].id, value: 'hello' }] }),
+      );
       assert.equal(none.prettyName, null);
       const empty = await ok(a.post(`/forms/${form.id}/submissions`, { fields: [] }));
       assert.deepEqual(empty.data, []);
@@ -137,7 +171,9 @@ describe(`submissions (${dialectName})`, () => {
         const res = await a.post(`/forms/${every.form.id}/submissions`, { ...minimal(), ...extra });
         assertBadRequest(res, 'validation_failed', [property], JSON.stringify(extra));
       }
-      const edge = await ok(a.post(`/forms/${every.form.id}/submissions`, { ...minimal(), latitude: -90, longitude: 180 }));
+      const edge = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, { ...minimal(), latitude: -90, longitude: 180 }),
+      );
       assert.deepEqual([edge.latitude, edge.longitude], [-90, 180]);
       assert.equal((await rowCounts(app)).submissions, before.submissions + 1);
     });
@@ -181,7 +217,11 @@ describe(`submissions (${dialectName})`, () => {
       ['Size', 'xl', /"xl" is not one of the options/],
       ['Size', { subvalues: [{ subvalue: 's' }, { subvalue: 'm' }] }, /takes one option/],
       ['Colours', { subvalues: [{ subvalue: 'purple' }] }, /"purple" is not one of the options/],
-      ['Colours', { subvalues: [{ subvalue: 'red' }, { subvalue: 'green' }, { subvalue: 'blue' }] }, /at most 2 options/],
+      [
+        'Colours',
+        { subvalues: [{ subvalue: 'red' }, { subvalue: 'green' }, { subvalue: 'blue' }] },
+        /at most 2 options/,
+      ],
       ['Colours', { subvalues: [{ subvalue: { deep: 'red' } }] }, /must be a string/],
       ['Name', { nickname: 'Al' }, /has no subfield "nickname"/],
       ['Name', { first: { deep: 1 } }, /must be a string/],
@@ -267,12 +307,23 @@ describe(`submissions (${dialectName})`, () => {
       assertBadRequest(
         res,
         'invalid_submission',
-        ['body.fields[1].id', 'body.fields[2].value', 'body.fields[3].id', 'body.fields[4].value', 'body.fields[5].id', 'body.fields[6].value'],
+        [
+          'body.fields[1].id',
+          'body.fields[2].value',
+          'body.fields[3].id',
+          'body.fields[4].value',
+          'body.fields[5].id',
+          'body.fields[6].value',
+        ],
         'several problems',
       );
       const messages = res.body.details.map((d: any) => d.message);
       assert.equal(messages[0], 'this form has no field 2000000000');
-      assert.equal(messages[2], `this form has no field ${other.fields[0].id}`, 'a field of another form is no field of this one');
+      assert.equal(
+        messages[2],
+        `this form has no field ${other.fields[0].id}`,
+        'a field of another form is no field of this one',
+      );
       assert.equal(messages[4], `field ${ids.Name} is given twice`);
       assert.deepEqual(await rowCounts(app), before);
     });
@@ -306,7 +357,9 @@ describe(`submissions (${dialectName})`, () => {
 
     it('rejects file uploads, which are not taken yet', async () => {
       const form = await ok(a.post('/forms', { name: 'Files', fields: [{ type: 'file', label: 'Upload' }] }));
-      const res = await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: { subvalues: [{ subvalue: 'key' }] } }] });
+      const res = await a.post(`/forms/${form.id}/submissions`, {
+        fields: [{ id: form.fields[0].id, value: { subvalues: [{ subvalue: 'key' }] } }],
+      });
       assertBadRequest(res, 'invalid_submission', ['body.fields[0].value'], 'file');
     });
   });
@@ -314,12 +367,26 @@ describe(`submissions (${dialectName})`, () => {
   describe('required fields and logic', () => {
     it('names every missing required field', async () => {
       const res = await a.post(`/forms/${every.form.id}/submissions`, body(ids, { Topic: 'support' }));
-      assertBadRequest(res, 'required_field_missing', [`body.fields(id=${ids.Name})`, `body.fields(id=${ids.Ticket})`], 'two missing');
+      assertBadRequest(
+        res,
+        'required_field_missing',
+        [`body.fields(id=${ids.Name})`, `body.fields(id=${ids.Ticket})`],
+        'two missing',
+      );
       assert.equal(res.body.details[0].message, `Name (${ids.Name}) is required`);
     });
 
     it('treats empty values as missing', async () => {
-      for (const empty of ['', null, { value: null }, { value: '' }, {}, { first: '' }, { first: null, last: '' }, []]) {
+      for (const empty of [
+        '',
+        null,
+        { value: null },
+        { value: '' },
+        {},
+        { first: '' },
+        { first: null, last: '' },
+        [],
+      ]) {
         const res = await a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: empty }));
         assertBadRequest(res, 'required_field_missing', [`body.fields(id=${ids.Name})`], JSON.stringify(empty));
       }
@@ -331,7 +398,10 @@ describe(`submissions (${dialectName})`, () => {
       await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'N', Topic: 'sales' })), 'sales');
       const missing = await a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'N', Topic: 'support' }));
       assertBadRequest(missing, 'required_field_missing', [`body.fields(id=${ids.Ticket})`], 'support without ticket');
-      await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'N', Topic: 'support', Ticket: 'Help' })), 'support with ticket');
+      await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'N', Topic: 'support', Ticket: 'Help' })),
+        'support with ticket',
+      );
     });
 
     it('follows hide logic and chains of logic', async () => {
@@ -339,7 +409,14 @@ describe(`submissions (${dialectName})`, () => {
         a.post('/forms', {
           name: 'Chain',
           fields: [
-            { type: 'radio', label: 'Member', options: [{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }] },
+            {
+              type: 'radio',
+              label: 'Member',
+              options: [
+                { label: 'Yes', value: 'yes' },
+                { label: 'No', value: 'no' },
+              ],
+            },
             { type: 'number', label: 'Age' },
           ],
         }),
@@ -351,7 +428,11 @@ describe(`submissions (${dialectName})`, () => {
           type: 'text',
           label: 'Number',
           required: true,
-          logic: { action: 'hide', conditional: 'any', checks: [{ field: member.id, condition: 'equals', option: 'no' }] },
+          logic: {
+            action: 'hide',
+            conditional: 'any',
+            checks: [{ field: member.id, condition: 'equals', option: 'no' }],
+          },
         }),
       );
       // Card: shown when Number is not empty and Age is greater than 17; required.
@@ -370,19 +451,58 @@ describe(`submissions (${dialectName})`, () => {
           },
         }),
       );
-      const post = (values: [number, unknown][]) => a.post(`/forms/${form.id}/submissions`, { fields: values.map(([id, value]) => ({ id, value })) });
+      const post = (values: [number, unknown][]) =>
+        a.post(`/forms/${form.id}/submissions`, { fields: values.map(([id, value]) => ({ id, value })) });
       await ok(post([[member.id, 'no']]), 'Number hidden, so Card hidden');
-      await ok(post([[member.id, 'no'], [number.id, 'N1'], [age.id, 30]]), 'a value in hidden Number counts as empty for Card');
-      assertBadRequest(await post([[member.id, 'yes']]), 'required_field_missing', [`body.fields(id=${number.id})`], 'Number shown');
-      await ok(post([[member.id, 'yes'], [number.id, 'N1'], [age.id, 17]]), 'Card hidden at 17');
-      assertBadRequest(await post([[member.id, 'yes'], [number.id, 'N1'], [age.id, 18]]), 'required_field_missing', [`body.fields(id=${card.id})`], 'Card shown at 18');
-      await ok(post([[member.id, 'yes'], [number.id, 'N1'], [age.id, 18], [card.id, 'C']]), 'all given');
+      await ok(
+        post([
+          [member.id, 'no'],
+          [number.id, 'N1'],
+          [age.id, 30],
+        ]),
+        'a value in hidden Number counts as empty for Card',
+      );
+      assertBadRequest(
+        await post([[member.id, 'yes']]),
+        'required_field_missing',
+        [`body.fields(id=${number.id})`],
+        'Number shown',
+      );
+      await ok(
+        post([
+          [member.id, 'yes'],
+          [number.id, 'N1'],
+          [age.id, 17],
+        ]),
+        'Card hidden at 17',
+      );
+      assertBadRequest(
+        await post([
+          [member.id, 'yes'],
+          [number.id, 'N1'],
+          [age.id, 18],
+        ]),
+        'required_field_missing',
+        [`body.fields(id=${card.id})`],
+        'Card shown at 18',
+      );
+      await ok(
+        post([
+          [member.id, 'yes'],
+          [number.id, 'N1'],
+          [age.id, 18],
+          [card.id, 'C'],
+        ]),
+        'all given',
+      );
     });
   });
 
   describe('unique fields', () => {
     it('refuses a value already submitted, without regard to case or surrounding space', async () => {
-      const first = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'U1', Email: 'unique@example.com' })));
+      const first = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'U1', Email: 'unique@example.com' })),
+      );
       const before = await rowCounts(app);
       for (const email of ['unique@example.com', 'UNIQUE@example.COM', '  unique@example.com ']) {
         const res = await a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'U2', Email: email }));
@@ -393,12 +513,24 @@ describe(`submissions (${dialectName})`, () => {
 
       // The same value in another form is fine.
       const other = await createEveryFieldForm(a, 'Other unique');
-      await ok(a.post(`/forms/${other.form.id}/submissions`, body(other.ids, { Name: 'U3', Email: 'unique@example.com' })));
+      await ok(
+        a.post(`/forms/${other.form.id}/submissions`, body(other.ids, { Name: 'U3', Email: 'unique@example.com' })),
+      );
 
       // Editing: another submission may not take it; the holder may keep it.
-      const second = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'U4', Email: 'second@example.com' })));
-      assertBadRequest(await a.put(`/submissions/${second.id}`, body(ids, { Email: 'Unique@Example.com' })), 'not_unique', [`body.fields(id=${ids.Email})`], 'edit');
-      await ok(a.put(`/submissions/${first.id}`, body(ids, { Email: 'UNIQUE@example.com', Note: 'kept' })), 'holder keeps its value');
+      const second = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'U4', Email: 'second@example.com' })),
+      );
+      assertBadRequest(
+        await a.put(`/submissions/${second.id}`, body(ids, { Email: 'Unique@Example.com' })),
+        'not_unique',
+        [`body.fields(id=${ids.Email})`],
+        'edit',
+      );
+      await ok(
+        a.put(`/submissions/${first.id}`, body(ids, { Email: 'UNIQUE@example.com', Note: 'kept' })),
+        'holder keeps its value',
+      );
 
       // Deleted, the value is free again.
       await ok(a.delete(`/submissions/${first.id}`));
@@ -409,7 +541,10 @@ describe(`submissions (${dialectName})`, () => {
   describe('edit', () => {
     it('changes only the fields named, checked as on create', async () => {
       const s = await ok(
-        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: { first: 'Edit', last: 'Me' }, Note: 'before', Count: 3, Topic: 'sales' })),
+        a.post(
+          `/forms/${every.form.id}/submissions`,
+          body(ids, { Name: { first: 'Edit', last: 'Me' }, Note: 'before', Count: 3, Topic: 'sales' }),
+        ),
       );
       await new Promise((r) => setTimeout(r, 5));
       const edited = await a.put(`/submissions/${s.id}`, body(ids, { Note: 'after', Count: null }));
@@ -431,7 +566,8 @@ describe(`submissions (${dialectName})`, () => {
         [{ fields: [] }, 'validation_failed', ['body.fields']],
         [{ fields: [{ id: ids.Note, value: 'x' }], latitude: 1 }, 'validation_failed', ['body.latitude']],
       ];
-      for (const [sent, code, properties] of cases) assertBadRequest(await a.put(`/submissions/${s.id}`, sent), code, properties, JSON.stringify(sent));
+      for (const [sent, code, properties] of cases)
+        assertBadRequest(await a.put(`/submissions/${s.id}`, sent), code, properties, JSON.stringify(sent));
       assert.deepEqual((await a.get(`/submissions/${s.id}`)).body, edited.body);
 
       // Showing Ticket by logic requires it; given together it passes.
@@ -449,7 +585,12 @@ describe(`submissions (${dialectName})`, () => {
 
   describe('delete', () => {
     it('deletes permanently, with its index rows, and the count follows', async () => {
-      const s = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Gone', Email: 'gone@example.com', Topic: 'sales' })));
+      const s = await ok(
+        a.post(
+          `/forms/${every.form.id}/submissions`,
+          body(ids, { Name: 'Gone', Email: 'gone@example.com', Topic: 'sales' }),
+        ),
+      );
       const before = await rowCounts(app);
       const countBefore = await count(a, every.form.id);
       const res = await a.delete(`/submissions/${s.id}`);
@@ -460,7 +601,16 @@ describe(`submissions (${dialectName})`, () => {
       assert.equal(afterCounts.uniqueValues, before.uniqueValues - 1, 'the unique email is gone');
       if (dialectName === 'sqlite') assert.equal(afterCounts.fts, before.fts - 1);
       const db = app.server.db.kysely;
-      assert.equal((await db.selectFrom('submission_unique_values').select('submission_id').where('submission_id', '=', s.id).execute()).length, 0);
+      assert.equal(
+        (
+          await db
+            .selectFrom('submission_unique_values')
+            .select('submission_id')
+            .where('submission_id', '=', s.id)
+            .execute()
+        ).length,
+        0,
+      );
       assert.equal(await count(a, every.form.id), countBefore - 1);
 
       for (const [method, path] of [
@@ -468,7 +618,10 @@ describe(`submissions (${dialectName})`, () => {
         ['PUT', `/submissions/${s.id}`],
         ['DELETE', `/submissions/${s.id}`],
       ] as const) {
-        const r = await app.request(method, `${API_PREFIX}${path}`, { token: a.token, body: method === 'PUT' ? body(ids, { Note: 'xx' }) : undefined });
+        const r = await app.request(method, `${API_PREFIX}${path}`, {
+          token: a.token,
+          body: method === 'PUT' ? body(ids, { Note: 'xx' }) : undefined,
+        });
         assert.equal(r.status, 404, `${method} ${path}`);
         assert.equal(r.body.code, 'submission_not_found');
       }
@@ -487,7 +640,10 @@ describe(`submissions (${dialectName})`, () => {
       assert.equal(res.status, 409);
       assert.equal(res.body.code, 'form_inactive');
       // Even a bad body: the form's state is the first answer.
-      assert.equal((await a.post(`/forms/${form.id}/submissions`, body(fids, { Count: 'x' }))).body.code, 'form_inactive');
+      assert.equal(
+        (await a.post(`/forms/${form.id}/submissions`, body(fids, { Count: 'x' }))).body.code,
+        'form_inactive',
+      );
       assert.deepEqual(await rowCounts(app), before);
       assert.equal(await count(a, form.id), 1);
       assert.equal((await a.get(`/submissions/${s.id}`)).status, 200);
@@ -498,7 +654,9 @@ describe(`submissions (${dialectName})`, () => {
     });
 
     it('answers 409 form_full at the submission limit', async () => {
-      const form = await ok(a.post('/forms', { name: 'Limited', settings: { submissionLimit: 2 }, fields: [{ type: 'text', label: 'T' }] }));
+      const form = await ok(
+        a.post('/forms', { name: 'Limited', settings: { submissionLimit: 2 }, fields: [{ type: 'text', label: 'T' }] }),
+      );
       const post = () => a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] });
       await ok(post());
       const second = await ok(post());
@@ -532,7 +690,10 @@ describe(`submissions (${dialectName})`, () => {
       assert.deepEqual(await rowCounts(app), before);
 
       await ok(a.post(`/forms/${form.id}/restore`));
-      assert.deepEqual((await ok(a.get(`/submissions/${s.id}`))).data.find((e: any) => e.label === 'Note').value, 'findme');
+      assert.deepEqual(
+        (await ok(a.get(`/submissions/${s.id}`))).data.find((e: any) => e.label === 'Note').value,
+        'findme',
+      );
       assert.equal((await ok(a.get('/submissions?search=findme'))).total, 1);
       assert.equal(await count(a, form.id), 1);
     });
@@ -540,9 +701,15 @@ describe(`submissions (${dialectName})`, () => {
 
   describe('submissionsCount', () => {
     it('matches the stored rows after creates, failures, replays and deletes', async () => {
-      const form = await ok(a.post('/forms', { name: 'Counted', fields: [{ type: 'number', label: 'N', required: true, attributes: { max: 100 } }] }));
+      const form = await ok(
+        a.post('/forms', {
+          name: 'Counted',
+          fields: [{ type: 'number', label: 'N', required: true, attributes: { max: 100 } }],
+        }),
+      );
       const fid = form.fields[0].id;
-      const post = (n: unknown, headers?: Record<string, string>) => a.post(`/forms/${form.id}/submissions`, { fields: [{ id: fid, value: n }] }, { headers });
+      const post = (n: unknown, headers?: Record<string, string>) =>
+        a.post(`/forms/${form.id}/submissions`, { fields: [{ id: fid, value: n }] }, { headers });
       const made: number[] = [];
       for (let i = 0; i < 6; i++) made.push((await ok(post(i))).id);
       assert.equal((await post(101)).status, 400);
@@ -555,7 +722,11 @@ describe(`submissions (${dialectName})`, () => {
       const concurrent = await Promise.all([...Array(8).keys()].map((i) => post(i)));
       for (const r of concurrent) assert.equal(r.status, 200);
       await Promise.all([made[1], made[2]].map((id) => ok(a.delete(`/submissions/${id}`))));
-      const rows = await app.server.db.kysely.selectFrom('submissions').select('id').where('form_id', '=', form.id).execute();
+      const rows = await app.server.db.kysely
+        .selectFrom('submissions')
+        .select('id')
+        .where('form_id', '=', form.id)
+        .execute();
       assert.equal(rows.length, 6 - 2 + 1 + 8 - 2);
       assert.equal(await count(a, form.id), rows.length);
       assert.equal((await ok(a.get(`/forms/${form.id}/submissions`))).total, rows.length);
@@ -567,7 +738,9 @@ describe(`submissions (${dialectName})`, () => {
     it("answers 404 to another account on every submission route and changes nothing of A's", async () => {
       const b = await app.account('B');
       const bForm = await ok(b.post('/forms', { name: 'B form', fields: [{ type: 'text', label: 'B text' }] }));
-      const s = await ok(a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Private', Note: 'zebrafish' })));
+      const s = await ok(
+        a.post(`/forms/${every.form.id}/submissions`, body(ids, { Name: 'Private', Note: 'zebrafish' })),
+      );
       const snapshot = async () => ({
         s: await ok(a.get(`/submissions/${s.id}`)),
         list: await ok(a.get(`/forms/${every.form.id}/submissions?expandData=true&pageSize=100`)),
@@ -590,7 +763,10 @@ describe(`submissions (${dialectName})`, () => {
         for (const prefix of [API_PREFIX, '/api/v2']) {
           const res = await app.request(method, `${prefix}${path}`, { token: b.token, body: sent });
           assert.equal(res.status, 404, `${method} ${prefix}${path}: ${res.text}`);
-          assert.ok(!res.text.includes('zebrafish') && !res.text.includes('Private'), `${method} ${path} leaks A's data`);
+          assert.ok(
+            !res.text.includes('zebrafish') && !res.text.includes('Private'),
+            `${method} ${path} leaks A's data`,
+          );
         }
       }
       const search = await ok(b.get('/submissions?search=zebrafish'));
@@ -603,7 +779,9 @@ describe(`submissions (${dialectName})`, () => {
       assert.equal(withA.status, 400);
       assert.equal(withA.body.details[0].message, `this form has no field ${ids.Note}`);
       assert.equal(withNone.body.details[0].message, 'this form has no field 2000000000');
-      const searchA = await b.get(`/forms/${bForm.id}/submissions?search[0][fieldId]=${ids.Note}&search[0][value]=zebrafish`);
+      const searchA = await b.get(
+        `/forms/${bForm.id}/submissions?search[0][fieldId]=${ids.Note}&search[0][value]=zebrafish`,
+      );
       assert.equal(searchA.status, 400);
       assert.ok(!searchA.text.includes('zebrafish'));
 
@@ -615,7 +793,9 @@ describe(`submissions (${dialectName})`, () => {
     const path = () => `/forms/${every.form.id}/submissions`;
     const post = (sent: unknown, key?: string, acc: TestAccount = a, to = path()) =>
       acc.post(to, sent, key === undefined ? undefined : { headers: { 'idempotency-key': key } });
-    const submissionsOf = async (formId: number) => (await app.server.db.kysely.selectFrom('submissions').select('id').where('form_id', '=', formId).execute()).length;
+    const submissionsOf = async (formId: number) =>
+      (await app.server.db.kysely.selectFrom('submissions').select('id').where('form_id', '=', formId).execute())
+        .length;
 
     it('replays the first response for the same key and body, without a second submission', async () => {
       const sent = body(ids, { Name: 'Idem', Note: 'once' });
@@ -631,7 +811,11 @@ describe(`submissions (${dialectName})`, () => {
         assert.deepEqual(again.body, first.body);
       }
       // The legacy path is the same request.
-      const legacy = await app.request('POST', `/api/v2${path()}.json`, { token: a.token, body: sent, headers: { 'idempotency-key': 'key-replay' } });
+      const legacy = await app.request('POST', `/api/v2${path()}.json`, {
+        token: a.token,
+        body: sent,
+        headers: { 'idempotency-key': 'key-replay' },
+      });
       assert.equal(legacy.headers.get('idempotent-replayed'), 'true');
       assert.deepEqual(legacy.body, first.body);
       assert.equal(await submissionsOf(every.form.id), before + 1);
@@ -656,7 +840,12 @@ describe(`submissions (${dialectName})`, () => {
       const b = await app.account('B idem');
       const bForm = await ok(b.post('/forms', { name: 'B', fields: [{ type: 'text', label: 'T' }] }));
       const mine = await ok(post(minimal(), 'shared-key'));
-      const theirs = await post({ fields: [{ id: bForm.fields[0].id, value: 'b' }] }, 'shared-key', b, `/forms/${bForm.id}/submissions`);
+      const theirs = await post(
+        { fields: [{ id: bForm.fields[0].id, value: 'b' }] },
+        'shared-key',
+        b,
+        `/forms/${bForm.id}/submissions`,
+      );
       assert.equal(theirs.status, 200);
       assert.equal(theirs.headers.get('idempotent-replayed'), null);
       assert.notEqual(theirs.body.id, mine.id);
@@ -668,7 +857,16 @@ describe(`submissions (${dialectName})`, () => {
       const sent = body(ids, { Name: 'Running' });
       const hash = requestHash(app.config.secretKey, 'POST', `${API_PREFIX}${path()}`, sent);
       const before = await rowCounts(app);
-      await db.insertInto('idempotency_keys').values({ account_id: a.accountId, idem_key: 'key-running', request_hash: hash, state: 'running', created_at: clock.now() }).execute();
+      await db
+        .insertInto('idempotency_keys')
+        .values({
+          account_id: a.accountId,
+          idem_key: 'key-running',
+          request_hash: hash,
+          state: 'running',
+          created_at: clock.now(),
+        })
+        .execute();
       const res = await post(sent, 'key-running');
       assert.equal(res.status, 409, res.text);
       assert.equal(res.body.code, 'idempotency_in_progress');
@@ -690,7 +888,10 @@ describe(`submissions (${dialectName})`, () => {
       const before = await submissionsOf(every.form.id);
       const replies = await Promise.all([...Array(6).keys()].map(() => post(sent, 'key-concurrent')));
       const statuses = replies.map((r) => r.status);
-      assert.ok(statuses.every((s) => s === 200 || s === 409), JSON.stringify(statuses));
+      assert.ok(
+        statuses.every((s) => s === 200 || s === 409),
+        JSON.stringify(statuses),
+      );
       const created = replies.filter((r) => r.status === 200);
       assert.ok(created.length >= 1);
       assert.equal(new Set(created.map((r) => r.body.id)).size, 1);

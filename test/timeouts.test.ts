@@ -43,7 +43,13 @@ interface Outcome {
  * Opens a connection, sends head at once and then one byte of drip every interval until the
  * server closes the connection. Resolves when it does, or after boundMs with closed false.
  */
-function trickle(port: number, head: string, drip: string, intervalMs = 200, boundMs = BOUND_MS): { outcome: Promise<Outcome>; socket: Socket } {
+function trickle(
+  port: number,
+  head: string,
+  drip: string,
+  intervalMs = 200,
+  boundMs = BOUND_MS,
+): { outcome: Promise<Outcome>; socket: Socket } {
   const socket = connect(port, '127.0.0.1');
   let text = '';
   let i = 0;
@@ -91,7 +97,9 @@ describe(`slow clients and stopping (${dialectName})`, () => {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(child);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const url = `http://127.0.0.1:${port}`;
@@ -118,14 +126,24 @@ describe(`slow clients and stopping (${dialectName})`, () => {
   const api = (served: Served, method: string, path: string, body?: unknown) =>
     fetch(`${served.url}/api/v2025${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
   /** A signed upload URL (the local driver's, this service's own) for a new file field. */
   async function uploadPath(served: Served): Promise<string> {
-    const form = (await (await api(served, 'POST', '/forms', { name: 'Files', fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1_000_000 } }] })).json()) as any;
-    const issued = (await (await api(served, 'POST', `/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['a.txt'] })).json()) as any;
+    const form = (await (
+      await api(served, 'POST', '/forms', {
+        name: 'Files',
+        fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1_000_000 } }],
+      })
+    ).json()) as any;
+    const issued = (await (
+      await api(served, 'POST', `/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['a.txt'] })
+    ).json()) as any;
     const url = new URL(issued.uploads[0].uploadUrl);
     return `${url.pathname}${url.search}`;
   }
@@ -136,9 +154,29 @@ describe(`slow clients and stopping (${dialectName})`, () => {
 
   before(async () => {
     if (TEST_PG_URL) database = await createPgDatabase();
-    env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(database ? { DATABASE_URL: database.url } : {}) };
+    env = {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      ...(database ? { DATABASE_URL: database.url } : {}),
+    };
     // Also migrates, so that the servers start on a ready schema.
-    const created = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'admin', 'create-account', '--name', 'Slow', '--email', 'slow@example.com', '--json'], { env });
+    const created = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'admin',
+        'create-account',
+        '--name',
+        'Slow',
+        '--email',
+        'slow@example.com',
+        '--json',
+      ],
+      { env },
+    );
     token = JSON.parse(created.stdout).token;
   });
 
@@ -166,7 +204,11 @@ describe(`slow clients and stopping (${dialectName})`, () => {
 
       assert.ok(b.closed, 'the connection of a trickling body is closed');
       assert.equal(statusOf(b.text), 408, b.text);
-      assert.deepEqual(jsonOf(b.text), { status: 'error', error: 'The request body did not arrive within 1000 ms', code: 'body_timeout' });
+      assert.deepEqual(jsonOf(b.text), {
+        status: 'error',
+        error: 'The request body did not arrive within 1000 ms',
+        code: 'body_timeout',
+      });
       assert.match(b.text, /\r\nconnection: close\r\n/i);
 
       assert.ok(u.closed, 'the connection of an unread trickling body is closed');
@@ -189,7 +231,12 @@ describe(`slow clients and stopping (${dialectName})`, () => {
     try {
       const path = await uploadPath(served);
       // About 50 bytes a second, against a floor of 1000.
-      const slow = trickle(served.port, `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`, '0123456789', 200);
+      const slow = trickle(
+        served.port,
+        `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`,
+        '0123456789',
+        200,
+      );
       const cut = await slow.outcome;
       assert.ok(cut.closed, 'the connection of a trickling upload is closed');
       assert.equal(statusOf(cut.text), 408, cut.text);
@@ -198,7 +245,11 @@ describe(`slow clients and stopping (${dialectName})`, () => {
       assert.deepEqual(readdirSync(tmp), [], 'no partial file is left');
 
       // The URL was given back: a whole upload at a normal pace takes it.
-      const whole = await fetch(`${served.url}${path}`, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(50_000) });
+      const whole = await fetch(`${served.url}${path}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'text/plain' },
+        body: 'x'.repeat(50_000),
+      });
       assert.equal(whole.status, 200, await whole.clone().text());
       assert.equal(((await whole.json()) as any).size, 50_000);
     } finally {
@@ -208,12 +259,22 @@ describe(`slow clients and stopping (${dialectName})`, () => {
 
   it('finishes a SIGTERM within SHUTDOWN_TIMEOUT_MS while clients trickle a body and an upload', async () => {
     // Deadlines far away, so that only the stop can end these requests.
-    const served = await serve({ REQUEST_TIMEOUT_MS: '600000', UPLOAD_MIN_BYTES_PER_SECOND: '1', SHUTDOWN_TIMEOUT_MS: '1000' });
+    const served = await serve({
+      REQUEST_TIMEOUT_MS: '600000',
+      UPLOAD_MIN_BYTES_PER_SECOND: '1',
+      SHUTDOWN_TIMEOUT_MS: '1000',
+    });
     try {
       const path = await uploadPath(served);
       // The clients would go on for three times the bound the stop is given, so that only the server can end them.
       const body = trickle(served.port, jsonHead(10_000), 'a', 200, 3 * BOUND_MS);
-      const upload = trickle(served.port, `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`, '0123456789', 200, 3 * BOUND_MS);
+      const upload = trickle(
+        served.port,
+        `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nhello`,
+        '0123456789',
+        200,
+        3 * BOUND_MS,
+      );
       // An idle keep-alive connection too.
       const idle = connect(served.port, '127.0.0.1');
       idle.on('error', () => undefined);
@@ -222,7 +283,10 @@ describe(`slow clients and stopping (${dialectName})`, () => {
       await new Promise((r) => setTimeout(r, 1000));
 
       served.child.kill('SIGTERM');
-      const exit = await Promise.race([served.exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), BOUND_MS))]);
+      const exit = await Promise.race([
+        served.exited,
+        new Promise<'hung'>((r) => setTimeout(() => r('hung'), BOUND_MS)),
+      ]);
       assert.deepEqual(exit, { code: 0, signal: null }, 'the process stops, cleanly, within the bound');
       const [b, u] = await Promise.all([body.outcome, upload.outcome]);
       assert.ok(b.closed && u.closed, 'the trickling connections were closed');

@@ -14,7 +14,16 @@ import { SCOPES } from '../src/http/access.js';
 import { PAT_PREFIX } from '../src/modules/accounts/service.js';
 import { writeLastUsed } from '../src/modules/tokens/repository.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import { authorize, basicOf, exchangeCode, pkce, registerClient, tokenRequest, userWithPassword, type Client } from './support/oauth-flow.js';
+import {
+  authorize,
+  basicOf,
+  exchangeCode,
+  pkce,
+  registerClient,
+  tokenRequest,
+  userWithPassword,
+  type Client,
+} from './support/oauth-flow.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const DAY_MS = 86_400_000;
@@ -23,7 +32,8 @@ const unknownToken = () => `${PAT_PREFIX}${randomBytes(32).toString('base64url')
 
 /** API calls with a given token. */
 function as(app: TestApp, token: string) {
-  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => app.request(method, `/api/v2025${path}`, { token, body, headers });
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    app.request(method, `/api/v2025${path}`, { token, body, headers });
   return {
     get: (path: string) => call('GET', path),
     post: (path: string, body: unknown) => call('POST', path, body),
@@ -44,7 +54,11 @@ async function status(app: TestApp, token: string, path = '/forms'): Promise<num
 
 /** The stored last use of a token, read from the database itself. */
 async function storedLastUse(app: TestApp, tokenId: number): Promise<number | null> {
-  const row = await app.server.db.kysely.selectFrom('access_tokens').select('last_used_at').where('id', '=', tokenId).executeTakeFirstOrThrow();
+  const row = await app.server.db.kysely
+    .selectFrom('access_tokens')
+    .select('last_used_at')
+    .where('id', '=', tokenId)
+    .executeTakeFirstOrThrow();
   return row.last_used_at;
 }
 
@@ -61,7 +75,11 @@ describe('token settings', () => {
       ['TOKEN_USAGE_FLUSH_SECONDS', '0'],
       ['TOKEN_USAGE_FLUSH_SECONDS', '86401'],
     ] as const) {
-      assert.throws(() => loadConfig({ [name]: value }), (e: unknown) => e instanceof ConfigError && e.setting === name, `${name}=${value}`);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (e: unknown) => e instanceof ConfigError && e.setting === name,
+        `${name}=${value}`,
+      );
     }
   });
 });
@@ -79,7 +97,16 @@ describe(`personal access tokens (${dialectName})`, () => {
     const listed = await ok(owner.get('/tokens'), 'list');
     assert.equal(listed.tokens.length, 1);
     const initial = listed.tokens[0];
-    assert.deepEqual(Object.keys(initial).sort(), ['created', 'expiresAt', 'id', 'lastUsed', 'name', 'prefix', 'scopes', 'userId']);
+    assert.deepEqual(Object.keys(initial).sort(), [
+      'created',
+      'expiresAt',
+      'id',
+      'lastUsed',
+      'name',
+      'prefix',
+      'scopes',
+      'userId',
+    ]);
     assert.equal(initial.name, 'initial');
     assert.equal(initial.userId, owner.userId);
     assert.equal(initial.prefix, owner.token.slice(0, 11));
@@ -95,7 +122,10 @@ describe(`personal access tokens (${dialectName})`, () => {
     assert.equal(await status(app, made.token), 200);
 
     const again = await ok(owner.get('/tokens'), 'list again');
-    assert.deepEqual(again.tokens.map((t: any) => t.id), [initial.id, made.id]);
+    assert.deepEqual(
+      again.tokens.map((t: any) => t.id),
+      [initial.id, made.id],
+    );
     // Neither the value nor its hash is ever listed.
     assert.ok(!JSON.stringify(again).includes(made.token.slice(11)));
     assert.ok(!JSON.stringify(again).includes(hashToken(made.token)));
@@ -104,7 +134,10 @@ describe(`personal access tokens (${dialectName})`, () => {
     const refused = await app.request('GET', '/api/v2025/forms', { token: made.token });
     assert.equal(refused.status, 401);
     assert.equal(refused.body.code, 'token_invalid');
-    assert.deepEqual((await ok(owner.get('/tokens'), 'list after')).tokens.map((t: any) => t.id), [initial.id]);
+    assert.deepEqual(
+      (await ok(owner.get('/tokens'), 'list after')).tokens.map((t: any) => t.id),
+      [initial.id],
+    );
     assert.equal((await owner.delete(`/tokens/${made.id}`)).status, 404);
     // The token that revokes may be the one it revokes.
     const self = await ok(owner.post('/tokens', { name: 'self' }), 'create');
@@ -125,13 +158,18 @@ describe(`personal access tokens (${dialectName})`, () => {
     // A token it makes inherits its scopes, or fewer; more is refused.
     const child = await ok(api.post('/tokens', { name: 'child' }), 'inherit');
     assert.deepEqual(child.scopes, ['forms:read', 'admin']);
-    assert.deepEqual((await ok(api.post('/tokens', { name: 'fewer', scopes: ['forms:read'] }), 'fewer')).scopes, ['forms:read']);
+    assert.deepEqual((await ok(api.post('/tokens', { name: 'fewer', scopes: ['forms:read'] }), 'fewer')).scopes, [
+      'forms:read',
+    ]);
     const stronger = await api.post('/tokens', { name: 'stronger', scopes: ['forms:read', 'forms:write'] });
     assert.equal(stronger.status, 403);
     assert.equal(stronger.body.code, 'insufficient_scope');
     // Without the admin scope a token manages no tokens at all.
     const reader = await ok(owner.post('/tokens', { name: 'plain reader', scopes: ['forms:read'] }), 'create');
-    for (const res of [await as(app, reader.token).get('/tokens'), await as(app, reader.token).post('/tokens', { name: 'x' })]) {
+    for (const res of [
+      await as(app, reader.token).get('/tokens'),
+      await as(app, reader.token).post('/tokens', { name: 'x' }),
+    ]) {
       assert.equal(res.status, 403);
       assert.equal(res.body.code, 'insufficient_scope');
     }
@@ -144,24 +182,41 @@ describe(`personal access tokens (${dialectName})`, () => {
   it('lets admins manage the tokens of the users but the owner, and members only their own', async () => {
     const admin = await ok(owner.post('/users', { email: email(), name: 'Admin', role: 'admin' }), 'admin');
     const member = await ok(owner.post('/users', { email: email(), name: 'Member', role: 'member' }), 'member');
-    const adminToken = (await ok(owner.post(`/users/${admin.id}/tokens`, { name: 'for the admin' }), 'owner makes admin token')).token;
+    const adminToken = (
+      await ok(owner.post(`/users/${admin.id}/tokens`, { name: 'for the admin' }), 'owner makes admin token')
+    ).token;
     const adminApi = as(app, adminToken);
 
-    const made = await ok(adminApi.post(`/users/${member.id}/tokens`, { name: 'for the member', expiresInDays: 30 }), 'admin makes member token');
+    const made = await ok(
+      adminApi.post(`/users/${member.id}/tokens`, { name: 'for the member', expiresInDays: 30 }),
+      'admin makes member token',
+    );
     assert.equal(made.userId, member.id);
     assert.equal(await status(app, made.token), 200);
-    assert.deepEqual((await ok(adminApi.get(`/users/${member.id}/tokens`), 'admin lists')).tokens.map((t: any) => t.id), [made.id]);
+    assert.deepEqual(
+      (await ok(adminApi.get(`/users/${member.id}/tokens`), 'admin lists')).tokens.map((t: any) => t.id),
+      [made.id],
+    );
 
     // The member sees and revokes only their own, through /tokens.
     const memberApi = as(app, made.token);
-    assert.deepEqual((await ok(memberApi.get('/tokens'), 'member lists')).tokens.map((t: any) => t.id), [made.id]);
+    assert.deepEqual(
+      (await ok(memberApi.get('/tokens'), 'member lists')).tokens.map((t: any) => t.id),
+      [made.id],
+    );
     const second = await ok(memberApi.post('/tokens', { name: 'second' }), 'member makes one');
-    for (const res of [await memberApi.get(`/users/${member.id}/tokens`), await memberApi.delete(`/users/${admin.id}/tokens/1`)]) {
+    for (const res of [
+      await memberApi.get(`/users/${member.id}/tokens`),
+      await memberApi.delete(`/users/${admin.id}/tokens/1`),
+    ]) {
       assert.equal(res.status, 403);
       assert.equal(res.body.code, 'admin_required');
     }
     // Another user's token id under /tokens, or under the wrong user, is not found.
-    assert.equal((await memberApi.delete(`/tokens/${(await ok(adminApi.get('/tokens'), 'admin own')).tokens[0].id}`)).status, 404);
+    assert.equal(
+      (await memberApi.delete(`/tokens/${(await ok(adminApi.get('/tokens'), 'admin own')).tokens[0].id}`)).status,
+      404,
+    );
     assert.equal((await adminApi.delete(`/users/${admin.id}/tokens/${second.id}`)).status, 404);
     assert.equal(await status(app, second.token), 200);
 
@@ -172,7 +227,9 @@ describe(`personal access tokens (${dialectName})`, () => {
     for (const res of [
       await adminApi.get(`/users/${owner.userId}/tokens`),
       await adminApi.post(`/users/${owner.userId}/tokens`, { name: 'takeover' }),
-      await adminApi.delete(`/users/${owner.userId}/tokens/${(await ok(owner.get('/tokens'), 'owner own')).tokens[0].id}`),
+      await adminApi.delete(
+        `/users/${owner.userId}/tokens/${(await ok(owner.get('/tokens'), 'owner own')).tokens[0].id}`,
+      ),
     ]) {
       assert.equal(res.status, 403);
       assert.equal(res.body.code, 'owner_protected');
@@ -202,8 +259,15 @@ describe(`personal access tokens (${dialectName})`, () => {
     assert.equal(await status(app, own.token), 200);
     assert.equal(await status(app, other.token), 401);
     assert.equal(await status(app, grant.access_token), 401);
-    assert.equal((await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: grant.refresh_token }, basicOf(client))).body.error, 'invalid_grant');
-    assert.deepEqual((await ok(owner.get(`/users/${user.id}/tokens`), 'list')).tokens.map((t: any) => t.id), [own.id]);
+    assert.equal(
+      (await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: grant.refresh_token }, basicOf(client)))
+        .body.error,
+      'invalid_grant',
+    );
+    assert.deepEqual(
+      (await ok(owner.get(`/users/${user.id}/tokens`), 'list')).tokens.map((t: any) => t.id),
+      [own.id],
+    );
 
     // Changed by the owner, every token of the user ends.
     await ok(owner.put(`/users/${user.id}`, { password: 'and another one' }), 'owner changes it');
@@ -229,11 +293,18 @@ describe(`personal access tokens (${dialectName})`, () => {
     assert.equal(foreign.status, 200);
     assert.equal(await status(app, pat.token), 200);
 
-    const res = await tokenRequest(app, { token: pat.token, token_type_hint: 'access_token' }, basicOf(client), '/oauth2/revoke');
+    const res = await tokenRequest(
+      app,
+      { token: pat.token, token_type_hint: 'access_token' },
+      basicOf(client),
+      '/oauth2/revoke',
+    );
     assert.equal(res.status, 200);
     assert.equal(await status(app, pat.token), 401);
     // Introspection still tells clients nothing about personal access tokens.
-    assert.deepEqual((await tokenRequest(app, { token: owner.token }, basicOf(client), '/oauth2/introspect')).body, { active: false });
+    assert.deepEqual((await tokenRequest(app, { token: owner.token }, basicOf(client), '/oauth2/introspect')).body, {
+      active: false,
+    });
   });
 
   it('validates expiry: days or a time in the future, not both', async () => {
@@ -253,7 +324,10 @@ describe(`personal access tokens (${dialectName})`, () => {
     ] as const) {
       const res = await owner.post('/tokens', body);
       assert.equal(res.status, 400, JSON.stringify(body));
-      assert.ok(res.body.details.some((d: any) => d.property === property), `${JSON.stringify(body)}: ${res.text}`);
+      assert.ok(
+        res.body.details.some((d: any) => d.property === property),
+        `${JSON.stringify(body)}: ${res.text}`,
+      );
     }
   });
 });
@@ -326,7 +400,10 @@ describe(`last use of tokens (${dialectName})`, () => {
       const listed = (await ok(owner.get('/tokens'), 'list')).tokens;
       for (const t of [a, b]) {
         const lastUsed = listed.find((x: any) => x.id === t.id).lastUsed;
-        assert.ok(lastUsed !== null && Date.parse(lastUsed) <= before && Date.parse(lastUsed) >= Date.parse(t.created), `${t.name}: ${lastUsed}`);
+        assert.ok(
+          lastUsed !== null && Date.parse(lastUsed) <= before && Date.parse(lastUsed) >= Date.parse(t.created),
+          `${t.name}: ${lastUsed}`,
+        );
       }
     } finally {
       if (secondOpen) await second.close();
@@ -350,7 +427,11 @@ describe(`last use of tokens (${dialectName})`, () => {
 
       // A later use written elsewhere is not overwritten by an older one.
       const later = Date.parse(lastUsed) + 3_600_000;
-      await app.server.db.kysely.updateTable('access_tokens').set({ last_used_at: later }).where('id', '=', made.id).execute();
+      await app.server.db.kysely
+        .updateTable('access_tokens')
+        .set({ last_used_at: later })
+        .where('id', '=', made.id)
+        .execute();
       await writeLastUsed(app.server.db.kysely, [[made.id, later - 1000]]);
       assert.equal(await storedLastUse(app, made.id), later);
     } finally {
@@ -365,7 +446,11 @@ function failures(app: TestApp, address: string, client: Client) {
   const form = async (path: string, body: Record<string, string>, secret: string) => {
     const res = await fetch(`${app.url}${path}`, {
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client.clientId}:${secret}`).toString('base64')}` },
+      headers: {
+        ...headers,
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${client.clientId}:${secret}`).toString('base64')}`,
+      },
       body: new URLSearchParams(body).toString(),
     });
     const text = await res.text();
@@ -373,7 +458,8 @@ function failures(app: TestApp, address: string, client: Client) {
   };
   return {
     bearer: (token = unknownToken()) => app.request('GET', '/api/v2025/forms', { token, headers }),
-    token: (secret = 'fw_cs_wrong') => form('/oauth2/token', { grant_type: 'refresh_token', refresh_token: 'fw_rt_unknown' }, secret),
+    token: (secret = 'fw_cs_wrong') =>
+      form('/oauth2/token', { grant_type: 'refresh_token', refresh_token: 'fw_rt_unknown' }, secret),
     revoke: (secret = 'fw_cs_wrong') => form('/oauth2/revoke', { token: 'fw_at_unknown' }, secret),
     introspect: (secret = 'fw_cs_wrong') => form('/oauth2/introspect', { token: 'fw_at_unknown' }, secret),
   };
@@ -383,7 +469,10 @@ const address = () => `10.${randomBytes(3).join('.')}`;
 
 function assertRetryAfter(headers: Headers): void {
   const retryAfter = Number(headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 900, `Retry-After ${headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 900,
+    `Retry-After ${headers.get('retry-after')}`,
+  );
 }
 
 describe(`failed authentications per address (${dialectName}, in memory)`, () => {
@@ -420,7 +509,14 @@ describe(`failed authentications per address (${dialectName}, in memory)`, () =>
     assert.equal((await from.bearer(owner.token)).status, 200);
     assert.equal((await failures(app, address(), client).bearer()).status, 401);
     // Missing and malformed headers are not attempts: still 401.
-    assert.equal((await app.request('GET', '/api/v2025/forms', { headers: { 'x-forwarded-for': '10.0.0.1', authorization: 'Bearer nope' } })).status, 401);
+    assert.equal(
+      (
+        await app.request('GET', '/api/v2025/forms', {
+          headers: { 'x-forwarded-for': '10.0.0.1', authorization: 'Bearer nope' },
+        })
+      ).status,
+      401,
+    );
   });
 
   it('counts wrong client secrets at the token, revocation and introspection endpoints, in the same count', async () => {
@@ -449,7 +545,12 @@ describe(`failed authentications per address (${dialectName}, in memory)`, () =>
 
 // Without FORMWORK_TEST_REDIS_URL a machine without Redis skips this; with it, Redis is required.
 async function redisSkip(): Promise<string | undefined> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
@@ -463,28 +564,32 @@ async function redisSkip(): Promise<string | undefined> {
   }
 }
 
-describe(`failed authentications counted through Redis by two servers (${dialectName})`, { skip: await redisSkip() }, () => {
-  it('refuses on either server once the failures on both reach the limit', async () => {
-    const env = { AUTH_FAILURE_ATTEMPTS: '3', TRUST_PROXY: 'true', REDIS_URL };
-    const first = await startTestApp(env);
-    const second = await startTestApp(env, first);
-    const where = address();
-    try {
-      const owner = await first.account();
-      const client = await registerClient(owner);
-      assert.equal((await failures(first, where, client).bearer()).status, 401);
-      assert.equal((await failures(second, where, client).token()).body.error, 'invalid_client');
-      assert.equal((await failures(first, where, client).revoke()).status, 401);
-      assert.equal((await failures(second, where, client).bearer()).status, 429);
-      assert.equal((await failures(first, where, client).introspect()).status, 429);
-      assert.equal((await failures(second, where, client).bearer(owner.token)).status, 200);
-    } finally {
-      await second.close();
-      await first.close();
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`fw:rl:authfail:ip:${where}:*`);
-      if (keys.length) await redis.del(...keys);
-      await redis.quit();
-    }
-  });
-});
+describe(
+  `failed authentications counted through Redis by two servers (${dialectName})`,
+  { skip: await redisSkip() },
+  () => {
+    it('refuses on either server once the failures on both reach the limit', async () => {
+      const env = { AUTH_FAILURE_ATTEMPTS: '3', TRUST_PROXY: 'true', REDIS_URL };
+      const first = await startTestApp(env);
+      const second = await startTestApp(env, first);
+      const where = address();
+      try {
+        const owner = await first.account();
+        const client = await registerClient(owner);
+        assert.equal((await failures(first, where, client).bearer()).status, 401);
+        assert.equal((await failures(second, where, client).token()).body.error, 'invalid_client');
+        assert.equal((await failures(first, where, client).revoke()).status, 401);
+        assert.equal((await failures(second, where, client).bearer()).status, 429);
+        assert.equal((await failures(first, where, client).introspect()).status, 429);
+        assert.equal((await failures(second, where, client).bearer(owner.token)).status, 200);
+      } finally {
+        await second.close();
+        await first.close();
+        const redis = new Redis(REDIS_URL);
+        const keys = await redis.keys(`fw:rl:authfail:ip:${where}:*`);
+        if (keys.length) await redis.del(...keys);
+        await redis.quit();
+      }
+    });
+  },
+);

@@ -40,16 +40,21 @@ function assertRefused(res: Reply, index: number, label: string, pattern: RegExp
   assert.match(detail.message, pattern);
 }
 
-
 /** A PUT with a chunked body (no Content-Length), as a client streaming a file of unknown size sends it. */
 function putChunked(url: string, body: Buffer): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'PUT', headers: { 'transfer-encoding': 'chunked', 'content-type': 'application/octet-stream' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
-      res.on('error', reject);
-    });
+    const req = httpRequest(
+      url,
+      { method: 'PUT', headers: { 'transfer-encoding': 'chunked', 'content-type': 'application/octet-stream' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }),
+        );
+        res.on('error', reject);
+      },
+    );
     // The server may answer and close before it has read everything: the answer is what counts.
     req.on('error', () => undefined);
     for (let i = 0; i < body.length; i += 1024) req.write(body.subarray(i, i + 1024));
@@ -84,9 +89,15 @@ for (const driver of ['local', 's3'] as const) {
     /** What storage holds right now, temporary files included. */
     const stored = (): string[] => (s3 ? s3.objectKeys() : filesUnder(join(app.config.dataDir, 'files')));
     /** Upload URLs name PUBLIC_URL (http://forms.test); the test server listens elsewhere. */
-    const reachable = (url: string) => (url.startsWith(app.config.publicUrl) ? app.url + url.slice(app.config.publicUrl.length) : url);
+    const reachable = (url: string) =>
+      url.startsWith(app.config.publicUrl) ? app.url + url.slice(app.config.publicUrl.length) : url;
 
-    async function issue(fieldId: number, filenames: string[], formId = form.id, acc = a): Promise<{ filename: string; fileKey: string; uploadUrl: string; expiresAt: string }[]> {
+    async function issue(
+      fieldId: number,
+      filenames: string[],
+      formId = form.id,
+      acc = a,
+    ): Promise<{ filename: string; fileKey: string; uploadUrl: string; expiresAt: string }[]> {
       const body = await ok(acc.post(`/forms/${formId}/fields/${fieldId}/upload-urls`, { filenames }), 'upload-urls');
       return body.uploads;
     }
@@ -101,7 +112,11 @@ for (const driver of ['local', 's3'] as const) {
       if (driver === 'local') return { fileKey: u!.fileKey, url: reachable(u!.uploadUrl) };
       const db = app.server.db.kysely;
       await db.updateTable('uploads').set({ via: 'service' }).where('file_key', '=', u!.fileKey).execute();
-      const row = await db.selectFrom('uploads').selectAll().where('file_key', '=', u!.fileKey).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('uploads')
+        .selectAll()
+        .where('file_key', '=', u!.fileKey)
+        .executeTakeFirstOrThrow();
       return { fileKey: u!.fileKey, url: reachable(await uploadUrlFor(app.server.ctx, row)) };
     }
 
@@ -112,12 +127,16 @@ for (const driver of ['local', 's3'] as const) {
       return u!.fileKey;
     }
 
-    const submit = (fields: { id: number; value: unknown }[], acc = a, formId = form.id) => acc.post(`/forms/${formId}/submissions`, { fields });
+    const submit = (fields: { id: number; value: unknown }[], acc = a, formId = form.id) =>
+      acc.post(`/forms/${formId}/submissions`, { fields });
     const keys = (...fileKeys: string[]) => ({ subvalues: fileKeys.map((subvalue) => ({ subvalue })) });
     const download = (submissionId: number, fieldId: number, index?: number, acc = a) =>
-      fetch(`${app.url}/api/v2025/submissions/${submissionId}/upload?fieldId=${fieldId}${index === undefined ? '' : `&index=${index}`}`, {
-        headers: { authorization: `Bearer ${acc.token}` },
-      });
+      fetch(
+        `${app.url}/api/v2025/submissions/${submissionId}/upload?fieldId=${fieldId}${index === undefined ? '' : `&index=${index}`}`,
+        {
+          headers: { authorization: `Bearer ${acc.token}` },
+        },
+      );
 
     it('takes files through upload-urls, PUT and fileKeys, and serves them back byte for byte', async () => {
       const before = stored().length;
@@ -129,27 +148,50 @@ for (const driver of ['local', 's3'] as const) {
         assert.match(u.fileKey, /^fk_[A-Za-z0-9_-]{32}$/);
         const lifetime = Date.parse(u.expiresAt) - app.server.ctx.clock.now();
         assert.ok(lifetime > 2 * HOUR - 60_000 && lifetime <= 2 * HOUR, `expires in 2 hours, got ${lifetime} ms`);
-        if (driver === 'local') assert.match(u.uploadUrl, /^http:\/\/forms\.test\/uploads\/fk_[^?]+\?expires=\d+&signature=/);
+        if (driver === 'local')
+          assert.match(u.uploadUrl, /^http:\/\/forms\.test\/uploads\/fk_[^?]+\?expires=\d+&signature=/);
         else assert.ok(u.uploadUrl.startsWith(s3!.env.S3_ENDPOINT!), u.uploadUrl);
       }
       assert.equal((await put(urls[0]!.uploadUrl, one)).status, 200);
       assert.equal((await put(urls[1]!.uploadUrl, two)).status, 200);
 
-      const created = await ok(submit([{ id: ids.Files!, value: keys(urls[0]!.fileKey, urls[1]!.fileKey) }, { id: ids.Note!, value: 'hi' }]), 'submit');
+      const created = await ok(
+        submit([
+          { id: ids.Files!, value: keys(urls[0]!.fileKey, urls[1]!.fileKey) },
+          { id: ids.Note!, value: 'hi' },
+        ]),
+        'submit',
+      );
       const entry = created.data.find((d: any) => d.field === ids.Files);
       assert.equal(entry.displayValue, 'one.bin, two.txt');
       assert.deepEqual(
         entry.value.map((f: any) => [f.name, f.size, f.fileKey, f.url]),
         [
-          ['one.bin', 700, urls[0]!.fileKey, `/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Files}&index=0`],
-          ['two.txt', 1000, urls[1]!.fileKey, `/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Files}&index=1`],
+          [
+            'one.bin',
+            700,
+            urls[0]!.fileKey,
+            `/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Files}&index=0`,
+          ],
+          [
+            'two.txt',
+            1000,
+            urls[1]!.fileKey,
+            `/api/v2025/submissions/${created.id}/upload?fieldId=${ids.Files}&index=1`,
+          ],
         ],
       );
       assert.equal(entry.value[1].contentType, 'text/plain');
       const read = await ok(a.get(`/submissions/${created.id}`), 'read');
-      assert.deepEqual(read.data.find((d: any) => d.field === ids.Files), entry);
+      assert.deepEqual(
+        read.data.find((d: any) => d.field === ids.Files),
+        entry,
+      );
 
-      for (const [index, bytes, name] of [[0, one, 'one.bin'], [1, two, 'two.txt']] as const) {
+      for (const [index, bytes, name] of [
+        [0, one, 'one.bin'],
+        [1, two, 'two.txt'],
+      ] as const) {
         const res = await download(created.id, ids.Files!, index);
         assert.equal(res.status, 200);
         assert.equal(res.headers.get('content-type'), 'application/octet-stream');
@@ -159,7 +201,10 @@ for (const driver of ['local', 's3'] as const) {
       }
       // index defaults to 0, and the v2 path serves the same
       assert.ok(Buffer.from(await (await download(created.id, ids.Files!)).arrayBuffer()).equals(one));
-      const legacy = await fetch(`${app.url}/api/v2/submissions/${created.id}/upload.json?fieldId=${ids.Files}&index=1`, { headers: { authorization: `Bearer ${a.token}` } });
+      const legacy = await fetch(
+        `${app.url}/api/v2/submissions/${created.id}/upload.json?fieldId=${ids.Files}&index=1`,
+        { headers: { authorization: `Bearer ${a.token}` } },
+      );
       assert.ok(Buffer.from(await legacy.arrayBuffer()).equals(two));
       assert.equal(stored().length, before + 2);
     });
@@ -169,9 +214,22 @@ for (const driver of ['local', 's3'] as const) {
       const legacy = randomBytes(10);
       const created = await ok(
         submit([
-          { id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'inline.bin', content: bytes.toString('base64') } }, { subvalue: `old.txt;${legacy.toString('base64')}` }] } },
+          {
+            id: ids.Files!,
+            value: {
+              subvalues: [
+                { subvalue: { filename: 'inline.bin', content: bytes.toString('base64') } },
+                { subvalue: `old.txt;${legacy.toString('base64')}` },
+              ],
+            },
+          },
           { id: ids.Sign!, value: `signature.png;${PNG.toString('base64')}` },
-          { id: ids.Docs!, value: { subvalues: [{ subvalue: { filename: 'Überweisung “Mai”.pdf', content: bytes.toString('base64') } }] } },
+          {
+            id: ids.Docs!,
+            value: {
+              subvalues: [{ subvalue: { filename: 'Überweisung “Mai”.pdf', content: bytes.toString('base64') } }],
+            },
+          },
         ]),
         'submit inline',
       );
@@ -187,8 +245,9 @@ for (const driver of ['local', 's3'] as const) {
       await named.arrayBuffer();
     });
 
-    it('refuses bad upload-urls requests with 400 and other accounts\' forms with 404', async () => {
-      const post = (fieldId: number, body: unknown, acc = a, formId = form.id) => acc.post(`/forms/${formId}/fields/${fieldId}/upload-urls`, body);
+    it("refuses bad upload-urls requests with 400 and other accounts' forms with 404", async () => {
+      const post = (fieldId: number, body: unknown, acc = a, formId = form.id) =>
+        acc.post(`/forms/${formId}/fields/${fieldId}/upload-urls`, body);
       const missing = await post(ids.Files!, {});
       assert.equal(missing.status, 400);
       assert.equal(missing.body.code, 'validation_failed');
@@ -196,7 +255,11 @@ for (const driver of ['local', 's3'] as const) {
       const tooMany = await post(ids.Files!, { filenames: ['a.txt', 'b.txt', 'c.txt'] });
       assert.equal(tooMany.status, 400);
       assert.equal(tooMany.body.code, 'too_many_files');
-      assert.equal((await post(ids.Docs!, { filenames: ['a.txt', 'b.txt'] })).body.code, 'too_many_files', 'default maxFiles is 1');
+      assert.equal(
+        (await post(ids.Docs!, { filenames: ['a.txt', 'b.txt'] })).body.code,
+        'too_many_files',
+        'default maxFiles is 1',
+      );
       assert.equal((await post(ids.Sign!, { filenames: ['a.png', 'b.png'] })).body.code, 'too_many_files');
       const notFile = await post(ids.Note!, { filenames: ['a.txt'] });
       assert.equal(notFile.status, 400);
@@ -207,10 +270,14 @@ for (const driver of ['local', 's3'] as const) {
         assert.equal(res.body.code, 'invalid_filename');
         assert.equal(res.body.details[0].property, 'body.filenames[1]');
       }
-      assert.equal((await post(ids.Files!, { filenames: ['a.txt'] }, b)).status, 404, 'another account\'s form');
+      assert.equal((await post(ids.Files!, { filenames: ['a.txt'] }, b)).status, 404, "another account's form");
       assert.equal((await post(999_999, { filenames: ['a.txt'] })).status, 404);
       const bForm = await ok(b.post('/forms', { name: 'B', fields: [FIELDS[0]] }), 'B form');
-      assert.equal((await post(bForm.fields[0].id, { filenames: ['a.txt'] })).status, 404, 'another account\'s field on my form');
+      assert.equal(
+        (await post(bForm.fields[0].id, { filenames: ['a.txt'] })).status,
+        404,
+        "another account's field on my form",
+      );
       assert.equal((await post(bForm.fields[0].id, { filenames: ['a.txt'] }, a, bForm.id)).status, 404);
     });
 
@@ -218,29 +285,96 @@ for (const driver of ['local', 's3'] as const) {
       const good = await uploaded(ids.Files!, 'good.txt', Buffer.from('hello'));
       const content = (n: number) => randomBytes(n).toString('base64');
 
-      assertRefused(await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: good }, { subvalue: { filename: 'x.txt', content: content(5) } }] } }]), 0, 'Files', /mixes fileKeys with inline uploads/);
-      assertRefused(await submit([{ id: ids.Files!, value: keys(`fk_${'A'.repeat(32)}`) }]), 0, 'Files', /unknown fileKey/);
+      assertRefused(
+        await submit([
+          {
+            id: ids.Files!,
+            value: { subvalues: [{ subvalue: good }, { subvalue: { filename: 'x.txt', content: content(5) } }] },
+          },
+        ]),
+        0,
+        'Files',
+        /mixes fileKeys with inline uploads/,
+      );
+      assertRefused(
+        await submit([{ id: ids.Files!, value: keys(`fk_${'A'.repeat(32)}`) }]),
+        0,
+        'Files',
+        /unknown fileKey/,
+      );
       assertRefused(await submit([{ id: ids.Files!, value: keys('not-a-key') }]), 0, 'Files', /unknown fileKey/);
       const elsewhere = await uploaded(other.fields[0].id, 'o.txt', Buffer.from('x'), other.id);
       assertRefused(await submit([{ id: ids.Files!, value: keys(elsewhere) }]), 0, 'Files', /belongs to another form/);
       const docKey = await uploaded(ids.Docs!, 'd.txt', Buffer.from('x'));
       assertRefused(await submit([{ id: ids.Files!, value: keys(docKey) }]), 0, 'Files', /issued for another field/);
       const [pending] = await issue(ids.Files!, ['later.txt']);
-      assertRefused(await submit([{ id: ids.Files!, value: keys(pending!.fileKey) }]), 0, 'Files', /not been uploaded yet/);
-      const [k1, k2, k3] = await Promise.all(['1.txt', '2.txt', '3.txt'].map((n) => uploaded(ids.Files!, n, Buffer.from(n))));
+      assertRefused(
+        await submit([{ id: ids.Files!, value: keys(pending!.fileKey) }]),
+        0,
+        'Files',
+        /not been uploaded yet/,
+      );
+      const [k1, k2, k3] = await Promise.all(
+        ['1.txt', '2.txt', '3.txt'].map((n) => uploaded(ids.Files!, n, Buffer.from(n))),
+      );
       assertRefused(await submit([{ id: ids.Files!, value: keys(k1!, k2!, k3!) }]), 0, 'Files', /at most 2 files/);
       assertRefused(await submit([{ id: ids.Files!, value: keys(k1!, k1!) }]), 0, 'Files', /given twice/);
-      assertRefused(await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'big.bin', content: content(1001) } }] } }]), 0, 'Files', /larger than this field allows \(1000 bytes\)/);
-      assertRefused(await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'a.bin', content: 'not base64!' } }] } }]), 0, 'Files', /not valid base64/);
-      assertRefused(await submit([{ id: ids.Files!, value: 'a.exe;AAAA' }]), 0, 'Files', /not one of the allowed types/);
-      assertRefused(await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'a/b.txt', content: 'AAAA' } }] } }]), 0, 'Files', /must not contain/);
-      assertRefused(await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: 42 }] } }]), 0, 'Files', /each file must be/);
+      assertRefused(
+        await submit([
+          { id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'big.bin', content: content(1001) } }] } },
+        ]),
+        0,
+        'Files',
+        /larger than this field allows \(1000 bytes\)/,
+      );
+      assertRefused(
+        await submit([
+          { id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'a.bin', content: 'not base64!' } }] } },
+        ]),
+        0,
+        'Files',
+        /not valid base64/,
+      );
+      assertRefused(
+        await submit([{ id: ids.Files!, value: 'a.exe;AAAA' }]),
+        0,
+        'Files',
+        /not one of the allowed types/,
+      );
+      assertRefused(
+        await submit([
+          { id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'a/b.txt', content: 'AAAA' } }] } },
+        ]),
+        0,
+        'Files',
+        /must not contain/,
+      );
+      assertRefused(
+        await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: 42 }] } }]),
+        0,
+        'Files',
+        /each file must be/,
+      );
       assertRefused(await submit([{ id: ids.Sign!, value: `s.png;${content(50)}` }]), 0, 'Sign', /must be a PNG image/);
       const notPng = await uploaded(ids.Sign!, 'sig.png', Buffer.from('GIF89a not a png'));
-      assertRefused(await submit([{ id: ids.Note!, value: 'ok' }, { id: ids.Sign!, value: keys(notPng) }]), 1, 'Sign', /must be a PNG image/);
+      assertRefused(
+        await submit([
+          { id: ids.Note!, value: 'ok' },
+          { id: ids.Sign!, value: keys(notPng) },
+        ]),
+        1,
+        'Sign',
+        /must be a PNG image/,
+      );
       // Problems in several fields are all named.
-      const both = await submit([{ id: ids.Files!, value: keys('nope') }, { id: ids.Sign!, value: 'x.png;AAAA' }]);
-      assert.deepEqual(both.body.details.map((d: any) => d.property), ['body.fields[0].value', 'body.fields[1].value']);
+      const both = await submit([
+        { id: ids.Files!, value: keys('nope') },
+        { id: ids.Sign!, value: 'x.png;AAAA' },
+      ]);
+      assert.deepEqual(
+        both.body.details.map((d: any) => d.property),
+        ['body.fields[0].value', 'body.fields[1].value'],
+      );
 
       // Bytes over the limit through the bucket itself (S3) are removed when claimed.
       if (driver === 's3') {
@@ -248,18 +382,31 @@ for (const driver of ['local', 's3'] as const) {
         assert.equal((await put(big!.uploadUrl, randomBytes(1500))).status, 200, 'the bucket takes it');
         const key = s3!.objectKeys().find((k) => k.endsWith(big!.fileKey));
         assert.ok(key, 'the object is in the bucket');
-        assertRefused(await submit([{ id: ids.Files!, value: keys(big!.fileKey) }]), 0, 'Files', /larger than this field allows/);
+        assertRefused(
+          await submit([{ id: ids.Files!, value: keys(big!.fileKey) }]),
+          0,
+          'Files',
+          /larger than this field allows/,
+        );
         assert.ok(!s3!.objectKeys().includes(key), 'and is removed');
       }
 
       // A create that fails for another field claims nothing: the same fileKey works afterwards.
-      const failed = await submit([{ id: ids.Files!, value: keys(good) }, { id: ids.Note!, value: 'far too long' }]);
+      const failed = await submit([
+        { id: ids.Files!, value: keys(good) },
+        { id: ids.Note!, value: 'far too long' },
+      ]);
       assert.equal(failed.status, 400);
       const created = await ok(submit([{ id: ids.Files!, value: keys(good) }]), 'reuse after a failed create');
       assertRefused(await submit([{ id: ids.Files!, value: keys(good) }]), 0, 'Files', /already been used/);
       // Another account cannot name A's fileKey, nor see that it exists.
       const bForm = await ok(b.post('/forms', { name: 'B files', fields: [FIELDS[0]] }), 'B form');
-      assertRefused(await submit([{ id: bForm.fields[0].id, value: keys(k1!) }], b, bForm.id), 0, 'Files', /unknown fileKey/);
+      assertRefused(
+        await submit([{ id: bForm.fields[0].id, value: keys(k1!) }], b, bForm.id),
+        0,
+        'Files',
+        /unknown fileKey/,
+      );
       assert.equal((await download(created.id, ids.Files!, 0, b)).status, 404);
     });
 
@@ -324,7 +471,9 @@ for (const driver of ['local', 's3'] as const) {
       const before = stored();
       const up = await serviceUpload(ids.Docs!, 'broken.bin');
       const db = app.server.db.kysely;
-      const state = async () => (await db.selectFrom('uploads').select('state').where('file_key', '=', up.fileKey).executeTakeFirstOrThrow()).state;
+      const state = async () =>
+        (await db.selectFrom('uploads').select('state').where('file_key', '=', up.fileKey).executeTakeFirstOrThrow())
+          .state;
       let sawReceiving = false;
       await new Promise<void>((resolve) => {
         const req = httpRequest(up.url, { method: 'PUT', headers: { 'content-length': '200000' } });
@@ -357,7 +506,9 @@ for (const driver of ['local', 's3'] as const) {
       const orphan = await uploaded(ids.Files!, 'orphan.txt', Buffer.from('orphan'));
       const [never] = await issue(ids.Files!, ['never.txt']);
       const db = app.server.db.kysely;
-      const objectOf = async (fileKey: string) => (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow()).storage_key;
+      const objectOf = async (fileKey: string) =>
+        (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow())
+          .storage_key;
       const orphanObject = await objectOf(orphan);
       assert.ok(stored().includes(orphanObject));
       assert.equal(await sweepExpiredUploads(app.server.ctx), 0, 'nothing has expired yet');
@@ -365,7 +516,11 @@ for (const driver of ['local', 's3'] as const) {
 
       app.server.ctx.clock.advance(2 * HOUR + 1);
       assert.ok((await sweepExpiredUploads(app.server.ctx)) >= 2);
-      const left = await db.selectFrom('uploads').select(['file_key', 'state']).where('file_key', 'in', [kept, orphan, never!.fileKey]).execute();
+      const left = await db
+        .selectFrom('uploads')
+        .select(['file_key', 'state'])
+        .where('file_key', 'in', [kept, orphan, never!.fileKey])
+        .execute();
       assert.deepEqual(left, [{ file_key: kept, state: 'claimed' }]);
       assert.ok(!stored().includes(orphanObject), 'the orphan object is gone');
       assert.ok(Buffer.from(await (await download(created.id, ids.Files!)).arrayBuffer()).equals(Buffer.from('kept')));
@@ -376,11 +531,18 @@ for (const driver of ['local', 's3'] as const) {
       const [u] = await issue(ids.Files!, ['chore.txt']);
       assert.equal((await put(u!.uploadUrl, Buffer.from('chore'))).status, 200);
       const db = app.server.db.kysely;
-      const row = await db.selectFrom('uploads').select('storage_key').where('file_key', '=', u!.fileKey).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('uploads')
+        .select('storage_key')
+        .where('file_key', '=', u!.fileKey)
+        .executeTakeFirstOrThrow();
       app.server.ctx.clock.advance(2 * HOUR + 1);
       // A fresh worker schedules its chores (uploads.sweep among them) and runs what is due.
       await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
-      assert.equal((await db.selectFrom('uploads').select('file_key').where('file_key', '=', u!.fileKey).execute()).length, 0);
+      assert.equal(
+        (await db.selectFrom('uploads').select('file_key').where('file_key', '=', u!.fileKey).execute()).length,
+        0,
+      );
       assert.ok(!stored().includes(row.storage_key), 'its object is gone');
       const sweeps = await db.selectFrom('jobs').select('state').where('kind', '=', 'uploads.sweep').execute();
       assert.ok(sweeps.length >= 1 && sweeps.every((j) => j.state === 'done'), JSON.stringify(sweeps));
@@ -388,16 +550,30 @@ for (const driver of ['local', 's3'] as const) {
 
     it('edit replaces files (removing the old ones from storage), keeps those sent again, and delete removes them all', async () => {
       const db = app.server.db.kysely;
-      const objectOf = async (fileKey: string) => (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow()).storage_key;
+      const objectOf = async (fileKey: string) =>
+        (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow())
+          .storage_key;
       const first = await uploaded(ids.Files!, 'first.txt', Buffer.from('first'));
       const second = await uploaded(ids.Files!, 'second.txt', Buffer.from('second'));
-      const created = await ok(submit([{ id: ids.Files!, value: keys(first, second) }, { id: ids.Sign!, value: { subvalues: [{ subvalue: { filename: 's.png', content: PNG.toString('base64') } }] } }]), 'submit');
+      const created = await ok(
+        submit([
+          { id: ids.Files!, value: keys(first, second) },
+          {
+            id: ids.Sign!,
+            value: { subvalues: [{ subvalue: { filename: 's.png', content: PNG.toString('base64') } }] },
+          },
+        ]),
+        'submit',
+      );
       const [firstObject, secondObject] = [await objectOf(first), await objectOf(second)];
       const signKey = created.data.find((d: any) => d.field === ids.Sign).value[0].fileKey;
       const signObject = await objectOf(signKey);
 
       const third = await uploaded(ids.Files!, 'third.txt', Buffer.from('third'));
-      const edited = await ok(a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Files!, value: keys(second, third) }] }), 'edit');
+      const edited = await ok(
+        a.put(`/submissions/${created.id}`, { fields: [{ id: ids.Files!, value: keys(second, third) }] }),
+        'edit',
+      );
       assert.equal(edited.data.find((d: any) => d.field === ids.Files).displayValue, 'second.txt, third.txt');
       // Objects are removed by a job enqueued with the change: run what is due, as a worker would.
       assert.ok(stored().includes(firstObject), 'kept until the job runs');
@@ -411,14 +587,24 @@ for (const driver of ['local', 's3'] as const) {
       const thirdObject = await objectOf(third);
       await ok(a.delete(`/submissions/${created.id}`), 'delete');
       assert.ok((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) >= 1);
-      for (const key of [secondObject, thirdObject, signObject]) assert.ok(!stored().includes(key), `${key} is removed`);
-      assert.equal((await db.selectFrom('uploads').select('file_key').where('submission_id', '=', created.id).execute()).length, 0);
+      for (const key of [secondObject, thirdObject, signObject])
+        assert.ok(!stored().includes(key), `${key} is removed`);
+      assert.equal(
+        (await db.selectFrom('uploads').select('file_key').where('submission_id', '=', created.id).execute()).length,
+        0,
+      );
       assert.equal((await download(created.id, ids.Files!)).status, 404);
     });
 
     it('answers 404 with the JSON error body for no such submission, field value or file', async () => {
       const key = await uploaded(ids.Files!, 'one.txt', Buffer.from('one'));
-      const created = await ok(submit([{ id: ids.Files!, value: keys(key) }, { id: ids.Note!, value: 'x' }]), 'submit');
+      const created = await ok(
+        submit([
+          { id: ids.Files!, value: keys(key) },
+          { id: ids.Note!, value: 'x' },
+        ]),
+        'submit',
+      );
       for (const [submissionId, fieldId, index] of [
         [created.id, ids.Files!, 1],
         [created.id, ids.Docs!, 0],
@@ -431,7 +617,7 @@ for (const driver of ['local', 's3'] as const) {
         const body = await json(res);
         assert.equal(body.status, 'error');
       }
-      assert.equal((await download(created.id, ids.Files!, 0, b)).status, 404, 'another account\'s submission');
+      assert.equal((await download(created.id, ids.Files!, 0, b)).status, 404, "another account's submission");
       const badIndex = await download(created.id, ids.Files!, -1);
       assert.equal(badIndex.status, 400);
     });
@@ -444,11 +630,20 @@ describe(`JSON body limit (${dialectName})`, () => {
     try {
       const acc = await small.account();
       const f = await ok(acc.post('/forms', { name: 'Limits', fields: [FIELDS[1]] }), 'form');
-      const res = await acc.post(`/forms/${f.id}/submissions`, { fields: [{ id: f.fields[0].id, value: `big.bin;${randomBytes(3000).toString('base64')}` }] });
+      const res = await acc.post(`/forms/${f.id}/submissions`, {
+        fields: [{ id: f.fields[0].id, value: `big.bin;${randomBytes(3000).toString('base64')}` }],
+      });
       assert.equal(res.status, 413);
-      assert.deepEqual(res.body, { status: 'error', error: 'The request body is larger than this service accepts', code: 'payload_too_large' });
+      assert.deepEqual(res.body, {
+        status: 'error',
+        error: 'The request body is larger than this service accepts',
+        code: 'payload_too_large',
+      });
       // The upload URL route takes far more than BODY_LIMIT.
-      const urls = await ok(acc.post(`/forms/${f.id}/fields/${f.fields[0].id}/upload-urls`, { filenames: ['big.bin'] }), 'urls');
+      const urls = await ok(
+        acc.post(`/forms/${f.id}/fields/${f.fields[0].id}/upload-urls`, { filenames: ['big.bin'] }),
+        'urls',
+      );
       const url = urls.uploads[0].uploadUrl.replace(small.config.publicUrl, small.url);
       const put = await fetch(url, { method: 'PUT', body: randomBytes(100_000) });
       assert.equal(put.status, 200);

@@ -28,7 +28,12 @@ const as = (token: string) => ({
 describe(`users (${dialectName})`, () => {
   it('lists the owner, adds users with a role, never shows a password', async () => {
     const address = email();
-    const created = await owner.post('/users', { email: address.toUpperCase(), name: ' Max ', role: 'member', password: 'long enough' });
+    const created = await owner.post('/users', {
+      email: address.toUpperCase(),
+      name: ' Max ',
+      role: 'member',
+      password: 'long enough',
+    });
     assert.equal(created.status, 200, created.text);
     assert.equal(created.body.email, address);
     assert.equal(created.body.name, 'Max');
@@ -49,14 +54,20 @@ describe(`users (${dialectName})`, () => {
     assert.equal(dup.status, 409);
     assert.equal(dup.body.code, 'email_taken');
     assert.equal((await owner.post('/users', { email: email(), name: 'C', role: 'owner' })).status, 400);
-    assert.equal((await owner.post('/users', { email: email(), name: 'C', role: 'member', password: 'short' })).status, 400);
+    assert.equal(
+      (await owner.post('/users', { email: email(), name: 'C', role: 'member', password: 'short' })).status,
+      400,
+    );
     assert.equal((await owner.post('/users', { email: 'not an email', name: 'C', role: 'member' })).status, 400);
   });
 
   it('keeps emails unique within an account only, and tells nothing about other accounts', async () => {
     const address = email();
     const other = await app.account('Elsewhere');
-    assert.equal((await other.post('/users', { email: address, name: 'There', role: 'admin', password: 'other password' })).status, 200);
+    assert.equal(
+      (await other.post('/users', { email: address, name: 'There', role: 'admin', password: 'other password' })).status,
+      200,
+    );
     // The same person may be a user here too; the answer is the same as for an unknown email.
     const here = await owner.post('/users', { email: address.toUpperCase(), name: 'Here', role: 'member' });
     assert.equal(here.status, 200, here.text);
@@ -64,7 +75,10 @@ describe(`users (${dialectName})`, () => {
     const again = await owner.post('/users', { email: address, name: 'Twice', role: 'member' });
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'email_taken');
-    assert.equal((await other.get('/users')).body.users.filter((u: { email: string }) => u.email === address).length, 1);
+    assert.equal(
+      (await other.get('/users')).body.users.filter((u: { email: string }) => u.email === address).length,
+      1,
+    );
     // A new account may be made for an email that other accounts have users with.
     const made = await createAccount(app.server.ctx, { name: 'Third', email: address }, app.server.ctx.hasher.kdf());
     assert.notEqual(made.userId, here.body.id);
@@ -95,7 +109,10 @@ describe(`users (${dialectName})`, () => {
     assert.equal((await owner.put(path, { level: 'view' })).body.level, 'view');
     assert.equal((await owner.put(path, { level: 'edit' })).body.level, 'edit');
     const list = await owner.get(`/users/${member.body.id}/permissions`);
-    assert.deepEqual(list.body.permissions.map((p: { formId: number; level: string }) => [p.formId, p.level]), [[form.body.id, 'edit']]);
+    assert.deepEqual(
+      list.body.permissions.map((p: { formId: number; level: string }) => [p.formId, p.level]),
+      [[form.body.id, 'edit']],
+    );
     assert.equal((await owner.put(path, { level: 'owner' })).status, 400);
     assert.equal((await owner.put(`/users/${member.body.id}/permissions/2147483647`, { level: 'view' })).status, 404);
     assert.equal((await owner.delete(path)).status, 200);
@@ -124,21 +141,33 @@ describe(`users (${dialectName})`, () => {
   it('lets only the owner and admins manage users and clients', async () => {
     const member = await owner.post('/users', { email: email(), name: 'M', role: 'member' });
     const api = as(await tokenOf(member.body.id));
-    for (const res of [await api.get('/users'), await api.post('/users', { email: email(), name: 'X', role: 'member' }), await api.get('/oauth-clients')]) {
+    for (const res of [
+      await api.get('/users'),
+      await api.post('/users', { email: email(), name: 'X', role: 'member' }),
+      await api.get('/oauth-clients'),
+    ]) {
       assert.equal(res.status, 403);
       assert.equal(res.body.code, 'admin_required');
     }
   });
 
   it('registers OAuth clients with exact https or loopback redirect URIs, and shows the secret once', async () => {
-    const created = await owner.post('/oauth-clients', { name: 'Sync', redirectUris: ['https://app.example.com/cb', 'http://127.0.0.1:8000/cb'] });
+    const created = await owner.post('/oauth-clients', {
+      name: 'Sync',
+      redirectUris: ['https://app.example.com/cb', 'http://127.0.0.1:8000/cb'],
+    });
     assert.equal(created.status, 200, created.text);
     assert.match(created.body.clientSecret, /^fw_cs_/);
     assert.match(created.body.clientId, /^fwc_/);
     const read = await owner.get(`/oauth-clients/${created.body.id}`);
     assert.ok(!read.text.includes(created.body.clientSecret));
     assert.ok(!(await owner.get('/oauth-clients')).text.includes(created.body.clientSecret));
-    for (const bad of ['http://app.example.com/cb', 'https://app.example.com/cb#frag', 'not a url', 'javascript:alert(1)']) {
+    for (const bad of [
+      'http://app.example.com/cb',
+      'https://app.example.com/cb#frag',
+      'not a url',
+      'javascript:alert(1)',
+    ]) {
       const res = await owner.post('/oauth-clients', { name: 'Bad', redirectUris: [bad] });
       assert.equal(res.status, 400, bad);
       assert.equal(res.body.details[0].property, 'body.redirectUris[0]');

@@ -18,9 +18,10 @@ const RUNS = Math.ceil(Number(process.env.FORMWORK_PROPERTY_RUNS ?? 150) / 3);
 /** Every row of every table. */
 const S = hostileString;
 const NEW_EMAIL = '(a new email)';
-const maybe = <T,>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 /** A record without the properties left undefined (JSON would drop them anyway). */
-const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+const defined = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 interface WriteRoute {
   name: string;
@@ -47,7 +48,15 @@ describe(`random text in the write routes (${dialectName})`, () => {
   before(async () => {
     app = await startTestApp();
     a = await app.account('Property');
-    form = await ok(a.post('/forms', { name: 'Target', fields: [{ type: 'text', label: 'Text' }, { type: 'file', label: 'Files', attributes: { maxFiles: 3 } }] }));
+    form = await ok(
+      a.post('/forms', {
+        name: 'Target',
+        fields: [
+          { type: 'text', label: 'Text' },
+          { type: 'file', label: 'Files', attributes: { maxFiles: 3 } },
+        ],
+      }),
+    );
     [field, fileField] = form.fields;
     folder = await ok(a.post('/folders', { name: 'Target' }));
     user = await ok(a.post('/users', { email: 'target@example.com', name: 'Target', role: 'member' }));
@@ -63,14 +72,19 @@ describe(`random text in the write routes (${dialectName})`, () => {
             name: S,
             submitButtonTitle: maybe(S),
             settings: maybe(fc.record({ description: maybe(S), successMessage: maybe(S) }).map(defined)),
-            fields: maybe(fc.array(fc.record({ type: fc.constant('text'), label: S, description: maybe(S) }).map(defined), { maxLength: 2 })),
+            fields: maybe(
+              fc.array(fc.record({ type: fc.constant('text'), label: S, description: maybe(S) }).map(defined), {
+                maxLength: 2,
+              }),
+            ),
           })
           .map(defined),
         async kept(sent, res) {
           const stored = await read(`/forms/${res.body.id}?withFields=true`);
           assert.equal(stored.name, sent.name);
           if (sent.submitButtonTitle !== undefined) assert.equal(stored.submitButtonTitle, sent.submitButtonTitle);
-          for (const k of ['description', 'successMessage']) if (sent.settings?.[k] !== undefined) assert.equal(stored.settings[k], sent.settings[k]);
+          for (const k of ['description', 'successMessage'])
+            if (sent.settings?.[k] !== undefined) assert.equal(stored.settings[k], sent.settings[k]);
           (sent.fields ?? []).forEach((f: any, i: number) => {
             assert.equal(stored.fields[i].label, f.label);
             if (f.description !== undefined) assert.equal(stored.fields[i].description, f.description);
@@ -92,8 +106,20 @@ describe(`random text in the write routes (${dialectName})`, () => {
         method: 'POST',
         path: () => `/forms/${form.id}/fields`,
         body: fc.oneof(
-          fc.record({ type: fc.constant('text'), label: S, description: maybe(S), defaultValue: maybe(S), attributes: maybe(fc.record({ placeholder: S })) }).map(defined),
-          fc.record({ type: fc.constant('select'), label: S, options: fc.array(fc.record({ label: S, value: S }), { minLength: 1, maxLength: 3 }) }),
+          fc
+            .record({
+              type: fc.constant('text'),
+              label: S,
+              description: maybe(S),
+              defaultValue: maybe(S),
+              attributes: maybe(fc.record({ placeholder: S })),
+            })
+            .map(defined),
+          fc.record({
+            type: fc.constant('select'),
+            label: S,
+            options: fc.array(fc.record({ label: S, value: S }), { minLength: 1, maxLength: 3 }),
+          }),
         ),
         async kept(sent, res) {
           const stored = await read(`/forms/${form.id}/fields/${res.body.id}`);
@@ -168,7 +194,13 @@ describe(`random text in the write routes (${dialectName})`, () => {
         path: () => '/oauth-clients',
         body: fc.record({
           name: S,
-          redirectUris: fc.array(fc.oneof(S.map((s) => `https://example.com/${s}`), S), { minLength: 1, maxLength: 2 }),
+          redirectUris: fc.array(
+            fc.oneof(
+              S.map((s) => `https://example.com/${s}`),
+              S,
+            ),
+            { minLength: 1, maxLength: 2 },
+          ),
         }),
         async kept(sent, res) {
           const stored = (await read('/oauth-clients')).clients.find((c: any) => c.id === res.body.id);
@@ -180,7 +212,15 @@ describe(`random text in the write routes (${dialectName})`, () => {
         name: 'POST /forms/{formId}/fields/{fieldId}/upload-urls',
         method: 'POST',
         path: () => `/forms/${form.id}/fields/${fileField.id}/upload-urls`,
-        body: fc.record({ filenames: fc.array(fc.oneof(S, S.map((s) => `${s}.txt`)), { minLength: 1, maxLength: 3 }) }),
+        body: fc.record({
+          filenames: fc.array(
+            fc.oneof(
+              S,
+              S.map((s) => `${s}.txt`),
+            ),
+            { minLength: 1, maxLength: 3 },
+          ),
+        }),
         async kept(sent, res) {
           assert.deepEqual(
             res.body.uploads.map((u: any) => u.filename),
@@ -224,7 +264,8 @@ describe(`random text in the write routes (${dialectName})`, () => {
             assert.equal(res.status, 400, what);
             assert.equal(res.body.code, 'invalid_characters', what);
             assert.ok(res.body.details.length > 0, what);
-            for (const d of res.body.details) assert.ok(broken.includes(d.property), `${d.property} is not one of ${JSON.stringify(broken)}: ${what}`);
+            for (const d of res.body.details)
+              assert.ok(broken.includes(d.property), `${d.property} is not one of ${JSON.stringify(broken)}: ${what}`);
           } else {
             assert.ok(res.status === 200 || res.status === 400, what);
           }
@@ -238,7 +279,10 @@ describe(`random text in the write routes (${dialectName})`, () => {
         { numRuns: RUNS },
       );
       t.diagnostic(`outcomes: ${JSON.stringify(seen)}`);
-      assert.ok((seen.invalid_characters ?? 0) > 0, `no body with NUL or a lone surrogate was tried: ${JSON.stringify(seen)}`);
+      assert.ok(
+        (seen.invalid_characters ?? 0) > 0,
+        `no body with NUL or a lone surrogate was tried: ${JSON.stringify(seen)}`,
+      );
       assert.ok((seen.ok ?? 0) > 0, `no body was taken: ${JSON.stringify(seen)}`);
     });
   }

@@ -97,7 +97,12 @@ export async function wrapFormKey(keys: FormKeys, password: string, aad: string,
 }
 
 /** The private key, or WrongPasswordError (GCM's tag is what tells a wrong password). */
-export async function unwrapFormKey(record: WrappedFormKey, password: string, aad: string, kdf: Kdf): Promise<FormKeys> {
+export async function unwrapFormKey(
+  record: WrappedFormKey,
+  password: string,
+  aad: string,
+  kdf: Kdf,
+): Promise<FormKeys> {
   const key = await kek(kdf, password, Buffer.from(record.salt, 'base64'), record);
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(record.iv, 'base64'), { authTagLength: TAG });
   decipher.setAAD(Buffer.from(aad));
@@ -112,7 +117,8 @@ export async function unwrapFormKey(record: WrappedFormKey, password: string, aa
   const publicKey = createPublicKey(privateKey);
   // The stored public key is what new data is sealed to: one that is not the private key's
   // own (a record altered in the database) would seal data that this key cannot open.
-  if (!rawPublic(publicKey).equals(Buffer.from(record.publicKey, 'base64'))) throw new SealError("the form's stored public key does not belong to its private key");
+  if (!rawPublic(publicKey).equals(Buffer.from(record.publicKey, 'base64')))
+    throw new SealError("the form's stored public key does not belong to its private key");
   return { privateKey, publicKey };
 }
 
@@ -196,7 +202,8 @@ function sealHeader(recipient: KeyObject): SealHeader {
 }
 
 function openKey(keys: FormKeys, header: Buffer): { key: Buffer; iv: Buffer } {
-  if (header.length < 1 + EPHEMERAL + IV || header[0] !== VERSION) throw new SealError('not a sealed value of a known version');
+  if (header.length < 1 + EPHEMERAL + IV || header[0] !== VERSION)
+    throw new SealError('not a sealed value of a known version');
   const ephRaw = header.subarray(1, 1 + EPHEMERAL);
   const recipientRaw = rawOf(keys.publicKey);
   const id = `${recipientRaw.toString('base64')}:${ephRaw.toString('base64')}`;

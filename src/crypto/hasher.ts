@@ -16,7 +16,9 @@ const MAXMEM = 256 * 1024 * 1024;
 
 export class HashingBusyError extends ServiceUnavailableError {
   constructor(retryAfterSeconds: number) {
-    super('hashing_busy', `Too many passwords are being checked right now; try again in ${retryAfterSeconds} s`, { retryAfterSeconds });
+    super('hashing_busy', `Too many passwords are being checked right now; try again in ${retryAfterSeconds} s`, {
+      retryAfterSeconds,
+    });
   }
 }
 
@@ -57,7 +59,13 @@ export class Hasher {
     return (password, salt, keylen, params) => this.scrypt(password, salt, keylen, params, options);
   }
 
-  async scrypt(password: string, salt: Buffer, keylen: number, params: ScryptParams, options: HashOptions = {}): Promise<Buffer> {
+  async scrypt(
+    password: string,
+    salt: Buffer,
+    keylen: number,
+    params: ScryptParams,
+    options: HashOptions = {},
+  ): Promise<Buffer> {
     this.refuseWhenFull();
     await options.attempt?.();
     if (options.account !== undefined) await this.options.chargeAccount?.(options.account);

@@ -45,7 +45,13 @@ interface ParsedHash {
 function parseHash(stored: string): ParsedHash | undefined {
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return undefined;
-  const parsed = { N: Number(n), r: Number(r), p: Number(p), salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') };
+  const parsed = {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    salt: Buffer.from(salt, 'base64'),
+    key: Buffer.from(key, 'base64'),
+  };
   // An empty key would equal an empty derivation: a damaged hash must match no password.
   return parsed.key.length >= 16 && parsed.salt.length > 0 ? parsed : undefined;
 }

@@ -12,7 +12,10 @@ class Slot {
  * be used as a plain value (not inside a function or a raw fragment), and a stand-in
  * that does not reach the compiled parameters fails at once.
  */
-export function hotQuery<A extends unknown[], O>(arity: A['length'], build: (db: Executor, ...args: A) => Compilable<O>) {
+export function hotQuery<A extends unknown[], O>(
+  arity: A['length'],
+  build: (db: Executor, ...args: A) => Compilable<O>,
+) {
   const compiled = new WeakMap<Executor, { query: CompiledQuery<O>; slots: number[] }>();
   return async (db: Executor, ...args: A): Promise<O[]> => {
     let entry = compiled.get(db);

@@ -224,7 +224,11 @@ export interface JobsTable {
   id: Id;
   kind: string;
   payload: string;
-  state: ColumnType<'queued' | 'running' | 'done' | 'failed', 'queued' | undefined, 'queued' | 'running' | 'done' | 'failed'>;
+  state: ColumnType<
+    'queued' | 'running' | 'done' | 'failed',
+    'queued' | undefined,
+    'queued' | 'running' | 'done' | 'failed'
+  >;
   /** Epoch ms when the job is due; 0 for as soon as possible. */
   run_at: ColumnType<number, number | undefined, number>;
   attempts: ColumnType<number, number | undefined, number>;

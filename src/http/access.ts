@@ -41,7 +41,8 @@ declare module 'fastify' {
 function describe(access: RouteAccess): string {
   const parts = [`Needs the \`${access.scope}\` scope.`];
   if (access.role) parts.push('Only the account owner and admins may call it.');
-  if (access.level) parts.push(`Members need the \`${access.level}\` level on the form (${LEVEL_MEANINGS[access.level]}).`);
+  if (access.level)
+    parts.push(`Members need the \`${access.level}\` level on the form (${LEVEL_MEANINGS[access.level]}).`);
   return parts.join(' ');
 }
 
@@ -55,14 +56,20 @@ export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>)
   scope.addHook('onRoute', (route) => {
     const access = route.config?.access;
     if (!access) throw new Error(`${String(route.method)} ${route.url} declares no access rule (config.access)`);
-    if (access.level && !access.formFrom) throw new Error(`${String(route.method)} ${route.url}: a level needs formFrom`);
+    if (access.level && !access.formFrom)
+      throw new Error(`${String(route.method)} ${route.url}: a level needs formFrom`);
     if (route.schema) {
-      const schema = route.schema as Record<string, unknown> & { response?: Record<number, unknown>; description?: string };
+      const schema = route.schema as Record<string, unknown> & {
+        response?: Record<number, unknown>;
+        description?: string;
+      };
       schema.security = [{ bearer: [] }, { oauth2: [access.scope] }];
       schema['x-formwork-access'] = access;
       schema.description = schema.description ? `${schema.description}\n\n${describe(access)}` : describe(access);
       if (schema.response && !schema.response[403]) {
-        schema.response[403] = Type.Ref(ErrorBody, { description: 'The token lacks the scope, or the user the role or form level' });
+        schema.response[403] = Type.Ref(ErrorBody, {
+          description: 'The token lacks the scope, or the user the role or form level',
+        });
       }
     }
   });
@@ -97,7 +104,13 @@ async function check(db: Kysely<Database>, request: FastifyRequest, access: Rout
  * outside the account passes, as the caller answers 404 for it as for anyone. For services
  * that reach a second form besides the one the route addresses (a copy's template).
  */
-export async function requireFormLevel(db: Executor, accountId: number, userId: number, formId: number, level: Level): Promise<void> {
+export async function requireFormLevel(
+  db: Executor,
+  accountId: number,
+  userId: number,
+  formId: number,
+  level: Level,
+): Promise<void> {
   const held = await levelOnForm(db, accountId, userId, formId);
   if (held === undefined) return;
   if (held === null) throw new ForbiddenError('form_permission_required', 'You have no permission on this form');

@@ -22,7 +22,9 @@ const NOT_ALLOWED = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbf
 function complaint(text: string): string | undefined {
   const found = NOT_ALLOWED.exec(text);
   if (!found) return undefined;
-  return found[0] === '\u0000' ? 'contains a NUL character (U+0000)' : 'contains a lone surrogate (half of a UTF-16 pair), which is not a character';
+  return found[0] === '\u0000'
+    ? 'contains a NUL character (U+0000)'
+    : 'contains a lone surrogate (half of a UTF-16 pair), which is not a character';
 }
 
 const NOT_UTF8 = 'is not valid UTF-8';
@@ -37,7 +39,9 @@ const member = (path: string, key: string) => (/^\d+$/.test(key) ? `${path}[${ke
 /** `search[0][value]` as `.search[0].value`, the way the parsed query's paths are named. */
 const bracketsAsPath = (name: string) => {
   const m = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(name);
-  return m ? [...m[2]!.matchAll(/\[([^[\]]*)\]/g)].reduce((path, p) => member(path, p[1]!), member('', m[1]!)) : member('', name);
+  return m
+    ? [...m[2]!.matchAll(/\[([^[\]]*)\]/g)].reduce((path, p) => member(path, p[1]!), member('', m[1]!))
+    : member('', name);
 };
 
 /** Every string (and property name) in a parsed value that breaks the rule, by path. */
@@ -132,7 +136,8 @@ export function parseForm(text: string): ParsedForm {
 /** A form body's values; one that is not UTF-8 is refused. */
 export function parseFormBody(bytes: Buffer): Record<string, string | string[]> {
   const { values, undecodable } = parseForm(decodeBody(bytes));
-  if (undecodable.length > 0) throw refusal(undecodable.map((name) => ({ property: member('body', name), message: NOT_UTF8 })));
+  if (undecodable.length > 0)
+    throw refusal(undecodable.map((name) => ({ property: member('body', name), message: NOT_UTF8 })));
   return values;
 }
 

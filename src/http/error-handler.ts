@@ -1,9 +1,26 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERRORS, isErrorCode, RetryLaterError, ServiceUnavailableError, TooManyRequestsError, type ErrorCode, type ErrorDetail } from '../errors.js';
+import {
+  AppError,
+  ERRORS,
+  isErrorCode,
+  RetryLaterError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  type ErrorCode,
+  type ErrorDetail,
+} from '../errors.js';
 import { validationDetails } from './validation.js';
 
-function send(reply: FastifyReply, status: number, code: ErrorCode, error: string = ERRORS[code].message, details?: ErrorDetail[]) {
-  return reply.status(status).send(details ? { status: 'error', error, code, details } : { status: 'error', error, code });
+function send(
+  reply: FastifyReply,
+  status: number,
+  code: ErrorCode,
+  error: string = ERRORS[code].message,
+  details?: ErrorDetail[],
+) {
+  return reply
+    .status(status)
+    .send(details ? { status: 'error', error, code, details } : { status: 'error', error, code });
 }
 
 // Fastify's own client errors, by their code, as stable codes and plain messages.
@@ -21,7 +38,9 @@ const fastifyErrors: Record<string, [ErrorCode, string]> = {
  */
 export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error.code === 'FST_ERR_BAD_URL') {
-    return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [{ property: 'path', message: 'is not valid percent-encoded UTF-8' }]);
+    return send(reply, 400, 'invalid_url', 'path: is not valid percent-encoded UTF-8', [
+      { property: 'path', message: 'is not valid percent-encoded UTF-8' },
+    ]);
   }
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, 414, 'uri_too_long');
   const status = error.statusCode ?? 500;
@@ -41,7 +60,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
         return send(reply, 500, 'internal_error');
       }
       const retryAfter =
-        error instanceof TooManyRequestsError || error instanceof RetryLaterError || error instanceof ServiceUnavailableError ? error.retryAfterSeconds : undefined;
+        error instanceof TooManyRequestsError ||
+        error instanceof RetryLaterError ||
+        error instanceof ServiceUnavailableError
+          ? error.retryAfterSeconds
+          : undefined;
       if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
       // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
       // A 4xx is the client's, but what it wraps (a constraint, a storage answer) helps debugging.
@@ -57,7 +80,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      const known = (error.code && fastifyErrors[error.code]) || (error instanceof SyntaxError ? fastifyErrors.FST_ERR_CTP_INVALID_JSON_BODY : undefined);
+      const known =
+        (error.code && fastifyErrors[error.code]) ||
+        (error instanceof SyntaxError ? fastifyErrors.FST_ERR_CTP_INVALID_JSON_BODY : undefined);
       const [code, message] = known ?? ['bad_request', ERRORS.bad_request.message];
       return send(reply, status, code, message);
     }

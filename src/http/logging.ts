@@ -49,7 +49,10 @@ export const queryRedaction: Pick<LoggerOptions, 'serializers' | 'hooks'> = {
   serializers: { req: requestForLog, err: errorForLog },
   hooks: {
     logMethod(args, method) {
-      return method.apply(this, args.map((a) => (typeof a === 'string' ? redactQueries(a) : a)) as Parameters<typeof method>);
+      return method.apply(
+        this,
+        args.map((a) => (typeof a === 'string' ? redactQueries(a) : a)) as Parameters<typeof method>,
+      );
     },
   },
 };

@@ -33,7 +33,8 @@ async function consume(limiter: RateLimiter, key: string, windows: readonly Rate
 function rateLimitHeader(decision: RateDecision): string {
   let worst = decision.windows[0]!;
   for (const w of decision.windows) {
-    if (w.remaining < worst.remaining || (w.remaining === worst.remaining && w.resetSeconds > worst.resetSeconds)) worst = w;
+    if (w.remaining < worst.remaining || (w.remaining === worst.remaining && w.resetSeconds > worst.resetSeconds))
+      worst = w;
   }
   return `"${worst.name}";r=${worst.remaining};t=${worst.resetSeconds}`;
 }
@@ -53,7 +54,9 @@ export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter,
     reply.header('RateLimit-Policy', policy);
     reply.header('RateLimit', rateLimitHeader(decision));
     if (!decision.allowed) {
-      const spent = decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ?? decision.windows[0]!;
+      const spent =
+        decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ??
+        decision.windows[0]!;
       throw new TooManyRequestsError(
         'rate_limited',
         decision.retryAfterSeconds,
@@ -71,7 +74,11 @@ export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter,
 export async function throttle(limiter: RateLimiter, key: string, limit: number, seconds: number): Promise<void> {
   const decision = await consume(limiter, key, [{ name: 'attempts', limit, seconds }]);
   if (!decision.allowed) {
-    throw new TooManyRequestsError('rate_limited', decision.retryAfterSeconds, `Too many attempts; try again in ${decision.retryAfterSeconds} s`);
+    throw new TooManyRequestsError(
+      'rate_limited',
+      decision.retryAfterSeconds,
+      `Too many attempts; try again in ${decision.retryAfterSeconds} s`,
+    );
   }
 }
 
@@ -83,8 +90,13 @@ export async function throttle(limiter: RateLimiter, key: string, limit: number,
  * the same proxy or NAT as a scanner keeps working. (Tokens and secrets hold 256 random bits;
  * the limit is there to stop scanners hammering the service, not to make guessing feasible.)
  */
-export async function countAuthFailure(ctx: { rateLimiter: RateLimiter; config: Pick<Config, 'authFailureAttempts'> }, address: string): Promise<void> {
-  const decision = await consume(ctx.rateLimiter, `authfail:ip:${address}`, [{ name: 'auth-failures', limit: ctx.config.authFailureAttempts, seconds: 900 }]);
+export async function countAuthFailure(
+  ctx: { rateLimiter: RateLimiter; config: Pick<Config, 'authFailureAttempts'> },
+  address: string,
+): Promise<void> {
+  const decision = await consume(ctx.rateLimiter, `authfail:ip:${address}`, [
+    { name: 'auth-failures', limit: ctx.config.authFailureAttempts, seconds: 900 },
+  ]);
   if (!decision.allowed) {
     throw new TooManyRequestsError(
       'rate_limited',

@@ -56,7 +56,13 @@ function slots(key: string, windows: readonly RateWindow[], now: number): Slot[]
   });
 }
 
-function decide(windows: readonly RateWindow[], slotList: Slot[], counts: number[], allowed: boolean, now: number): RateDecision {
+function decide(
+  windows: readonly RateWindow[],
+  slotList: Slot[],
+  counts: number[],
+  allowed: boolean,
+  now: number,
+): RateDecision {
   let retryAfterSeconds = 0;
   const states = windows.map((w, i) => {
     const resetSeconds = Math.max(1, Math.ceil((slotList[i]!.endMs - now) / 1000));
@@ -176,7 +182,10 @@ export function createRedisRateLimiter(redisUrl: string, now: () => number): Rat
         reply = await run(slotList.length, ...args);
       } catch (error) {
         const cause = lastError ?? error;
-        throw new RateLimiterUnavailableError(`Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+        throw new RateLimiterUnavailableError(
+          `Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`,
+          { cause },
+        );
       }
       return decide(windows, slotList, reply.slice(1), reply[0] === 1, t);
     },
@@ -185,7 +194,10 @@ export function createRedisRateLimiter(redisUrl: string, now: () => number): Rat
         await redis.ping();
       } catch (error) {
         const cause = lastError ?? error;
-        throw new RateLimiterUnavailableError(`Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+        throw new RateLimiterUnavailableError(
+          `Redis at ${where} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`,
+          { cause },
+        );
       }
     },
     async close() {

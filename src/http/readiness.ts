@@ -9,7 +9,9 @@ export type CheckState = 'ok' | 'error' | 'timeout';
 
 class CheckTimeout extends Error {}
 
-async function probe(check: (signal: AbortSignal) => Promise<unknown>): Promise<{ state: CheckState; cause?: unknown }> {
+async function probe(
+  check: (signal: AbortSignal) => Promise<unknown>,
+): Promise<{ state: CheckState; cause?: unknown }> {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -43,11 +45,17 @@ export function registerReadiness(app: FastifyInstance, ctx: AppContext): void {
       ...(ctx.config.redisUrl ? { redis: () => ctx.rateLimiter.ping() } : {}),
     };
     const names = [...Object.keys(checks), 'storage'];
-    const results = await Promise.all([...Object.values(checks).map((c) => probe(c)), probe((signal) => ctx.storage.check(signal))]);
+    const results = await Promise.all([
+      ...Object.values(checks).map((c) => probe(c)),
+      probe((signal) => ctx.storage.check(signal)),
+    ]);
     const states = Object.fromEntries(names.map((name, i) => [name, results[i]!.state])) as Record<string, CheckState>;
     const failed = names.filter((name) => states[name] !== 'ok');
     if (failed.length === 0) return { status: 'ok', checks: states };
-    request.log.warn({ failed: Object.fromEntries(failed.map((name) => [name, String(results[names.indexOf(name)]!.cause)])) }, 'not ready');
+    request.log.warn(
+      { failed: Object.fromEntries(failed.map((name) => [name, String(results[names.indexOf(name)]!.cause)])) },
+      'not ready',
+    );
     return reply.code(503).send({
       status: 'error',
       error: `Not ready: ${failed.map((name) => `${name} ${states[name] === 'timeout' ? 'did not answer in time' : 'failed'}`).join(', ')}`,

@@ -5,7 +5,10 @@ import { ERROR_CODES } from '../errors.js';
 export const MAX_ID = 2_147_483_647;
 
 /** A string from a fixed list, as a plain JSON Schema enum (clear errors, clear OpenAPI). */
-export function StringEnum<const T extends readonly string[]>(values: T, options: { default?: T[number]; description?: string } = {}) {
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: { default?: T[number]; description?: string } = {},
+) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
 
@@ -16,7 +19,9 @@ export const ErrorBody = Type.Object(
   {
     status: Type.Literal('error'),
     error: Type.String({ description: 'What went wrong, for a person' }),
-    code: StringEnum(ERROR_CODES, { description: 'Stable snake_case code, for a program; docs/api.md says what each means' }),
+    code: StringEnum(ERROR_CODES, {
+      description: 'Stable snake_case code, for a program; docs/api.md says what each means',
+    }),
     details: Type.Optional(
       Type.Array(Type.Object({ property: Type.String(), message: Type.String() }), {
         description: 'On 400: each offending input, by path',

@@ -84,7 +84,9 @@ export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): vo
     const timer = setTimeout(() => {
       if (raw.complete) return;
       closeWhenSent(request, reply);
-      deadlines.get(request)?.payload?.destroy(new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`));
+      deadlines
+        .get(request)
+        ?.payload?.destroy(new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`));
     }, timeoutMs);
     timer.unref();
     deadlines.set(request, { timer });
@@ -117,7 +119,11 @@ export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): vo
  * window in which the service itself stopped reading (storage pushing back) is not held
  * against the client. Calls tooSlow once, and stops when the body is complete or gone.
  */
-export function watchUploadRate(raw: IncomingMessage, options: { bytesPerSecond: number; windowMs: number }, tooSlow: (error: BodyTimeoutError) => void): void {
+export function watchUploadRate(
+  raw: IncomingMessage,
+  options: { bytesPerSecond: number; windowMs: number },
+  tooSlow: (error: BodyTimeoutError) => void,
+): void {
   let bytes = 0;
   let pushedBack = false;
   const onData = (chunk: Buffer) => {

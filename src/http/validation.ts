@@ -32,7 +32,10 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
       checked.errors = validate.errors;
       return valid;
     }
-    checked.errors = [...misspelt, ...(validate.errors ?? []).filter((e) => !misspelt.some((m) => m.instancePath === e.instancePath))];
+    checked.errors = [
+      ...misspelt,
+      ...(validate.errors ?? []).filter((e) => !misspelt.some((m) => m.instancePath === e.instancePath)),
+    ];
     return false;
   };
   checked.errors = null as ErrorObject[] | null | undefined;
@@ -73,13 +76,23 @@ function numberSpelling(schema: unknown): SpellingCheck | undefined {
     checks.push((data, pointer, errors) => {
       const items = Array.isArray(data) ? data : [data];
       if (items.some((item) => typeof item === 'string' && !pattern.test(item))) {
-        errors.push({ instancePath: pointer, schemaPath: '', keyword: 'type', params: { type: integer ? 'integer' : 'number' }, message });
+        errors.push({
+          instancePath: pointer,
+          schemaPath: '',
+          keyword: 'type',
+          params: { type: integer ? 'integer' : 'number' },
+          message,
+        });
       }
     });
   }
   for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, unknown>)) {
     const check = numberSpelling(sub);
-    if (check) checks.push((data, pointer, errors) => isObject(data) && name in data && check(data[name], `${pointer}/${escape(name)}`, errors));
+    if (check)
+      checks.push(
+        (data, pointer, errors) =>
+          isObject(data) && name in data && check(data[name], `${pointer}/${escape(name)}`, errors),
+      );
   }
   for (const [pattern, sub] of Object.entries((s.patternProperties ?? {}) as Record<string, unknown>)) {
     const check = numberSpelling(sub);
@@ -87,12 +100,17 @@ function numberSpelling(schema: unknown): SpellingCheck | undefined {
     if (check) {
       checks.push((data, pointer, errors) => {
         if (!isObject(data)) return;
-        for (const [name, value] of Object.entries(data)) if (re.test(name)) check(value, `${pointer}/${escape(name)}`, errors);
+        for (const [name, value] of Object.entries(data))
+          if (re.test(name)) check(value, `${pointer}/${escape(name)}`, errors);
       });
     }
   }
   const items = numberSpelling(s.items);
-  if (items) checks.push((data, pointer, errors) => Array.isArray(data) && data.forEach((item, i) => items(item, `${pointer}/${i}`, errors)));
+  if (items)
+    checks.push(
+      (data, pointer, errors) =>
+        Array.isArray(data) && data.forEach((item, i) => items(item, `${pointer}/${i}`, errors)),
+    );
   if (checks.length === 0) return undefined;
   return (data, pointer, errors) => {
     for (const check of checks) check(data, pointer, errors);
@@ -135,7 +153,8 @@ export function validationDetails(errors: ErrorObject[], context: string | undef
   // A failed union reports every branch. The most specific complaint is the useful one: a
   // detail is dropped when another points inside it, "must be null" and the union summary
   // give way to any other message, and each property is named once.
-  const inside = (d: ErrorDetail) => all.some((o) => o.property.startsWith(`${d.property}.`) || o.property.startsWith(`${d.property}[`));
+  const inside = (d: ErrorDetail) =>
+    all.some((o) => o.property.startsWith(`${d.property}.`) || o.property.startsWith(`${d.property}[`));
   const weak = (d: ErrorDetail) => d.message === 'must be null' || d.message === 'does not match any allowed shape';
   const details: ErrorDetail[] = [];
   for (const d of all) {

@@ -55,7 +55,8 @@ export const DEFAULT_MAX_ATTEMPTS = 5;
 const MAX_REPORTED_ERRORS = 3;
 
 function positiveInteger(value: number, what: string, kind: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new Error(`defineJob ${kind}: ${what} must be a whole number of at least 1, got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`defineJob ${kind}: ${what} must be a whole number of at least 1, got ${value}`);
   return value;
 }
 
@@ -70,7 +71,8 @@ export function defineJob<S extends TSchema>(definition: JobKindDefinition<S>): 
   }
   if (recurring) positiveInteger(recurring.everyMs, 'recurring.everyMs', name);
   const compiled = TypeCompiler.Compile(payload);
-  if (recurring && !compiled.Check({})) throw new Error(`defineJob ${name}: a recurring kind is enqueued with the payload {}, which its schema refuses`);
+  if (recurring && !compiled.Check({}))
+    throw new Error(`defineJob ${name}: a recurring kind is enqueued with the payload {}, which its schema refuses`);
   return {
     name,
     payload,
@@ -85,7 +87,10 @@ export function defineJob<S extends TSchema>(definition: JobKindDefinition<S>): 
         problems.push(`payload${error.path}: ${error.message}`);
         if (problems.length === MAX_REPORTED_ERRORS) break;
       }
-      return { ok: false, error: `The payload of this ${name} job does not match its kind's schema (${problems.join('; ')})` };
+      return {
+        ok: false,
+        error: `The payload of this ${name} job does not match its kind's schema (${problems.join('; ')})`,
+      };
     },
   };
 }

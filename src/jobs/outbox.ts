@@ -22,8 +22,18 @@ export function onEnqueue(listener: () => void): () => void {
  * claim waits for the transaction (one connection); on PostgreSQL they are notified again
  * when it commits, as are workers of other processes.
  */
-export async function enqueue<P>(db: Executor, kind: JobKind<P>, payload: NoInfer<P>, options: EnqueueOptions = {}): Promise<number> {
-  const id = await insertJob(db, { kind: kind.name, payload: JSON.stringify(payload ?? null), runAt: options.runAt ?? 0, maxAttempts: kind.maxAttempts });
+export async function enqueue<P>(
+  db: Executor,
+  kind: JobKind<P>,
+  payload: NoInfer<P>,
+  options: EnqueueOptions = {},
+): Promise<number> {
+  const id = await insertJob(db, {
+    kind: kind.name,
+    payload: JSON.stringify(payload ?? null),
+    runAt: options.runAt ?? 0,
+    maxAttempts: kind.maxAttempts,
+  });
   await notifyEnqueued(db, id);
   for (const listener of wakeListeners) listener();
   return id;

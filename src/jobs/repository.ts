@@ -29,11 +29,16 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
  * its one connection makes a worker's claim wait for the enqueuing transaction to end).
  */
 export async function notifyEnqueued(db: Executor, jobId: number): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) await sql`SELECT pg_notify(${CHANNEL}, ${String(jobId)})`.execute(db);
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await sql`SELECT pg_notify(${CHANNEL}, ${String(jobId)})`.execute(db);
 }
 
 /** A dedicated connection that calls onNotify with the job id of every committed enqueue; PostgreSQL only. */
-export async function listenForJobs(databaseUrl: string, onNotify: (jobId: number) => void, onError: (error: Error) => void): Promise<{ close(): Promise<void> }> {
+export async function listenForJobs(
+  databaseUrl: string,
+  onNotify: (jobId: number) => void,
+  onError: (error: Error) => void,
+): Promise<{ close(): Promise<void> }> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
   client.on('notification', (message) => onNotify(Number(message.payload)));
   client.on('error', onError);
@@ -70,11 +75,22 @@ export interface Lease {
  * rows that another worker is claiming at this moment; SQLite runs the conditional UPDATE
  * under its single write lock, so two claimers can never both match the same row.
  */
-export async function claimNext(db: Kysely<Database>, dialect: Dialect, now: number, lease: Lease): Promise<ClaimedJob | undefined> {
+export async function claimNext(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  now: number,
+  lease: Lease,
+): Promise<ClaimedJob | undefined> {
   return transact(db, async (trx) => {
     const job = await trx
       .updateTable('jobs')
-      .set((eb) => ({ state: 'running', attempts: eb('attempts', '+', 1), lease_owner: lease.owner, lease_token: lease.token, lease_until: lease.until }))
+      .set((eb) => ({
+        state: 'running',
+        attempts: eb('attempts', '+', 1),
+        lease_owner: lease.owner,
+        lease_token: lease.token,
+        lease_until: lease.until,
+      }))
       .where('id', '=', (eb) =>
         eb
           .selectFrom('jobs as candidate')
@@ -92,7 +108,15 @@ export async function claimNext(db: Kysely<Database>, dialect: Dialect, now: num
     if (!job) return undefined;
     const run = await trx
       .insertInto('job_runs')
-      .values({ job_id: job.id, attempt: job.attempts, worker: lease.owner, started_at: now, finished_at: null, outcome: null, error: null })
+      .values({
+        job_id: job.id,
+        attempt: job.attempts,
+        worker: lease.owner,
+        started_at: now,
+        finished_at: null,
+        outcome: null,
+        error: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return { ...job, runId: run.id, token: lease.token };
@@ -105,13 +129,24 @@ export async function claimNext(db: Kysely<Database>, dialect: Dialect, now: num
  */
 export async function reclaimExpired(db: Kysely<Database>, dialect: Dialect, now: number): Promise<number[]> {
   // Nearly always there is none: a read keeps every worker from taking SQLite's write lock to find that out.
-  const any = await db.selectFrom('jobs').select('id').where('state', '=', 'running').where('lease_until', '<', now).limit(1).executeTakeFirst();
+  const any = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('state', '=', 'running')
+    .where('lease_until', '<', now)
+    .limit(1)
+    .executeTakeFirst();
   if (!any) return [];
   return transact(db, async (trx) => {
     const expired = await trx
       .updateTable('jobs')
       .set((eb) => ({
-        state: eb.case().when('attempts', '>=', eb.ref('max_attempts')).then(sql.lit<'failed' | 'queued'>('failed')).else(sql.lit<'failed' | 'queued'>('queued')).end(),
+        state: eb
+          .case()
+          .when('attempts', '>=', eb.ref('max_attempts'))
+          .then(sql.lit<'failed' | 'queued'>('failed'))
+          .else(sql.lit<'failed' | 'queued'>('queued'))
+          .end(),
         finished_at: eb.case().when('attempts', '>=', eb.ref('max_attempts')).then(now).else(null).end(),
         run_at: now,
         last_error: 'The lease ran out before the run finished (the worker stopped or hung)',
@@ -145,7 +180,13 @@ export async function reclaimExpired(db: Kysely<Database>, dialect: Dialect, now
 }
 
 /** Saves a checkpoint and extends the lease; false when this run no longer holds the job. */
-export async function saveProgress(db: Executor, jobId: number, token: string, progress: string, leaseUntil: number): Promise<boolean> {
+export async function saveProgress(
+  db: Executor,
+  jobId: number,
+  token: string,
+  progress: string,
+  leaseUntil: number,
+): Promise<boolean> {
   const result = await db
     .updateTable('jobs')
     .set({ progress, lease_until: leaseUntil })
@@ -168,17 +209,33 @@ export type RunEnd =
  */
 export async function finishRun(db: Kysely<Database>, job: ClaimedJob, now: number, end: RunEnd): Promise<boolean> {
   return transact(db, async (trx) => {
-    const fenced = trx.updateTable('jobs').where('id', '=', job.id).where('state', '=', 'running').where('lease_token', '=', job.token);
+    const fenced = trx
+      .updateTable('jobs')
+      .where('id', '=', job.id)
+      .where('state', '=', 'running')
+      .where('lease_token', '=', job.token);
     const cleared = { lease_owner: null, lease_token: null, lease_until: null };
     let changed;
     if (end.outcome === 'done') {
       changed = await fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null }).executeTakeFirst();
     } else if (end.outcome === 'interrupted') {
-      changed = await fenced.set((eb) => ({ ...cleared, state: 'queued', run_at: now, attempts: eb('attempts', '-', 1), last_error: end.error })).executeTakeFirst();
+      changed = await fenced
+        .set((eb) => ({
+          ...cleared,
+          state: 'queued',
+          run_at: now,
+          attempts: eb('attempts', '-', 1),
+          last_error: end.error,
+        }))
+        .executeTakeFirst();
     } else if (end.retryAt === null) {
-      changed = await fenced.set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error }).executeTakeFirst();
+      changed = await fenced
+        .set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
+        .executeTakeFirst();
     } else {
-      changed = await fenced.set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error }).executeTakeFirst();
+      changed = await fenced
+        .set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error })
+        .executeTakeFirst();
     }
     if (Number(changed.numUpdatedRows) !== 1) return false;
     await trx
@@ -200,7 +257,13 @@ export async function replacePayload(db: Executor, jobId: number, payload: strin
  * last `everyMs`: how the worker schedules its recurring chores. Two workers checking at the
  * same moment on PostgreSQL may both insert; chores are idempotent, so that costs a run.
  */
-export async function scheduleRecurring(db: Executor, kind: string, now: number, everyMs: number, maxAttempts: number): Promise<boolean> {
+export async function scheduleRecurring(
+  db: Executor,
+  kind: string,
+  now: number,
+  everyMs: number,
+  maxAttempts: number,
+): Promise<boolean> {
   const recent = await db
     .selectFrom('jobs')
     .select('id')
@@ -220,7 +283,12 @@ export async function deleteFinishedBefore(db: Executor, before: number): Promis
     const result = await db
       .deleteFrom('jobs')
       .where('id', 'in', (eb) =>
-        eb.selectFrom('jobs as old').select('old.id').where('old.state', 'in', ['done', 'failed']).where('old.finished_at', '<', before).limit(1000),
+        eb
+          .selectFrom('jobs as old')
+          .select('old.id')
+          .where('old.state', 'in', ['done', 'failed'])
+          .where('old.finished_at', '<', before)
+          .limit(1000),
       )
       .executeTakeFirst();
     const deleted = Number(result.numDeletedRows);

@@ -3,7 +3,17 @@ import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
 import type { Backoff, JobKind } from './kind.js';
 import { onEnqueue } from './outbox.js';
-import { claimNext, finishRun, listenForJobs, reclaimExpired, replacePayload, saveProgress, scheduleRecurring, type ClaimedJob, type RunEnd } from './repository.js';
+import {
+  claimNext,
+  finishRun,
+  listenForJobs,
+  reclaimExpired,
+  replacePayload,
+  saveProgress,
+  scheduleRecurring,
+  type ClaimedJob,
+  type RunEnd,
+} from './repository.js';
 import type { JobTools } from './types.js';
 
 /** What the worker logs through: pino (Fastify's app.log in `serve`) fits. */
@@ -188,7 +198,9 @@ class JobWorker implements Worker {
     }
     clearTimeout(this.timer);
     this.pumping = this.pump()
-      .catch((error: unknown) => this.log.error({ worker: this.id, err: error }, 'worker could not claim jobs; trying again at the next poll'))
+      .catch((error: unknown) =>
+        this.log.error({ worker: this.id, err: error }, 'worker could not claim jobs; trying again at the next poll'),
+      )
       .finally(() => {
         this.pumping = undefined;
         if (this.stopping) return;
@@ -242,14 +254,19 @@ class JobWorker implements Worker {
     if (now >= this.nextScheduleCheck) {
       this.nextScheduleCheck = now + SCHEDULE_CHECK_MS;
       for (const kind of this.kinds.values()) {
-        if (kind.recurring) await scheduleRecurring(this.ctx.db, kind.name, now, kind.recurring.everyMs, kind.maxAttempts);
+        if (kind.recurring)
+          await scheduleRecurring(this.ctx.db, kind.name, now, kind.recurring.everyMs, kind.maxAttempts);
       }
     }
   }
 
   private claim(): Promise<ClaimedJob | undefined> {
     const now = this.ctx.clock.now();
-    return claimNext(this.ctx.db, this.ctx.dialect, now, { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs });
+    return claimNext(this.ctx.db, this.ctx.dialect, now, {
+      owner: this.id,
+      token: randomBytes(16).toString('hex'),
+      until: now + this.leaseMs,
+    });
   }
 
   private launch(job: ClaimedJob): void {
@@ -276,7 +293,13 @@ class JobWorker implements Worker {
       signal,
       async checkpoint(progress: unknown, db = ctx.db) {
         signal.throwIfAborted();
-        const saved = await saveProgress(db, job.id, job.token, JSON.stringify(progress ?? null), ctx.clock.now() + leaseMs);
+        const saved = await saveProgress(
+          db,
+          job.id,
+          job.token,
+          JSON.stringify(progress ?? null),
+          ctx.clock.now() + leaseMs,
+        );
         if (!saved) {
           const lost = new LeaseLost(job.id);
           controller.abort(lost);
@@ -299,7 +322,11 @@ class JobWorker implements Worker {
       const checked = kind.check(JSON.parse(job.payload));
       if (!checked.ok) throw new PayloadRefused(checked.error);
       const progress: unknown = job.progress === null ? undefined : JSON.parse(job.progress);
-      await kind.handler(ctx, { id: job.id, kind: job.kind, payload: checked.payload, progress, attempt: job.attempts }, tools);
+      await kind.handler(
+        ctx,
+        { id: job.id, kind: job.kind, payload: checked.payload, progress, attempt: job.attempts },
+        tools,
+      );
       end = { outcome: 'done' };
     } catch (error) {
       const message = errorMessage(error);
@@ -319,13 +346,16 @@ class JobWorker implements Worker {
 
     try {
       const recorded = await finishRun(ctx.db, job, endedAt(), end);
-      if (!recorded) this.log.warn({ worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome }, 'job run ended after its lease was taken over; its outcome is not recorded');
+      if (!recorded)
+        this.log.warn(
+          { worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome },
+          'job run ended after its lease was taken over; its outcome is not recorded',
+        );
     } catch (error) {
       // The lease brings the job back if its end cannot be written (the database is gone).
       this.log.error({ worker: this.id, job: job.id, err: error }, 'could not record the end of a job run');
     }
   }
-
 }
 
 /** A worker that does nothing until start() or runDue(). */

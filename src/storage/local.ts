@@ -5,7 +5,15 @@ import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ByteLimit } from './limit.js';
-import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject, type TemporaryFile } from './types.js';
+import {
+  checkKey,
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  type PutOptions,
+  type Storage,
+  type StoredObject,
+  type TemporaryFile,
+} from './types.js';
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 
@@ -27,7 +35,8 @@ export class LocalStorage implements Storage {
     private readonly writer?: string,
   ) {
     this.tmpDir = join(root, '.tmp');
-    if (writer !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(writer)) throw new Error(`Invalid writer name: ${JSON.stringify(writer)}`);
+    if (writer !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(writer))
+      throw new Error(`Invalid writer name: ${JSON.stringify(writer)}`);
   }
 
   private path(key: string): string {
@@ -37,7 +46,10 @@ export class LocalStorage implements Storage {
   async put(key: string, body: Readable, options: PutOptions): Promise<{ size: number }> {
     const target = this.path(key);
     await mkdir(this.tmpDir, { recursive: true });
-    const tmp = join(this.tmpDir, `${this.writer === undefined ? '' : `${this.writer}.`}${randomBytes(12).toString('hex')}.part`);
+    const tmp = join(
+      this.tmpDir,
+      `${this.writer === undefined ? '' : `${this.writer}.`}${randomBytes(12).toString('hex')}.part`,
+    );
     const limit = new ByteLimit(options.maxBytes);
     try {
       await pipeline(body, limit, createWriteStream(tmp, { flags: 'wx' }));

@@ -1,16 +1,34 @@
-import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../config.js';
 import { ByteLimit } from './limit.js';
-import { checkKey, ObjectNotFoundError, ObjectTooLargeError, type PutOptions, type Storage, type StoredObject } from './types.js';
+import {
+  checkKey,
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  type PutOptions,
+  type Storage,
+  type StoredObject,
+} from './types.js';
 
 const PART_SIZE = 5 * 1024 * 1024;
 
 function isNotFound(error: unknown): boolean {
-  return error instanceof S3ServiceException && (error.name === 'NoSuchKey' || error.name === 'NotFound' || error.$metadata.httpStatusCode === 404);
+  return (
+    error instanceof S3ServiceException &&
+    (error.name === 'NoSuchKey' || error.name === 'NotFound' || error.$metadata.httpStatusCode === 404)
+  );
 }
 
 /**
@@ -32,7 +50,10 @@ export class S3Storage implements Storage {
       region: settings.region,
       endpoint: settings.endpoint,
       forcePathStyle: settings.forcePathStyle,
-      credentials: settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
+      credentials:
+        settings.accessKeyId && settings.secretAccessKey
+          ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey }
+          : undefined,
       // Checksums only where S3 requires them: S3-compatible stores (and presigned PUTs from
       // browsers) do not all understand the SDK's default trailing checksums.
       requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -65,7 +86,11 @@ export class S3Storage implements Storage {
   async get(key: string, range?: { start: number; end: number }): Promise<StoredObject> {
     try {
       const out = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: checkKey(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: checkKey(key),
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
       );
       if (!(out.Body instanceof Readable)) throw new Error('The S3 client returned no Node stream');
       return { stream: out.Body, size: out.ContentLength ?? 0 };
@@ -88,14 +113,21 @@ export class S3Storage implements Storage {
   async deleteMany(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
       const chunk = keys.slice(i, i + 1000).map((Key) => ({ Key: checkKey(Key) }));
-      const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk, Quiet: true } }));
+      const out = await this.client.send(
+        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk, Quiet: true } }),
+      );
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      if (failed.length > 0) throw new Error(`S3 could not delete ${failed.length} objects: ${failed[0]!.Code ?? ''} ${failed[0]!.Message ?? ''}`);
+      if (failed.length > 0)
+        throw new Error(
+          `S3 could not delete ${failed.length} objects: ${failed[0]!.Code ?? ''} ${failed[0]!.Message ?? ''}`,
+        );
     }
   }
 
   presignPut(key: string, expiresInSeconds: number): Promise<string> {
-    return getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: checkKey(key) }), { expiresIn: expiresInSeconds });
+    return getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: checkKey(key) }), {
+      expiresIn: expiresInSeconds,
+    });
   }
 
   async check(signal?: AbortSignal): Promise<void> {

@@ -73,7 +73,8 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
 function assertCataloguedCode(body: unknown, what: string): void {
   if (typeof body !== 'object' || body === null || (body as { status?: unknown }).status !== 'error') return;
   const code = (body as { code?: unknown }).code;
-  if (!isErrorCode(code)) throw new Error(`${what} answered the error code ${JSON.stringify(code)}, which src/errors.ts does not list`);
+  if (!isErrorCode(code))
+    throw new Error(`${what} answered the error code ${JSON.stringify(code)}, which src/errors.ts does not list`);
 }
 
 /**
@@ -110,7 +111,8 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     let body: string | undefined;
     if (options.raw !== undefined) body = options.raw;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
-    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['content-type'] = 'application/json';
     const res = await fetch(`${server.url}${path}`, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
@@ -127,15 +129,19 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     config,
     request,
     async account(name = `Account ${++accounts}`) {
-      const created = await createAccount(server.ctx, { name, email: `${randomBytes(6).toString('hex')}@example.com` }, server.ctx.hasher.kdf());
-      const api = <T,>(method: string, path: string, options: RequestOptions = {}) =>
+      const created = await createAccount(
+        server.ctx,
+        { name, email: `${randomBytes(6).toString('hex')}@example.com` },
+        server.ctx.hasher.kdf(),
+      );
+      const api = <T>(method: string, path: string, options: RequestOptions = {}) =>
         request<T>(method, `/api/v2025${path}`, { token: created.token, ...options });
       return {
         ...created,
-        get: <T,>(path: string, options?: RequestOptions) => api<T>('GET', path, options),
-        post: <T,>(path: string, body?: unknown, options?: RequestOptions) => api<T>('POST', path, { body, ...options }),
-        put: <T,>(path: string, body?: unknown, options?: RequestOptions) => api<T>('PUT', path, { body, ...options }),
-        delete: <T,>(path: string, options?: RequestOptions) => api<T>('DELETE', path, options),
+        get: <T>(path: string, options?: RequestOptions) => api<T>('GET', path, options),
+        post: <T>(path: string, body?: unknown, options?: RequestOptions) => api<T>('POST', path, { body, ...options }),
+        put: <T>(path: string, body?: unknown, options?: RequestOptions) => api<T>('PUT', path, { body, ...options }),
+        delete: <T>(path: string, options?: RequestOptions) => api<T>('DELETE', path, options),
       };
     },
     async close() {

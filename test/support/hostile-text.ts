@@ -7,7 +7,28 @@
 import fc from 'fast-check';
 
 const BREAKING = ['\u0000', '\ud800', '\udbff', '\udc00', '\udfff'];
-const FINE = ['a', 'Z', ' ', 'é', '😀', '𝄞', '\ufffd', '\u2028', '\ufeff', '%', '+', '&', '=', '"', '\\', '/', '.', '\t', '\n', '日'];
+const FINE = [
+  'a',
+  'Z',
+  ' ',
+  'é',
+  '😀',
+  '𝄞',
+  '\ufffd',
+  '\u2028',
+  '\ufeff',
+  '%',
+  '+',
+  '&',
+  '=',
+  '"',
+  '\\',
+  '/',
+  '.',
+  '\t',
+  '\n',
+  '日',
+];
 
 export const LONG = 100_000;
 
@@ -19,10 +40,22 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(fc.string({ unit: 'grapheme', maxLength: 8 }), fc.constantFrom(...BREAKING), fc.string({ unit: 'grapheme', maxLength: 8 }))
+      .tuple(
+        fc.string({ unit: 'grapheme', maxLength: 8 }),
+        fc.constantFrom(...BREAKING),
+        fc.string({ unit: 'grapheme', maxLength: 8 }),
+      )
       .map(([a, b, c]) => a + b + c),
   },
-  { weight: 1, arbitrary: fc.constantFrom('x'.repeat(LONG), 'é'.repeat(LONG), `${'y'.repeat(LONG - 1)}\u0000`, '😀'.repeat(LONG / 2)) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'x'.repeat(LONG),
+      'é'.repeat(LONG),
+      `${'y'.repeat(LONG - 1)}\u0000`,
+      '😀'.repeat(LONG / 2),
+    ),
+  },
 );
 
 const wellFormed = (s: string) => !s.includes('\u0000') && (s as unknown as { isWellFormed(): boolean }).isWellFormed();

@@ -23,7 +23,9 @@ export const batchesJob = defineJob({
     const start = (job.progress as { next: number } | undefined)?.next ?? 0;
     for (let batch = start; batch < batches; batch++) {
       await ctx.db.transaction().execute(async (trx) => {
-        await sql`INSERT INTO job_test_batches (job_id, batch, attempt) VALUES (${job.id}, ${batch}, ${job.attempt})`.execute(trx);
+        await sql`INSERT INTO job_test_batches (job_id, batch, attempt) VALUES (${job.id}, ${batch}, ${job.attempt})`.execute(
+          trx,
+        );
         if (job.attempt === 1 && batch === pauseAt) {
           process.stdout.write('paused\n');
           await new Promise(() => {});

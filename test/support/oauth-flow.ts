@@ -14,14 +14,26 @@ export interface Client {
   clientSecret: string;
 }
 
-export async function registerClient(owner: TestAccount, redirectUris = [REDIRECT], name = 'Acme Sync', requirePkce?: boolean): Promise<Client> {
-  const res = await owner.post<Client>('/oauth-clients', { name, redirectUris, ...(requirePkce !== undefined && { requirePkce }) });
+export async function registerClient(
+  owner: TestAccount,
+  redirectUris = [REDIRECT],
+  name = 'Acme Sync',
+  requirePkce?: boolean,
+): Promise<Client> {
+  const res = await owner.post<Client>('/oauth-clients', {
+    name,
+    redirectUris,
+    ...(requirePkce !== undefined && { requirePkce }),
+  });
   assert.equal(res.status, 200, res.text);
   return res.body;
 }
 
 /** A user of the owner's account who can sign in, with this password. */
-export async function userWithPassword(owner: TestAccount, role: 'admin' | 'member' = 'admin'): Promise<{ id: number; email: string; password: string }> {
+export async function userWithPassword(
+  owner: TestAccount,
+  role: 'admin' | 'member' = 'admin',
+): Promise<{ id: number; email: string; password: string }> {
   const email = `u${randomBytes(5).toString('hex')}@example.com`;
   const password = `pw-${randomBytes(8).toString('hex')}`;
   const res = await owner.post<{ id: number }>('/users', { email, name: 'Pat Doe', role, password });
@@ -39,7 +51,10 @@ export class Browser {
 
   constructor(private readonly base: string) {}
 
-  async fetch(path: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<{ status: number; location: string | null; text: string; headers: Headers }> {
+  async fetch(
+    path: string,
+    init: { method?: string; form?: Record<string, string> } = {},
+  ): Promise<{ status: number; location: string | null; text: string; headers: Headers }> {
     const headers: Record<string, string> = {};
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     let body: string | undefined;
@@ -47,7 +62,12 @@ export class Browser {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(path.startsWith('http') ? path : `${this.base}${path}`, { method: init.method ?? 'GET', headers, body, redirect: 'manual' });
+    const res = await fetch(path.startsWith('http') ? path : `${this.base}${path}`, {
+      method: init.method ?? 'GET',
+      headers,
+      body,
+      redirect: 'manual',
+    });
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const eq = pair!.indexOf('=');
@@ -104,7 +124,10 @@ export async function authorize(
   assert.equal(signIn.status, 200, signIn.text);
   const form = readForm(signIn.text);
   assert.equal(form.action, '/oauth2/sign-in');
-  const signedIn = await browser.fetch(form.action, { method: 'POST', form: { ...form.fields, email: user.email, password: user.password } });
+  const signedIn = await browser.fetch(form.action, {
+    method: 'POST',
+    form: { ...form.fields, email: user.email, password: user.password },
+  });
   assert.equal(signedIn.status, 303, signedIn.text);
   const consent = await browser.fetch(signedIn.location!);
   assert.equal(consent.status, 200, consent.text);
@@ -121,22 +144,53 @@ export interface TokenReply {
   headers: Headers;
 }
 
-export async function tokenRequest(app: TestApp, form: Record<string, string>, basic?: { id: string; secret: string }, path = '/oauth2/token'): Promise<TokenReply> {
+export async function tokenRequest(
+  app: TestApp,
+  form: Record<string, string>,
+  basic?: { id: string; secret: string },
+  path = '/oauth2/token',
+): Promise<TokenReply> {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-  if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
+  if (basic)
+    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.id)}:${encodeURIComponent(basic.secret)}`).toString('base64')}`;
   const res = await fetch(`${app.url}${path}`, { method: 'POST', headers, body: new URLSearchParams(form).toString() });
   const text = await res.text();
-  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, any>), headers: res.headers };
+  return {
+    status: res.status,
+    body: text === '' ? {} : (JSON.parse(text) as Record<string, any>),
+    headers: res.headers,
+  };
 }
 
 export const basicOf = (client: Client) => ({ id: client.clientId, secret: client.clientSecret });
 
-export async function exchangeCode(app: TestApp, client: Client, code: string, verifier?: string, redirectUri = REDIRECT): Promise<TokenReply> {
-  return tokenRequest(app, { grant_type: 'authorization_code', code, redirect_uri: redirectUri, ...(verifier ? { code_verifier: verifier } : {}) }, basicOf(client));
+export async function exchangeCode(
+  app: TestApp,
+  client: Client,
+  code: string,
+  verifier?: string,
+  redirectUri = REDIRECT,
+): Promise<TokenReply> {
+  return tokenRequest(
+    app,
+    {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUri,
+      ...(verifier ? { code_verifier: verifier } : {}),
+    },
+    basicOf(client),
+  );
 }
 
 /** An API call with a bearer token. */
-export async function apiStatus(app: TestApp, token: string, method = 'GET', path = '/forms', body?: unknown): Promise<number> {
+export async function apiStatus(
+  app: TestApp,
+  token: string,
+  method = 'GET',
+  path = '/forms',
+  body?: unknown,
+): Promise<number> {
   const res = await app.request(method, `/api/v2025${path}`, { token, body });
   return res.status;
 }

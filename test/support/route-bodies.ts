@@ -20,7 +20,11 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
   'POST /forms/{formId}/fields/{fieldId}/upload-urls': () => ({ filenames: ['matrix.txt'] }),
   // Emails are unique per account: every body gets a new one.
-  'POST /users': () => ({ email: `matrix-${randomBytes(6).toString('hex')}@example.com`, name: 'Matrix user', role: 'member' }),
+  'POST /users': () => ({
+    email: `matrix-${randomBytes(6).toString('hex')}@example.com`,
+    name: 'Matrix user',
+    role: 'member',
+  }),
   'PUT /users/{userId}': () => ({ name: 'Renamed by the matrix' }),
   'PUT /users/{userId}/permissions/{formId}': () => ({ level: 'view' }),
   'POST /oauth-clients': () => ({ name: 'Matrix app', redirectUris: ['https://example.com/callback'] }),
@@ -28,4 +32,3 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /users/{userId}/tokens': () => ({ name: 'Matrix token' }),
   'PUT /oauth-clients/{clientId}': () => ({ name: 'Matrix app, renamed', requirePkce: false }),
 };
-

@@ -19,7 +19,13 @@ export const S3_BUCKET = 'formwork-test';
 
 export async function startS3(): Promise<TestS3> {
   const directory = mkdtempSync(join(tmpdir(), 'formwork-s3-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, directory, silent: true, configureBuckets: [{ name: S3_BUCKET }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    directory,
+    silent: true,
+    configureBuckets: [{ name: S3_BUCKET }],
+  });
   const { port } = await server.run();
   const bucketDir = join(directory, S3_BUCKET);
   return {
@@ -42,7 +48,8 @@ export async function startS3(): Promise<TestS3> {
           const path = join(dir, name);
           if (statSync(path).isDirectory()) walk(path);
           // s3rver keeps each object as <key>._S3rver_object beside its metadata files.
-          else if (name.endsWith('._S3rver_object')) out.push(relative(bucketDir, path).slice(0, -'._S3rver_object'.length));
+          else if (name.endsWith('._S3rver_object'))
+            out.push(relative(bucketDir, path).slice(0, -'._S3rver_object'.length));
         }
       };
       walk(bucketDir);

@@ -15,12 +15,31 @@ export const EVERY_FIELD = [
   { type: 'datetime', label: 'Day', attributes: { format: 'date', minDate: '2020-01-01', maxDate: '2030-12-31' } },
   { type: 'datetime', label: 'Clock', attributes: { format: 'time' } },
   { type: 'datetime', label: 'When', attributes: { format: 'datetime' } },
-  { type: 'select', label: 'Topic', options: [{ label: 'Sales', value: 'sales' }, { label: 'Support', value: 'support' }] },
-  { type: 'radio', label: 'Size', options: [{ label: 'Small', value: 's' }, { label: 'Medium', value: 'm' }, { label: 'Large', value: 'l' }] },
+  {
+    type: 'select',
+    label: 'Topic',
+    options: [
+      { label: 'Sales', value: 'sales' },
+      { label: 'Support', value: 'support' },
+    ],
+  },
+  {
+    type: 'radio',
+    label: 'Size',
+    options: [
+      { label: 'Small', value: 's' },
+      { label: 'Medium', value: 'm' },
+      { label: 'Large', value: 'l' },
+    ],
+  },
   {
     type: 'checkbox',
     label: 'Colours',
-    options: [{ label: 'Red', value: 'red' }, { label: 'Green', value: 'green' }, { label: 'Blue', value: 'blue' }],
+    options: [
+      { label: 'Red', value: 'red' },
+      { label: 'Green', value: 'green' },
+      { label: 'Blue', value: 'blue' },
+    ],
     attributes: { maxSelected: 2 },
   },
   { type: 'address', label: 'Address' },
@@ -51,7 +70,11 @@ export async function createEveryFieldForm(acc: TestAccount, name = 'Everything'
       type: 'textarea',
       label: 'Ticket',
       required: true,
-      logic: { action: 'show', conditional: 'all', checks: [{ field: ids.Topic, condition: 'equals', option: 'support' }] },
+      logic: {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: ids.Topic, condition: 'equals', option: 'support' }],
+      },
     }),
     'create field with logic',
   );
@@ -60,7 +83,10 @@ export async function createEveryFieldForm(acc: TestAccount, name = 'Everything'
 }
 
 /** The fields entry list of a submission body, from label → value. */
-export function body(ids: Record<string, number>, values: Partial<Record<FieldKey, unknown>>): { fields: { id: number; value: unknown }[] } {
+export function body(
+  ids: Record<string, number>,
+  values: Partial<Record<FieldKey, unknown>>,
+): { fields: { id: number; value: unknown }[] } {
   return { fields: Object.entries(values).map(([label, value]) => ({ id: ids[label]!, value })) };
 }
 
@@ -75,8 +101,18 @@ export interface RowCounts {
 export async function rowCounts(app: TestApp): Promise<RowCounts> {
   const db = app.server.db.kysely;
   const count = async (table: 'submissions' | 'submission_unique_values') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-  const fts = dialectName === 'sqlite' ? Number((await sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts`.execute(db)).rows[0]!.n) : 0;
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const fts =
+    dialectName === 'sqlite'
+      ? Number((await sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts`.execute(db)).rows[0]!.n)
+      : 0;
   return { submissions: await count('submissions'), uniqueValues: await count('submission_unique_values'), fts };
 }
 

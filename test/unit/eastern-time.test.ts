@@ -4,7 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EASTERN_TIME_PATTERN, easternDay, easternToUtc, lowerBound, parseWallTime, upperBound, type WallTime } from '../../src/modules/submissions/eastern-time.js';
+import {
+  EASTERN_TIME_PATTERN,
+  easternDay,
+  easternToUtc,
+  lowerBound,
+  parseWallTime,
+  upperBound,
+  type WallTime,
+} from '../../src/modules/submissions/eastern-time.js';
 
 const utc = (iso: string) => Date.parse(iso);
 const wall = (text: string): WallTime => {
@@ -15,8 +23,24 @@ const wall = (text: string): WallTime => {
 
 describe('parseWallTime', () => {
   it('reads a date, or a date and a time', () => {
-    assert.deepEqual(parseWallTime('2024-03-10'), { year: 2024, month: 3, day: 10, hour: 0, minute: 0, second: 0, dateOnly: true });
-    assert.deepEqual(parseWallTime('2024-03-10 02:30:05'), { year: 2024, month: 3, day: 10, hour: 2, minute: 30, second: 5, dateOnly: false });
+    assert.deepEqual(parseWallTime('2024-03-10'), {
+      year: 2024,
+      month: 3,
+      day: 10,
+      hour: 0,
+      minute: 0,
+      second: 0,
+      dateOnly: true,
+    });
+    assert.deepEqual(parseWallTime('2024-03-10 02:30:05'), {
+      year: 2024,
+      month: 3,
+      day: 10,
+      hour: 2,
+      minute: 30,
+      second: 5,
+      dateOnly: false,
+    });
   });
 
   it('refuses days that do not exist, and leap days of years without one', () => {
@@ -37,7 +61,16 @@ describe('parseWallTime', () => {
   });
 
   it('refuses any other shape: ISO T, zones, missing seconds, padding', () => {
-    for (const text of ['2024-01-01T00:00:00', '2024-01-01 00:00:00Z', '2024-01-01 00:00', '2024-1-01', ' 2024-01-01', '2024-01-01 ', '', 'yesterday']) {
+    for (const text of [
+      '2024-01-01T00:00:00',
+      '2024-01-01 00:00:00Z',
+      '2024-01-01 00:00',
+      '2024-1-01',
+      ' 2024-01-01',
+      '2024-01-01 ',
+      '',
+      'yesterday',
+    ]) {
       assert.equal(parseWallTime(text), undefined, text);
     }
   });
@@ -65,14 +98,26 @@ describe('Eastern Time to UTC', () => {
     assert.equal(lowerBound(wall('2024-03-10 02:00:00')), utc('2024-03-10T07:00:00Z'));
     assert.equal(lowerBound(wall('2024-03-10 02:30:00')), utc('2024-03-10T07:30:00Z'));
     assert.equal(upperBound(wall('2024-03-10 02:30:00')), utc('2024-03-10T07:30:00.999Z'));
-    assert.equal(easternToUtc({ year: 2024, month: 3, day: 10, hour: 2, minute: 30, second: 0 }, 'first'), utc('2024-03-10T07:30:00Z'));
-    assert.equal(easternToUtc({ year: 2024, month: 3, day: 10, hour: 2, minute: 30, second: 0 }, 'last'), utc('2024-03-10T07:30:00Z'));
+    assert.equal(
+      easternToUtc({ year: 2024, month: 3, day: 10, hour: 2, minute: 30, second: 0 }, 'first'),
+      utc('2024-03-10T07:30:00Z'),
+    );
+    assert.equal(
+      easternToUtc({ year: 2024, month: 3, day: 10, hour: 2, minute: 30, second: 0 }, 'last'),
+      utc('2024-03-10T07:30:00Z'),
+    );
   });
 
   it('reads a time that the autumn change repeats as its first occurrence for a lower bound and its second for an upper bound', () => {
     // 1:00 to 1:59:59 happen twice on 3 November 2024: first in EDT, then in EST.
-    assert.equal(easternToUtc({ year: 2024, month: 11, day: 3, hour: 1, minute: 30, second: 0 }, 'first'), utc('2024-11-03T05:30:00Z'));
-    assert.equal(easternToUtc({ year: 2024, month: 11, day: 3, hour: 1, minute: 30, second: 0 }, 'last'), utc('2024-11-03T06:30:00Z'));
+    assert.equal(
+      easternToUtc({ year: 2024, month: 11, day: 3, hour: 1, minute: 30, second: 0 }, 'first'),
+      utc('2024-11-03T05:30:00Z'),
+    );
+    assert.equal(
+      easternToUtc({ year: 2024, month: 11, day: 3, hour: 1, minute: 30, second: 0 }, 'last'),
+      utc('2024-11-03T06:30:00Z'),
+    );
     assert.equal(lowerBound(wall('2024-11-03 01:30:00')), utc('2024-11-03T05:30:00Z'));
     assert.equal(upperBound(wall('2024-11-03 01:30:00')), utc('2024-11-03T06:30:00.999Z'));
     // So a range from 1:00 to 1:59:59 covers both hours.
@@ -80,8 +125,14 @@ describe('Eastern Time to UTC', () => {
   });
 
   it('has one reading for the times either side of the repeated hour', () => {
-    assert.equal(easternToUtc({ year: 2024, month: 11, day: 3, hour: 0, minute: 59, second: 59 }, 'last'), utc('2024-11-03T04:59:59Z'));
-    assert.equal(easternToUtc({ year: 2024, month: 11, day: 3, hour: 2, minute: 0, second: 0 }, 'first'), utc('2024-11-03T07:00:00Z'));
+    assert.equal(
+      easternToUtc({ year: 2024, month: 11, day: 3, hour: 0, minute: 59, second: 59 }, 'last'),
+      utc('2024-11-03T04:59:59Z'),
+    );
+    assert.equal(
+      easternToUtc({ year: 2024, month: 11, day: 3, hour: 2, minute: 0, second: 0 }, 'first'),
+      utc('2024-11-03T07:00:00Z'),
+    );
   });
 
   it('takes a whole day for a date: from its first millisecond to its last, 23 or 25 hours on change days', () => {

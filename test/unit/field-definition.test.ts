@@ -19,7 +19,13 @@ import {
   type Sibling,
 } from '../../src/modules/fields/definition.js';
 import type { FieldCreate } from '../../src/modules/fields/schemas.js';
-import { DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_FILES, FIELD_TYPES, TYPE_RULES, type FieldType } from '../../src/modules/fields/types.js';
+import {
+  DEFAULT_MAX_FILE_SIZE,
+  DEFAULT_MAX_FILES,
+  FIELD_TYPES,
+  TYPE_RULES,
+  type FieldType,
+} from '../../src/modules/fields/types.js';
 
 const none = new Map<number, Sibling>();
 
@@ -102,13 +108,23 @@ describe('checkDefinition', () => {
     assert.deepEqual(checked.attributes, { maxFiles: DEFAULT_MAX_FILES, maxFileSize: DEFAULT_MAX_FILE_SIZE });
     assert.deepEqual(def.attributes, {});
     assert.deepEqual(check({ type: 'signature', label: 'Sign' }).attributes, { maxFileSize: 1024 * 1024 });
-    assert.deepEqual(check({ type: 'product', label: 'P', attributes: { price: 9.5 } }).attributes, { price: 9.5, currency: 'USD' });
+    assert.deepEqual(check({ type: 'product', label: 'P', attributes: { price: 9.5 } }).attributes, {
+      price: 9.5,
+      currency: 'USD',
+    });
   });
 
   it('refuses attributes the type does not know or values out of range, naming each under the path', () => {
-    assert.deepEqual(problems({ type: 'text', label: 'x', attributes: { rows: 3 } }), [{ property: 'body.attributes.rows', message: 'is not a known property' }]);
+    assert.deepEqual(problems({ type: 'text', label: 'x', attributes: { rows: 3 } }), [
+      { property: 'body.attributes.rows', message: 'is not a known property' },
+    ]);
     assert.deepEqual(
-      problems({ type: 'text', label: 'x', attributes: { minLength: -1, placeholder: 5 } }, none, undefined, 'body.fields[2]').sort((a, b) => a.property.localeCompare(b.property)),
+      problems(
+        { type: 'text', label: 'x', attributes: { minLength: -1, placeholder: 5 } },
+        none,
+        undefined,
+        'body.fields[2]',
+      ).sort((a, b) => a.property.localeCompare(b.property)),
       [
         { property: 'body.fields[2].attributes.minLength', message: 'must be >= 0' },
         { property: 'body.fields[2].attributes.placeholder', message: 'must be string' },
@@ -121,19 +137,47 @@ describe('checkDefinition', () => {
     assert.deepEqual(problems({ type: 'datetime', label: 'x', attributes: { minDate: '2024-02-31' } }), [
       { property: 'body.attributes.minDate', message: 'must match format "date"' },
     ]);
-    assert.deepEqual(problems({ type: 'phone', label: 'x', attributes: { format: 'uk' } }), [{ property: 'body.attributes.format', message: 'must be one of us, international' }]);
+    assert.deepEqual(problems({ type: 'phone', label: 'x', attributes: { format: 'uk' } }), [
+      { property: 'body.attributes.format', message: 'must be one of us, international' },
+    ]);
   });
 
   it('refuses attribute pairs out of order', () => {
     const cases: [FieldCreate, string, string][] = [
-      [{ type: 'text', label: 'x', attributes: { minLength: 5, maxLength: 2 } }, 'minLength', 'must not be greater than maxLength'],
-      [{ type: 'textarea', label: 'x', attributes: { minLength: 5, maxLength: 2 } }, 'minLength', 'must not be greater than maxLength'],
+      [
+        { type: 'text', label: 'x', attributes: { minLength: 5, maxLength: 2 } },
+        'minLength',
+        'must not be greater than maxLength',
+      ],
+      [
+        { type: 'textarea', label: 'x', attributes: { minLength: 5, maxLength: 2 } },
+        'minLength',
+        'must not be greater than maxLength',
+      ],
       [{ type: 'number', label: 'x', attributes: { min: 10, max: 1 } }, 'min', 'must not be greater than max'],
-      [{ type: 'checkbox', label: 'x', options: [{ label: 'A', value: 'a' }], attributes: { minSelected: 3, maxSelected: 2 } }, 'minSelected', 'must not be greater than maxSelected'],
-      [{ type: 'product', label: 'x', attributes: { price: 1, minQuantity: 5, maxQuantity: 4 } }, 'minQuantity', 'must not be greater than maxQuantity'],
-      [{ type: 'datetime', label: 'x', attributes: { minDate: '2024-02-01', maxDate: '2024-01-01' } }, 'minDate', 'must not be after maxDate'],
+      [
+        {
+          type: 'checkbox',
+          label: 'x',
+          options: [{ label: 'A', value: 'a' }],
+          attributes: { minSelected: 3, maxSelected: 2 },
+        },
+        'minSelected',
+        'must not be greater than maxSelected',
+      ],
+      [
+        { type: 'product', label: 'x', attributes: { price: 1, minQuantity: 5, maxQuantity: 4 } },
+        'minQuantity',
+        'must not be greater than maxQuantity',
+      ],
+      [
+        { type: 'datetime', label: 'x', attributes: { minDate: '2024-02-01', maxDate: '2024-01-01' } },
+        'minDate',
+        'must not be after maxDate',
+      ],
     ];
-    for (const [input, attribute, message] of cases) assert.deepEqual(problems(input), [{ property: `body.attributes.${attribute}`, message }], input.type);
+    for (const [input, attribute, message] of cases)
+      assert.deepEqual(problems(input), [{ property: `body.attributes.${attribute}`, message }], input.type);
     // Equal bounds are fine.
     assert.ok(check({ type: 'number', label: 'x', attributes: { min: 1, max: 1 } }));
     assert.ok(check({ type: 'datetime', label: 'x', attributes: { minDate: '2024-01-01', maxDate: '2024-01-01' } }));
@@ -141,7 +185,9 @@ describe('checkDefinition', () => {
 
   it('needs options on option types, each value once, and refuses them elsewhere', () => {
     for (const type of ['select', 'radio', 'checkbox'] as const) {
-      assert.deepEqual(problems({ type, label: 'x' }), [{ property: 'body.options', message: `a ${type} field needs at least one option` }]);
+      assert.deepEqual(problems({ type, label: 'x' }), [
+        { property: 'body.options', message: `a ${type} field needs at least one option` },
+      ]);
     }
     assert.deepEqual(
       problems({
@@ -155,7 +201,9 @@ describe('checkDefinition', () => {
       }),
       [{ property: 'body.options[2].value', message: '"a" is used twice' }],
     );
-    assert.deepEqual(problems({ type: 'text', label: 'x', options: [{ label: 'A', value: 'a' }] }), [{ property: 'body.options', message: 'a text field has no options' }]);
+    assert.deepEqual(problems({ type: 'text', label: 'x', options: [{ label: 'A', value: 'a' }] }), [
+      { property: 'body.options', message: 'a text field has no options' },
+    ]);
   });
 
   it('refuses input flags on types that take no input, and unique where values cannot be compared', () => {
@@ -169,7 +217,12 @@ describe('checkDefinition', () => {
     for (const type of FIELD_TYPES.filter((t) => TYPE_RULES[t].input)) {
       const input = { ...minimal(type), unique: true };
       if (TYPE_RULES[type].uniqueAllowed) assert.equal(check(input).unique, true, type);
-      else assert.deepEqual(problems(input), [{ property: 'body.unique', message: `values of a ${type} field cannot be kept unique` }], type);
+      else
+        assert.deepEqual(
+          problems(input),
+          [{ property: 'body.unique', message: `values of a ${type} field cannot be kept unique` }],
+          type,
+        );
     }
   });
 
@@ -181,9 +234,16 @@ describe('checkDefinition', () => {
     assert.equal(check({ type: 'text', label: 'x', defaultValue: 'hello' }).defaultValue, 'hello');
     assert.equal(check({ type: 'number', label: 'x', defaultValue: 3 }).defaultValue, 3);
     assert.equal(check({ type: 'radio', label: 'x', options, defaultValue: 'b' }).defaultValue, 'b');
-    assert.deepEqual(check({ type: 'checkbox', label: 'x', options, defaultValue: ['a', 'b'] }).defaultValue, ['a', 'b']);
-    assert.deepEqual(check({ type: 'name', label: 'x', defaultValue: { first: 'Ana' } }).defaultValue, { first: 'Ana' });
-    assert.deepEqual(check({ type: 'address', label: 'x', defaultValue: { country: 'US' } }).defaultValue, { country: 'US' });
+    assert.deepEqual(check({ type: 'checkbox', label: 'x', options, defaultValue: ['a', 'b'] }).defaultValue, [
+      'a',
+      'b',
+    ]);
+    assert.deepEqual(check({ type: 'name', label: 'x', defaultValue: { first: 'Ana' } }).defaultValue, {
+      first: 'Ana',
+    });
+    assert.deepEqual(check({ type: 'address', label: 'x', defaultValue: { country: 'US' } }).defaultValue, {
+      country: 'US',
+    });
 
     const refused: [FieldCreate, string][] = [
       [{ type: 'text', label: 'x', defaultValue: 3 }, 'must be a string'],
@@ -192,16 +252,30 @@ describe('checkDefinition', () => {
       [{ type: 'radio', label: 'x', options, defaultValue: ['a'] }, 'must be the value of one of the options'],
       [{ type: 'checkbox', label: 'x', options, defaultValue: 'a' }, 'must be a list of option values'],
       [{ type: 'checkbox', label: 'x', options, defaultValue: ['a', 'c'] }, 'must be a list of option values'],
-      [{ type: 'name', label: 'x', defaultValue: { nickname: 'A' } }, 'has no subfield "nickname" (use prefix, first, middle, initial, last, suffix)'],
-      [{ type: 'address', label: 'x', defaultValue: ['US'] }, 'must be an object of address, address2, city, state, zip, country'],
+      [
+        { type: 'name', label: 'x', defaultValue: { nickname: 'A' } },
+        'has no subfield "nickname" (use prefix, first, middle, initial, last, suffix)',
+      ],
+      [
+        { type: 'address', label: 'x', defaultValue: ['US'] },
+        'must be an object of address, address2, city, state, zip, country',
+      ],
       [{ type: 'file', label: 'x', defaultValue: 'a.pdf' }, 'a file field has no default value'],
       [{ type: 'creditcard', label: 'x', defaultValue: '4111' }, 'a creditcard field has no default value'],
     ];
-    for (const [input, message] of refused) assert.deepEqual(problems(input), [{ property: 'body.defaultValue', message }], JSON.stringify(input));
+    for (const [input, message] of refused)
+      assert.deepEqual(problems(input), [{ property: 'body.defaultValue', message }], JSON.stringify(input));
   });
 
   it('reports every problem at once, the first in the message', () => {
-    const details = problems({ type: 'select', label: 'x', attributes: { layout: 'grid' }, defaultValue: 'z', unique: true, options: [] });
+    const details = problems({
+      type: 'select',
+      label: 'x',
+      attributes: { layout: 'grid' },
+      defaultValue: 'z',
+      unique: true,
+      options: [],
+    });
     assert.deepEqual(
       details.map((d) => d.property),
       ['body.attributes.layout', 'body.options', 'body.defaultValue'],
@@ -216,7 +290,11 @@ describe('logic checks', () => {
     [3, { id: 3, type: 'section', options: [] }],
     [4, { id: 4, type: 'text', options: [] }],
   ]);
-  const withChecks = (...checks: NonNullable<FieldCreate['logic']>['checks']): FieldCreate => ({ type: 'text', label: 'x', logic: { action: 'show', conditional: 'all', checks } });
+  const withChecks = (...checks: NonNullable<FieldCreate['logic']>['checks']): FieldCreate => ({
+    type: 'text',
+    label: 'x',
+    logic: { action: 'show', conditional: 'all', checks },
+  });
 
   it('accepts checks on other input fields of the form', () => {
     const def = check(
@@ -233,12 +311,18 @@ describe('logic checks', () => {
   });
 
   it('refuses a check on itself, on a field of no form of this one, and on a field without a value', () => {
-    assert.deepEqual(problems(withChecks({ field: 9, condition: 'empty' }), new Map([...siblings, [9, { id: 9, type: 'text', options: [] }]]), 9), [
-      { property: 'body.logic.checks[0].field', message: 'a field cannot depend on itself' },
-    ]);
-    assert.deepEqual(problems(withChecks({ field: 1, condition: 'empty' }, { field: 77, condition: 'empty' }), siblings, 9), [
-      { property: 'body.logic.checks[1].field', message: 'must be a field of this form; 77 is not' },
-    ]);
+    assert.deepEqual(
+      problems(
+        withChecks({ field: 9, condition: 'empty' }),
+        new Map([...siblings, [9, { id: 9, type: 'text', options: [] }]]),
+        9,
+      ),
+      [{ property: 'body.logic.checks[0].field', message: 'a field cannot depend on itself' }],
+    );
+    assert.deepEqual(
+      problems(withChecks({ field: 1, condition: 'empty' }, { field: 77, condition: 'empty' }), siblings, 9),
+      [{ property: 'body.logic.checks[1].field', message: 'must be a field of this form; 77 is not' }],
+    );
     assert.deepEqual(problems(withChecks({ field: 3, condition: 'notempty' }), siblings, 9), [
       { property: 'body.logic.checks[0].field', message: 'a section field holds no value to check' },
     ]);
@@ -254,9 +338,15 @@ describe('logic checks', () => {
     // A field without options takes any text to compare with.
     assert.ok(check(withChecks({ field: 4, condition: 'equals', option: 'free text' }), siblings, 9));
     for (const option of ['ten', '1,5', undefined]) {
-      assert.deepEqual(problems(withChecks({ field: 2, condition: 'lessthan', ...(option === undefined ? {} : { option }) }), siblings, 9), [
-        { property: 'body.logic.checks[0].option', message: 'must be a number for greaterthan and lessthan' },
-      ], String(option));
+      assert.deepEqual(
+        problems(
+          withChecks({ field: 2, condition: 'lessthan', ...(option === undefined ? {} : { option }) }),
+          siblings,
+          9,
+        ),
+        [{ property: 'body.logic.checks[0].option', message: 'must be a number for greaterthan and lessthan' }],
+        String(option),
+      );
     }
   });
 });
@@ -305,7 +395,15 @@ describe('rows', () => {
       ],
       logic: { action: 'hide', conditional: 'any', checks: [{ field: 5, condition: 'empty' }] },
     });
-    const { id: _id, account_id: _account, form_id: _form, display_order: _order, created_at: _created, updated_at: _updated, ...columns } = row;
+    const {
+      id: _id,
+      account_id: _account,
+      form_id: _form,
+      display_order: _order,
+      created_at: _created,
+      updated_at: _updated,
+      ...columns
+    } = row;
     assert.deepEqual(toFieldColumns(def), columns);
   });
 
@@ -313,14 +411,21 @@ describe('rows', () => {
     const columns = toFieldColumns(withDefaults({ type: 'text', label: 'Plain' }));
     assert.equal(columns.default_value, null);
     assert.equal(columns.logic, null);
-    assert.deepEqual([columns.hide_label, columns.required, columns.read_only, columns.hidden, columns.is_unique], [0, 0, 0, 0, 0]);
+    assert.deepEqual(
+      [columns.hide_label, columns.required, columns.read_only, columns.hidden, columns.is_unique],
+      [0, 0, 0, 0, 0],
+    );
     assert.equal(columns.attributes, '{}');
     assert.equal(columns.options, '[]');
   });
 
   it('make a new row for a form at a display order and a time', () => {
     const now = Date.parse('2024-05-05T00:00:00Z');
-    const newRow = toFieldRow(withDefaults({ type: 'email', label: 'Email', displayOrder: 99 }), { accountId: 3, formId: 8, displayOrder: 4 }, now);
+    const newRow = toFieldRow(
+      withDefaults({ type: 'email', label: 'Email', displayOrder: 99 }),
+      { accountId: 3, formId: 8, displayOrder: 4 },
+      now,
+    );
     assert.equal(newRow.account_id, 3);
     assert.equal(newRow.form_id, 8);
     assert.equal(newRow.display_order, 4);

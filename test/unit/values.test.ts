@@ -24,7 +24,11 @@ import {
 const NOW = Date.UTC(2026, 10, 24, 12);
 
 let nextId = 1;
-function field(type: FieldType, attributes: Record<string, unknown> = {}, options: string[] | { label: string; value: string }[] = []): FieldForValues {
+function field(
+  type: FieldType,
+  attributes: Record<string, unknown> = {},
+  options: string[] | { label: string; value: string }[] = [],
+): FieldForValues {
   return {
     id: nextId++,
     type,
@@ -43,7 +47,8 @@ function refuses(f: FieldForValues, raw: unknown, message: string | RegExp) {
     () => readValue(f, raw, NOW),
     (error: unknown) => {
       assert.ok(error instanceof ValueError, `expected a ValueError, got ${String(error)}`);
-      if (typeof message === 'string') assert.ok(error.message.includes(message), `"${error.message}" does not say "${message}"`);
+      if (typeof message === 'string')
+        assert.ok(error.message.includes(message), `"${error.message}" does not say "${message}"`);
       else assert.match(error.message, message);
       return true;
     },
@@ -55,7 +60,16 @@ const nextYear = new Date().getUTCFullYear() + 1;
 
 describe('input that is empty', () => {
   it('is null, undefined, an empty string, an empty value, an empty list or empty subvalues', () => {
-    for (const raw of [null, undefined, '', { value: '' }, { value: null }, { value: { value: '' } }, [], { subvalues: [] }]) {
+    for (const raw of [
+      null,
+      undefined,
+      '',
+      { value: '' },
+      { value: null },
+      { value: { value: '' } },
+      [],
+      { subvalues: [] },
+    ]) {
       assert.equal(isEmptyInput(raw), true, JSON.stringify(raw));
     }
     for (const raw of [0, false, ' ', 'x', { value: 0 }, ['a'], { subvalues: [{ subvalue: 'a' }] }, { first: '' }]) {
@@ -64,15 +78,30 @@ describe('input that is empty', () => {
   });
 
   it('clears a field of any input type', () => {
-    for (const type of ['text', 'email', 'number', 'select', 'checkbox', 'name', 'matrix', 'creditcard', 'file'] as const) {
-      const f = field(type, type === 'matrix' ? { rows: ['r'], columns: ['c'] } : {}, type === 'select' || type === 'checkbox' ? ['a'] : []);
+    for (const type of [
+      'text',
+      'email',
+      'number',
+      'select',
+      'checkbox',
+      'name',
+      'matrix',
+      'creditcard',
+      'file',
+    ] as const) {
+      const f = field(
+        type,
+        type === 'matrix' ? { rows: ['r'], columns: ['c'] } : {},
+        type === 'select' || type === 'checkbox' ? ['a'] : [],
+      );
       assert.equal(readValue(f, { value: '' }, NOW), null, type);
       assert.equal(readValue(f, null, NOW), null, type);
     }
   });
 
   it('is refused for types that take no input, even when empty', () => {
-    for (const type of ['richtext', 'embed', 'section'] as const) refuses(field(type), 'x', `a ${type} field takes no value`);
+    for (const type of ['richtext', 'embed', 'section'] as const)
+      refuses(field(type), 'x', `a ${type} field takes no value`);
   });
 });
 
@@ -121,7 +150,16 @@ describe('email', () => {
   });
 
   it('refuses what is not an address', () => {
-    for (const raw of ['ana', 'ana@example', 'ana@example.', 'ana@.com', 'a b@example.com', '@example.com', 'ana@@example.com']) refuses(f, raw, 'must be an email address');
+    for (const raw of [
+      'ana',
+      'ana@example',
+      'ana@example.',
+      'ana@.com',
+      'a b@example.com',
+      '@example.com',
+      'ana@@example.com',
+    ])
+      refuses(f, raw, 'must be an email address');
     refuses(f, `${'a'.repeat(250)}@example.com`, 'must be at most 254 characters');
   });
 });
@@ -246,7 +284,10 @@ describe('options: radio, select and checkbox', () => {
 
   it('takes several options on checkbox, each once, between minSelected and maxSelected', () => {
     const f = field('checkbox', { minSelected: 2, maxSelected: 3 }, ['a', 'b', 'c', 'd']);
-    assert.deepEqual(readValue(f, { subvalues: [{ subvalue: 'c' }, { subvalue: 'a' }, { subvalue: 'c' }] }, NOW), ['c', 'a']);
+    assert.deepEqual(readValue(f, { subvalues: [{ subvalue: 'c' }, { subvalue: 'a' }, { subvalue: 'c' }] }, NOW), [
+      'c',
+      'a',
+    ]);
     refuses(f, ['a', 'a'], 'needs at least 2 options');
     refuses(f, ['a', 'b', 'c', 'd'], 'takes at most 3 options');
     refuses(f, ['a', 'e'], '"e" is not one of the options');
@@ -256,26 +297,37 @@ describe('options: radio, select and checkbox', () => {
 describe('name and address', () => {
   it('takes a name as its subfields, trimmed, leaving out empty ones', () => {
     const f = field('name');
-    assert.deepEqual(readValue(f, { prefix: 'Dr.', first: ' Ana ', middle: '', last: 'López', suffix: null }, NOW), { prefix: 'Dr.', first: 'Ana', last: 'López' });
+    assert.deepEqual(readValue(f, { prefix: 'Dr.', first: ' Ana ', middle: '', last: 'López', suffix: null }, NOW), {
+      prefix: 'Dr.',
+      first: 'Ana',
+      last: 'López',
+    });
     assert.deepEqual(readValue(f, 'Ana', NOW), { first: 'Ana' });
     assert.deepEqual(readValue(f, { value: 'Ana' }, NOW), { first: 'Ana' });
     assert.equal(readValue(f, { first: '', last: null }, NOW), null);
   });
 
   it('refuses unknown or oversized subfields', () => {
-    refuses(field('name'), { first: 'Ana', nickname: 'A' }, 'has no subfield "nickname" (use prefix, first, middle, initial, last, suffix)');
+    refuses(
+      field('name'),
+      { first: 'Ana', nickname: 'A' },
+      'has no subfield "nickname" (use prefix, first, middle, initial, last, suffix)',
+    );
     refuses(field('name'), { first: 'x'.repeat(501) }, 'must be at most 500 characters');
     refuses(field('name'), { first: ['Ana'] }, 'must be a string');
   });
 
   it('takes an address as its subfields', () => {
     const f = field('address');
-    assert.deepEqual(readValue(f, { address: '1 Main St', city: 'Springfield', state: 'IL', zip: 62701, country: '' }, NOW), {
-      address: '1 Main St',
-      city: 'Springfield',
-      state: 'IL',
-      zip: '62701',
-    });
+    assert.deepEqual(
+      readValue(f, { address: '1 Main St', city: 'Springfield', state: 'IL', zip: 62701, country: '' }, NOW),
+      {
+        address: '1 Main St',
+        city: 'Springfield',
+        state: 'IL',
+        zip: '62701',
+      },
+    );
     refuses(f, { street: '1 Main St' }, 'has no subfield "street" (use address, address2, city, state, zip, country)');
     refuses(f, '1 Main St', 'must be an object of address, address2, city, state, zip, country');
   });
@@ -290,7 +342,9 @@ describe('matrix', () => {
   });
 
   it('takes several columns per row when multiple is set, joined in the order sent', () => {
-    assert.deepEqual(readValue(field('matrix', { ...attributes, multiple: true }), { Speed: ['Bad', 'Good'] }, NOW), { Speed: 'Bad, Good' });
+    assert.deepEqual(readValue(field('matrix', { ...attributes, multiple: true }), { Speed: ['Bad', 'Good'] }, NOW), {
+      Speed: 'Bad, Good',
+    });
     refuses(field('matrix', attributes), { Speed: ['Good', 'Bad'] }, 'row "Speed" takes one column');
   });
 
@@ -304,7 +358,12 @@ describe('matrix', () => {
 
 describe('creditcard', () => {
   const f = field('creditcard');
-  const card = (number: string, more: Record<string, unknown> = {}) => ({ number, expMonth: 1, expYear: nextYear, ...more });
+  const card = (number: string, more: Record<string, unknown> = {}) => ({
+    number,
+    expMonth: 1,
+    expYear: nextYear,
+    ...more,
+  });
 
   it('keeps only the brand, the last four digits and the expiry', () => {
     assert.deepEqual(readValue(f, card('4111 1111 1111 1111', { cvv: '123', name: 'Ana López' }), NOW), {
@@ -326,12 +385,21 @@ describe('creditcard', () => {
       ['3530111333300000', 'jcb'],
       ['6304000000000000', 'other'],
     ];
-    for (const [number, brand] of brands) assert.equal((readValue(f, card(number), NOW) as Record<string, string>).brand, brand, number);
+    for (const [number, brand] of brands)
+      assert.equal((readValue(f, card(number), NOW) as Record<string, string>).brand, brand, number);
   });
 
   it('takes the number as digits with spaces or dashes, or as a number', () => {
     assert.equal((readValue(f, card('4111-1111-1111-1111'), NOW) as Record<string, string>).last4, '1111');
-    assert.equal((readValue(f, { number: 4111111111111111, expMonth: '12', expYear: String(nextYear) }, NOW) as Record<string, string>).expMonth, '12');
+    assert.equal(
+      (
+        readValue(f, { number: 4111111111111111, expMonth: '12', expYear: String(nextYear) }, NOW) as Record<
+          string,
+          string
+        >
+      ).expMonth,
+      '12',
+    );
   });
 
   it('refuses numbers that fail the Luhn check or have the wrong length', () => {
@@ -343,7 +411,11 @@ describe('creditcard', () => {
   });
 
   it('takes only the brands the field lists', () => {
-    refuses(field('creditcard', { cardTypes: ['amex', 'mastercard'] }), card('4111111111111111'), 'this form takes amex, mastercard cards');
+    refuses(
+      field('creditcard', { cardTypes: ['amex', 'mastercard'] }),
+      card('4111111111111111'),
+      'this form takes amex, mastercard cards',
+    );
     refuses(field('creditcard', { cardTypes: ['visa'] }), card('6304000000000000'), 'this form takes visa cards');
   });
 
@@ -359,7 +431,11 @@ describe('creditcard', () => {
 
   it('takes a card that expires this month', () => {
     const now = new Date();
-    const stored = readValue(f, { number: '4111111111111111', expMonth: now.getUTCMonth() + 1, expYear: now.getUTCFullYear() }, NOW);
+    const stored = readValue(
+      f,
+      { number: '4111111111111111', expMonth: now.getUTCMonth() + 1, expYear: now.getUTCFullYear() },
+      NOW,
+    );
     assert.equal((stored as Record<string, string>).expYear, String(now.getUTCFullYear()));
   });
 });
@@ -400,9 +476,19 @@ describe('displayValue', () => {
   });
 
   it('shows a name in its usual order and an address on one line', () => {
-    assert.equal(displayValue(field('name'), { suffix: 'Jr.', last: 'López', first: 'Ana', prefix: 'Dr.' }), 'Dr. Ana López Jr.');
     assert.equal(
-      displayValue(field('address'), { country: 'US', zip: '62701', state: 'IL', city: 'Springfield', address2: 'Apt 2', address: '1 Main St' }),
+      displayValue(field('name'), { suffix: 'Jr.', last: 'López', first: 'Ana', prefix: 'Dr.' }),
+      'Dr. Ana López Jr.',
+    );
+    assert.equal(
+      displayValue(field('address'), {
+        country: 'US',
+        zip: '62701',
+        state: 'IL',
+        city: 'Springfield',
+        address2: 'Apt 2',
+        address: '1 Main St',
+      }),
       '1 Main St, Apt 2, Springfield, IL 62701, US',
     );
     assert.equal(displayValue(field('address'), { city: 'Springfield', zip: '62701' }), 'Springfield, 62701');
@@ -410,7 +496,10 @@ describe('displayValue', () => {
   });
 
   it('shows a card by brand and last digits, a matrix by rows, files by name', () => {
-    assert.equal(displayValue(field('creditcard'), { brand: 'visa', last4: '1111', expMonth: '01', expYear: '2030' }), 'visa ending in 1111, expires 01/2030');
+    assert.equal(
+      displayValue(field('creditcard'), { brand: 'visa', last4: '1111', expMonth: '01', expYear: '2030' }),
+      'visa ending in 1111, expires 01/2030',
+    );
     assert.equal(displayValue(field('matrix'), { Speed: 'Good', Price: 'Bad, Good' }), 'Speed: Good; Price: Bad, Good');
     const files: FileRef[] = [
       { fileKey: 'k1', name: 'a.pdf', size: 1, contentType: 'application/pdf' },
@@ -428,8 +517,14 @@ describe('searchKeys and normalize', () => {
 
   it('match a field by its whole shown value and by each part', () => {
     assert.deepEqual(searchKeys(field('name'), { first: 'Ana', last: 'López' }).sort(), ['ana', 'ana lópez', 'lópez']);
-    assert.deepEqual(searchKeys(field('checkbox', {}, [{ label: 'Sales team', value: 'sales' }]), ['sales']).sort(), ['sales', 'sales team']);
-    assert.deepEqual(searchKeys(field('radio', {}, [{ label: 'Sales team', value: 'sales' }]), 'sales').sort(), ['sales', 'sales team']);
+    assert.deepEqual(searchKeys(field('checkbox', {}, [{ label: 'Sales team', value: 'sales' }]), ['sales']).sort(), [
+      'sales',
+      'sales team',
+    ]);
+    assert.deepEqual(searchKeys(field('radio', {}, [{ label: 'Sales team', value: 'sales' }]), 'sales').sort(), [
+      'sales',
+      'sales team',
+    ]);
     assert.deepEqual(searchKeys(field('text'), ' Hello '), ['hello']);
     assert.deepEqual(searchKeys(field('number'), 7), ['7']);
   });
@@ -437,7 +532,10 @@ describe('searchKeys and normalize', () => {
   it('match files by name, and a card only as a whole, never by its parts', () => {
     const files: FileRef[] = [{ fileKey: 'k1', name: 'Report.PDF', size: 1, contentType: 'application/pdf' }];
     assert.deepEqual(searchKeys(field('file'), files), ['report.pdf']);
-    assert.deepEqual(searchKeys(field('creditcard'), { brand: 'visa', last4: '1111', expMonth: '01', expYear: '2030' }), ['visa ending in 1111, expires 01/2030']);
+    assert.deepEqual(
+      searchKeys(field('creditcard'), { brand: 'visa', last4: '1111', expMonth: '01', expYear: '2030' }),
+      ['visa ending in 1111, expires 01/2030'],
+    );
   });
 
   it('leave out empty keys', () => {
@@ -472,9 +570,33 @@ describe('visibleFields', () => {
     const fields = [topic, count, showAll, hideAny];
     const visible = (values: [number, StoredValue][]) => visibleFields(fields, new Map(values));
 
-    assert.deepEqual([...visible([[topic.id, ['sales']], [count.id, 6]])].sort(), [topic.id, count.id, showAll.id].sort());
-    assert.deepEqual([...visible([[topic.id, ['sales']], [count.id, 5]])].sort(), [topic.id, count.id].sort());
-    assert.deepEqual([...visible([[topic.id, ['support']], [count.id, 1]])].sort(), [topic.id, count.id, hideAny.id].sort());
+    assert.deepEqual(
+      [
+        ...visible([
+          [topic.id, ['sales']],
+          [count.id, 6],
+        ]),
+      ].sort(),
+      [topic.id, count.id, showAll.id].sort(),
+    );
+    assert.deepEqual(
+      [
+        ...visible([
+          [topic.id, ['sales']],
+          [count.id, 5],
+        ]),
+      ].sort(),
+      [topic.id, count.id].sort(),
+    );
+    assert.deepEqual(
+      [
+        ...visible([
+          [topic.id, ['support']],
+          [count.id, 1],
+        ]),
+      ].sort(),
+      [topic.id, count.id, hideAny.id].sort(),
+    );
     assert.deepEqual([...visible([[count.id, -1]])].sort(), [topic.id, count.id].sort());
   });
 
@@ -493,17 +615,33 @@ describe('visibleFields', () => {
       ['lessthan', '10', '9.5', true],
     ];
     for (const [condition, option, value, shown] of cases) {
-      const target = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: source.id, condition, option } as never] });
+      const target = withLogic(field('text'), {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: source.id, condition, option } as never],
+      });
       const values = new Map<number, StoredValue>(value === undefined ? [] : [[source.id, value]]);
-      assert.equal(visibleFields([source, target], values).has(target.id), shown, `${condition} ${option} on ${JSON.stringify(value)}`);
+      assert.equal(
+        visibleFields([source, target], values).has(target.id),
+        shown,
+        `${condition} ${option} on ${JSON.stringify(value)}`,
+      );
     }
   });
 
   it('reads a name or an address by its shown value, and files by their names', () => {
     const name = field('name');
     const files = field('file');
-    const byName = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: name.id, condition: 'equals', option: 'ana lópez' }] });
-    const byFile = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: files.id, condition: 'contains', option: '.pdf' }] });
+    const byName = withLogic(field('text'), {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: name.id, condition: 'equals', option: 'ana lópez' }],
+    });
+    const byFile = withLogic(field('text'), {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: files.id, condition: 'contains', option: '.pdf' }],
+    });
     const visible = visibleFields(
       [name, files, byName, byFile],
       new Map<number, StoredValue>([
@@ -517,9 +655,21 @@ describe('visibleFields', () => {
 
   it('lets a check on a hidden field see it empty, through chains of logic', () => {
     const a = field('text');
-    const b = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: a.id, condition: 'equals', option: 'yes' }] });
-    const c = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: b.id, condition: 'notempty' }] });
-    const d = withLogic(field('text'), { action: 'hide', conditional: 'all', checks: [{ field: c.id, condition: 'notempty' }] });
+    const b = withLogic(field('text'), {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: a.id, condition: 'equals', option: 'yes' }],
+    });
+    const c = withLogic(field('text'), {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: b.id, condition: 'notempty' }],
+    });
+    const d = withLogic(field('text'), {
+      action: 'hide',
+      conditional: 'all',
+      checks: [{ field: c.id, condition: 'notempty' }],
+    });
     const fields = [a, b, c, d];
     // b holds a value but is hidden (a is not "yes"), so c sees it empty and hides, and d shows.
     const values = new Map<number, StoredValue>([
@@ -533,7 +683,11 @@ describe('visibleFields', () => {
   });
 
   it('treats a check on a field that is gone as a check on an empty value', () => {
-    const target = withLogic(field('text'), { action: 'show', conditional: 'all', checks: [{ field: 999_999, condition: 'empty' }] });
+    const target = withLogic(field('text'), {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: 999_999, condition: 'empty' }],
+    });
     assert.ok(visibleFields([target], new Map()).has(target.id));
   });
 });

@@ -4,7 +4,10 @@ import { idColumn, type Dialect } from '../dialect.js';
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   const float = dialect === 'postgres' ? 'double precision' : 'real';
   // Goes up with every submission created, edited or deleted: what cached counts of a form check.
-  await db.schema.alterTable('forms').addColumn('submissions_version', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('forms')
+    .addColumn('submissions_version', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema
     .createTable('submissions')
     .$call((t) => idColumn(t, dialect))
@@ -20,7 +23,11 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addColumn('pretty_name', 'text')
     .execute();
   await db.schema.createIndex('submissions_form_id').on('submissions').columns(['form_id', 'id']).execute();
-  await db.schema.createIndex('submissions_form_created').on('submissions').columns(['form_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('submissions_form_created')
+    .on('submissions')
+    .columns(['form_id', 'created_at', 'id'])
+    .execute();
   await db.schema.createIndex('submissions_account_id').on('submissions').columns(['account_id', 'id']).execute();
 
   // Values of fields marked unique; the unique index is what finally guards them.
@@ -31,8 +38,17 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addColumn('field_id', 'integer', (c) => c.notNull())
     .addColumn('value_norm', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('submission_unique_values_key').on('submission_unique_values').columns(['form_id', 'field_id', 'value_norm']).unique().execute();
-  await db.schema.createIndex('submission_unique_values_submission').on('submission_unique_values').column('submission_id').execute();
+  await db.schema
+    .createIndex('submission_unique_values_key')
+    .on('submission_unique_values')
+    .columns(['form_id', 'field_id', 'value_norm'])
+    .unique()
+    .execute();
+  await db.schema
+    .createIndex('submission_unique_values_submission')
+    .on('submission_unique_values')
+    .column('submission_id')
+    .execute();
 
   // Keyword and field search: one full-text index per submission over the words of every
   // value and one token per field value (see modules/submissions/keywords.ts). A full-text
@@ -42,7 +58,9 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     await sql`CREATE INDEX submissions_search ON submissions USING gin (search_vector)`.execute(db);
   } else {
     // '_' is part of a token, so the tokens that words never make (_form…, _f…) stay whole.
-    await sql`CREATE VIRTUAL TABLE submissions_fts USING fts5(content, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'")`.execute(db);
+    await sql`CREATE VIRTUAL TABLE submissions_fts USING fts5(content, content='', contentless_delete=1, tokenize="unicode61 remove_diacritics 2 tokenchars '_'")`.execute(
+      db,
+    );
   }
 
   await db.schema

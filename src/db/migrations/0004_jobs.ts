@@ -7,7 +7,10 @@ import { idColumn, type Dialect } from '../dialect.js';
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   // The database's own clock stamps created_at, so enqueue needs no clock of its callers.
-  const nowMs = dialect === 'postgres' ? sql`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)` : sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
+  const nowMs =
+    dialect === 'postgres'
+      ? sql`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`
+      : sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
   await db.schema
     .createTable('jobs')
     .$call((t) => idColumn(t, dialect))

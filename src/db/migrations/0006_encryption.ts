@@ -8,5 +8,8 @@ export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> 
   // 'encrypting' or 'decrypting' while a background job converts the form's submissions.
   await db.schema.alterTable('forms').addColumn('encryption_state', 'text').execute();
   // 1 when the stored object is sealed (crypto/envelope.ts) to its form's public key.
-  await db.schema.alterTable('uploads').addColumn('sealed', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('uploads')
+    .addColumn('sealed', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }

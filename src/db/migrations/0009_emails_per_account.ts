@@ -49,7 +49,10 @@ async function rebuildSqliteUsers(db: Kysely<unknown>): Promise<void> {
         await sql`INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ${seq})`.execute(trx);
       }
       const broken = await sql`PRAGMA foreign_key_check`.execute(trx);
-      if (broken.rows.length > 0) throw new Error(`Rebuilding users broke ${broken.rows.length} references: ${JSON.stringify(broken.rows.slice(0, 5))}`);
+      if (broken.rows.length > 0)
+        throw new Error(
+          `Rebuilding users broke ${broken.rows.length} references: ${JSON.stringify(broken.rows.slice(0, 5))}`,
+        );
     });
   } finally {
     await sql`PRAGMA foreign_keys = ON`.execute(db);

@@ -16,7 +16,11 @@ export interface TokenOwner {
 }
 
 export async function insertAccount(db: Executor, name: string, now: number): Promise<number> {
-  const row = await db.insertInto('accounts').values({ name, created_at: now }).returning('id').executeTakeFirstOrThrow();
+  const row = await db
+    .insertInto('accounts')
+    .values({ name, created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   return row.id;
 }
 
@@ -89,7 +93,15 @@ const selectToken = hotQuery(1, (db, hash: string) =>
   db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.id as tokenId', 't.account_id as accountId', 't.user_id as userId', 'u.role as role', 't.expires_at as expiresAt', 't.scope as scope', 't.client_id as clientId'])
+    .select([
+      't.id as tokenId',
+      't.account_id as accountId',
+      't.user_id as userId',
+      'u.role as role',
+      't.expires_at as expiresAt',
+      't.scope as scope',
+      't.client_id as clientId',
+    ])
     .where('t.token_hash', '=', hash)
     .where('t.revoked_at', 'is', null),
 );

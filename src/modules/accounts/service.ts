@@ -27,14 +27,27 @@ export async function createAccount(
   const email = input.email.trim().toLowerCase();
   if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
   if (!EMAIL.test(email) || email.length > 254) throw invalid('invalid_request', 'email', 'must be an email address');
-  if (input.password !== undefined && input.password.length < 8) throw invalid('invalid_request', 'password', 'must be at least 8 characters');
+  if (input.password !== undefined && input.password.length < 8)
+    throw invalid('invalid_request', 'password', 'must be at least 8 characters');
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   const token = newToken(PAT_PREFIX);
   const now = ctx.clock.now();
   return transact(ctx.db, async (trx) => {
     const accountId = await repo.insertAccount(trx, name, now);
     const userId = await repo.insertUser(trx, { accountId, email, name, passwordHash, role: 'owner' }, now);
-    await repo.insertToken(trx, { accountId, userId, hash: hashToken(token), kind: 'pat', name: 'initial', expiresAt: null, prefix: tokenPrefix(token) }, now);
+    await repo.insertToken(
+      trx,
+      {
+        accountId,
+        userId,
+        hash: hashToken(token),
+        kind: 'pat',
+        name: 'initial',
+        expiresAt: null,
+        prefix: tokenPrefix(token),
+      },
+      now,
+    );
     return { accountId, userId, token };
   });
 }
@@ -51,7 +64,15 @@ export async function createPersonalToken(
     if (!user) throw new NotFoundError('user_not_found');
     const tokenId = await repo.insertToken(
       trx,
-      { accountId: user.account_id, userId, hash: hashToken(token), kind: 'pat', name, expiresAt: null, prefix: tokenPrefix(token) },
+      {
+        accountId: user.account_id,
+        userId,
+        hash: hashToken(token),
+        kind: 'pat',
+        name,
+        expiresAt: null,
+        prefix: tokenPrefix(token),
+      },
       now,
     );
     return { tokenId, token };

@@ -44,12 +44,19 @@ export async function runConversion(
     deps = submissionsDeps(ctx);
     depsByContext.set(ctx, deps);
   }
-  const keys = payload.key === undefined ? undefined : importPrivateKey(decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)));
+  const keys =
+    payload.key === undefined
+      ? undefined
+      : importPrivateKey(
+          decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)),
+        );
   let after = (progress as Progress | null)?.after;
   for (;;) {
     // The checkpoint commits with the batch: a batch is never done twice, and a worker that
     // lost the job to another (its lease ran out) fails its batch instead of racing.
-    const last = await convertBatch(deps, payload.formId, payload.direction, keys, after, (trx, id) => checkpoint({ after: id }, trx));
+    const last = await convertBatch(deps, payload.formId, payload.direction, keys, after, (trx, id) =>
+      checkpoint({ after: id }, trx),
+    );
     if (last === undefined) break;
     after = last;
   }

@@ -1,7 +1,14 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../../context.js';
-import { formPublicKey, serviceKey, unwrapFormKey, WrongPasswordError, type FormKeys, type WrappedFormKey } from '../../crypto/envelope.js';
+import {
+  formPublicKey,
+  serviceKey,
+  unwrapFormKey,
+  WrongPasswordError,
+  type FormKeys,
+  type WrappedFormKey,
+} from '../../crypto/envelope.js';
 import type { FormRow } from '../../db/schema.js';
 import { UnauthorizedError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
@@ -79,7 +86,10 @@ export class FormKeyCache {
    * both stops guessing and bounds the CPU that scrypt can be made to spend; it also counts
    * against the account's hashing budget, and waits in the process's bounded hasher.
    */
-  async unlock(form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'encryption_key'>, password: string | undefined): Promise<FormKeys> {
+  async unlock(
+    form: Pick<FormRow, 'id' | 'account_id' | 'view_key' | 'encryption_key'>,
+    password: string | undefined,
+  ): Promise<FormKeys> {
     const wrapped = wrappedKeyOf(form);
     if (!wrapped) throw new Error(`form ${form.id} has no key`);
     if (password === undefined) throw new EncryptionPasswordError(true);
@@ -96,11 +106,18 @@ export class FormKeyCache {
     return pending;
   }
 
-  private async check(form: Pick<FormRow, 'id' | 'account_id' | 'view_key'>, wrapped: WrappedFormKey, password: string, id: string, now: number): Promise<FormKeys> {
+  private async check(
+    form: Pick<FormRow, 'id' | 'account_id' | 'view_key'>,
+    wrapped: WrappedFormKey,
+    password: string,
+    id: string,
+    now: number,
+  ): Promise<FormKeys> {
     // Counted once the hasher has room: a 503 for a full queue costs the form no attempt.
     const kdf = this.ctx.hasher.kdf({
       account: form.account_id,
-      attempt: () => throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900),
+      attempt: () =>
+        throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900),
     });
     let keys: FormKeys;
     try {

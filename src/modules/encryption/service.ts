@@ -40,13 +40,25 @@ function needPassword(property: string, why: string): never {
 }
 
 /** A form created with isEncrypted: its key pair, wrapped with the password (one hash of the account's budget). */
-export async function encryptionOfNewForm(ctx: AppContext, accountId: number, input: EncryptionInput, viewKey: string): Promise<EncryptionPlan['update'] | undefined> {
+export async function encryptionOfNewForm(
+  ctx: AppContext,
+  accountId: number,
+  input: EncryptionInput,
+  viewKey: string,
+): Promise<EncryptionPlan['update'] | undefined> {
   if (input.isEncrypted !== true) {
-    if (input.encryptionPassword !== undefined) throw invalid('validation_failed', 'body.encryptionPassword', 'goes with isEncrypted: true');
+    if (input.encryptionPassword !== undefined)
+      throw invalid('validation_failed', 'body.encryptionPassword', 'goes with isEncrypted: true');
     return undefined;
   }
-  if (input.encryptionPassword === undefined) needPassword('encryptionPassword', 'an encrypted form needs a password to protect it with');
-  const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(viewKey), ctx.hasher.kdf({ account: accountId }));
+  if (input.encryptionPassword === undefined)
+    needPassword('encryptionPassword', 'an encrypted form needs a password to protect it with');
+  const wrapped = await wrapFormKey(
+    newFormKeys(),
+    input.encryptionPassword,
+    keyAad(viewKey),
+    ctx.hasher.kdf({ account: accountId }),
+  );
   return { is_encrypted: 1, encryption_key: JSON.stringify(wrapped) };
 }
 
@@ -71,21 +83,42 @@ export async function planEncryptionChange(
   const rewrap = input.newEncryptionPassword !== undefined;
   if (!turnOn && !turnOff && !rewrap) {
     if (input.encryptionPassword !== undefined && !encrypted && input.isEncrypted !== true) {
-      throw invalid('validation_failed', 'body.encryptionPassword', 'goes with isEncrypted: true, or with newEncryptionPassword on an encrypted form');
+      throw invalid(
+        'validation_failed',
+        'body.encryptionPassword',
+        'goes with isEncrypted: true, or with newEncryptionPassword on an encrypted form',
+      );
     }
     return undefined;
   }
   if (form.encryption_state) {
-    throw new ConflictError('encryption_change_running', `This form's submissions are still being ${form.encryption_state === 'encrypting' ? 'sealed' : 'opened'}; try again when encryptionState is null`);
+    throw new ConflictError(
+      'encryption_change_running',
+      `This form's submissions are still being ${form.encryption_state === 'encrypting' ? 'sealed' : 'opened'}; try again when encryptionState is null`,
+    );
   }
   if (rewrap && (!encrypted || input.isEncrypted === false)) {
-    throw invalid('validation_failed', 'body.newEncryptionPassword', 'changes the password of an encrypted form, which this form is not or stops being');
+    throw invalid(
+      'validation_failed',
+      'body.newEncryptionPassword',
+      'changes the password of an encrypted form, which this form is not or stops being',
+    );
   }
   if (input.encryptionPassword === undefined) {
-    needPassword('encryptionPassword', turnOn ? 'turning encryption on needs the password to protect the form with' : 'needs the current encryption password');
+    needPassword(
+      'encryptionPassword',
+      turnOn
+        ? 'turning encryption on needs the password to protect the form with'
+        : 'needs the current encryption password',
+    );
   }
   if (turnOn) {
-    const wrapped = await wrapFormKey(newFormKeys(), input.encryptionPassword, keyAad(form.view_key), ctx.hasher.kdf({ account: form.account_id }));
+    const wrapped = await wrapFormKey(
+      newFormKeys(),
+      input.encryptionPassword,
+      keyAad(form.view_key),
+      ctx.hasher.kdf({ account: form.account_id }),
+    );
     // Always through the job, even with no submissions: one may land while scrypt runs above.
     return {
       update: { is_encrypted: 1, encryption_key: JSON.stringify(wrapped), encryption_state: 'encrypting' },
@@ -94,11 +127,19 @@ export async function planEncryptionChange(
   }
   const opened = await ctx.formKeys.unlock(form, input.encryptionPassword);
   if (rewrap) {
-    const wrapped = await wrapFormKey(opened, input.newEncryptionPassword!, keyAad(form.view_key), ctx.hasher.kdf({ account: form.account_id }));
+    const wrapped = await wrapFormKey(
+      opened,
+      input.newEncryptionPassword!,
+      keyAad(form.view_key),
+      ctx.hasher.kdf({ account: form.account_id }),
+    );
     return { update: { encryption_key: JSON.stringify(wrapped) } };
   }
   // Turning off: the job needs the private key after this request (and after a restart), so it
   // travels in the job wrapped with SECRET_KEY; the data it opens is about to be plain anyway.
   const key = encryptWith(conversionKey(ctx), exportPrivateKey(opened), conversionKeyAad(form.id)).toString('base64');
-  return { update: { encryption_state: 'decrypting' }, conversion: { formId: form.id, accountId: form.account_id, direction: 'decrypt', key } };
+  return {
+    update: { encryption_state: 'decrypting' },
+    conversion: { formId: form.id, accountId: form.account_id, direction: 'decrypt', key },
+  };
 }

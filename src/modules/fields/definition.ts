@@ -55,9 +55,13 @@ function defaultValueProblem(def: FieldDefinition): string | undefined {
     case 'number':
       return typeof value === 'number' ? undefined : 'must be a number';
     case 'option':
-      return typeof value === 'string' && optionValues.has(value) ? undefined : 'must be the value of one of the options';
+      return typeof value === 'string' && optionValues.has(value)
+        ? undefined
+        : 'must be the value of one of the options';
     case 'options':
-      return Array.isArray(value) && value.every((v) => optionValues.has(v)) ? undefined : 'must be a list of option values';
+      return Array.isArray(value) && value.every((v) => optionValues.has(v))
+        ? undefined
+        : 'must be a list of option values';
     case 'name':
     case 'address': {
       const allowed: readonly string[] = def.type === 'name' ? NAME_SUBFIELDS : ADDRESS_SUBFIELDS;
@@ -70,7 +74,12 @@ function defaultValueProblem(def: FieldDefinition): string | undefined {
   }
 }
 
-function logicProblems(logic: FieldLogic, path: string, siblings: Map<number, Sibling>, selfId: number | undefined): ErrorDetail[] {
+function logicProblems(
+  logic: FieldLogic,
+  path: string,
+  siblings: Map<number, Sibling>,
+  selfId: number | undefined,
+): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   logic.checks.forEach((check, i) => {
     const at = `${path}.logic.checks[${i}]`;
@@ -86,8 +95,11 @@ function logicProblems(logic: FieldLogic, path: string, siblings: Map<number, Si
       target.options.length > 0 &&
       !target.options.some((o) => o.value === (check.option ?? ''))
     ) {
-      problems.push({ property: `${at}.option`, message: 'must be the value of one of the checked field\'s options' });
-    } else if ((check.condition === 'greaterthan' || check.condition === 'lessthan') && !Number.isFinite(Number(check.option))) {
+      problems.push({ property: `${at}.option`, message: "must be the value of one of the checked field's options" });
+    } else if (
+      (check.condition === 'greaterthan' || check.condition === 'lessthan') &&
+      !Number.isFinite(Number(check.option))
+    ) {
       problems.push({ property: `${at}.option`, message: 'must be a number for greaterthan and lessthan' });
     }
   });
@@ -98,24 +110,36 @@ function logicProblems(logic: FieldLogic, path: string, siblings: Map<number, Si
  * Checks that a field definition makes sense as a whole and fills in attribute defaults.
  * Throws one 400 that names every offending property under `path`.
  */
-export function checkDefinition(def: FieldDefinition, path: string, siblings: Map<number, Sibling>, selfId?: number): FieldDefinition {
+export function checkDefinition(
+  def: FieldDefinition,
+  path: string,
+  siblings: Map<number, Sibling>,
+  selfId?: number,
+): FieldDefinition {
   const rule = TYPE_RULES[def.type];
   const problems: ErrorDetail[] = [];
 
   const attributes = structuredClone(def.attributes);
   const validate = attributeValidator(def.type);
   if (!validate(attributes)) {
-    problems.push(...validationDetails(validate.errors ?? [], 'body').map((d) => ({ ...d, property: d.property.replace(/^body/, `${path}.attributes`) })));
+    problems.push(
+      ...validationDetails(validate.errors ?? [], 'body').map((d) => ({
+        ...d,
+        property: d.property.replace(/^body/, `${path}.attributes`),
+      })),
+    );
   } else {
     const broken = rule.check?.(attributes);
     if (broken) problems.push({ property: `${path}.attributes.${broken[0]}`, message: broken[1] });
   }
 
   if (rule.options) {
-    if (def.options.length === 0) problems.push({ property: `${path}.options`, message: `a ${def.type} field needs at least one option` });
+    if (def.options.length === 0)
+      problems.push({ property: `${path}.options`, message: `a ${def.type} field needs at least one option` });
     const seen = new Set<string>();
     def.options.forEach((o, i) => {
-      if (seen.has(o.value)) problems.push({ property: `${path}.options[${i}].value`, message: `"${o.value}" is used twice` });
+      if (seen.has(o.value))
+        problems.push({ property: `${path}.options[${i}].value`, message: `"${o.value}" is used twice` });
       seen.add(o.value);
     });
   } else if (def.options.length > 0) {
@@ -142,7 +166,11 @@ export function checkDefinition(def: FieldDefinition, path: string, siblings: Ma
   return { ...def, attributes };
 }
 
-export function toFieldRow(def: FieldDefinition, ids: { accountId: number; formId: number; displayOrder: number }, now: number): NewFieldRow {
+export function toFieldRow(
+  def: FieldDefinition,
+  ids: { accountId: number; formId: number; displayOrder: number },
+  now: number,
+): NewFieldRow {
   return {
     account_id: ids.accountId,
     form_id: ids.formId,
@@ -177,7 +205,8 @@ export function toDefinition(row: FieldRow): FieldDefinition {
     label: row.label,
     hideLabel: row.hide_label === 1,
     description: row.description,
-    defaultValue: row.default_value === null ? null : (JSON.parse(row.default_value) as FieldDefinition['defaultValue']),
+    defaultValue:
+      row.default_value === null ? null : (JSON.parse(row.default_value) as FieldDefinition['defaultValue']),
     required: row.required === 1,
     readOnly: row.read_only === 1,
     hidden: row.hidden === 1,

@@ -26,7 +26,12 @@ export async function listFieldsOfForms(db: Executor, accountId: number, formIds
     .execute();
 }
 
-export async function findField(db: Executor, accountId: number, formId: number, fieldId: number): Promise<FieldRow | undefined> {
+export async function findField(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  fieldId: number,
+): Promise<FieldRow | undefined> {
   return db
     .selectFrom('fields')
     .selectAll()
@@ -40,12 +45,34 @@ export async function insertField(db: Executor, row: NewFieldRow): Promise<Field
   return db.insertInto('fields').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateField(db: Executor, accountId: number, fieldId: number, update: FieldUpdate): Promise<FieldRow> {
-  return db.updateTable('fields').set(update).where('id', '=', fieldId).where('account_id', '=', accountId).returningAll().executeTakeFirstOrThrow();
+export async function updateField(
+  db: Executor,
+  accountId: number,
+  fieldId: number,
+  update: FieldUpdate,
+): Promise<FieldRow> {
+  return db
+    .updateTable('fields')
+    .set(update)
+    .where('id', '=', fieldId)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
-export async function setLogic(db: Executor, accountId: number, fieldId: number, logic: string | null, now: number): Promise<void> {
-  await db.updateTable('fields').set({ logic, updated_at: now }).where('id', '=', fieldId).where('account_id', '=', accountId).execute();
+export async function setLogic(
+  db: Executor,
+  accountId: number,
+  fieldId: number,
+  logic: string | null,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('fields')
+    .set({ logic, updated_at: now })
+    .where('id', '=', fieldId)
+    .where('account_id', '=', accountId)
+    .execute();
 }
 
 export async function deleteField(db: Executor, accountId: number, fieldId: number): Promise<void> {

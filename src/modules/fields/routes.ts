@@ -32,14 +32,30 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId/fields',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, operationId: 'createField', summary: 'Add a field', params: formParams, body: FieldCreate, response: { 200: Type.Ref(Field), ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'createField',
+          summary: 'Add a field',
+          params: formParams,
+          body: FieldCreate,
+          response: { 200: Type.Ref(Field), ...errors(403, 404) },
+        },
       },
       (req) => service.createField(ctx, principal(req).accountId, req.params.formId, req.body),
     );
 
     app.get(
       '/forms/:formId/fields/:fieldId',
-      { config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } }, schema: { tags, operationId: 'getField', summary: 'Read a field', params: fieldParams, response: { 200: Type.Ref(Field), ...errors(403, 404) } } },
+      {
+        config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
+        schema: {
+          tags,
+          operationId: 'getField',
+          summary: 'Read a field',
+          params: fieldParams,
+          response: { 200: Type.Ref(Field), ...errors(403, 404) },
+        },
+      },
       (req) => service.getField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId),
     );
 
@@ -51,7 +67,8 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'updateField',
           summary: 'Change a field',
-          description: 'Only the properties sent change. A new type starts from empty attributes, options and default value unless they are sent too.',
+          description:
+            'Only the properties sent change. A new type starts from empty attributes, options and default value unless they are sent too.',
           params: fieldParams,
           body: FieldUpdate,
           response: { 200: Type.Ref(Field), ...errors(403, 404) },

@@ -4,7 +4,9 @@ import { FIELD_TYPES, LOGIC_CONDITIONS } from './types.js';
 
 export const MAX_FIELDS_PER_FORM = 500;
 
-const FieldTypeSchema = StringEnum(FIELD_TYPES, { description: 'Field type; decides which attributes, options and default value make sense' });
+const FieldTypeSchema = StringEnum(FIELD_TYPES, {
+  description: 'Field type; decides which attributes, options and default value make sense',
+});
 
 export const FieldOption = Type.Object(
   { label: Type.String({ minLength: 1, maxLength: 500 }), value: Type.String({ minLength: 1, maxLength: 500 }) },
@@ -20,14 +22,19 @@ export const FieldLogic = Type.Object(
         {
           field: Id,
           condition: StringEnum(LOGIC_CONDITIONS),
-          option: Type.Optional(Type.String({ maxLength: 500, description: 'The value compared with; not needed for empty and notempty' })),
+          option: Type.Optional(
+            Type.String({ maxLength: 500, description: 'The value compared with; not needed for empty and notempty' }),
+          ),
         },
         { additionalProperties: false },
       ),
       { minItems: 1, maxItems: 50 },
     ),
   },
-  { additionalProperties: false, description: 'Shows or hides the field when all or any checks on other fields of the form hold' },
+  {
+    additionalProperties: false,
+    description: 'Shows or hides the field when all or any checks on other fields of the form hold',
+  },
 );
 
 export const DefaultValue = Type.Union(
@@ -54,18 +61,27 @@ const fieldProperties = {
   hidden: Type.Boolean({ description: 'default false' }),
   unique: Type.Boolean({ description: 'Two submissions may not hold the same value; default false' }),
   columnSpan: Type.Integer({ minimum: 1, maximum: 12, description: 'Width on a 12-column grid; default 12' }),
-  displayOrder: Type.Integer({ minimum: 0, maximum: 100_000, description: 'Position; appended after the last field when left out' }),
-  attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), { description: 'Type-specific settings, see the field types' }),
+  displayOrder: Type.Integer({
+    minimum: 0,
+    maximum: 100_000,
+    description: 'Position; appended after the last field when left out',
+  }),
+  attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), {
+    description: 'Type-specific settings, see the field types',
+  }),
   options: Type.Array(FieldOption, { maxItems: 1000, description: 'Choices of select, radio and checkbox fields' }),
   logic: Type.Union([FieldLogic, Type.Null()]),
 };
 
 const { type, label, ...optionalProperties } = fieldProperties;
 
-export const FieldCreate = Type.Composite([Type.Object({ type, label }), Type.Partial(Type.Object(optionalProperties))], {
-  additionalProperties: false,
-  title: 'FieldCreate',
-});
+export const FieldCreate = Type.Composite(
+  [Type.Object({ type, label }), Type.Partial(Type.Object(optionalProperties))],
+  {
+    additionalProperties: false,
+    title: 'FieldCreate',
+  },
+);
 export type FieldCreate = Static<typeof FieldCreate>;
 
 export const FieldUpdate = Type.Partial(Type.Object(fieldProperties), {

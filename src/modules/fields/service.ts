@@ -5,7 +5,16 @@ import { BadRequestError, NotFoundError } from '../../errors.js';
 import { page, type Page } from '../../http/schemas.js';
 import { touchForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
-import { checkDefinition, toDefinition, toField, toFieldColumns, toFieldRow, toSibling, withDefaults, type Sibling } from './definition.js';
+import {
+  checkDefinition,
+  toDefinition,
+  toField,
+  toFieldColumns,
+  toFieldRow,
+  toSibling,
+  withDefaults,
+  type Sibling,
+} from './definition.js';
 import * as repo from './repository.js';
 import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldUpdate } from './schemas.js';
 
@@ -19,7 +28,11 @@ async function requireField(db: Executor, accountId: number, formId: number, fie
   return field;
 }
 
-export async function listFields(ctx: AppContext, accountId: number, formId: number): Promise<Page & { fields: Field[] }> {
+export async function listFields(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+): Promise<Page & { fields: Field[] }> {
   await requireForm(ctx.db, accountId, formId);
   const fields = (await repo.listFields(ctx.db, accountId, formId)).map(toField);
   return { fields, ...page(fields.length, 1, MAX_FIELDS_PER_FORM) };
@@ -30,7 +43,12 @@ export async function getField(ctx: AppContext, accountId: number, formId: numbe
   return toField(await requireField(ctx.db, accountId, formId, fieldId));
 }
 
-export async function createField(ctx: AppContext, accountId: number, formId: number, input: FieldCreate): Promise<Field> {
+export async function createField(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+  input: FieldCreate,
+): Promise<Field> {
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, accountId, formId);
     const existing = await repo.listFields(trx, accountId, formId);
@@ -46,7 +64,13 @@ export async function createField(ctx: AppContext, accountId: number, formId: nu
   });
 }
 
-export async function updateField(ctx: AppContext, accountId: number, formId: number, fieldId: number, input: FieldUpdate): Promise<Field> {
+export async function updateField(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+  fieldId: number,
+  input: FieldUpdate,
+): Promise<Field> {
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, accountId, formId);
     const current = await requireField(trx, accountId, formId, fieldId);
@@ -60,13 +84,22 @@ export async function updateField(ctx: AppContext, accountId: number, formId: nu
     }
     const def = checkDefinition(merged, 'body', siblingsOf(all, fieldId), fieldId);
     const now = ctx.clock.now();
-    const row = await repo.updateField(trx, accountId, fieldId, { ...toFieldColumns(def), display_order: def.displayOrder ?? current.display_order, updated_at: now });
+    const row = await repo.updateField(trx, accountId, fieldId, {
+      ...toFieldColumns(def),
+      display_order: def.displayOrder ?? current.display_order,
+      updated_at: now,
+    });
     await touchForm(trx, accountId, formId, now);
     return toField(row);
   });
 }
 
-export async function deleteField(ctx: AppContext, accountId: number, formId: number, fieldId: number): Promise<{ id: number; formId: number; type: Field['type']; label: string }> {
+export async function deleteField(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+  fieldId: number,
+): Promise<{ id: number; formId: number; type: Field['type']; label: string }> {
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, accountId, formId);
     const field = await requireField(trx, accountId, formId, fieldId);
@@ -76,7 +109,13 @@ export async function deleteField(ctx: AppContext, accountId: number, formId: nu
       const logic = toDefinition(other).logic;
       if (!logic || !logic.checks.some((c) => c.field === fieldId)) continue;
       const checks = logic.checks.filter((c) => c.field !== fieldId);
-      await repo.setLogic(trx, accountId, other.id, checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null, now);
+      await repo.setLogic(
+        trx,
+        accountId,
+        other.id,
+        checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null,
+        now,
+      );
     }
     await repo.deleteField(trx, accountId, fieldId);
     await touchForm(trx, accountId, formId, now);

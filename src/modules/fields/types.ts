@@ -60,7 +60,9 @@ interface TypeRule {
 const minMax =
   (min: string, max: string) =>
   (a: Record<string, unknown>): [string, string] | undefined =>
-    typeof a[min] === 'number' && typeof a[max] === 'number' && a[min] > a[max] ? [min, `must not be greater than ${max}`] : undefined;
+    typeof a[min] === 'number' && typeof a[max] === 'number' && a[min] > a[max]
+      ? [min, `must not be greater than ${max}`]
+      : undefined;
 
 const dateRange = (a: Record<string, unknown>): [string, string] | undefined =>
   typeof a.minDate === 'string' && typeof a.maxDate === 'string' && a.minDate > a.maxDate
@@ -73,7 +75,10 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     options: false,
     uniqueAllowed: true,
     defaultValue: 'string',
-    attributes: Type.Object({ placeholder: Type.Optional(placeholder), minLength: Type.Optional(length), maxLength: Type.Optional(length) }, strict),
+    attributes: Type.Object(
+      { placeholder: Type.Optional(placeholder), minLength: Type.Optional(length), maxLength: Type.Optional(length) },
+      strict,
+    ),
     check: minMax('minLength', 'maxLength'),
   },
   textarea: {
@@ -127,7 +132,10 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     options: false,
     uniqueAllowed: true,
     defaultValue: 'string',
-    attributes: Type.Object({ placeholder: Type.Optional(placeholder), confirm: Type.Optional(Type.Boolean()) }, strict),
+    attributes: Type.Object(
+      { placeholder: Type.Optional(placeholder), confirm: Type.Optional(Type.Boolean()) },
+      strict,
+    ),
   },
   phone: {
     input: true,
@@ -179,8 +187,15 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     attributes: Type.Object(
       {
         maxFiles: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: DEFAULT_MAX_FILES })),
-        maxFileSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 ** 3, default: DEFAULT_MAX_FILE_SIZE, description: 'bytes' })),
-        allowedTypes: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z0-9]{1,10}$', description: 'file extension' }), { maxItems: 50, uniqueItems: true })),
+        maxFileSize: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 1024 ** 3, default: DEFAULT_MAX_FILE_SIZE, description: 'bytes' }),
+        ),
+        allowedTypes: Type.Optional(
+          Type.Array(Type.String({ pattern: '^[a-z0-9]{1,10}$', description: 'file extension' }), {
+            maxItems: 50,
+            uniqueItems: true,
+          }),
+        ),
       },
       strict,
     ),
@@ -191,7 +206,11 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     uniqueAllowed: false,
     defaultValue: 'none',
     attributes: Type.Object(
-      { maxFileSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 1024 * 1024, default: 1024 * 1024, description: 'bytes' })) },
+      {
+        maxFileSize: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 10 * 1024 * 1024, default: 1024 * 1024, description: 'bytes' }),
+        ),
+      },
       strict,
     ),
   },
@@ -247,8 +266,16 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
     defaultValue: 'none',
     attributes: Type.Object(
       {
-        rows: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 50, uniqueItems: true }),
-        columns: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 20, uniqueItems: true }),
+        rows: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+          minItems: 1,
+          maxItems: 50,
+          uniqueItems: true,
+        }),
+        columns: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+          minItems: 1,
+          maxItems: 20,
+          uniqueItems: true,
+        }),
         multiple: Type.Optional(Type.Boolean({ description: 'several columns may be chosen per row' })),
       },
       strict,
@@ -293,4 +320,13 @@ export const TYPE_RULES: Record<FieldType, TypeRule> = {
   },
 };
 
-export const LOGIC_CONDITIONS = ['equals', 'notequals', 'contains', 'notcontains', 'greaterthan', 'lessthan', 'empty', 'notempty'] as const;
+export const LOGIC_CONDITIONS = [
+  'equals',
+  'notequals',
+  'contains',
+  'notcontains',
+  'greaterthan',
+  'lessthan',
+  'empty',
+  'notempty',
+] as const;

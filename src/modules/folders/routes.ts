@@ -31,14 +31,29 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/folders',
       {
         config: { access: { scope: 'forms:write', role: 'admin' } },
-        schema: { tags, operationId: 'createFolder', summary: 'Create a folder', body: FolderCreate, response: { 200: Type.Ref(Folder), ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'createFolder',
+          summary: 'Create a folder',
+          body: FolderCreate,
+          response: { 200: Type.Ref(Folder), ...errors(403, 404) },
+        },
       },
       (req) => service.createFolder(ctx, principal(req).accountId, req.body),
     );
 
     app.get(
       '/folders/:folderId',
-      { config: { access: { scope: 'forms:read' } }, schema: { tags, operationId: 'getFolder', summary: 'Read a folder or subfolder', params, response: { 200: Type.Ref(Folder), ...errors(403, 404) } } },
+      {
+        config: { access: { scope: 'forms:read' } },
+        schema: {
+          tags,
+          operationId: 'getFolder',
+          summary: 'Read a folder or subfolder',
+          params,
+          response: { 200: Type.Ref(Folder), ...errors(403, 404) },
+        },
+      },
       (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId, memberScope(req)),
     );
 
@@ -46,7 +61,14 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/folders/:folderId',
       {
         config: { access: { scope: 'forms:write', role: 'admin' } },
-        schema: { tags, operationId: 'updateFolder', summary: 'Rename or move a folder', params, body: FolderUpdate, response: { 200: Type.Ref(Folder), ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'updateFolder',
+          summary: 'Rename or move a folder',
+          params,
+          body: FolderUpdate,
+          response: { 200: Type.Ref(Folder), ...errors(403, 404) },
+        },
       },
       (req) => service.updateFolder(ctx, principal(req).accountId, req.params.folderId, req.body),
     );
@@ -59,7 +81,8 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'deleteFolder',
           summary: 'Delete a folder',
-          description: 'Forms and subfolders inside move up to the folder\'s parent, or to the top level; no form is deleted.',
+          description:
+            "Forms and subfolders inside move up to the folder's parent, or to the top level; no form is deleted.",
           params,
           response: { 200: FolderDeleted, ...errors(403, 404) },
         },

@@ -4,14 +4,24 @@ import { Id, PageNumber, Timestamp, listBody } from '../../http/schemas.js';
 export const MAX_FOLDER_DEPTH = 5;
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
-const parent = Type.Union([Id, Type.Null()], { description: `Parent folder id, or null for the top level; folders nest ${MAX_FOLDER_DEPTH} deep at most` });
+const parent = Type.Union([Id, Type.Null()], {
+  description: `Parent folder id, or null for the top level; folders nest ${MAX_FOLDER_DEPTH} deep at most`,
+});
 
-export const FolderCreate = Type.Object({ name, parent: Type.Optional(parent) }, { additionalProperties: false, title: 'FolderCreate' });
+export const FolderCreate = Type.Object(
+  { name, parent: Type.Optional(parent) },
+  { additionalProperties: false, title: 'FolderCreate' },
+);
 export type FolderCreate = Static<typeof FolderCreate>;
 
 export const FolderUpdate = Type.Object(
   { name: Type.Optional(name), parent: Type.Optional(parent) },
-  { additionalProperties: false, minProperties: 1, title: 'FolderUpdate', description: 'Only the properties sent change' },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    title: 'FolderUpdate',
+    description: 'Only the properties sent change',
+  },
 );
 export type FolderUpdate = Static<typeof FolderUpdate>;
 
@@ -19,7 +29,9 @@ const folderProperties = {
   id: Id,
   name: Type.String(),
   parent: Type.Union([Id, Type.Null()]),
-  formsCount: Type.Integer({ description: 'Live forms directly in this folder; for a member, only those the member holds a level on' }),
+  formsCount: Type.Integer({
+    description: 'Live forms directly in this folder; for a member, only those the member holds a level on',
+  }),
   created: Timestamp,
   updated: Timestamp,
 };
@@ -31,7 +43,10 @@ function nested(depth: number): TSchema {
   return Type.Object({ ...folderProperties, subfolders });
 }
 export const Folder = Type.Object(
-  { ...folderProperties, subfolders: Type.Array(nested(MAX_FOLDER_DEPTH - 1), { description: 'Subfolders, each with its own' }) },
+  {
+    ...folderProperties,
+    subfolders: Type.Array(nested(MAX_FOLDER_DEPTH - 1), { description: 'Subfolders, each with its own' }),
+  },
   { $id: 'Folder', title: 'Folder' },
 );
 export interface Folder {

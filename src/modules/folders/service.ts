@@ -5,7 +5,13 @@ import { invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { moveFormsOfFolder } from '../forms/repository.js';
 import * as repo from './repository.js';
-import { MAX_FOLDER_DEPTH, type Folder, type FolderCreate, type FolderListQuery, type FolderUpdate } from './schemas.js';
+import {
+  MAX_FOLDER_DEPTH,
+  type Folder,
+  type FolderCreate,
+  type FolderListQuery,
+  type FolderUpdate,
+} from './schemas.js';
 
 class FolderTree {
   private readonly byId: Map<number, FolderRow>;
@@ -25,7 +31,10 @@ class FolderTree {
 
   /** With visibleTo (a member's user id), forms count only where the member holds a level. */
   static async load(db: Executor, accountId: number, visibleTo?: number): Promise<FolderTree> {
-    const [rows, counts] = await Promise.all([repo.listAllFolders(db, accountId), repo.countFormsByFolder(db, accountId, visibleTo)]);
+    const [rows, counts] = await Promise.all([
+      repo.listAllFolders(db, accountId),
+      repo.countFormsByFolder(db, accountId, visibleTo),
+    ]);
     return new FolderTree(rows, counts);
   }
 
@@ -36,7 +45,8 @@ class FolderTree {
   /** Levels from the top down to this folder: a top-level folder has depth 1. */
   depth(id: number): number {
     let depth = 0;
-    for (let row = this.byId.get(id); row; row = row.parent_id === null ? undefined : this.byId.get(row.parent_id)) depth++;
+    for (let row = this.byId.get(id); row; row = row.parent_id === null ? undefined : this.byId.get(row.parent_id))
+      depth++;
     return depth;
   }
 
@@ -72,16 +82,26 @@ async function requireFolder(db: Executor, accountId: number, folderId: number):
 }
 
 /** A folder id sent in a body or query: it must be one of the account's folders. */
-export async function requireFolderId(db: Executor, accountId: number, folderId: number | null | undefined): Promise<void> {
+export async function requireFolderId(
+  db: Executor,
+  accountId: number,
+  folderId: number | null | undefined,
+): Promise<void> {
   if (folderId !== null && folderId !== undefined) await requireFolder(db, accountId, folderId);
 }
 
 function checkDepth(tree: FolderTree, parentId: number | null, subtreeHeight: number): void {
   const depth = (parentId === null ? 0 : tree.depth(parentId)) + subtreeHeight;
-  if (depth > MAX_FOLDER_DEPTH) throw invalid('folder_too_deep', 'body.parent', `folders nest at most ${MAX_FOLDER_DEPTH} levels deep`);
+  if (depth > MAX_FOLDER_DEPTH)
+    throw invalid('folder_too_deep', 'body.parent', `folders nest at most ${MAX_FOLDER_DEPTH} levels deep`);
 }
 
-export async function listFolders(ctx: AppContext, accountId: number, query: FolderListQuery, visibleTo?: number): Promise<Page & { folders: Folder[] }> {
+export async function listFolders(
+  ctx: AppContext,
+  accountId: number,
+  query: FolderListQuery,
+  visibleTo?: number,
+): Promise<Page & { folders: Folder[] }> {
   const tree = await FolderTree.load(ctx.db, accountId, visibleTo);
   const roots = tree.roots();
   const start = (query.page - 1) * query.perPage;
@@ -91,7 +111,12 @@ export async function listFolders(ctx: AppContext, accountId: number, query: Fol
   };
 }
 
-export async function getFolder(ctx: AppContext, accountId: number, folderId: number, visibleTo?: number): Promise<Folder> {
+export async function getFolder(
+  ctx: AppContext,
+  accountId: number,
+  folderId: number,
+  visibleTo?: number,
+): Promise<Folder> {
   const row = await requireFolder(ctx.db, accountId, folderId);
   return (await FolderTree.load(ctx.db, accountId, visibleTo)).record(row);
 }
@@ -106,7 +131,12 @@ export async function createFolder(ctx: AppContext, accountId: number, input: Fo
   });
 }
 
-export async function updateFolder(ctx: AppContext, accountId: number, folderId: number, input: FolderUpdate): Promise<Folder> {
+export async function updateFolder(
+  ctx: AppContext,
+  accountId: number,
+  folderId: number,
+  input: FolderUpdate,
+): Promise<Folder> {
   return transact(ctx.db, async (trx) => {
     const folder = await requireFolder(trx, accountId, folderId);
     const update: { name?: string; parent_id?: number | null } = {};

@@ -27,7 +27,12 @@ export interface FormListFilter {
 }
 
 /** A form of the account; deleted forms only when asked for. */
-export async function findForm(db: Executor, accountId: number, formId: number, deleted = false): Promise<FormRow | undefined> {
+export async function findForm(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  deleted = false,
+): Promise<FormRow | undefined> {
   return selectForm(db, accountId, formId, deleted).executeTakeFirst();
 }
 
@@ -44,13 +49,23 @@ function selectForm(db: Executor, accountId: number, formId: number, deleted: bo
  * The live form, its row locked until the transaction ends (PostgreSQL; SQLite's one writer
  * serializes anyway): for changes that must not interleave, such as encryption's.
  */
-export async function lockForm(db: Executor, dialect: Dialect, accountId: number, formId: number): Promise<FormRow | undefined> {
+export async function lockForm(
+  db: Executor,
+  dialect: Dialect,
+  accountId: number,
+  formId: number,
+): Promise<FormRow | undefined> {
   return selectForm(db, accountId, formId, false)
     .$if(dialect === 'postgres', (q) => q.forUpdate())
     .executeTakeFirst();
 }
 
-export async function listForms(db: Executor, dialect: Dialect, accountId: number, filter: FormListFilter): Promise<{ rows: FormRow[]; total: number }> {
+export async function listForms(
+  db: Executor,
+  dialect: Dialect,
+  accountId: number,
+  filter: FormListFilter,
+): Promise<{ rows: FormRow[]; total: number }> {
   let query = db
     .selectFrom('forms')
     .where('account_id', '=', accountId)
@@ -79,7 +94,12 @@ export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow
   return db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function updateForm(db: Executor, accountId: number, formId: number, update: FormUpdate): Promise<FormRow> {
+export async function updateForm(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  update: FormUpdate,
+): Promise<FormRow> {
   return db
     .updateTable('forms')
     .set((eb) => ({ ...update, revision: eb('revision', '+', 1) }))
@@ -90,7 +110,12 @@ export async function updateForm(db: Executor, accountId: number, formId: number
 }
 
 /** Moves every form of a folder (deleted ones too) to another folder or the top level. */
-export async function moveFormsOfFolder(db: Executor, accountId: number, fromFolder: number, toFolder: number | null): Promise<void> {
+export async function moveFormsOfFolder(
+  db: Executor,
+  accountId: number,
+  fromFolder: number,
+  toFolder: number | null,
+): Promise<void> {
   await db
     .updateTable('forms')
     .set((eb) => ({ folder_id: toFolder, revision: eb('revision', '+', 1) }))
@@ -105,10 +130,18 @@ export async function moveFormsOfFolder(db: Executor, accountId: number, fromFol
  * revision as of this write, which the writer compares with the definition it checked
  * against (the row lock makes it current on PostgreSQL).
  */
-export async function noteSubmissionChange(db: Executor, accountId: number, formId: number, delta: number): Promise<number | undefined> {
+export async function noteSubmissionChange(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  delta: number,
+): Promise<number | undefined> {
   const row = await db
     .updateTable('forms')
-    .set((eb) => ({ submissions_count: eb('submissions_count', '+', delta), submissions_version: eb('submissions_version', '+', 1) }))
+    .set((eb) => ({
+      submissions_count: eb('submissions_count', '+', delta),
+      submissions_version: eb('submissions_version', '+', 1),
+    }))
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .returning('revision')
@@ -117,7 +150,11 @@ export async function noteSubmissionChange(db: Executor, accountId: number, form
 }
 
 /** Ends a conversion of the form's submissions; a finished decryption leaves the form plain. */
-export async function finishEncryptionChange(db: Executor, formId: number, direction: 'encrypt' | 'decrypt'): Promise<void> {
+export async function finishEncryptionChange(
+  db: Executor,
+  formId: number,
+  direction: 'encrypt' | 'decrypt',
+): Promise<void> {
   await db
     .updateTable('forms')
     .set((eb) => ({
@@ -161,5 +198,11 @@ export async function findFormVersion(
   formId: number,
 ): Promise<{ revision: number; submissionsCount: number; submissionsVersion: number } | undefined> {
   const [row] = await selectFormVersion(db, accountId, formId);
-  return row && { revision: row.revision, submissionsCount: row.submissions_count, submissionsVersion: row.submissions_version };
+  return (
+    row && {
+      revision: row.revision,
+      submissionsCount: row.submissions_count,
+      submissionsVersion: row.submissions_version,
+    }
+  );
 }

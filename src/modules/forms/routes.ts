@@ -6,14 +6,23 @@ import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { etagMatches, VersionedCache } from '../../http/versioned-cache.js';
-import { CopyQuery, Form, FormCreate, FormList, FormListQuery, FormPreview, FormUpdate, WithFieldsQuery } from './schemas.js';
+import {
+  CopyQuery,
+  Form,
+  FormCreate,
+  FormList,
+  FormListQuery,
+  FormPreview,
+  FormUpdate,
+  WithFieldsQuery,
+} from './schemas.js';
 import * as service from './service.js';
 
 const tags = ['Forms'];
 const params = idParams('formId');
 const HASHING =
   'A password sent to protect or open the form (encryptionPassword, newEncryptionPassword) is hashed with scrypt. Each hash counts ' +
-  'against the account\'s budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), and 503 hashing_busy with Retry-After ' +
+  "against the account's budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), and 503 hashing_busy with Retry-After " +
   'answers while the service is hashing as many passwords as it can queue.';
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -27,7 +36,8 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'listForms',
           summary: 'List forms',
-          description: 'Live forms of the account; with deleted=true, its deleted forms instead. An unknown folder gives 404.',
+          description:
+            'Live forms of the account; with deleted=true, its deleted forms instead. An unknown folder gives 404.',
           querystring: FormListQuery,
           response: { 200: FormList, ...errors(404) },
         },
@@ -59,15 +69,25 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'getForm',
           summary: 'Read a form',
-          description: 'Answers with an ETag; a request whose If-None-Match names the current one gets 304 and no body.',
+          description:
+            'Answers with an ETag; a request whose If-None-Match names the current one gets 304 and no body.',
           params,
           querystring: WithFieldsQuery,
-          response: { 200: Type.Ref(Form), 304: Type.Null({ description: 'Not modified since the ETag in If-None-Match' }), ...errors(403, 404) },
+          response: {
+            200: Type.Ref(Form),
+            304: Type.Null({ description: 'Not modified since the ETag in If-None-Match' }),
+            ...errors(403, 404),
+          },
         },
       },
       async (req, reply) => {
-        const { etag, body } = await service.readFormJson(ctx, readCache, principal(req).accountId, req.params.formId, req.query.withFields, (form) =>
-          String(reply.serialize(form)),
+        const { etag, body } = await service.readFormJson(
+          ctx,
+          readCache,
+          principal(req).accountId,
+          req.params.formId,
+          req.query.withFields,
+          (form) => String(reply.serialize(form)),
         );
         // The body is already JSON text, so the reply is sent untyped rather than re-serialized.
         const raw = reply as FastifyReply;
@@ -81,7 +101,15 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId',
       {
         config: { access: { scope: 'forms:write', level: 'edit', formFrom: 'formId' } },
-        schema: { tags, operationId: 'updateForm', summary: 'Update a form', description: HASHING, params, body: FormUpdate, response: { 200: Type.Ref(Form), ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'updateForm',
+          summary: 'Update a form',
+          description: HASHING,
+          params,
+          body: FormUpdate,
+          response: { 200: Type.Ref(Form), ...errors(403, 404) },
+        },
       },
       (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
     );
@@ -108,7 +136,13 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/forms/:formId/restore',
       {
         config: { access: { scope: 'forms:write', level: 'full', formFrom: 'formId' } },
-        schema: { tags, operationId: 'restoreForm', summary: 'Restore a deleted form', params, response: { 200: Type.Ref(Form), ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'restoreForm',
+          summary: 'Restore a deleted form',
+          params,
+          response: { 200: Type.Ref(Form), ...errors(403, 404) },
+        },
       },
       (req) => service.restoreForm(ctx, principal(req).accountId, req.params.formId),
     );
@@ -123,8 +157,8 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Copy a form with its fields',
           description:
             'The copy is named "<name> (copy)" and sits in the same folder unless folder is given. template names another ' +
-            'form of the account whose settings and submit button the copy takes instead of the original\'s; a member needs ' +
-            'the view level on it too (403 otherwise). Another account\'s template or folder answers 404.',
+            "form of the account whose settings and submit button the copy takes instead of the original's; a member needs " +
+            "the view level on it too (403 otherwise). Another account's template or folder answers 404.",
           params,
           querystring: CopyQuery,
           response: { 200: Type.Ref(Form), ...errors(403, 404) },

@@ -5,13 +5,17 @@ import { Field, FieldCreate, MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
 export const FormSettings = Type.Object(
   {
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
-    language: Type.Optional(Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', description: 'BCP 47 language, such as en or pt-BR' })),
+    language: Type.Optional(
+      Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', description: 'BCP 47 language, such as en or pt-BR' }),
+    ),
     timezone: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone, such as America/New_York' })),
     labelPosition: Type.Optional(StringEnum(['top', 'left', 'right'])),
     successMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
     redirectUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' })),
     closedMessage: Type.Optional(Type.String({ maxLength: 10_000 })),
-    submissionLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'The form closes after this many submissions' })),
+    submissionLimit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'The form closes after this many submissions' }),
+    ),
     saveAndResume: Type.Optional(Type.Boolean({ description: 'Keep unfinished entries as partial submissions' })),
   },
   { additionalProperties: false, title: 'FormSettings' },
@@ -32,7 +36,9 @@ const encryption = {
     }),
   ),
   encryptionPassword: Type.Optional(
-    password('Write-only. Turning encryption on: the new password. Turning it off or changing it: the current password. Never returned.'),
+    password(
+      'Write-only. Turning encryption on: the new password. Turning it off or changing it: the current password. Never returned.',
+    ),
   ),
 };
 
@@ -47,7 +53,8 @@ export const FormCreate = Type.Object(
     fields: Type.Optional(
       Type.Array(FieldCreate, {
         maxItems: MAX_FIELDS_PER_FORM,
-        description: 'Fields created with the form, in order. Logic that refers to other fields is added afterwards, once they have ids.',
+        description:
+          'Fields created with the form, in order. Logic that refers to other fields is added afterwards, once they have ids.',
       }),
     ),
   },
@@ -62,10 +69,19 @@ export const FormUpdate = Type.Object(
     submitButtonTitle: Type.Optional(submitButtonTitle),
     inactive: Type.Optional(inactive),
     ...encryption,
-    newEncryptionPassword: Type.Optional(password('Write-only. Changes the password of an encrypted form (with encryptionPassword, the current one); no data is rewritten.')),
+    newEncryptionPassword: Type.Optional(
+      password(
+        'Write-only. Changes the password of an encrypted form (with encryptionPassword, the current one); no data is rewritten.',
+      ),
+    ),
     settings: Type.Optional(Type.Union([FormSettings], { description: 'Replaces the settings as a whole' })),
   },
-  { additionalProperties: false, minProperties: 1, title: 'FormUpdate', description: 'Only the properties sent change' },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    title: 'FormUpdate',
+    description: 'Only the properties sent change',
+  },
 );
 export type FormUpdate = Static<typeof FormUpdate>;
 
@@ -80,13 +96,16 @@ export const Form = Type.Object(
     viewKey: Type.String(),
     isEncrypted: Type.Boolean(),
     encryptionState: Type.Union([StringEnum(['encrypting', 'decrypting']), Type.Null()], {
-      description: 'While existing submissions are being sealed or opened after encryption was turned on or off; null otherwise',
+      description:
+        'While existing submissions are being sealed or opened after encryption was turned on or off; null otherwise',
     }),
     inactive: Type.Boolean(),
     submissionsCount: Type.Integer(),
     submitButtonTitle: Type.String(),
     settings: FormSettings,
-    deleted: Type.Optional(Type.String({ format: 'date-time', description: 'When the form was deleted; only in listings of deleted forms' })),
+    deleted: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When the form was deleted; only in listings of deleted forms' }),
+    ),
     fields: Type.Optional(Type.Array(Type.Ref(Field))),
   },
   { $id: 'Form', title: 'Form' },
@@ -96,7 +115,10 @@ export type Form = Static<typeof Form>;
 export const FormPreview = Type.Object({
   id: Id,
   name: Type.String(),
-  deleted: Type.String({ format: 'date-time', description: 'When the form was deleted; restore it with POST /forms/{formId}/restore' }),
+  deleted: Type.String({
+    format: 'date-time',
+    description: 'When the form was deleted; restore it with POST /forms/{formId}/restore',
+  }),
 });
 
 export const ORDER_BY = ['id', 'name', 'created', 'updated', 'submissionsCount'] as const;
@@ -109,7 +131,10 @@ export const FormListQuery = Type.Object(
     orderBy: StringEnum(ORDER_BY, { default: 'id' }),
     order: StringEnum(['asc', 'desc', 'ASC', 'DESC'], { default: 'asc' }),
     folder: Type.Optional(Id),
-    deleted: Type.Boolean({ default: false, description: 'true lists the deleted forms instead, newest deletion first unless orderBy is given' }),
+    deleted: Type.Boolean({
+      default: false,
+      description: 'true lists the deleted forms instead, newest deletion first unless orderBy is given',
+    }),
   },
   { additionalProperties: false },
 );
@@ -121,8 +146,14 @@ export const WithFieldsQuery = Type.Object({ withFields: Flag }, { additionalPro
 
 export const CopyQuery = Type.Object(
   {
-    includeIntegrations: Type.Boolean({ default: false, description: 'Copy webhooks and document merges (once the form has them)' }),
-    includeEmails: Type.Boolean({ default: false, description: 'Copy confirmation and notification emails (once the form has them)' }),
+    includeIntegrations: Type.Boolean({
+      default: false,
+      description: 'Copy webhooks and document merges (once the form has them)',
+    }),
+    includeEmails: Type.Boolean({
+      default: false,
+      description: 'Copy confirmation and notification emails (once the form has them)',
+    }),
     template: Type.Optional(Id),
     folder: Type.Optional(Id),
   },

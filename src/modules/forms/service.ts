@@ -47,7 +47,12 @@ export async function requireForm(db: Executor, accountId: number, formId: numbe
   return form;
 }
 
-export async function listForms(ctx: AppContext, accountId: number, q: FormListQuery, visibleTo?: number): Promise<Page & { forms: Form[] }> {
+export async function listForms(
+  ctx: AppContext,
+  accountId: number,
+  q: FormListQuery,
+  visibleTo?: number,
+): Promise<Page & { forms: Form[] }> {
   if (q.folder !== undefined) await requireFolderId(ctx.db, accountId, q.folder);
   const { rows, total } = await repo.listForms(ctx.db, ctx.dialect, accountId, {
     search: q.search,
@@ -96,13 +101,26 @@ export async function readFormJson(
 }
 
 /** A member who makes a form holds the full level on it; owners and admins need no level. */
-async function grantCreator(trx: Executor, accountId: number, formId: number, member: number | undefined, now: number): Promise<void> {
+async function grantCreator(
+  trx: Executor,
+  accountId: number,
+  formId: number,
+  member: number | undefined,
+  now: number,
+): Promise<void> {
   if (member !== undefined) await setPermission(trx, { accountId, userId: member, formId, level: 'full' }, now);
 }
 
-export async function createForm(ctx: AppContext, accountId: number, input: FormCreate, member?: number): Promise<Form> {
+export async function createForm(
+  ctx: AppContext,
+  accountId: number,
+  input: FormCreate,
+  member?: number,
+): Promise<Form> {
   // Check every field before touching the database, so that a bad field costs no write.
-  const definitions = (input.fields ?? []).map((f, i) => checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()));
+  const definitions = (input.fields ?? []).map((f, i) =>
+    checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()),
+  );
   const viewKey = newKey();
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
@@ -123,7 +141,10 @@ export async function createForm(ctx: AppContext, accountId: number, input: Form
     await grantCreator(trx, accountId, form.id, member, now);
     const fields: Field[] = [];
     for (const [i, def] of definitions.entries()) {
-      const row = await fieldsRepo.insertField(trx, toFieldRow(def, { accountId, formId: form.id, displayOrder: def.displayOrder ?? i }, now));
+      const row = await fieldsRepo.insertField(
+        trx,
+        toFieldRow(def, { accountId, formId: form.id, displayOrder: def.displayOrder ?? i }, now),
+      );
       fields.push(toField(row));
     }
     fields.sort((a, b) => a.displayOrder - b.displayOrder || a.id - b.id);
@@ -137,9 +158,14 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
   const before = await requireForm(ctx.db, accountId, formId);
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
-    const current = encryption ? await repo.lockForm(trx, ctx.dialect, accountId, formId) : await requireForm(trx, accountId, formId);
+    const current = encryption
+      ? await repo.lockForm(trx, ctx.dialect, accountId, formId)
+      : await requireForm(trx, accountId, formId);
     if (!current) throw new NotFoundError('form_not_found');
-    if (encryption && (current.encryption_key !== before.encryption_key || current.encryption_state !== before.encryption_state)) {
+    if (
+      encryption &&
+      (current.encryption_key !== before.encryption_key || current.encryption_state !== before.encryption_state)
+    ) {
       throw new ConflictError('encryption_changed');
     }
     await requireFolderId(trx, accountId, input.folder);
@@ -157,7 +183,11 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
   });
 }
 
-export async function deleteForm(ctx: AppContext, accountId: number, formId: number): Promise<{ id: number; name: string; deleted: string }> {
+export async function deleteForm(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+): Promise<{ id: number; name: string; deleted: string }> {
   return transact(ctx.db, async (trx) => {
     const form = await requireForm(trx, accountId, formId);
     const now = ctx.clock.now();
@@ -176,12 +206,19 @@ export async function restoreForm(ctx: AppContext, accountId: number, formId: nu
   });
 }
 
-export async function copyForm(ctx: AppContext, accountId: number, formId: number, q: CopyQuery, member?: number): Promise<Form> {
+export async function copyForm(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+  q: CopyQuery,
+  member?: number,
+): Promise<Form> {
   return transact(ctx.db, async (trx) => {
     const source = await requireForm(trx, accountId, formId);
     const look = q.template === undefined ? source : await requireForm(trx, accountId, q.template);
     // The copy shows the template's settings to whoever copies it: a member must be able to read that form too.
-    if (q.template !== undefined && member !== undefined) await requireFormLevel(trx, accountId, member, q.template, 'view');
+    if (q.template !== undefined && member !== undefined)
+      await requireFormLevel(trx, accountId, member, q.template, 'view');
     if (q.folder !== undefined) await requireFolderId(trx, accountId, q.folder);
     const now = ctx.clock.now();
     const copy = await repo.insertForm(trx, {
@@ -202,7 +239,13 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
     const newIds = new Map<number, number>();
     const copies = [];
     for (const original of originals) {
-      const row = await fieldsRepo.insertField(trx, { ...withoutId(original), form_id: copy.id, logic: null, created_at: now, updated_at: now });
+      const row = await fieldsRepo.insertField(trx, {
+        ...withoutId(original),
+        form_id: copy.id,
+        logic: null,
+        created_at: now,
+        updated_at: now,
+      });
       newIds.set(original.id, row.id);
       copies.push(row);
     }
@@ -210,7 +253,10 @@ export async function copyForm(ctx: AppContext, accountId: number, formId: numbe
     for (const [i, row] of copies.entries()) {
       const logic = toDefinition(originals[i]!).logic;
       if (logic) {
-        const remapped = { ...logic, checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })) };
+        const remapped = {
+          ...logic,
+          checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })),
+        };
         row.logic = JSON.stringify(remapped);
         await fieldsRepo.setLogic(trx, accountId, row.id, row.logic, now);
       }

@@ -31,10 +31,13 @@ export type IdempotentOutcome<T> = { replayed: true; response: StoredResponse } 
  * a plain hash would let anyone who reads the database test guesses of them.
  */
 export function requestHash(secretKey: string, method: string, path: string, body: unknown): string {
-  return createHmac('sha256', serviceKey(secretKey, 'idempotency requests')).update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+  return createHmac('sha256', serviceKey(secretKey, 'idempotency requests'))
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest('hex');
 }
 
-const inProgress = (cause?: unknown) => new RetryLaterError('idempotency_in_progress', IN_PROGRESS_RETRY_AFTER_SECONDS, undefined, { cause });
+const inProgress = (cause?: unknown) =>
+  new RetryLaterError('idempotency_in_progress', IN_PROGRESS_RETRY_AFTER_SECONDS, undefined, { cause });
 
 /**
  * Runs a request at most once per Idempotency-Key. The key is claimed in a transaction of
@@ -73,7 +76,9 @@ export async function withIdempotencyKey<T>(
     }
     if (existing.state === 'done') return { status: existing.response_status!, body: existing.response_body! };
     const abandoned =
-      existing.owner === null ? existing.created_at <= now - LEGACY_STALE_CLAIM_MS : (await presence.stopped([existing.owner], trx)).has(existing.owner);
+      existing.owner === null
+        ? existing.created_at <= now - LEGACY_STALE_CLAIM_MS
+        : (await presence.stopped([existing.owner], trx)).has(existing.owner);
     if (!abandoned || !(await repo.takeOverClaim(trx, accountId, key, existing.token, claim, now))) throw inProgress();
     return undefined;
   }).catch((error: unknown) => {
@@ -83,7 +88,8 @@ export async function withIdempotencyKey<T>(
   if (replay) return { replayed: true, response: replay };
   try {
     const result = await run(async (trx, response) => {
-      if (!(await repo.saveResponse(trx, accountId, key, claim.token, response.status, response.body))) throw inProgress();
+      if (!(await repo.saveResponse(trx, accountId, key, claim.token, response.status, response.body)))
+        throw inProgress();
     });
     return { replayed: false, result };
   } catch (error) {

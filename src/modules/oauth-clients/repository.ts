@@ -13,7 +13,12 @@ export async function listClients(db: Executor, accountId: number): Promise<OAut
 }
 
 export async function findClient(db: Executor, accountId: number, id: number): Promise<OAuthClientRow | undefined> {
-  return db.selectFrom('oauth_clients').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  return db
+    .selectFrom('oauth_clients')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
 }
 
 export async function updateClient(
@@ -22,7 +27,13 @@ export async function updateClient(
   id: number,
   set: Partial<Pick<OAuthClientRow, 'name' | 'redirect_uris' | 'require_pkce'>>,
 ): Promise<OAuthClientRow | undefined> {
-  return db.updateTable('oauth_clients').set(set).where('id', '=', id).where('account_id', '=', accountId).returningAll().executeTakeFirst();
+  return db
+    .updateTable('oauth_clients')
+    .set(set)
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** By its public client_id, whatever the account: the OAuth endpoints know no account yet. */
@@ -32,6 +43,10 @@ export async function findClientByClientId(db: Executor, clientId: string): Prom
 
 /** Removes the client; its grants and every token issued to it go with it (foreign keys cascade). */
 export async function deleteClient(db: Executor, accountId: number, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('oauth_clients').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('oauth_clients')
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }

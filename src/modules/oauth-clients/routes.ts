@@ -4,7 +4,14 @@ import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientDeleted, OAuthClientList, OAuthClientUpdate } from './schemas.js';
+import {
+  OAuthClient,
+  OAuthClientCreate,
+  OAuthClientCreated,
+  OAuthClientDeleted,
+  OAuthClientList,
+  OAuthClientUpdate,
+} from './schemas.js';
 import * as service from './service.js';
 
 const tags = ['OAuth clients'];
@@ -13,8 +20,18 @@ const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess
 
 export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/oauth-clients', { config, schema: { tags, operationId: 'listOAuthClients', summary: 'List the applications registered by the account', response: { 200: OAuthClientList, ...errors() } } }, (req) =>
-      service.listClients(ctx.db, principal(req).accountId),
+    app.get(
+      '/oauth-clients',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'listOAuthClients',
+          summary: 'List the applications registered by the account',
+          response: { 200: OAuthClientList, ...errors() },
+        },
+      },
+      (req) => service.listClients(ctx.db, principal(req).accountId),
     );
 
     app.post(
@@ -35,8 +52,19 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) => service.createClient(ctx, principal(req).accountId, req.body),
     );
 
-    app.get('/oauth-clients/:clientId', { config, schema: { tags, operationId: 'getOAuthClient', summary: 'Read an application', params, response: { 200: Type.Ref(OAuthClient), ...errors(404) } } }, (req) =>
-      service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
+    app.get(
+      '/oauth-clients/:clientId',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'getOAuthClient',
+          summary: 'Read an application',
+          params,
+          response: { 200: Type.Ref(OAuthClient), ...errors(404) },
+        },
+      },
+      (req) => service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
     );
 
     app.put(
@@ -47,7 +75,8 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'updateOAuthClient',
           summary: 'Rename an application, change its redirect URIs or whether it must use PKCE',
-          description: 'Codes already issued keep the redirect URI they were issued for; a code issued without PKCE is refused once the application requires PKCE.',
+          description:
+            'Codes already issued keep the redirect URI they were issued for; a code issued without PKCE is refused once the application requires PKCE.',
           params,
           body: OAuthClientUpdate,
           response: { 200: Type.Ref(OAuthClient), ...errors(404) },
@@ -60,7 +89,14 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/oauth-clients/:clientId',
       {
         config,
-        schema: { tags, operationId: 'deleteOAuthClient', summary: 'Delete an application', description: 'Every token issued to it stops working at once.', params, response: { 200: OAuthClientDeleted, ...errors(404) } },
+        schema: {
+          tags,
+          operationId: 'deleteOAuthClient',
+          summary: 'Delete an application',
+          description: 'Every token issued to it stops working at once.',
+          params,
+          response: { 200: OAuthClientDeleted, ...errors(404) },
+        },
       },
       (req) => service.deleteClient(ctx.db, principal(req).accountId, req.params.clientId),
     );

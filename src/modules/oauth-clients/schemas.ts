@@ -4,7 +4,8 @@ import { Id, Timestamp } from '../../http/schemas.js';
 const redirectUris = Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), {
   minItems: 1,
   maxItems: 20,
-  description: 'Exact redirect URIs; the authorize request must name one of them character for character. https, or http on localhost, 127.0.0.1 or [::1]; no fragment.',
+  description:
+    'Exact redirect URIs; the authorize request must name one of them character for character. https, or http on localhost, 127.0.0.1 or [::1]; no fragment.',
 });
 
 const name = Type.String({ minLength: 1, maxLength: 200, description: 'Shown to users on the consent page' });
@@ -21,7 +22,12 @@ export type OAuthClientCreate = Static<typeof OAuthClientCreate>;
 
 export const OAuthClientUpdate = Type.Object(
   { name: Type.Optional(name), redirectUris: Type.Optional(redirectUris), requirePkce: Type.Optional(requirePkce) },
-  { additionalProperties: false, minProperties: 1, title: 'OAuthClientUpdate', description: 'Only the properties sent change' },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    title: 'OAuthClientUpdate',
+    description: 'Only the properties sent change',
+  },
 );
 export type OAuthClientUpdate = Static<typeof OAuthClientUpdate>;
 

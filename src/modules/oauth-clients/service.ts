@@ -51,7 +51,11 @@ function checkedRedirectUris(uris: string[]): string {
   return JSON.stringify([...new Set(uris)]);
 }
 
-export async function createClient(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: OAuthClientCreate): Promise<OAuthClientCreated> {
+export async function createClient(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  accountId: number,
+  input: OAuthClientCreate,
+): Promise<OAuthClientCreated> {
   const name = checkedName(input.name);
   const redirectUris = checkedRedirectUris(input.redirectUris);
   const secret = newToken(CLIENT_SECRET_PREFIX);
@@ -70,7 +74,12 @@ export async function createClient(ctx: Pick<AppContext, 'db' | 'clock'>, accoun
   return { id, clientId, clientSecret: secret, ...rest };
 }
 
-export async function updateClient(db: Kysely<Database>, accountId: number, id: number, input: OAuthClientUpdate): Promise<OAuthClient> {
+export async function updateClient(
+  db: Kysely<Database>,
+  accountId: number,
+  id: number,
+  input: OAuthClientUpdate,
+): Promise<OAuthClient> {
   const update = {
     ...(input.name !== undefined && { name: checkedName(input.name) }),
     ...(input.redirectUris !== undefined && { redirect_uris: checkedRedirectUris(input.redirectUris) }),
@@ -93,7 +102,11 @@ export async function getClient(db: Kysely<Database>, accountId: number, id: num
   return toClient(row);
 }
 
-export async function deleteClient(db: Kysely<Database>, accountId: number, id: number): Promise<{ id: number; deleted: true }> {
+export async function deleteClient(
+  db: Kysely<Database>,
+  accountId: number,
+  id: number,
+): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
     if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('oauth_client_not_found');
     return { id, deleted: true as const };

@@ -1,4 +1,13 @@
-import { InvalidGrantError, type AuthorizationCode, type AuthorizationCodeModel, type Client, type RefreshToken, type RefreshTokenModel, type Token, type User } from '@node-oauth/oauth2-server';
+import {
+  InvalidGrantError,
+  type AuthorizationCode,
+  type AuthorizationCodeModel,
+  type Client,
+  type RefreshToken,
+  type RefreshTokenModel,
+  type Token,
+  type User,
+} from '@node-oauth/oauth2-server';
 import { timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
@@ -51,7 +60,11 @@ const sameSecret = (a: string, b: string) => a.length === b.length && timingSafe
  * holds them on the service clock (clock.toSystem / clock.fromSystem): a code or token is
  * expired for the library exactly when it is for everything else that reads ctx.clock.
  */
-export function createModel(db: Executor, clock: Clock, afterFailure: ((db: Executor) => Promise<void>)[]): AuthorizationCodeModel & RefreshTokenModel {
+export function createModel(
+  db: Executor,
+  clock: Clock,
+  afterFailure: ((db: Executor) => Promise<void>)[],
+): AuthorizationCodeModel & RefreshTokenModel {
   const revokeLater = (grantId: number) => afterFailure.push((later) => repo.revokeGrant(later, grantId, clock.now()));
   const stored = (date: Date) => clock.fromSystem(date.getTime());
   const given = (ms: number | string) => new Date(clock.toSystem(Number(ms)));
@@ -106,7 +119,9 @@ export function createModel(db: Executor, clock: Clock, afterFailure: ((db: Exec
       if (!client) return undefined;
       // A code issued before the client came to require PKCE would let its exchange skip it.
       if (client.requirePkce && row.codeChallenge === null) {
-        throw new InvalidGrantError('Invalid grant: this client must use PKCE, and the code was issued without a code_challenge');
+        throw new InvalidGrantError(
+          'Invalid grant: this client must use PKCE, and the code was issued without a code_challenge',
+        );
       }
       return {
         authorizationCode,
@@ -207,7 +222,14 @@ export function createModel(db: Executor, clock: Clock, afterFailure: ((db: Exec
   };
 }
 
-export function toClient(row: { id: number; client_id: string; name: string; account_id: number; redirect_uris: string; require_pkce: number }): FormworkClient {
+export function toClient(row: {
+  id: number;
+  client_id: string;
+  name: string;
+  account_id: number;
+  redirect_uris: string;
+  require_pkce: number;
+}): FormworkClient {
   return {
     id: row.client_id,
     dbId: row.id,

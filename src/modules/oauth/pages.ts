@@ -40,13 +40,24 @@ ${body}
 }
 
 export function errorPage(message: string): string {
-  return page('Cannot authorize', `    <h1>This authorization request cannot go on</h1>
+  return page(
+    'Cannot authorize',
+    `    <h1>This authorization request cannot go on</h1>
     <p class="error" role="alert">${escapeHtml(message)}</p>
-    <p>The application that sent you here is misconfigured. Nothing was shared with it.</p>`);
+    <p>The application that sent you here is misconfigured. Nothing was shared with it.</p>`,
+  );
 }
 
-export function signInPage(opts: { clientName: string; csrf: string; params: Record<string, string | undefined>; email?: string; error?: string }): string {
-  return page('Sign in', `    <h1>Sign in to continue to ${escapeHtml(opts.clientName)}</h1>
+export function signInPage(opts: {
+  clientName: string;
+  csrf: string;
+  params: Record<string, string | undefined>;
+  email?: string;
+  error?: string;
+}): string {
+  return page(
+    'Sign in',
+    `    <h1>Sign in to continue to ${escapeHtml(opts.clientName)}</h1>
     ${opts.error ? `<p class="error" role="alert">${escapeHtml(opts.error)}</p>` : ''}
     <form method="post" action="/oauth2/sign-in">
       ${hidden({ ...opts.params, csrf_token: opts.csrf })}
@@ -55,7 +66,8 @@ export function signInPage(opts: { clientName: string; csrf: string; params: Rec
       <label for="password">Password</label>
       <input id="password" name="password" type="password" autocomplete="current-password" required>
       <button type="submit">Sign in</button>
-    </form>`);
+    </form>`,
+  );
 }
 
 /** After a sign-in whose email and password fit users of several accounts: which one to continue as. */
@@ -70,19 +82,33 @@ export function accountChooserPage(opts: {
   const buttons = opts.accounts
     .map((a) => `<button type="submit" name="user" value="${a.userId}">${escapeHtml(a.accountName)}</button>`)
     .join('\n        ');
-  return page('Choose an account', `    <h1>Which account should ${escapeHtml(opts.clientName)} use?</h1>
+  return page(
+    'Choose an account',
+    `    <h1>Which account should ${escapeHtml(opts.clientName)} use?</h1>
     <p><strong>${escapeHtml(opts.email)}</strong> signs in to more than one Formwork account with this password. Choose one:</p>
     <form method="post" action="/oauth2/sign-in">
       ${hidden({ ...opts.params, csrf_token: opts.csrf, email: opts.email, choice: opts.choice })}
       <div class="actions">
         ${buttons}
       </div>
-    </form>`);
+    </form>`,
+  );
 }
 
-export function consentPage(opts: { clientName: string; userEmail: string; accountName: string; scopes: Scope[]; csrf: string; params: Record<string, string | undefined> }): string {
-  const items = opts.scopes.map((s) => `<li><code>${escapeHtml(s)}</code>: ${escapeHtml(SCOPE_MEANINGS[s])}</li>`).join('\n      ');
-  return page('Authorize', `    <h1>${escapeHtml(opts.clientName)} wants to access your Formwork account</h1>
+export function consentPage(opts: {
+  clientName: string;
+  userEmail: string;
+  accountName: string;
+  scopes: Scope[];
+  csrf: string;
+  params: Record<string, string | undefined>;
+}): string {
+  const items = opts.scopes
+    .map((s) => `<li><code>${escapeHtml(s)}</code>: ${escapeHtml(SCOPE_MEANINGS[s])}</li>`)
+    .join('\n      ');
+  return page(
+    'Authorize',
+    `    <h1>${escapeHtml(opts.clientName)} wants to access your Formwork account</h1>
     <p>Signed in as <strong>${escapeHtml(opts.userEmail)}</strong> (account <strong>${escapeHtml(opts.accountName)}</strong>). If you allow it, the application may:</p>
     <ul>
       ${items}
@@ -94,5 +120,6 @@ export function consentPage(opts: { clientName: string; userEmail: string; accou
         <button type="submit" name="decision" value="allow">Allow</button>
         <button type="submit" name="decision" value="deny">Deny</button>
       </div>
-    </form>`);
+    </form>`,
+  );
 }

@@ -2,7 +2,11 @@ import type { Selectable } from 'kysely';
 import type { OAuthCodesTable, OAuthRefreshTokensTable } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 
-export async function insertGrant(db: Executor, g: { clientId: number; userId: number; accountId: number; scope: string }, now: number): Promise<number> {
+export async function insertGrant(
+  db: Executor,
+  g: { clientId: number; userId: number; accountId: number; scope: string },
+  now: number,
+): Promise<number> {
   const row = await db
     .insertInto('oauth_grants')
     .values({ client_id: g.clientId, user_id: g.userId, account_id: g.accountId, scope: g.scope, created_at: now })
@@ -11,7 +15,10 @@ export async function insertGrant(db: Executor, g: { clientId: number; userId: n
   return row.id;
 }
 
-export async function insertCode(db: Executor, code: Omit<Selectable<OAuthCodesTable>, 'id' | 'used_at'>): Promise<void> {
+export async function insertCode(
+  db: Executor,
+  code: Omit<Selectable<OAuthCodesTable>, 'id' | 'used_at'>,
+): Promise<void> {
   await db.insertInto('oauth_codes').values(code).execute();
 }
 
@@ -40,13 +47,27 @@ export async function findCode(db: Executor, codeHash: string) {
 
 /** Marks a code used; false when it already was (a concurrent exchange won). */
 export async function useCode(db: Executor, id: number, now: number): Promise<boolean> {
-  const result = await db.updateTable('oauth_codes').set({ used_at: now }).where('id', '=', id).where('used_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('oauth_codes')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
 export async function insertAccessToken(
   db: Executor,
-  t: { accountId: number; userId: number; hash: string; clientId: number; clientName: string; grantId: number; scope: string; expiresAt: number },
+  t: {
+    accountId: number;
+    userId: number;
+    hash: string;
+    clientId: number;
+    clientName: string;
+    grantId: number;
+    scope: string;
+    expiresAt: number;
+  },
   now: number,
 ): Promise<void> {
   await db
@@ -66,7 +87,10 @@ export async function insertAccessToken(
     .execute();
 }
 
-export async function insertRefreshToken(db: Executor, t: Omit<Selectable<OAuthRefreshTokensTable>, 'id' | 'rotated_at' | 'revoked_at'>): Promise<void> {
+export async function insertRefreshToken(
+  db: Executor,
+  t: Omit<Selectable<OAuthRefreshTokensTable>, 'id' | 'rotated_at' | 'revoked_at'>,
+): Promise<void> {
   await db.insertInto('oauth_refresh_tokens').values(t).execute();
 }
 
@@ -105,9 +129,24 @@ export async function rotateRefreshToken(db: Executor, id: number, now: number):
 
 /** Ends a grant: every access and refresh token it led to stops working. */
 export async function revokeGrant(db: Executor, grantId: number, now: number): Promise<void> {
-  await db.updateTable('oauth_grants').set({ revoked_at: now }).where('id', '=', grantId).where('revoked_at', 'is', null).execute();
-  await db.updateTable('access_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
-  await db.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('oauth_grants')
+    .set({ revoked_at: now })
+    .where('id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: now })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('oauth_refresh_tokens')
+    .set({ revoked_at: now })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** An access token by hash (OAuth or, with no client, personal), with its state, for introspection and revocation. */

@@ -8,7 +8,18 @@ import { countAuthFailure, throttle } from '../../http/rate-limit.js';
 import { accountName, findUser } from '../accounts/repository.js';
 import { findSignInCandidates } from '../users/repository.js';
 import { accountChooserPage, consentPage, errorPage, signInPage } from './pages.js';
-import { authenticateClient, checkAuthorization, clientCredentials, exchangeToken, introspect, issueCode, metadata, redirectTo, revoke, type CheckedAuthorization } from './service.js';
+import {
+  authenticateClient,
+  checkAuthorization,
+  clientCredentials,
+  exchangeToken,
+  introspect,
+  issueCode,
+  metadata,
+  redirectTo,
+  revoke,
+  type CheckedAuthorization,
+} from './service.js';
 import type { FormworkClient } from './model.js';
 import { passwordTag, Sessions, type Session } from './session.js';
 
@@ -45,17 +56,33 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     const session = sessions.read(request);
     if (!session) return undefined;
     const user = await findUser(ctx.db, session.userId);
-    if (!user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== session.passwordTag) return undefined;
+    if (!user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== session.passwordTag)
+      return undefined;
     return user;
   }
 
   /** The page for a checked request when the user is (or is not yet) signed in. */
-  async function authorizationPage(request: FastifyRequest, reply: FastifyReply, checked: Extract<CheckedAuthorization, { kind: 'ok' }>) {
+  async function authorizationPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    checked: Extract<CheckedAuthorization, { kind: 'ok' }>,
+  ) {
     const csrf = sessions.csrfToken(request, reply);
     const user = await signedInUser(request);
     if (!user) return html(reply, 200, signInPage({ clientName: checked.client.name, csrf, params: checked.params }));
     const account = (await accountName(ctx.db, user.account_id)) ?? '';
-    return html(reply, 200, consentPage({ clientName: checked.client.name, userEmail: user.email, accountName: account, scopes: checked.scopes, csrf, params: checked.params }));
+    return html(
+      reply,
+      200,
+      consentPage({
+        clientName: checked.client.name,
+        userEmail: user.email,
+        accountName: account,
+        scopes: checked.scopes,
+        csrf,
+        params: checked.params,
+      }),
+    );
   }
 
   /** Answers a request that cannot go on; undefined when it can. */
@@ -82,18 +109,26 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const message = status >= 500 ? 'Something went wrong on our side' : error.message;
       if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfterSeconds));
       if (JSON_ENDPOINTS.has(request.routeOptions.url ?? '')) {
-        return reply.code(status).header('cache-control', 'no-store').send({ error: status >= 500 ? 'server_error' : 'invalid_request', error_description: message });
+        return reply
+          .code(status)
+          .header('cache-control', 'no-store')
+          .send({ error: status >= 500 ? 'server_error' : 'invalid_request', error_description: message });
       }
       return html(reply, status, errorPage(message));
     });
 
     const hide = { schema: { hide: true } };
 
-    app.get('/.well-known/oauth-authorization-server', hide, async (_req, reply) => reply.header('cache-control', 'public, max-age=3600').send(metadata(ctx)));
+    app.get('/.well-known/oauth-authorization-server', hide, async (_req, reply) =>
+      reply.header('cache-control', 'public, max-age=3600').send(metadata(ctx)),
+    );
 
     app.get('/oauth2/authorize', hide, async (request, reply) => {
       const checked = await checkAuthorization(ctx.db, request.query as Form, issuer);
-      return refuse(reply, checked) ?? authorizationPage(request, reply, checked as Extract<CheckedAuthorization, { kind: 'ok' }>);
+      return (
+        refuse(reply, checked) ??
+        authorizationPage(request, reply, checked as Extract<CheckedAuthorization, { kind: 'ok' }>)
+      );
     });
 
     app.post('/oauth2/sign-in', hide, async (request, reply) => {
@@ -105,7 +140,17 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const email = typeof body.email === 'string' ? body.email.trim().toLowerCase() : '';
       const password = typeof body.password === 'string' ? body.password : '';
       const again = (status: number, error: string) =>
-        html(reply, status, signInPage({ clientName: ok.client.name, csrf: sessions.csrfToken(request, reply), params: ok.params, email, error }));
+        html(
+          reply,
+          status,
+          signInPage({
+            clientName: ok.client.name,
+            csrf: sessions.csrfToken(request, reply),
+            params: ok.params,
+            email,
+            error,
+          }),
+        );
       if (!sessions.csrfValid(request, body.csrf_token)) return again(403, 'This form expired. Please sign in again.');
       const signedIn = (session: Session) => {
         sessions.start(reply, session);
@@ -115,7 +160,11 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       if (body.choice !== undefined) {
         const chosen = sessions.readChoice(body.choice, body.csrf_token)?.find((u) => String(u.userId) === body.user);
         const user = chosen && (await findUser(ctx.db, chosen.userId));
-        if (!chosen || !user?.password_hash || passwordTag(ctx.config.secretKey, user.password_hash) !== chosen.passwordTag) {
+        if (
+          !chosen ||
+          !user?.password_hash ||
+          passwordTag(ctx.config.secretKey, user.password_hash) !== chosen.passwordTag
+        ) {
           return again(403, 'This choice expired. Please sign in again.');
         }
         return signedIn(chosen);
@@ -126,7 +175,10 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       } catch (error) {
         if (!(error instanceof TooManyRequestsError)) throw error;
         reply.header('retry-after', String(error.retryAfterSeconds));
-        return again(429, `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`);
+        return again(
+          429,
+          `Too many sign-in attempts. Try again in ${Math.ceil(error.retryAfterSeconds / 60)} minutes.`,
+        );
       }
       // Emails are unique per account, so the email may name users of several accounts; their
       // hashes share one salt (users/service.ts hashPasswordFor), so this costs one derivation
@@ -134,7 +186,11 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const candidates = email === '' ? [] : await findSignInCandidates(ctx.db, email);
       let valid: boolean[];
       try {
-        valid = await verifyPasswords(password, candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH], ctx.hasher.kdf());
+        valid = await verifyPasswords(
+          password,
+          candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH],
+          ctx.hasher.kdf(),
+        );
       } catch (error) {
         if (!(error instanceof HashingBusyError)) throw error;
         reply.header('retry-after', String(error.retryAfterSeconds));
@@ -142,7 +198,10 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       }
       const matched = candidates.filter((_, i) => valid[i]);
       if (matched.length === 0) return again(401, 'Wrong email or password.');
-      const proven = matched.map((u) => ({ userId: u.id, passwordTag: passwordTag(ctx.config.secretKey, u.password_hash!) }));
+      const proven = matched.map((u) => ({
+        userId: u.id,
+        passwordTag: passwordTag(ctx.config.secretKey, u.password_hash!),
+      }));
       if (proven.length === 1) return signedIn(proven[0]!);
       const csrf = sessions.csrfToken(request, reply);
       return html(
@@ -165,17 +224,27 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       const refused = refuse(reply, checked);
       if (refused) return refused;
       const ok = checked as Extract<CheckedAuthorization, { kind: 'ok' }>;
-      if (!sessions.csrfValid(request, body.csrf_token)) return html(reply, 403, errorPage('This form expired. Go back to the application and start again.'));
+      if (!sessions.csrfValid(request, body.csrf_token))
+        return html(reply, 403, errorPage('This form expired. Go back to the application and start again.'));
       const user = await signedInUser(request);
       if (!user) return authorizationPage(request, reply, ok);
       if (body.decision !== 'allow') {
-        return see(reply, redirectTo(ok.params.redirect_uri!, { error: 'access_denied', error_description: 'The user declined', state: ok.params.state, iss: issuer }));
+        return see(
+          reply,
+          redirectTo(ok.params.redirect_uri!, {
+            error: 'access_denied',
+            error_description: 'The user declined',
+            state: ok.params.state,
+            iss: issuer,
+          }),
+        );
       }
       return see(reply, await issueCode(ctx, ok, { id: user.id, accountId: user.account_id }, issuer));
     });
 
     app.post('/oauth2/sign-out', hide, async (request, reply) => {
-      if (!sessions.csrfValid(request, (request.body as Form | undefined)?.csrf_token)) return html(reply, 403, errorPage('This form expired.'));
+      if (!sessions.csrfValid(request, (request.body as Form | undefined)?.csrf_token))
+        return html(reply, 403, errorPage('This form expired.'));
       sessions.end(reply);
       return html(reply, 200, errorPage('You are signed out.'));
     });
@@ -194,7 +263,10 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         reply
           .code(429)
           .headers({ 'retry-after': String(error.retryAfterSeconds), 'cache-control': 'no-store' })
-          .send({ error: 'invalid_client', error_description: `Client authentication failed too often from this address; try again in ${error.retryAfterSeconds} s` });
+          .send({
+            error: 'invalid_client',
+            error_description: `Client authentication failed too often from this address; try again in ${error.retryAfterSeconds} s`,
+          });
         return true;
       }
     }
@@ -207,12 +279,18 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
     });
 
     /** The authenticated client and the token named in the body of a revocation or introspection request. */
-    async function clientAndToken(request: FastifyRequest, reply: FastifyReply): Promise<{ client: FormworkClient; token: string } | undefined> {
+    async function clientAndToken(
+      request: FastifyRequest,
+      reply: FastifyReply,
+    ): Promise<{ client: FormworkClient; token: string } | undefined> {
       const body = (request.body ?? {}) as Form;
       const client = await authenticateClient(ctx, request.headers.authorization, body);
       if (!client) {
         if (await refusedAfterFailure(request, reply, body)) return undefined;
-        reply.code(401).header('www-authenticate', 'Basic realm="formwork"').send({ error: 'invalid_client', error_description: 'Client authentication failed' });
+        reply
+          .code(401)
+          .header('www-authenticate', 'Basic realm="formwork"')
+          .send({ error: 'invalid_client', error_description: 'Client authentication failed' });
         return undefined;
       }
       if (typeof body.token !== 'string' || body.token === '') {

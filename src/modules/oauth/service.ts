@@ -1,4 +1,9 @@
-import OAuth2Server, { OAuthError, Request as OAuthRequest, Response as OAuthResponse, UnsupportedGrantTypeError } from '@node-oauth/oauth2-server';
+import OAuth2Server, {
+  OAuthError,
+  Request as OAuthRequest,
+  Response as OAuthResponse,
+  UnsupportedGrantTypeError,
+} from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../../context.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
@@ -23,7 +28,15 @@ import * as repo from './repository.js';
 /** Scopes granted when an authorization request names none: reading only. */
 export const DEFAULT_SCOPES: Scope[] = ['forms:read', 'submissions:read'];
 
-export const AUTHORIZE_PARAMS = ['client_id', 'redirect_uri', 'response_type', 'state', 'scope', 'code_challenge', 'code_challenge_method'] as const;
+export const AUTHORIZE_PARAMS = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'state',
+  'scope',
+  'code_challenge',
+  'code_challenge_method',
+] as const;
 export type AuthorizeParams = Partial<Record<(typeof AUTHORIZE_PARAMS)[number], string>>;
 
 // RFC 7636 4.1 and 4.2: 43 to 128 unreserved characters; S256 gives exactly 43 base64url ones.
@@ -56,34 +69,51 @@ export function authorizeParams(source: Record<string, unknown>): { params: Auth
 }
 
 /** RFC 6749 4.1.1 and 4.1.2.1, RFC 7636 4.3: what an authorization request may be answered with. */
-export async function checkAuthorization(db: Kysely<Database>, source: Record<string, unknown>, issuer: string): Promise<CheckedAuthorization> {
+export async function checkAuthorization(
+  db: Kysely<Database>,
+  source: Record<string, unknown>,
+  issuer: string,
+): Promise<CheckedAuthorization> {
   const { params, repeated } = authorizeParams(source);
-  if (repeated.includes('client_id') || repeated.includes('redirect_uri')) return { kind: 'page', message: 'client_id and redirect_uri may each be given only once.' };
+  if (repeated.includes('client_id') || repeated.includes('redirect_uri'))
+    return { kind: 'page', message: 'client_id and redirect_uri may each be given only once.' };
   if (!params.client_id) return { kind: 'page', message: 'The request names no client_id.' };
   const row = await findClientByClientId(db, params.client_id);
   if (!row) return { kind: 'page', message: 'No application is registered with this client_id.' };
   const client = toClient(row);
   if (!params.redirect_uri) return { kind: 'page', message: 'The request names no redirect_uri.' };
   if (!client.redirectUris.includes(params.redirect_uri)) {
-    return { kind: 'page', message: 'The redirect_uri is not one this application registered (it must match exactly).' };
+    return {
+      kind: 'page',
+      message: 'The redirect_uri is not one this application registered (it must match exactly).',
+    };
   }
 
   const fail = (error: string, description: string): CheckedAuthorization => ({
     kind: 'redirect',
-    location: redirectTo(params.redirect_uri!, { error, error_description: description, state: params.state, iss: issuer }),
+    location: redirectTo(params.redirect_uri!, {
+      error,
+      error_description: description,
+      state: params.state,
+      iss: issuer,
+    }),
   });
   if (repeated.length > 0) return fail('invalid_request', `Parameters given more than once: ${repeated.join(', ')}`);
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported');
   const requested = params.scope === undefined ? DEFAULT_SCOPES : params.scope.split(' ').filter((s) => s !== '');
   const unknown = requested.filter((s) => !isScope(s));
-  if (requested.length === 0 || unknown.length > 0) return fail('invalid_scope', `Unknown scope: ${unknown.join(' ') || '(empty)'}`);
+  if (requested.length === 0 || unknown.length > 0)
+    return fail('invalid_scope', `Unknown scope: ${unknown.join(' ') || '(empty)'}`);
   if (params.code_challenge !== undefined || params.code_challenge_method !== undefined) {
     if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
     if (params.code_challenge === undefined || !CODE_CHALLENGE.test(params.code_challenge)) {
       return fail('invalid_request', 'code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~');
     }
   } else if (client.requirePkce) {
-    return fail('invalid_request', 'This application must use PKCE: send code_challenge with code_challenge_method=S256');
+    return fail(
+      'invalid_request',
+      'This application must use PKCE: send code_challenge with code_challenge_method=S256',
+    );
   }
   return { kind: 'ok', client, params, scopes: [...new Set(requested as Scope[])] };
 }
@@ -98,7 +128,11 @@ export async function issueCode(
   const code = newToken(CODE_PREFIX);
   await transact(ctx.db, async (trx) => {
     const now = ctx.clock.now();
-    const grantId = await repo.insertGrant(trx, { clientId: checked.client.dbId, userId: user.id, accountId: user.accountId, scope: checked.scopes.join(' ') }, now);
+    const grantId = await repo.insertGrant(
+      trx,
+      { clientId: checked.client.dbId, userId: user.id, accountId: user.accountId, scope: checked.scopes.join(' ') },
+      now,
+    );
     await createModel(trx, ctx.clock, []).saveAuthorizationCode(
       {
         authorizationCode: code,
@@ -126,14 +160,21 @@ function errorReply(error: OAuthError, headers: Record<string, string> = {}): OA
   let name = error.name;
   // RFC 6749 5.2 names a redirect_uri that differs from the authorization request's invalid_grant.
   if (name === 'invalid_request' && /redirect_uri/.test(error.message)) name = 'invalid_grant';
-  return { status: error.code, headers: { ...headers, 'cache-control': 'no-store' }, body: { error: name, error_description: error.message } };
+  return {
+    status: error.code,
+    headers: { ...headers, 'cache-control': 'no-store' },
+    body: { error: name, error_description: error.message },
+  };
 }
 
 /**
  * The token endpoint, through @node-oauth/oauth2-server, in one transaction. Revocations
  * that a replayed code or refresh token calls for are run after the failed transaction.
  */
-export async function exchangeToken(ctx: Pick<AppContext, 'db' | 'clock'>, request: { headers: Record<string, string>; body: Record<string, unknown> }): Promise<OAuthReply> {
+export async function exchangeToken(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  request: { headers: Record<string, string>; body: Record<string, unknown> },
+): Promise<OAuthReply> {
   const grantType = request.body.grant_type;
   // The library knows more grants than a client here may use; those are unsupported, not unauthorized.
   if (typeof grantType === 'string' && !GRANT_TYPES.includes(grantType)) {
@@ -144,24 +185,38 @@ export async function exchangeToken(ctx: Pick<AppContext, 'db' | 'clock'>, reque
   try {
     await transact(ctx.db, async (trx) => {
       const server = new OAuth2Server({ model: createModel(trx, ctx.clock, afterFailure) });
-      await server.token(new OAuthRequest({ method: 'POST', headers: request.headers, query: {}, body: request.body }), response, {
-        accessTokenLifetime: ACCESS_TOKEN_SECONDS,
-        refreshTokenLifetime: REFRESH_TOKEN_SECONDS,
-        allowExtendedTokenAttributes: true,
-        alwaysIssueNewRefreshToken: true,
-        requireClientAuthentication: { authorization_code: true, refresh_token: true },
-      });
+      await server.token(
+        new OAuthRequest({ method: 'POST', headers: request.headers, query: {}, body: request.body }),
+        response,
+        {
+          accessTokenLifetime: ACCESS_TOKEN_SECONDS,
+          refreshTokenLifetime: REFRESH_TOKEN_SECONDS,
+          allowExtendedTokenAttributes: true,
+          alwaysIssueNewRefreshToken: true,
+          requireClientAuthentication: { authorization_code: true, refresh_token: true },
+        },
+      );
     });
   } catch (error) {
-    if (afterFailure.length > 0) await transact(ctx.db, async (trx) => { for (const run of afterFailure) await run(trx); });
+    if (afterFailure.length > 0)
+      await transact(ctx.db, async (trx) => {
+        for (const run of afterFailure) await run(trx);
+      });
     if (error instanceof OAuthError) return errorReply(error, response.headers);
     throw error;
   }
-  return { status: 200, headers: { ...response.headers, 'cache-control': 'no-store', pragma: 'no-cache' }, body: response.body as Record<string, unknown> };
+  return {
+    status: 200,
+    headers: { ...response.headers, 'cache-control': 'no-store', pragma: 'no-cache' },
+    body: response.body as Record<string, unknown>,
+  };
 }
 
 /** RFC 6749 2.3.1: credentials from HTTP Basic (form-encoded, then base64) or the body. */
-export function clientCredentials(authorization: string | undefined, body: Record<string, unknown>): { id: string; secret: string } | undefined {
+export function clientCredentials(
+  authorization: string | undefined,
+  body: Record<string, unknown>,
+): { id: string; secret: string } | undefined {
   if (authorization?.startsWith('Basic ')) {
     const decoded = Buffer.from(authorization.slice(6), 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
@@ -172,14 +227,20 @@ export function clientCredentials(authorization: string | undefined, body: Recor
       return undefined;
     }
   }
-  if (typeof body.client_id === 'string' && typeof body.client_secret === 'string') return { id: body.client_id, secret: body.client_secret };
+  if (typeof body.client_id === 'string' && typeof body.client_secret === 'string')
+    return { id: body.client_id, secret: body.client_secret };
   return undefined;
 }
 
-export async function authenticateClient(ctx: Pick<AppContext, 'db' | 'clock'>, authorization: string | undefined, body: Record<string, unknown>): Promise<FormworkClient | undefined> {
+export async function authenticateClient(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  authorization: string | undefined,
+  body: Record<string, unknown>,
+): Promise<FormworkClient | undefined> {
   const credentials = clientCredentials(authorization, body);
   if (!credentials) return undefined;
-  return (await createModel(ctx.db, ctx.clock, []).getClient(credentials.id, credentials.secret)) as FormworkClient | undefined;
+  return (await createModel(ctx.db, ctx.clock, []).getClient(credentials.id, credentials.secret)) as
+    FormworkClient | undefined;
 }
 
 /**
@@ -189,7 +250,11 @@ export async function authenticateClient(ctx: Pick<AppContext, 'db' | 'clock'>, 
  * leaked file) should be able to end it where standard tooling looks. Unknown tokens and
  * other clients' or accounts' tokens are answered the same way (nothing happens).
  */
-export async function revoke(ctx: Pick<AppContext, 'db' | 'clock'>, client: FormworkClient, token: string): Promise<void> {
+export async function revoke(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  client: FormworkClient,
+  token: string,
+): Promise<void> {
   const hash = hashToken(token);
   await transact(ctx.db, async (trx) => {
     const now = ctx.clock.now();
@@ -203,13 +268,24 @@ export async function revoke(ctx: Pick<AppContext, 'db' | 'clock'>, client: Form
 }
 
 /** RFC 7662: the state of a token issued to this client; anything else is simply inactive. */
-export async function introspect(ctx: Pick<AppContext, 'db' | 'clock'>, client: FormworkClient, token: string, issuer: string): Promise<Record<string, unknown>> {
+export async function introspect(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  client: FormworkClient,
+  token: string,
+  issuer: string,
+): Promise<Record<string, unknown>> {
   const { db } = ctx;
   const hash = hashToken(token);
   const now = ctx.clock.now();
   const seconds = (ms: number | string) => Math.floor(Number(ms) / 1000);
   const access = await repo.findAccessToken(db, hash);
-  if (access && access.clientId === client.dbId && access.revokedAt === null && access.expiresAt !== null && Number(access.expiresAt) > now) {
+  if (
+    access &&
+    access.clientId === client.dbId &&
+    access.revokedAt === null &&
+    access.expiresAt !== null &&
+    Number(access.expiresAt) > now
+  ) {
     return {
       active: true,
       token_type: 'access_token',
@@ -223,7 +299,14 @@ export async function introspect(ctx: Pick<AppContext, 'db' | 'clock'>, client: 
     };
   }
   const refresh = await repo.findRefreshToken(db, hash);
-  if (refresh && refresh.clientId === client.dbId && refresh.revokedAt === null && refresh.rotatedAt === null && refresh.grantRevokedAt === null && Number(refresh.expiresAt) > now) {
+  if (
+    refresh &&
+    refresh.clientId === client.dbId &&
+    refresh.revokedAt === null &&
+    refresh.rotatedAt === null &&
+    refresh.grantRevokedAt === null &&
+    Number(refresh.expiresAt) > now
+  ) {
     return {
       active: true,
       token_type: 'refresh_token',

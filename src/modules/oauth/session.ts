@@ -82,7 +82,10 @@ export class Sessions {
 
   start(reply: FastifyReply, session: Session): void {
     const payload = `${session.userId}.${this.clock.now() + SESSION_SECONDS * 1000}.${session.passwordTag}`;
-    appendCookie(reply, cookie(SESSION_COOKIE, `${payload}.${mac(this.secret, 'session', payload)}`, this.secure, SESSION_SECONDS));
+    appendCookie(
+      reply,
+      cookie(SESSION_COOKIE, `${payload}.${mac(this.secret, 'session', payload)}`, this.secure, SESSION_SECONDS),
+    );
   }
 
   end(reply: FastifyReply): void {

@@ -5,7 +5,12 @@ import type { Level } from './levels.js';
  * What a user holds on a form: undefined when the form is not in the account (the route then
  * answers 404 as for any unknown form), null when it is but the user holds no level on it.
  */
-export async function levelOnForm(db: Executor, accountId: number, userId: number, formId: number): Promise<Level | null | undefined> {
+export async function levelOnForm(
+  db: Executor,
+  accountId: number,
+  userId: number,
+  formId: number,
+): Promise<Level | null | undefined> {
   const row = await db
     .selectFrom('forms as f')
     .leftJoin('form_permissions as p', (join) => join.onRef('p.form_id', '=', 'f.id').on('p.user_id', '=', userId))
@@ -22,7 +27,11 @@ export function permittedForms(db: Executor, userId: number) {
 }
 
 /** The form a submission of the account belongs to. */
-export async function formOfSubmission(db: Executor, accountId: number, submissionId: number): Promise<number | undefined> {
+export async function formOfSubmission(
+  db: Executor,
+  accountId: number,
+  submissionId: number,
+): Promise<number | undefined> {
   const row = await db
     .selectFrom('submissions')
     .select('form_id')
@@ -32,7 +41,11 @@ export async function formOfSubmission(db: Executor, accountId: number, submissi
   return row?.form_id;
 }
 
-export async function listPermissions(db: Executor, accountId: number, userId: number): Promise<{ formId: number; level: Level; updatedAt: number }[]> {
+export async function listPermissions(
+  db: Executor,
+  accountId: number,
+  userId: number,
+): Promise<{ formId: number; level: Level; updatedAt: number }[]> {
   const rows = await db
     .selectFrom('form_permissions')
     .select(['form_id', 'level', 'updated_at'])
@@ -43,7 +56,11 @@ export async function listPermissions(db: Executor, accountId: number, userId: n
   return rows.map((r) => ({ formId: r.form_id, level: r.level, updatedAt: Number(r.updated_at) }));
 }
 
-export async function setPermission(db: Executor, p: { accountId: number; userId: number; formId: number; level: Level }, now: number): Promise<void> {
+export async function setPermission(
+  db: Executor,
+  p: { accountId: number; userId: number; formId: number; level: Level },
+  now: number,
+): Promise<void> {
   await db
     .insertInto('form_permissions')
     .values({ account_id: p.accountId, user_id: p.userId, form_id: p.formId, level: p.level, updated_at: now })
@@ -51,7 +68,12 @@ export async function setPermission(db: Executor, p: { accountId: number; userId
     .execute();
 }
 
-export async function deletePermission(db: Executor, accountId: number, userId: number, formId: number): Promise<boolean> {
+export async function deletePermission(
+  db: Executor,
+  accountId: number,
+  userId: number,
+  formId: number,
+): Promise<boolean> {
   const result = await db
     .deleteFrom('form_permissions')
     .where('account_id', '=', accountId)

@@ -8,13 +8,27 @@ import type { Executor } from '../../db/transaction.js';
  * processes on machines whose clocks disagree still agree on which heartbeat is stale.
  */
 function dbNow(dialect: Dialect): RawBuilder<number> {
-  return dialect === 'postgres' ? sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)` : sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
+  return dialect === 'postgres'
+    ? sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`
+    : sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
 }
 
-export async function insertProcess(db: Executor, dialect: Dialect, host: string, pid: number, id?: number): Promise<number> {
+export async function insertProcess(
+  db: Executor,
+  dialect: Dialect,
+  host: string,
+  pid: number,
+  id?: number,
+): Promise<number> {
   const row = await db
     .insertInto('processes')
-    .values({ ...(id === undefined ? {} : { id }), host, pid, started_at: dbNow(dialect), heartbeat_at: dbNow(dialect) })
+    .values({
+      ...(id === undefined ? {} : { id }),
+      host,
+      pid,
+      started_at: dbNow(dialect),
+      heartbeat_at: dbNow(dialect),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
@@ -22,7 +36,11 @@ export async function insertProcess(db: Executor, dialect: Dialect, host: string
 
 /** False when the row is gone (another process judged this one stopped and removed it). */
 export async function heartbeat(db: Executor, dialect: Dialect, id: number): Promise<boolean> {
-  const r = await db.updateTable('processes').set({ heartbeat_at: dbNow(dialect) }).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .updateTable('processes')
+    .set({ heartbeat_at: dbNow(dialect) })
+    .where('id', '=', id)
+    .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
@@ -31,7 +49,12 @@ export async function deleteProcess(db: Executor, id: number): Promise<void> {
 }
 
 /** Of these processes, those whose heartbeat is no older than timeoutMs. */
-export async function freshAmong(db: Executor, dialect: Dialect, ids: number[], timeoutMs: number): Promise<Set<number>> {
+export async function freshAmong(
+  db: Executor,
+  dialect: Dialect,
+  ids: number[],
+  timeoutMs: number,
+): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const rows = await db
     .selectFrom('processes')
@@ -51,7 +74,10 @@ export async function existingAmong(db: Executor, ids: number[]): Promise<Set<nu
 
 /** Removes the rows of processes whose heartbeat is older than timeoutMs: they have stopped. */
 export async function deleteStale(db: Executor, dialect: Dialect, timeoutMs: number): Promise<void> {
-  await db.deleteFrom('processes').where('heartbeat_at', '<', sql<number>`${dbNow(dialect)} - ${timeoutMs}`).execute();
+  await db
+    .deleteFrom('processes')
+    .where('heartbeat_at', '<', sql<number>`${dbNow(dialect)} - ${timeoutMs}`)
+    .execute();
 }
 
 /**
@@ -59,7 +85,10 @@ export async function deleteStale(db: Executor, dialect: Dialect, timeoutMs: num
  * process shows that its connection, and so the process, is still there.
  */
 export async function tryAdvisoryLock(client: pg.ClientBase, namespace: number, id: number): Promise<boolean> {
-  const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS locked', [namespace, id]);
+  const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS locked', [
+    namespace,
+    id,
+  ]);
   return result.rows[0]?.locked === true;
 }
 

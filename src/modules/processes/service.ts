@@ -73,7 +73,9 @@ const BEATS_PER_REAP = 12;
 
 export async function startPresence(options: PresenceOptions): Promise<Presence> {
   const { db, dialect, timeoutMs } = options;
-  const lock: LifeLock = options.databaseUrl ? new AdvisoryLifeLock(options.databaseUrl) : new FileLifeLock(options.dataDir);
+  const lock: LifeLock = options.databaseUrl
+    ? new AdvisoryLifeLock(options.databaseUrl)
+    : new FileLifeLock(options.dataDir);
   const host = describeHost();
   // The row first, then the lock: whoever finds a lock file finds its row (see reap).
   const id = await repo.insertProcess(db, dialect, host, process.pid);
@@ -104,12 +106,15 @@ export async function startPresence(options: PresenceOptions): Promise<Presence>
       if (!(await repo.heartbeat(db, dialect, id))) await repo.insertProcess(db, dialect, host, process.pid, id);
       if (++beats % BEATS_PER_REAP === 0) await reap();
     } catch (error) {
-      options.log?.warn({ err: error, process: id }, 'could not write this process\'s heartbeat; trying again');
+      options.log?.warn({ err: error, process: id }, "could not write this process's heartbeat; trying again");
     }
   };
-  const timer = setInterval(() => {
-    beating ??= beat().finally(() => (beating = undefined));
-  }, Math.max(500, Math.floor(timeoutMs / 6)));
+  const timer = setInterval(
+    () => {
+      beating ??= beat().finally(() => (beating = undefined));
+    },
+    Math.max(500, Math.floor(timeoutMs / 6)),
+  );
   timer.unref();
 
   let closing: Promise<void> | undefined;

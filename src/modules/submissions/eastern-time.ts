@@ -56,9 +56,17 @@ export interface WallTime {
 export function parseWallTime(text: string): WallTime | undefined {
   const m = /^(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2}))?$/.exec(text);
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const probe = new Date(Date.UTC(year, month - 1, day));
-  if (probe.getUTCFullYear() !== year || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day) return undefined;
+  if (probe.getUTCFullYear() !== year || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day)
+    return undefined;
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   return { year, month, day, hour, minute, second, dateOnly: m[4] === undefined };
 }
@@ -67,7 +75,9 @@ export function parseWallTime(text: string): WallTime | undefined {
 export function easternToUtc(t: Omit<WallTime, 'dateOnly'>, occurrence: 'first' | 'last'): number {
   const wall = Date.UTC(t.year, t.month - 1, t.day, t.hour, t.minute, t.second);
   // Eastern Time is 4 or 5 hours behind UTC: the instant is one of these two, or neither.
-  const candidates = [wall + 4 * 3_600_000, wall + 5 * 3_600_000].filter((utc) => utc + offsetMinutes(utc) * 60_000 === wall);
+  const candidates = [wall + 4 * 3_600_000, wall + 5 * 3_600_000].filter(
+    (utc) => utc + offsetMinutes(utc) * 60_000 === wall,
+  );
   if (candidates.length === 0) {
     // Skipped by the spring change: read with the offset in force before it.
     return wall - offsetMinutes(wall - 12 * 3_600_000) * 60_000;
@@ -84,7 +94,19 @@ export function lowerBound(t: WallTime): number {
 export function upperBound(t: WallTime): number {
   if (t.dateOnly) {
     const next = new Date(Date.UTC(t.year, t.month - 1, t.day + 1));
-    return easternToUtc({ year: next.getUTCFullYear(), month: next.getUTCMonth() + 1, day: next.getUTCDate(), hour: 0, minute: 0, second: 0 }, 'first') - 1;
+    return (
+      easternToUtc(
+        {
+          year: next.getUTCFullYear(),
+          month: next.getUTCMonth() + 1,
+          day: next.getUTCDate(),
+          hour: 0,
+          minute: 0,
+          second: 0,
+        },
+        'first',
+      ) - 1
+    );
   }
   return easternToUtc(t, 'last') + 999;
 }

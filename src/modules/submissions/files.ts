@@ -10,7 +10,18 @@ import type { AppContext } from '../../context.js';
 import type { Database, UploadRow } from '../../db/schema.js';
 import { BadRequestError, type ErrorDetail } from '../../errors.js';
 import * as uploadsRepo from '../uploads/repository.js';
-import { contentTypeOf, FILE_KEY_PATTERN, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, type FileField } from '../uploads/rules.js';
+import {
+  contentTypeOf,
+  FILE_KEY_PATTERN,
+  filenameProblem,
+  fileLimits,
+  isFileField,
+  isPng,
+  newFileKey,
+  PNG_MAGIC_LENGTH,
+  storageKey,
+  type FileField,
+} from '../uploads/rules.js';
 import type { SubmissionCreate } from './schemas.js';
 import { fileRefs, isEmptyInput, ResolvedFiles, type FileRef, type StoredValue } from './values.js';
 
@@ -44,7 +55,8 @@ function items(raw: unknown): unknown[] {
       if (!Array.isArray(obj.subvalues)) throw new FileError('subvalues must be a list');
       return obj.subvalues.map((s) => {
         const sub = typeof s === 'object' && s !== null ? (s as Record<string, unknown>) : undefined;
-        if (!sub || Object.keys(sub).length !== 1 || !('subvalue' in sub)) throw new FileError('each subvalue must be {"subvalue": ...}');
+        if (!sub || Object.keys(sub).length !== 1 || !('subvalue' in sub))
+          throw new FileError('each subvalue must be {"subvalue": ...}');
         return sub.subvalue;
       });
     }
@@ -76,17 +88,21 @@ function parseFileInput(field: FileField, raw: unknown): FileInput | null {
       [name, content] = [obj.filename, obj.content];
     }
     if (typeof name !== 'string' || typeof content !== 'string') {
-      throw new FileError('each file must be a fileKey, {"filename": ..., "content": "<base64>"} or "name.ext;<base64>"');
+      throw new FileError(
+        'each file must be a fileKey, {"filename": ..., "content": "<base64>"} or "name.ext;<base64>"',
+      );
     }
     const problem = filenameProblem(field, name);
     if (problem) throw new FileError(problem);
     const bytes = decodeBase64(content);
     if (bytes.length === 0) throw new FileError(`${name} is empty`);
-    if (bytes.length > maxFileSize) throw new FileError(`${name} is larger than this field allows (${maxFileSize} bytes)`);
+    if (bytes.length > maxFileSize)
+      throw new FileError(`${name} is larger than this field allows (${maxFileSize} bytes)`);
     if (field.type === 'signature' && !isPng(bytes)) throw new FileError('a signature must be a PNG image');
     files.push({ name, bytes });
   }
-  if (keys.length > 0 && files.length > 0) throw new FileError('mixes fileKeys with inline uploads; send one or the other');
+  if (keys.length > 0 && files.length > 0)
+    throw new FileError('mixes fileKeys with inline uploads; send one or the other');
   const count = keys.length + files.length;
   if (count > maxFiles) throw new FileError(`takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}; got ${count}`);
   return keys.length > 0 ? { kind: 'keys', keys } : { kind: 'inline', files };
@@ -136,13 +152,17 @@ async function checkKey(
   if (upload.field_id !== field.id) return `fileKey ${key} was issued for another field`;
   if (upload.state === 'claimed') {
     // On edit, a file the submission already holds in this field may be sent again to keep it.
-    const kept = current && upload.submission_id === current.submissionId ? current.files.find((f) => f.fileKey === key) : undefined;
+    const kept =
+      current && upload.submission_id === current.submissionId
+        ? current.files.find((f) => f.fileKey === key)
+        : undefined;
     return kept ? { file: kept } : `fileKey ${key} has already been used`;
   }
   if (upload.expires_at <= now) return `fileKey ${key} has expired`;
   if (upload.state === 'receiving') return `fileKey ${key} is still being uploaded`;
   // An upload is sealed, or not, as it arrives; one made before the form's encryption changed does not fit it.
-  if ((upload.sealed === 1) !== sealing) return `fileKey ${key} was uploaded before this form's encryption changed; ask for a new upload URL`;
+  if ((upload.sealed === 1) !== sealing)
+    return `fileKey ${key} was uploaded before this form's encryption changed; ask for a new upload URL`;
   const { maxFileSize } = fileLimits(field);
   let size: number;
   if (upload.state === 'stored') {
@@ -162,7 +182,8 @@ async function checkKey(
   }
   if (size > maxFileSize) return `${upload.filename} is larger than this field allows (${maxFileSize} bytes)`;
   // A sealed signature had its PNG check while it arrived (its stored bytes do not show it).
-  if (field.type === 'signature' && upload.sealed === 0 && !isPng(await startOf(ctx, upload.storage_key))) return 'a signature must be a PNG image';
+  if (field.type === 'signature' && upload.sealed === 0 && !isPng(await startOf(ctx, upload.storage_key)))
+    return 'a signature must be a PNG image';
   return {
     file: { fileKey: key, name: upload.filename, size, contentType: upload.content_type },
     claim: { fileKey: key, fromState: upload.state === 'stored' ? 'stored' : 'issued', size },
@@ -197,7 +218,15 @@ export async function resolveFiles(
   if (parsed.length === 0 && problems.length === 0) return { inputs, plan: NO_FILES };
 
   const allKeys = parsed.flatMap((p) => (p.input?.kind === 'keys' ? p.input.keys : []));
-  const uploads = new Map((await uploadsRepo.findUploads(ctx.db, accountId, allKeys.filter((k) => FILE_KEY_PATTERN.test(k)))).map((u) => [u.file_key, u]));
+  const uploads = new Map(
+    (
+      await uploadsRepo.findUploads(
+        ctx.db,
+        accountId,
+        allKeys.filter((k) => FILE_KEY_PATTERN.test(k)),
+      )
+    ).map((u) => [u.file_key, u]),
+  );
   const plan: FilePlan = { claims: [], inline: [], replaced: [] };
   const out = [...inputs];
   for (const { i, field, input } of parsed) {
@@ -205,7 +234,16 @@ export async function resolveFiles(
     const files: FileRef[] = [];
     if (input?.kind === 'keys') {
       for (const key of input.keys) {
-        const result = await checkKey(ctx, field, def.formId, uploads.get(key), key, current && { submissionId: current.submissionId, files: held }, now, def.seal !== undefined);
+        const result = await checkKey(
+          ctx,
+          field,
+          def.formId,
+          uploads.get(key),
+          key,
+          current && { submissionId: current.submissionId, files: held },
+          now,
+          def.seal !== undefined,
+        );
         if (typeof result === 'string') {
           problems.push({ property: `body.fields[${i}].value`, message: `${field.label} (${field.id}): ${result}` });
           continue;
@@ -248,7 +286,9 @@ export async function resolveFiles(
     // In the order of the fields sent, whichever check found them.
     const at = (d: ErrorDetail) => Number(/\[(\d+)\]/.exec(d.property)?.[1]);
     problems.sort((x, y) => at(x) - at(y));
-    throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, { details: problems });
+    throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, {
+      details: problems,
+    });
   }
   return { inputs: out, plan };
 }
@@ -259,7 +299,10 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
   try {
     for (const f of plan.inline) {
       // The size was checked on the file itself; sealed bytes are a little longer.
-      await ctx.storage.put(f.row.storage_key, Readable.from([f.bytes]), { maxBytes: f.bytes.length, contentType: f.row.content_type });
+      await ctx.storage.put(f.row.storage_key, Readable.from([f.bytes]), {
+        maxBytes: f.bytes.length,
+        contentType: f.row.content_type,
+      });
       written.push(f.row.storage_key);
     }
   } catch (error) {
@@ -285,16 +328,30 @@ export async function discardInline(ctx: AppContext, plan: FilePlan): Promise<vo
  * lets go of replaced ones. Returns the storage keys to remove once the transaction commits.
  * A claim that fails (another submission took the upload meanwhile) fails the transaction.
  */
-export async function commitFiles(trx: Transaction<Database>, accountId: number, plan: FilePlan, submissionId: number, now: number): Promise<string[]> {
-  await uploadsRepo.insertUploads(trx, plan.inline.map((f) => ({ ...f.row, submission_id: submissionId })));
+export async function commitFiles(
+  trx: Transaction<Database>,
+  accountId: number,
+  plan: FilePlan,
+  submissionId: number,
+  now: number,
+): Promise<string[]> {
+  await uploadsRepo.insertUploads(
+    trx,
+    plan.inline.map((f) => ({ ...f.row, submission_id: submissionId })),
+  );
   for (const claim of plan.claims) {
     if (!(await uploadsRepo.claimUpload(trx, { ...claim, submissionId, now }))) {
       throw new BadRequestError('invalid_submission', `fileKey ${claim.fileKey} has already been used or has expired`, {
-        details: [{ property: 'body.fields', message: `fileKey ${claim.fileKey} has already been used or has expired` }],
+        details: [
+          { property: 'body.fields', message: `fileKey ${claim.fileKey} has already been used or has expired` },
+        ],
       });
     }
   }
   if (plan.replaced.length === 0) return [];
   const rows = await uploadsRepo.findUploads(trx, accountId, plan.replaced);
-  return uploadsRepo.deleteUploads(trx, rows.map((r) => r.file_key));
+  return uploadsRepo.deleteUploads(
+    trx,
+    rows.map((r) => r.file_key),
+  );
 }

@@ -36,7 +36,15 @@ function dataFor(w: SubmissionWrite, id: number): string {
 /** The PostgreSQL keyword index of a submission: array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
 const tsvector = (w: SubmissionWrite) => sql<unknown>`array_to_tsvector(${w.tokens}::text[])`;
 
-async function writeSearchable(db: Executor, dialect: Dialect, id: number, formId: number, w: SubmissionWrite, inserted: boolean, converting = false): Promise<void> {
+async function writeSearchable(
+  db: Executor,
+  dialect: Dialect,
+  id: number,
+  formId: number,
+  w: SubmissionWrite,
+  inserted: boolean,
+  converting = false,
+): Promise<void> {
   if (w.unique.length > 0) {
     await db
       .insertInto('submission_unique_values')
@@ -47,9 +55,17 @@ async function writeSearchable(db: Executor, dialect: Dialect, id: number, formI
       .execute();
   }
   if (dialect === 'postgres') {
-    if (!inserted) await db.updateTable('submissions').set({ search_vector: tsvector(w) }).where('id', '=', id).execute();
+    if (!inserted)
+      await db
+        .updateTable('submissions')
+        .set({ search_vector: tsvector(w) })
+        .where('id', '=', id)
+        .execute();
   } else {
-    await db.insertInto('submissions_fts').values({ rowid: id, content: w.tokens.join(' ') }).execute();
+    await db
+      .insertInto('submissions_fts')
+      .values({ rowid: id, content: w.tokens.join(' ') })
+      .execute();
   }
 }
 
@@ -61,7 +77,14 @@ async function clearSearchable(db: Executor, dialect: Dialect, id: number): Prom
 export async function insertSubmission(
   db: Executor,
   dialect: Dialect,
-  row: { accountId: number; formId: number; userAgent: string; remoteAddr: string; latitude: number | null; longitude: number | null },
+  row: {
+    accountId: number;
+    formId: number;
+    userAgent: string;
+    remoteAddr: string;
+    latitude: number | null;
+    longitude: number | null;
+  },
   w: SubmissionWrite,
 ): Promise<SubmissionRow> {
   const inserted = await db
@@ -79,7 +102,19 @@ export async function insertSubmission(
       pretty_name: w.prettyName,
       ...(dialect === 'postgres' && { search_vector: tsvector(w) }),
     })
-    .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
+    .returning([
+      'id',
+      'account_id',
+      'form_id',
+      'created_at',
+      'updated_at',
+      'user_agent',
+      'remote_addr',
+      'latitude',
+      'longitude',
+      'data',
+      'pretty_name',
+    ])
     .executeTakeFirstOrThrow();
   if (typeof w.data !== 'string') {
     // Sealed data is bound to the row's id, known only now; the empty value never leaves the transaction.
@@ -90,13 +125,31 @@ export async function insertSubmission(
   return inserted;
 }
 
-export async function updateSubmission(db: Executor, dialect: Dialect, accountId: number, existing: SubmissionRow, w: SubmissionWrite): Promise<SubmissionRow> {
+export async function updateSubmission(
+  db: Executor,
+  dialect: Dialect,
+  accountId: number,
+  existing: SubmissionRow,
+  w: SubmissionWrite,
+): Promise<SubmissionRow> {
   const row = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
-    .returning(['id', 'account_id', 'form_id', 'created_at', 'updated_at', 'user_agent', 'remote_addr', 'latitude', 'longitude', 'data', 'pretty_name'])
+    .returning([
+      'id',
+      'account_id',
+      'form_id',
+      'created_at',
+      'updated_at',
+      'user_agent',
+      'remote_addr',
+      'latitude',
+      'longitude',
+      'data',
+      'pretty_name',
+    ])
     .executeTakeFirstOrThrow();
   await clearSearchable(db, dialect, existing.id);
   await writeSearchable(db, dialect, existing.id, existing.form_id, w, false);
@@ -108,7 +161,12 @@ export async function updateSubmission(db: Executor, dialect: Dialect, accountId
  * them, only if the row still holds what was read: an edit that landed meanwhile wins.
  * Returns whether the row was rewritten.
  */
-export async function rewriteSubmission(db: Executor, dialect: Dialect, row: SubmissionRow, w: SubmissionWrite): Promise<boolean> {
+export async function rewriteSubmission(
+  db: Executor,
+  dialect: Dialect,
+  row: SubmissionRow,
+  w: SubmissionWrite,
+): Promise<boolean> {
   const result = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, row.id), pretty_name: w.prettyName })
@@ -126,7 +184,19 @@ export async function deleteSubmission(db: Executor, dialect: Dialect, accountId
   await db.deleteFrom('submissions').where('id', '=', id).where('account_id', '=', accountId).execute();
 }
 
-const columns = ['submissions.id', 'submissions.account_id', 'submissions.form_id', 'submissions.created_at', 'submissions.updated_at', 'submissions.user_agent', 'submissions.remote_addr', 'submissions.latitude', 'submissions.longitude', 'submissions.data', 'submissions.pretty_name'] as const;
+const columns = [
+  'submissions.id',
+  'submissions.account_id',
+  'submissions.form_id',
+  'submissions.created_at',
+  'submissions.updated_at',
+  'submissions.user_agent',
+  'submissions.remote_addr',
+  'submissions.latitude',
+  'submissions.longitude',
+  'submissions.data',
+  'submissions.pretty_name',
+] as const;
 
 /** A submission of a live form of the account. */
 export async function findSubmission(db: Executor, accountId: number, id: number): Promise<SubmissionRow | undefined> {
@@ -141,8 +211,19 @@ export async function findSubmission(db: Executor, accountId: number, id: number
 }
 
 /** Another submission of the form that holds this value in a unique field, if any. */
-export async function findUniqueHolder(db: Executor, formId: number, fieldId: number, norm: string, except?: number): Promise<number | undefined> {
-  let q = db.selectFrom('submission_unique_values').select('submission_id').where('form_id', '=', formId).where('field_id', '=', fieldId).where('value_norm', '=', norm);
+export async function findUniqueHolder(
+  db: Executor,
+  formId: number,
+  fieldId: number,
+  norm: string,
+  except?: number,
+): Promise<number | undefined> {
+  let q = db
+    .selectFrom('submission_unique_values')
+    .select('submission_id')
+    .where('form_id', '=', formId)
+    .where('field_id', '=', fieldId)
+    .where('value_norm', '=', norm);
   if (except !== undefined) q = q.where('submission_id', '!=', except);
   return (await q.executeTakeFirst())?.submission_id;
 }
@@ -168,11 +249,23 @@ function applyFilter(dialect: Dialect, query: SubmissionQuery, f: ResolvedFilter
  * that the caller has checked belongs to the account; the form scope then needs no
  * account condition, which keeps form queries inside the form's own indexes.
  */
-function scope(db: Executor, accountId: number, formId: number | undefined, visibleTo: number | undefined): SubmissionQuery {
+function scope(
+  db: Executor,
+  accountId: number,
+  formId: number | undefined,
+  visibleTo: number | undefined,
+): SubmissionQuery {
   if (formId !== undefined) return db.selectFrom('submissions').where('submissions.form_id', '=', formId);
-  let liveForms = db.selectFrom('forms').select('id').where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  let liveForms = db
+    .selectFrom('forms')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null);
   if (visibleTo !== undefined) liveForms = liveForms.where('id', 'in', permittedForms(db, visibleTo));
-  return db.selectFrom('submissions').where('submissions.account_id', '=', accountId).where('submissions.form_id', 'in', liveForms);
+  return db
+    .selectFrom('submissions')
+    .where('submissions.account_id', '=', accountId)
+    .where('submissions.form_id', 'in', liveForms);
 }
 
 export interface Listing {
@@ -204,8 +297,15 @@ async function pageFromFts(db: Executor, terms: Term[], page: PageRequest): Prom
   const match = ftsMatch(terms);
   const direction = page.order === 'asc' ? sql`ASC` : sql`DESC`;
   const [ids, count] = await Promise.all([
-    sql<{ id: number }>`SELECT rowid AS id FROM submissions_fts WHERE submissions_fts MATCH ${match} ORDER BY rowid ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db),
-    page.knownTotal ?? sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${match}`.execute(db).then((r) => Number(r.rows[0]?.n ?? 0)),
+    sql<{
+      id: number;
+    }>`SELECT rowid AS id FROM submissions_fts WHERE submissions_fts MATCH ${match} ORDER BY rowid ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(
+      db,
+    ),
+    page.knownTotal ??
+      sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${match}`
+        .execute(db)
+        .then((r) => Number(r.rows[0]?.n ?? 0)),
   ]);
   return { ids: ids.rows.map((r) => r.id), total: count };
 }
@@ -224,20 +324,41 @@ export async function listSubmissions(
   page: PageRequest,
 ): Promise<Listing> {
   if (f.impossible) return { rows: [], total: 0 };
-  if (dialect === 'sqlite' && formId !== undefined && f.terms.length > 0 && f.from === undefined && f.to === undefined) {
+  if (
+    dialect === 'sqlite' &&
+    formId !== undefined &&
+    f.terms.length > 0 &&
+    f.from === undefined &&
+    f.to === undefined
+  ) {
     const { ids, total } = await pageFromFts(db, [{ token: formToken(formId), prefix: false }, ...f.terms], page);
     return { rows: await rowsByIds(db, ids), total };
   }
   const q = applyFilter(dialect, scope(db, accountId, formId, f.visibleTo), f)!;
   const [ids, total] = await Promise.all([
     q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
-    page.knownTotal ?? q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow().then((r) => Number(r.n)),
+    page.knownTotal ??
+      q
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+        .then((r) => Number(r.n)),
   ]);
-  return { rows: await rowsByIds(db, ids.map((r) => r.id)), total };
+  return {
+    rows: await rowsByIds(
+      db,
+      ids.map((r) => r.id),
+    ),
+    total,
+  };
 }
 
 /** Submissions of a form created in a time range (either end open); the form id must be checked already. */
-export async function countSubmissions(db: Executor, formId: number, from: number | undefined, to: number | undefined): Promise<number> {
+export async function countSubmissions(
+  db: Executor,
+  formId: number,
+  from: number | undefined,
+  to: number | undefined,
+): Promise<number> {
   let q = db.selectFrom('submissions').where('form_id', '=', formId);
   if (from !== undefined) q = q.where('created_at', '>=', from);
   if (to !== undefined) q = q.where('created_at', '<=', to);

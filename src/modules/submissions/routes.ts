@@ -29,15 +29,23 @@ const formParams = idParams('formId');
 const submissionParams = idParams('submissionId');
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ description: 'Makes retries safe: the same key and body within 24 hours return the first response without a second submission' }),
+    Type.String({
+      description:
+        'Makes retries safe: the same key and body within 24 hours return the first response without a second submission',
+    }),
   ),
 });
 
 const PasswordHeaders = Type.Object({
   'x-formwork-encryption-password': Type.Optional(
-    Type.String({ description: "The form's encryption password: needed on an encrypted form to read, edit, export or search submissions (401 without it)" }),
+    Type.String({
+      description:
+        "The form's encryption password: needed on an encrypted form to read, edit, export or search submissions (401 without it)",
+    }),
   ),
-  'x-fs-encryption-password': Type.Optional(Type.String({ description: 'The same, under the header name of the original service' })),
+  'x-fs-encryption-password': Type.Optional(
+    Type.String({ description: 'The same, under the header name of the original service' }),
+  ),
 });
 
 export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -64,14 +72,23 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       async (req, reply) => {
         const accountId = principal(req).accountId;
         const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
-        const outcome = await withIdempotencyKey(ctx, accountId, req.headers['idempotency-key'], () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body), (save) =>
-          service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
-            save(trx, { status: 200, body: JSON.stringify(submission) }),
-          ),
+        const outcome = await withIdempotencyKey(
+          ctx,
+          accountId,
+          req.headers['idempotency-key'],
+          () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body),
+          (save) =>
+            service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
+              save(trx, { status: 200, body: JSON.stringify(submission) }),
+            ),
         );
         if (!outcome.replayed) return outcome.result;
         const raw = reply as FastifyReply;
-        return raw.code(outcome.response.status).header('idempotent-replayed', 'true').type('application/json; charset=utf-8').send(outcome.response.body);
+        return raw
+          .code(outcome.response.status)
+          .header('idempotent-replayed', 'true')
+          .type('application/json; charset=utf-8')
+          .send(outcome.response.body);
       },
     );
 
@@ -83,14 +100,22 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'listSubmissions',
           summary: 'List and search the submissions of a form',
-          description: 'On an encrypted form, data, expandData, dataFormat=standardized, prettyName, keyword and search need the encryption password header; a search then opens every submission of the form (in the time range, when given).',
+          description:
+            'On an encrypted form, data, expandData, dataFormat=standardized, prettyName, keyword and search need the encryption password header; a search then opens every submission of the form (in the time range, when given).',
           params: formParams,
           headers: PasswordHeaders,
           querystring: SubmissionListQuery,
           response: { 200: SubmissionList, ...errors(403, 404) },
         },
       },
-      (req) => service.listSubmissions(deps, principal(req).accountId, req.params.formId, req.query, passwordFrom(req.headers)),
+      (req) =>
+        service.listSubmissions(
+          deps,
+          principal(req).accountId,
+          req.params.formId,
+          req.query,
+          passwordFrom(req.headers),
+        ),
     );
 
     app.get(
@@ -103,7 +128,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Count the submissions of a form',
           description:
             'Without parameters, all of them. startDate alone: from then on. lookbackPeriod (1 to 7): the whole Eastern Time days ' +
-            'ending with startDate\'s day (or today), counted backwards.',
+            "ending with startDate's day (or today), counted backwards.",
           params: formParams,
           querystring: CountQuery,
           response: { 200: CountRecord, ...errors(403, 404) },
@@ -120,7 +145,8 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'exportSubmissions',
           summary: 'Export every matching submission as CSV or NDJSON',
-          description: 'Takes the list filters. Streams, with memory that does not grow with the number of rows. CSV cells that start like a formula get a leading \'.',
+          description:
+            "Takes the list filters. Streams, with memory that does not grow with the number of rows. CSV cells that start like a formula get a leading '.",
           params: formParams,
           headers: PasswordHeaders,
           querystring: ExportQuery,
@@ -128,7 +154,13 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       async (req, reply) => {
-        const out = await service.exportSubmissions(deps, principal(req).accountId, req.params.formId, req.query, passwordFrom(req.headers));
+        const out = await service.exportSubmissions(
+          deps,
+          principal(req).accountId,
+          req.params.formId,
+          req.query,
+          passwordFrom(req.headers),
+        );
         const raw = reply as FastifyReply;
         raw.type(out.contentType).header('content-disposition', `attachment; filename="${out.filename}"`);
         return raw.send(Readable.from(out.lines));
@@ -137,8 +169,19 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/submissions/:submissionId',
-      { config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } }, schema: { tags, operationId: 'getSubmission', summary: 'Read a submission', params: submissionParams, headers: PasswordHeaders, response: { 200: Type.Ref(Submission), ...errors(403, 404) } } },
-      (req) => service.getSubmission(deps, principal(req).accountId, req.params.submissionId, passwordFrom(req.headers)),
+      {
+        config: { access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' } },
+        schema: {
+          tags,
+          operationId: 'getSubmission',
+          summary: 'Read a submission',
+          params: submissionParams,
+          headers: PasswordHeaders,
+          response: { 200: Type.Ref(Submission), ...errors(403, 404) },
+        },
+      },
+      (req) =>
+        service.getSubmission(deps, principal(req).accountId, req.params.submissionId, passwordFrom(req.headers)),
     );
 
     app.put(
@@ -156,14 +199,27 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Submission), ...errors(403, 404, 409) },
         },
       },
-      (req) => service.updateSubmission(deps, principal(req).accountId, req.params.submissionId, req.body, passwordFrom(req.headers)),
+      (req) =>
+        service.updateSubmission(
+          deps,
+          principal(req).accountId,
+          req.params.submissionId,
+          req.body,
+          passwordFrom(req.headers),
+        ),
     );
 
     app.delete(
       '/submissions/:submissionId',
       {
         config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'submissionId' } },
-        schema: { tags, operationId: 'deleteSubmission', summary: 'Delete a submission permanently, with all its data', params: submissionParams, response: { 200: SubmissionDeleted, ...errors(403, 404) } },
+        schema: {
+          tags,
+          operationId: 'deleteSubmission',
+          summary: 'Delete a submission permanently, with all its data',
+          params: submissionParams,
+          response: { 200: SubmissionDeleted, ...errors(403, 404) },
+        },
       },
       (req) => service.deleteSubmission(deps, principal(req).accountId, req.params.submissionId),
     );
@@ -176,7 +232,8 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'searchSubmissions',
           summary: 'Search submissions across all forms',
-          description: 'Keyword search over every live form of the account, newest first, each with its standardized data.',
+          description:
+            'Keyword search over every live form of the account, newest first, each with its standardized data.',
           querystring: AccountSearchQuery,
           response: { 200: SubmissionList, ...errors() },
         },
@@ -194,15 +251,25 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Download a file of a submission',
           description:
             'The bytes of the index-th file (zero-based, default 0) of a file or signature field, as application/octet-stream ' +
-            'with the original name in Content-Disposition. On an encrypted form the encryption password header is needed. 404 when the submission, the field\'s value or the file does not exist.',
+            "with the original name in Content-Disposition. On an encrypted form the encryption password header is needed. 404 when the submission, the field's value or the file does not exist.",
           params: idParams('submissionId'),
           headers: PasswordHeaders,
           querystring: UploadQuery,
-          response: { 200: Type.String({ format: 'binary', description: 'application/octet-stream' }), ...errors(403, 404) },
+          response: {
+            200: Type.String({ format: 'binary', description: 'application/octet-stream' }),
+            ...errors(403, 404),
+          },
         },
       },
       async (req, reply) => {
-        const file = await service.openSubmissionFile(deps, principal(req).accountId, req.params.submissionId, req.query.fieldId, req.query.index, passwordFrom(req.headers));
+        const file = await service.openSubmissionFile(
+          deps,
+          principal(req).accountId,
+          req.params.submissionId,
+          req.query.fieldId,
+          req.query.index,
+          passwordFrom(req.headers),
+        );
         const raw = reply as FastifyReply;
         return raw
           .type('application/octet-stream')

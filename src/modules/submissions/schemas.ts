@@ -5,7 +5,9 @@ import { EASTERN_TIME_PATTERN } from './eastern-time.js';
 
 const FieldValueInput = Type.Object(
   {
-    id: Type.Union([Id, Type.String({ pattern: '^[1-9][0-9]{0,9}$' })], { description: 'Field id, as a number or a string' }),
+    id: Type.Union([Id, Type.String({ pattern: '^[1-9][0-9]{0,9}$' })], {
+      description: 'Field id, as a number or a string',
+    }),
     value: Type.Unknown({
       description:
         '{"value": x} or a bare string or number; {"subvalues": [{"subvalue": x}]} for select and checkbox; the subfields ' +
@@ -26,12 +28,20 @@ export const SubmissionCreate = Type.Object(
 export type SubmissionCreate = Static<typeof SubmissionCreate>;
 
 export const SubmissionUpdate = Type.Object(
-  { fields: Type.Array(FieldValueInput, { minItems: 1, maxItems: MAX_FIELDS_PER_FORM, description: 'Only the fields named change' }) },
+  {
+    fields: Type.Array(FieldValueInput, {
+      minItems: 1,
+      maxItems: MAX_FIELDS_PER_FORM,
+      description: 'Only the fields named change',
+    }),
+  },
   { additionalProperties: false, title: 'SubmissionUpdate' },
 );
 export type SubmissionUpdate = Static<typeof SubmissionUpdate>;
 
-const value = Type.Unknown({ description: 'The stored value: a string, a number, a list of option values, or an object of parts' });
+const value = Type.Unknown({
+  description: 'The stored value: a string, a number, a list of option values, or an object of parts',
+});
 export const SubmissionDataEntry = Type.Object({
   field: Id,
   label: Type.String(),
@@ -54,7 +64,11 @@ const submissionProperties = {
 };
 
 export const Submission = Type.Object(
-  { ...submissionProperties, prettyName: Type.Union([Type.String(), Type.Null()]), data: Type.Array(SubmissionDataEntry) },
+  {
+    ...submissionProperties,
+    prettyName: Type.Union([Type.String(), Type.Null()]),
+    data: Type.Array(SubmissionDataEntry),
+  },
   { $id: 'Submission', title: 'Submission' },
 );
 export type Submission = Static<typeof Submission>;
@@ -83,17 +97,35 @@ export const SubmissionListItem = Type.Object(
 export type SubmissionListItem = Static<typeof SubmissionListItem>;
 
 const easternTime = (what: string) =>
-  Type.String({ pattern: EASTERN_TIME_PATTERN, description: `${what}: YYYY-MM-DD or YYYY-MM-DD HH:MM:SS in America/New_York, inclusive` });
+  Type.String({
+    pattern: EASTERN_TIME_PATTERN,
+    description: `${what}: YYYY-MM-DD or YYYY-MM-DD HH:MM:SS in America/New_York, inclusive`,
+  });
 
 const SearchCriterion = Type.Object(
-  { fieldId: Id, value: Type.String({ maxLength: 200, description: 'Whole value, any case; end it with * to match values that start with it' }) },
+  {
+    fieldId: Id,
+    value: Type.String({
+      maxLength: 200,
+      description: 'Whole value, any case; end it with * to match values that start with it',
+    }),
+  },
   { additionalProperties: false },
 );
 
 /** Filters shared by the list, the export and the partial-submission list. */
 export const submissionFilters = {
-  order: StringEnum(['ASC', 'DESC', 'asc', 'desc'], { default: 'DESC', description: 'By submission time; newest first by default' }),
-  keyword: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Words that must all appear in the submission (any field, any case, word prefixes)' })),
+  order: StringEnum(['ASC', 'DESC', 'asc', 'desc'], {
+    default: 'DESC',
+    description: 'By submission time; newest first by default',
+  }),
+  keyword: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Words that must all appear in the submission (any field, any case, word prefixes)',
+    }),
+  ),
   minTime: Type.Optional(easternTime('Created on or after')),
   maxTime: Type.Optional(easternTime('Created on or before')),
   search: Type.Optional(
@@ -132,7 +164,9 @@ export type ExportQuery = Static<typeof ExportQuery>;
 export const CountQuery = Type.Object(
   {
     startDate: Type.Optional(easternTime('Counts from this time on; with lookbackPeriod, the last day counted')),
-    lookbackPeriod: Type.Optional(Type.Integer({ minimum: 1, maximum: 7, description: 'Days counted backwards, up to 7' })),
+    lookbackPeriod: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 7, description: 'Days counted backwards, up to 7' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -146,7 +180,11 @@ export const CountRecord = Type.Object({
 });
 
 export const AccountSearchQuery = Type.Object(
-  { search: Type.String({ minLength: 1, maxLength: 200, description: 'Words that must all appear' }), pageNumber: PageNumber, pageSize: PageSize },
+  {
+    search: Type.String({ minLength: 1, maxLength: 200, description: 'Words that must all appear' }),
+    pageNumber: PageNumber,
+    pageSize: PageSize,
+  },
   { additionalProperties: false },
 );
 export type AccountSearchQuery = Static<typeof AccountSearchQuery>;

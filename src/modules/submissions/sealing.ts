@@ -18,7 +18,12 @@ function dataAad(form: Pick<FormRow, 'view_key'>, submissionId: number): string 
   return `formwork submission ${form.view_key} ${submissionId}`;
 }
 
-export function sealData(form: Pick<FormRow, 'view_key'>, publicKey: KeyObject, json: string, submissionId: number): string {
+export function sealData(
+  form: Pick<FormRow, 'view_key'>,
+  publicKey: KeyObject,
+  json: string,
+  submissionId: number,
+): string {
   return PREFIX + seal(Buffer.from(json), publicKey, dataAad(form, submissionId)).toString('base64');
 }
 

@@ -5,7 +5,14 @@ import type { AppContext } from '../../context.js';
 import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
-import { AppError, BadRequestError, ConflictError, NotFoundError, type CodeWithStatus, type ErrorDetail } from '../../errors.js';
+import {
+  AppError,
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  type CodeWithStatus,
+  type ErrorDetail,
+} from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
@@ -34,7 +41,17 @@ import type {
   SubmissionListQuery,
   SubmissionUpdate,
 } from './schemas.js';
-import { displayValue, fileRefs, normalize, readValue, searchKeys, ValueError, visibleFields, type FieldForValues, type StoredValue } from './values.js';
+import {
+  displayValue,
+  fileRefs,
+  normalize,
+  readValue,
+  searchKeys,
+  ValueError,
+  visibleFields,
+  type FieldForValues,
+  type StoredValue,
+} from './values.js';
 
 /** What reading values needs of a form: its fields, and for an encrypted form what sealing needs. */
 export interface FormShape {
@@ -106,7 +123,10 @@ async function loadDefinition(
   const key = `${accountId}:${formId}`;
   let def = deps.definitions.get(key, String(version.revision));
   if (!def) {
-    const [form, rows] = await Promise.all([formsRepo.findForm(db, accountId, formId), fieldsRepo.listFields(db, accountId, formId)]);
+    const [form, rows] = await Promise.all([
+      formsRepo.findForm(db, accountId, formId),
+      fieldsRepo.listFields(db, accountId, formId),
+    ]);
     if (!form) throw new NotFoundError('form_not_found');
     def = buildDefinition(form, rows, deps.ctx.config.secretKey);
     deps.definitions.set(key, String(version.revision), def);
@@ -117,11 +137,18 @@ async function loadDefinition(
 /** How new writes store a form's submissions (see sealingKeyOf). */
 export function sealingOf(secretKey: string, form: FormRow): Pick<FormShape, 'seal' | 'uniqueBothWays'> {
   const publicKey = sealingKeyOf(form);
-  return { seal: publicKey && { form, publicKey, secretKey }, uniqueBothWays: form.encryption_state === null ? undefined : secretKey };
+  return {
+    seal: publicKey && { form, publicKey, secretKey },
+    uniqueBothWays: form.encryption_state === null ? undefined : secretKey,
+  };
 }
 
 /** The keys of an encrypted form, or undefined for a plain one; 401 without the right password. */
-async function keysFor(deps: SubmissionsDeps, def: FormDefinition, password: string | undefined): Promise<FormKeys | undefined> {
+async function keysFor(
+  deps: SubmissionsDeps,
+  def: FormDefinition,
+  password: string | undefined,
+): Promise<FormKeys | undefined> {
   return def.form.encryption_key === null ? undefined : deps.ctx.formKeys.unlock(def.form, password);
 }
 
@@ -186,7 +213,12 @@ function checkRequired(def: FormShape, data: DataMap): void {
  * data, the pretty name, the full-text tokens and the unique values. data holds the values
  * already stored (on edit) and is changed in place. Throws a 400 naming each problem.
  */
-export function prepareSubmission(def: FormShape, inputs: SubmissionCreate['fields'], data: DataMap, now: number): repo.SubmissionWrite {
+export function prepareSubmission(
+  def: FormShape,
+  inputs: SubmissionCreate['fields'],
+  data: DataMap,
+  now: number,
+): repo.SubmissionWrite {
   applyValues(def, inputs, data, now);
   checkRequired(def, data);
   return searchable(def, data, now);
@@ -198,7 +230,8 @@ function searchable(def: FormShape, data: DataMap, now: number): repo.Submission
   const seal = def.seal;
   const both = def.uniqueBothWays;
   if (!seal) {
-    const alt = (u: { fieldId: number; norm: string }) => (both === undefined ? {} : { alt: blindValue(both, def.formId, u.fieldId, u.norm) });
+    const alt = (u: { fieldId: number; norm: string }) =>
+      both === undefined ? {} : { alt: blindValue(both, def.formId, u.fieldId, u.norm) };
     return { data: json, prettyName, tokens: [...tokens], unique: unique.map((u) => ({ ...u, ...alt(u) })), now };
   }
   // Nothing searchable in the clear: the index gets the form token alone, unique values their HMAC.
@@ -207,13 +240,20 @@ function searchable(def: FormShape, data: DataMap, now: number): repo.Submission
     data: (id: number) => sealData(seal.form, seal.publicKey, json, id),
     prettyName: null,
     tokens: [formToken(def.formId)],
-    unique: unique.map((u) => ({ fieldId: u.fieldId, norm: blindValue(seal.secretKey, def.formId, u.fieldId, u.norm), ...(both !== undefined && { alt: u.norm }) })),
+    unique: unique.map((u) => ({
+      fieldId: u.fieldId,
+      norm: blindValue(seal.secretKey, def.formId, u.fieldId, u.norm),
+      ...(both !== undefined && { alt: u.norm }),
+    })),
     now,
   };
 }
 
 /** What a submission's values make for searching: index tokens, unique values and the pretty name. */
-function derived(def: FormShape, data: DataMap): { tokens: Set<string>; unique: repo.SubmissionWrite['unique']; prettyName: string | null } {
+function derived(
+  def: FormShape,
+  data: DataMap,
+): { tokens: Set<string>; unique: repo.SubmissionWrite['unique']; prettyName: string | null } {
   const tokens = new Set<string>([formToken(def.formId)]);
   const unique: repo.SubmissionWrite['unique'] = [];
   let prettyName: string | null = null;
@@ -239,13 +279,22 @@ function matches(tokens: Set<string>, terms: Term[]): boolean {
   return terms.every((t) => (t.prefix ? [...tokens].some((x) => x.startsWith(t.token)) : tokens.has(t.token)));
 }
 
-async function checkUnique(trx: Transaction<Database>, def: FormDefinition, write: repo.SubmissionWrite, except?: number): Promise<void> {
+async function checkUnique(
+  trx: Transaction<Database>,
+  def: FormDefinition,
+  write: repo.SubmissionWrite,
+  except?: number,
+): Promise<void> {
   const problems: ErrorDetail[] = [];
   for (const v of write.unique) {
-    const held = async (norm: string) => (await repo.findUniqueHolder(trx, def.form.id, v.fieldId, norm, except)) !== undefined;
+    const held = async (norm: string) =>
+      (await repo.findUniqueHolder(trx, def.form.id, v.fieldId, norm, except)) !== undefined;
     if ((await held(v.norm)) || (v.alt !== undefined && (await held(v.alt)))) {
       const field = def.byId.get(v.fieldId)!;
-      problems.push({ property: `body.fields(id=${field.id})`, message: `${field.label} (${field.id}) must be unique; this value was already submitted` });
+      problems.push({
+        property: `body.fields(id=${field.id})`,
+        message: `${field.label} (${field.id}) must be unique; this value was already submitted`,
+      });
     }
   }
   if (problems.length > 0) fail('not_unique', problems);
@@ -255,7 +304,10 @@ async function checkUnique(trx: Transaction<Database>, def: FormDefinition, writ
 function shownValue(submissionId: number, fieldId: number, value: StoredValue): unknown {
   const files = fileRefs(value);
   if (!files) return value;
-  return files.map((f, index) => ({ ...f, url: `${API_PATH}/submissions/${submissionId}/upload?fieldId=${fieldId}&index=${index}` }));
+  return files.map((f, index) => ({
+    ...f,
+    url: `${API_PATH}/submissions/${submissionId}/upload?fieldId=${fieldId}&index=${index}`,
+  }));
 }
 
 function entries(def: FormDefinition, submissionId: number, data: DataMap): SubmissionDataEntry[] {
@@ -264,7 +316,14 @@ function entries(def: FormDefinition, submissionId: number, data: DataMap): Subm
     const stored = data.get(field.id);
     if (stored === undefined) continue;
     const value = shownValue(submissionId, field.id, stored);
-    out.push({ field: field.id, label: field.label, type: field.type, value, displayValue: displayValue(field, stored), parsedValue: value });
+    out.push({
+      field: field.id,
+      label: field.label,
+      type: field.type,
+      value,
+      displayValue: displayValue(field, stored),
+      parsedValue: value,
+    });
   }
   return out;
 }
@@ -309,7 +368,12 @@ class StaleDefinition extends Error {}
  * were checked and stored against. A form changed meanwhile (a field edited, encryption turned
  * on or off) fails the write, which is then made again against the new definition.
  */
-async function noteChange(trx: Transaction<Database>, def: FormDefinition, accountId: number, delta: number): Promise<void> {
+async function noteChange(
+  trx: Transaction<Database>,
+  def: FormDefinition,
+  accountId: number,
+  delta: number,
+): Promise<void> {
   const revision = await formsRepo.noteSubmissionChange(trx, accountId, def.formId, delta);
   if (revision !== def.form.revision) throw new StaleDefinition();
 }
@@ -326,7 +390,8 @@ async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 /** Creates a submission; made again against the new definition if the form changed meanwhile. */
-export const createSubmission = (...args: Parameters<typeof createOnce>): Promise<Submission> => againIfStale(() => createOnce(...args));
+export const createSubmission = (...args: Parameters<typeof createOnce>): Promise<Submission> =>
+  againIfStale(() => createOnce(...args));
 
 async function createOnce(
   deps: SubmissionsDeps,
@@ -339,7 +404,8 @@ async function createOnce(
   const { def, submissionsCount } = await loadDefinition(deps, accountId, formId);
   if (def.form.inactive === 1) throw new ConflictError('form_inactive');
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
-  if (limit !== undefined && submissionsCount >= limit) throw new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
+  if (limit !== undefined && submissionsCount >= limit)
+    throw new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
 
   const { ctx } = deps;
   const files = await resolveFiles(ctx, def, accountId, input.fields);
@@ -355,7 +421,14 @@ async function createOnce(
       const row = await repo.insertSubmission(
         trx,
         ctx.dialect,
-        { accountId, formId, userAgent: meta.userAgent, remoteAddr: meta.remoteAddr, latitude: input.latitude ?? null, longitude: input.longitude ?? null },
+        {
+          accountId,
+          formId,
+          userAgent: meta.userAgent,
+          remoteAddr: meta.remoteAddr,
+          latitude: input.latitude ?? null,
+          longitude: input.longitude ?? null,
+        },
         write,
       );
       await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
@@ -370,22 +443,38 @@ async function createOnce(
   }
 }
 
-async function requireSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ row: SubmissionRow; def: FormDefinition }> {
+async function requireSubmission(
+  deps: SubmissionsDeps,
+  accountId: number,
+  id: number,
+): Promise<{ row: SubmissionRow; def: FormDefinition }> {
   const row = await repo.findSubmission(deps.ctx.db, accountId, id);
   if (!row) throw new NotFoundError('submission_not_found');
   const { def } = await loadDefinition(deps, accountId, row.form_id);
   return { row, def };
 }
 
-export async function getSubmission(deps: SubmissionsDeps, accountId: number, id: number, password?: string): Promise<Submission> {
+export async function getSubmission(
+  deps: SubmissionsDeps,
+  accountId: number,
+  id: number,
+  password?: string,
+): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
   return toSubmission(def, row, parseData(def, row, await keysFor(deps, def, password)));
 }
 
 /** Edits open the stored values with the password and seal the result again. */
-export const updateSubmission = (...args: Parameters<typeof updateOnce>): Promise<Submission> => againIfStale(() => updateOnce(...args));
+export const updateSubmission = (...args: Parameters<typeof updateOnce>): Promise<Submission> =>
+  againIfStale(() => updateOnce(...args));
 
-async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, input: SubmissionUpdate, password?: string): Promise<Submission> {
+async function updateOnce(
+  deps: SubmissionsDeps,
+  accountId: number,
+  id: number,
+  input: SubmissionUpdate,
+  password?: string,
+): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, accountId, id);
   const { ctx } = deps;
   const data = parseData(def, row, await keysFor(deps, def, password));
@@ -407,13 +496,20 @@ async function updateOnce(deps: SubmissionsDeps, accountId: number, id: number, 
   }
 }
 
-export async function deleteSubmission(deps: SubmissionsDeps, accountId: number, id: number): Promise<{ id: number; formId: number; deleted: true }> {
+export async function deleteSubmission(
+  deps: SubmissionsDeps,
+  accountId: number,
+  id: number,
+): Promise<{ id: number; formId: number; deleted: true }> {
   const { ctx } = deps;
   return deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
     if (!row) throw new NotFoundError('submission_not_found');
     const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
-    const objects = await uploadsRepo.deleteUploads(trx, uploads.map((u) => u.file_key));
+    const objects = await uploadsRepo.deleteUploads(
+      trx,
+      uploads.map((u) => u.file_key),
+    );
     await repo.deleteSubmission(trx, ctx.dialect, accountId, id);
     await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
     // The objects go once this commits, through the outbox.
@@ -435,7 +531,10 @@ function resolveFilter(def: FormDefinition | undefined, q: SubmissionFilters): r
   const to = timeBound(q.maxTime, 'query.maxTime', 'upper');
   const terms: Term[] = [];
   for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
-    if (def && !def.byId.has(c.fieldId)) fail('validation_failed', [{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }]);
+    if (def && !def.byId.has(c.fieldId))
+      fail('validation_failed', [
+        { property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` },
+      ]);
     const prefix = c.value.endsWith('*');
     terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
   }
@@ -454,7 +553,12 @@ function showsData(q: ItemShape): boolean {
   return q.data || q.expandData || q.dataFormat === 'standardized';
 }
 
-function listItem(def: FormDefinition, row: SubmissionRow, q: ItemShape, keys: FormKeys | undefined): SubmissionListItem {
+function listItem(
+  def: FormDefinition,
+  row: SubmissionRow,
+  q: ItemShape,
+  keys: FormKeys | undefined,
+): SubmissionListItem {
   const item: SubmissionListItem = baseRecord(row);
   const data = showsData(q) || (q.prettyName && isSealed(row.data)) ? parseData(def, row, keys) : undefined;
   if (q.prettyName) item.prettyName = data ? prettyNameOf(def, row, data) : row.pretty_name;
@@ -472,7 +576,14 @@ function listItem(def: FormDefinition, row: SubmissionRow, q: ItemShape, keys: F
  * An encrypted form's index holds nothing to match, so a search opens every submission in the
  * time range and tests it here: one decryption per submission of the form, per request.
  */
-async function searchSealed(deps: SubmissionsDeps, accountId: number, def: FormDefinition, keys: FormKeys, filter: repo.ResolvedFilter, page: repo.PageRequest): Promise<repo.Listing> {
+async function searchSealed(
+  deps: SubmissionsDeps,
+  accountId: number,
+  def: FormDefinition,
+  keys: FormKeys,
+  filter: repo.ResolvedFilter,
+  page: repo.PageRequest,
+): Promise<repo.Listing> {
   const { db, dialect } = deps.ctx;
   const range: repo.ResolvedFilter = { from: filter.from, to: filter.to, terms: [] };
   const rows: SubmissionRow[] = [];
@@ -503,7 +614,11 @@ export async function listSubmissions(
   const keys = showsData(q) || q.prettyName || filter.terms.length > 0 ? await keysFor(deps, def, password) : undefined;
   if (keys && filter.terms.length > 0) {
     const order = q.order.toLowerCase() as 'asc' | 'desc';
-    const { rows, total } = await searchSealed(deps, accountId, def, keys, filter, { order, limit: q.pageSize, offset: (q.pageNumber - 1) * q.pageSize });
+    const { rows, total } = await searchSealed(deps, accountId, def, keys, filter, {
+      order,
+      limit: q.pageSize,
+      offset: (q.pageNumber - 1) * q.pageSize,
+    });
     return { submissions: rows.map((r) => listItem(def, r, q, keys)), ...page(total, q.pageNumber, q.pageSize) };
   }
   // Counting a filtered million rows costs more than the page; the count holds until a
@@ -524,9 +639,18 @@ export async function listSubmissions(
  * Across every live form of the account: keyword search, newest first, with the standardized
  * data. Encrypted forms index no words, so their submissions are never found here.
  */
-export async function searchAccount(deps: SubmissionsDeps, accountId: number, q: AccountSearchQuery, visibleTo?: number): Promise<Page & { submissions: SubmissionListItem[] }> {
+export async function searchAccount(
+  deps: SubmissionsDeps,
+  accountId: number,
+  q: AccountSearchQuery,
+  visibleTo?: number,
+): Promise<Page & { submissions: SubmissionListItem[] }> {
   const keywords = queryWords(q.search);
-  const filter: repo.ResolvedFilter = { terms: keywords.map((token) => ({ token, prefix: true })), impossible: keywords.length === 0, visibleTo };
+  const filter: repo.ResolvedFilter = {
+    terms: keywords.map((token) => ({ token, prefix: true })),
+    impossible: keywords.length === 0,
+    visibleTo,
+  };
   const { rows, total } = await repo.listSubmissions(deps.ctx.db, deps.ctx.dialect, accountId, undefined, filter, {
     order: 'desc',
     limit: q.pageSize,
@@ -537,29 +661,55 @@ export async function searchAccount(deps: SubmissionsDeps, accountId: number, q:
     const { def } = await loadDefinition(deps, accountId, row.form_id);
     // A form that is encrypted, or being converted, shows no values here: that takes its password.
     const sealed = def.form.encryption_key !== null;
-    submissions.push(listItem(def, row, { data: !sealed, expandData: !sealed, prettyName: !sealed, dataFormat: sealed ? 'legacy' : 'standardized' }, undefined));
+    submissions.push(
+      listItem(
+        def,
+        row,
+        { data: !sealed, expandData: !sealed, prettyName: !sealed, dataFormat: sealed ? 'legacy' : 'standardized' },
+        undefined,
+      ),
+    );
   }
   return { submissions, ...page(total, q.pageNumber, q.pageSize) };
 }
 
-
-export async function countSubmissions(deps: SubmissionsDeps, accountId: number, formId: number, q: CountQuery): Promise<{ formId: number; count: number; from: string | null; to: string | null }> {
+export async function countSubmissions(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  q: CountQuery,
+): Promise<{ formId: number; count: number; from: string | null; to: string | null }> {
   const { submissionsCount } = await loadDefinition(deps, accountId, formId);
   let from: number | undefined;
   let to: number | undefined;
   const start = q.startDate === undefined ? undefined : parseWallTime(q.startDate);
-  if (q.startDate !== undefined && !start) fail('validation_failed', [{ property: 'query.startDate', message: 'is not a real date and time' }]);
+  if (q.startDate !== undefined && !start)
+    fail('validation_failed', [{ property: 'query.startDate', message: 'is not a real date and time' }]);
   if (q.lookbackPeriod !== undefined) {
     // The lookback counts whole Eastern days: the day of startDate (or today) and the days before it.
     const day = start ?? { ...easternDay(deps.ctx.clock.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
-    const last = start && !start.dateOnly ? upperBound(start) : upperBound({ ...day, hour: 0, minute: 0, second: 0, dateOnly: true });
+    const last =
+      start && !start.dateOnly
+        ? upperBound(start)
+        : upperBound({ ...day, hour: 0, minute: 0, second: 0, dateOnly: true });
     const first = new Date(Date.UTC(day.year, day.month - 1, day.day - q.lookbackPeriod + 1));
-    from = lowerBound({ year: first.getUTCFullYear(), month: first.getUTCMonth() + 1, day: first.getUTCDate(), hour: 0, minute: 0, second: 0, dateOnly: true });
+    from = lowerBound({
+      year: first.getUTCFullYear(),
+      month: first.getUTCMonth() + 1,
+      day: first.getUTCDate(),
+      hour: 0,
+      minute: 0,
+      second: 0,
+      dateOnly: true,
+    });
     to = last;
   } else if (start) {
     from = lowerBound(start);
   }
-  const count = from === undefined && to === undefined ? submissionsCount : await repo.countSubmissions(deps.ctx.db, formId, from, to);
+  const count =
+    from === undefined && to === undefined
+      ? submissionsCount
+      : await repo.countSubmissions(deps.ctx.db, formId, from, to);
   return { formId, count, from: from === undefined ? null : isoTime(from), to: to === undefined ? null : isoTime(to) };
 }
 
@@ -602,7 +752,8 @@ export async function exportSubmissions(
   const columns = def.fields.filter((f) => TYPE_RULES[f.type].input);
   const { db, dialect } = deps.ctx;
   async function* lines(): AsyncGenerator<string> {
-    if (q.format === 'csv') yield `${['id', 'timestamp', 'remoteAddr', 'userAgent', ...columns.map((f) => f.label)].map(csvCell).join(',')}\r\n`;
+    if (q.format === 'csv')
+      yield `${['id', 'timestamp', 'remoteAddr', 'userAgent', ...columns.map((f) => f.label)].map(csvCell).join(',')}\r\n`;
     let after: number | undefined;
     for (;;) {
       const rows = await repo.nextBatch(db, dialect, accountId, formId, indexed, after, order, 500);
@@ -615,7 +766,13 @@ export async function exportSubmissions(
           chunk += `${JSON.stringify(record)}\n`;
         } else {
           const shown = new Map(record.data.map((e) => [e.field, e.displayValue]));
-          const cells = [String(record.id), record.timestamp, record.remoteAddr, record.userAgent, ...columns.map((f) => shown.get(f.id) ?? '')];
+          const cells = [
+            String(record.id),
+            record.timestamp,
+            record.remoteAddr,
+            record.userAgent,
+            ...columns.map((f) => shown.get(f.id) ?? ''),
+          ];
           chunk += `${cells.map(csvCell).join(',')}\r\n`;
         }
       }
@@ -660,8 +817,15 @@ export async function convertBatch(
   const rows = await repo.nextBatch(db, dialect, form.account_id, formId, { terms: [] }, after, 'asc', batch);
   // Files first, outside the transaction (storage I/O); the transaction then switches the uploads over.
   const sealing = direction === 'encrypt';
-  const files = await uploadsRepo.filesToConvert(db, rows.map((r) => r.id), sealing);
-  const moves = files.length === 0 ? [] : await convertFiles(deps.ctx, files, sealing ? { publicKey: def.seal!.publicKey } : { keys: keys! });
+  const files = await uploadsRepo.filesToConvert(
+    db,
+    rows.map((r) => r.id),
+    sealing,
+  );
+  const moves =
+    files.length === 0
+      ? []
+      : await convertFiles(deps.ctx, files, sealing ? { publicKey: def.seal!.publicKey } : { keys: keys! });
   await transact(db, async (trx) => {
     await commitFileMoves(trx, moves, sealing);
     let changed = false;

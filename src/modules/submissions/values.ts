@@ -33,10 +33,15 @@ export class ResolvedFiles {
 /** The files of a stored value, or undefined when it is not a file list. */
 export function fileRefs(value: unknown): FileRef[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  return value.every((v) => typeof v === 'object' && v !== null && typeof (v as FileRef).fileKey === 'string') ? (value as FileRef[]) : undefined;
+  return value.every((v) => typeof v === 'object' && v !== null && typeof (v as FileRef).fileKey === 'string')
+    ? (value as FileRef[])
+    : undefined;
 }
 
-export interface FieldForValues extends Pick<FieldDefinition, 'type' | 'label' | 'attributes' | 'options' | 'required' | 'unique' | 'logic'> {
+export interface FieldForValues extends Pick<
+  FieldDefinition,
+  'type' | 'label' | 'attributes' | 'options' | 'required' | 'unique' | 'logic'
+> {
   id: number;
 }
 
@@ -63,7 +68,8 @@ function unwrap(type: FieldType, raw: unknown): unknown {
     if (!Array.isArray(obj.subvalues)) throw new ValueError('subvalues must be a list');
     return obj.subvalues.map((s) => {
       const sub = record(s);
-      if (!sub || Object.keys(sub).length !== 1 || !('subvalue' in sub)) throw new ValueError('each subvalue must be {"subvalue": ...}');
+      if (!sub || Object.keys(sub).length !== 1 || !('subvalue' in sub))
+        throw new ValueError('each subvalue must be {"subvalue": ...}');
       return sub.subvalue;
     });
   }
@@ -105,12 +111,18 @@ function checkDate(value: string, format: string, attributes: Record<string, unk
     if (date.getUTCFullYear() !== y || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d) return false;
     return format === 'date' || (Number(m[4]) < 24 && Number(m[5]) < 60 && Number(m[6] ?? 0) < 60);
   })();
-  const shapes: Record<string, string> = { date: 'YYYY-MM-DD', time: 'HH:MM or HH:MM:SS', datetime: 'YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS' };
+  const shapes: Record<string, string> = {
+    date: 'YYYY-MM-DD',
+    time: 'HH:MM or HH:MM:SS',
+    datetime: 'YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS',
+  };
   if (!ok) throw new ValueError(`must be a ${format} as ${shapes[format]}`);
   if (format !== 'time') {
     const day = value.slice(0, 10);
-    if (typeof attributes.minDate === 'string' && day < attributes.minDate) throw new ValueError(`must not be before ${attributes.minDate}`);
-    if (typeof attributes.maxDate === 'string' && day > attributes.maxDate) throw new ValueError(`must not be after ${attributes.maxDate}`);
+    if (typeof attributes.minDate === 'string' && day < attributes.minDate)
+      throw new ValueError(`must not be before ${attributes.minDate}`);
+    if (typeof attributes.maxDate === 'string' && day > attributes.maxDate)
+      throw new ValueError(`must not be after ${attributes.maxDate}`);
   }
   return value.replace('T', ' ');
 }
@@ -118,9 +130,14 @@ function checkDate(value: string, format: string, attributes: Record<string, unk
 function checkNumber(value: unknown, attributes: Record<string, unknown>): number {
   const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isFinite(n)) throw new ValueError('must be a number');
-  if (typeof attributes.min === 'number' && n < attributes.min) throw new ValueError(`must be at least ${attributes.min}`);
-  if (typeof attributes.max === 'number' && n > attributes.max) throw new ValueError(`must be at most ${attributes.max}`);
-  if (typeof attributes.decimals === 'number' && Math.abs(n * 10 ** attributes.decimals - Math.round(n * 10 ** attributes.decimals)) > 1e-6) {
+  if (typeof attributes.min === 'number' && n < attributes.min)
+    throw new ValueError(`must be at least ${attributes.min}`);
+  if (typeof attributes.max === 'number' && n > attributes.max)
+    throw new ValueError(`must be at most ${attributes.max}`);
+  if (
+    typeof attributes.decimals === 'number' &&
+    Math.abs(n * 10 ** attributes.decimals - Math.round(n * 10 ** attributes.decimals)) > 1e-6
+  ) {
     throw new ValueError(`must have at most ${attributes.decimals} decimals`);
   }
   return n;
@@ -152,7 +169,8 @@ function checkCard(value: unknown, attributes: Record<string, unknown>, nowMs: n
   const allowed = ['number', 'expMonth', 'expYear', 'cvv', 'name'];
   const unknown = Object.keys(obj).find((k) => !allowed.includes(k));
   if (unknown) throw new ValueError(`has no part "${unknown}" (use number, expMonth, expYear, cvv, name)`);
-  const digits = typeof obj.number === 'string' || typeof obj.number === 'number' ? String(obj.number).replace(/[\s-]/g, '') : '';
+  const digits =
+    typeof obj.number === 'string' || typeof obj.number === 'number' ? String(obj.number).replace(/[\s-]/g, '') : '';
   if (!/^\d{12,19}$/.test(digits) || !luhn(digits)) throw new ValueError('number is not a valid card number');
   const brand = CARD_BRANDS.find(([, re]) => re.test(digits))?.[0] ?? 'other';
   const types = attributes.cardTypes as string[] | undefined;
@@ -162,7 +180,8 @@ function checkCard(value: unknown, attributes: Record<string, unknown>, nowMs: n
   if (!Number.isInteger(month) || month < 1 || month > 12) throw new ValueError('expMonth must be 1 to 12');
   if (!Number.isInteger(year) || year < 2000 || year > 2100) throw new ValueError('expYear must be a four-digit year');
   const now = new Date(nowMs);
-  if (year < now.getUTCFullYear() || (year === now.getUTCFullYear() && month < now.getUTCMonth() + 1)) throw new ValueError('the card has expired');
+  if (year < now.getUTCFullYear() || (year === now.getUTCFullYear() && month < now.getUTCMonth() + 1))
+    throw new ValueError('the card has expired');
   if (obj.cvv !== undefined && !/^\d{3,4}$/.test(String(obj.cvv))) throw new ValueError('cvv must be 3 or 4 digits');
   return { brand, last4: digits.slice(-4), expMonth: String(month).padStart(2, '0'), expYear: String(year) };
 }
@@ -184,7 +203,8 @@ export function isEmptyInput(raw: unknown): boolean {
   if (raw === null || raw === undefined || raw === '') return true;
   const obj = record(raw);
   if (obj && Object.keys(obj).length === 1 && 'value' in obj) return isEmptyInput(obj.value);
-  if (obj && Object.keys(obj).length === 1 && 'subvalues' in obj) return Array.isArray(obj.subvalues) && obj.subvalues.length === 0;
+  if (obj && Object.keys(obj).length === 1 && 'subvalues' in obj)
+    return Array.isArray(obj.subvalues) && obj.subvalues.length === 0;
   return Array.isArray(raw) && raw.length === 0;
 }
 
@@ -204,7 +224,8 @@ export function readValue(field: FieldForValues, raw: unknown, now: number): Sto
     case 'text':
     case 'textarea': {
       const s = text(value, typeof a.maxLength === 'number' ? a.maxLength : MAX_TEXT);
-      if (typeof a.minLength === 'number' && s.length < a.minLength) throw new ValueError(`must be at least ${a.minLength} characters`);
+      if (typeof a.minLength === 'number' && s.length < a.minLength)
+        throw new ValueError(`must be at least ${a.minLength} characters`);
       return s;
     }
     case 'email': {
@@ -215,7 +236,8 @@ export function readValue(field: FieldForValues, raw: unknown, now: number): Sto
     case 'phone': {
       const s = text(value, 40).trim();
       const digits = s.replace(/\D/g, '');
-      if (!/^\+?[\d\s().-]+$/.test(s) || digits.length < 7 || digits.length > 15) throw new ValueError('must be a phone number');
+      if (!/^\+?[\d\s().-]+$/.test(s) || digits.length < 7 || digits.length > 15)
+        throw new ValueError('must be a phone number');
       if (a.format === 'us' && !/^1?\d{10}$/.test(digits)) throw new ValueError('must be a 10-digit US phone number');
       return s;
     }
@@ -239,8 +261,10 @@ export function readValue(field: FieldForValues, raw: unknown, now: number): Sto
     }
     case 'checkbox': {
       const values = optionValues(field, value);
-      if (typeof a.minSelected === 'number' && values.length < a.minSelected) throw new ValueError(`needs at least ${a.minSelected} options`);
-      if (typeof a.maxSelected === 'number' && values.length > a.maxSelected) throw new ValueError(`takes at most ${a.maxSelected} options`);
+      if (typeof a.minSelected === 'number' && values.length < a.minSelected)
+        throw new ValueError(`needs at least ${a.minSelected} options`);
+      if (typeof a.maxSelected === 'number' && values.length > a.maxSelected)
+        throw new ValueError(`takes at most ${a.maxSelected} options`);
       return values;
     }
     case 'name': {
@@ -261,7 +285,9 @@ export function readValue(field: FieldForValues, raw: unknown, now: number): Sto
         if (!rows.includes(row)) throw new ValueError(`has no row "${row}"`);
         const cols = Array.isArray(col) ? col : [col];
         if (!a.multiple && cols.length > 1) throw new ValueError(`row "${row}" takes one column`);
-        for (const c of cols) if (typeof c !== 'string' || !columns.includes(c)) throw new ValueError(`row "${row}": "${String(c)}" is not a column`);
+        for (const c of cols)
+          if (typeof c !== 'string' || !columns.includes(c))
+            throw new ValueError(`row "${row}": "${String(c)}" is not a column`);
         if (cols.length > 0) out[row] = cols.join(', ');
       }
       return Object.keys(out).length === 0 ? null : out;
@@ -284,10 +310,13 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
     if (field.type === 'radio') return field.options.find((o) => o.value === value)?.label ?? value;
     return value;
   }
-  if (Array.isArray(value)) return (value as string[]).map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
+  if (Array.isArray(value))
+    return (value as string[]).map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
   switch (field.type) {
     case 'name':
-      return NAME_ORDER.filter((k) => value[k]).map((k) => value[k]).join(' ');
+      return NAME_ORDER.filter((k) => value[k])
+        .map((k) => value[k])
+        .join(' ');
     case 'address': {
       const cityLine = [value.city, [value.state, value.zip].filter(Boolean).join(' ')].filter(Boolean).join(', ');
       return [value.address, value.address2, cityLine, value.country].filter(Boolean).join(', ');
@@ -307,7 +336,8 @@ export function searchKeys(field: Pick<FieldForValues, 'type' | 'options'>, valu
   const files = fileRefs(value);
   if (files) for (const f of files) keys.add(normalize(f.name));
   else if (Array.isArray(value)) for (const v of value as string[]) keys.add(normalize(v));
-  else if (typeof value === 'object' && field.type !== 'creditcard') for (const v of Object.values(value)) keys.add(normalize(v));
+  else if (typeof value === 'object' && field.type !== 'creditcard')
+    for (const v of Object.values(value)) keys.add(normalize(v));
   else if (typeof value === 'string') keys.add(normalize(value));
   keys.delete('');
   return [...keys];
@@ -344,9 +374,21 @@ export function visibleFields(fields: FieldForValues[], values: Map<number, Stor
   return visible;
 }
 
-function checkHolds(condition: string, field: FieldForValues | undefined, value: StoredValue | undefined, option: string): boolean {
+function checkHolds(
+  condition: string,
+  field: FieldForValues | undefined,
+  value: StoredValue | undefined,
+  option: string,
+): boolean {
   const files = fileRefs(value);
-  const texts = value === undefined ? [] : files ? files.map((f) => f.name) : Array.isArray(value) ? (value as string[]) : [typeof value === 'object' && field ? displayValue(field, value) : String(value)];
+  const texts =
+    value === undefined
+      ? []
+      : files
+        ? files.map((f) => f.name)
+        : Array.isArray(value)
+          ? (value as string[])
+          : [typeof value === 'object' && field ? displayValue(field, value) : String(value)];
   const want = option.toLowerCase();
   switch (condition) {
     case 'empty':

@@ -1,7 +1,17 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/transaction.js';
 
-const TOKEN_COLUMNS = ['id', 'user_id', 'account_id', 'name', 'token_prefix', 'scope', 'created_at', 'last_used_at', 'expires_at'] as const;
+const TOKEN_COLUMNS = [
+  'id',
+  'user_id',
+  'account_id',
+  'name',
+  'token_prefix',
+  'scope',
+  'created_at',
+  'last_used_at',
+  'expires_at',
+] as const;
 
 export interface PersonalTokenRow {
   id: number;
@@ -28,7 +38,11 @@ export async function listPersonalTokens(db: Executor, userId: number): Promise<
 }
 
 /** One of them, by id; undefined when it is another user's, revoked, or not a personal access token. */
-export async function findPersonalToken(db: Executor, userId: number, tokenId: number): Promise<PersonalTokenRow | undefined> {
+export async function findPersonalToken(
+  db: Executor,
+  userId: number,
+  tokenId: number,
+): Promise<PersonalTokenRow | undefined> {
   return db
     .selectFrom('access_tokens')
     .select(TOKEN_COLUMNS)
@@ -55,11 +69,17 @@ const LAST_USED_BATCH = 500;
  * Writes last uses, one statement per 500 tokens. A value never moves back: another process
  * may have written a later use of the same token since this one's was taken.
  */
-export async function writeLastUsed(db: Executor, uses: readonly (readonly [tokenId: number, at: number])[]): Promise<void> {
+export async function writeLastUsed(
+  db: Executor,
+  uses: readonly (readonly [tokenId: number, at: number])[],
+): Promise<void> {
   for (let i = 0; i < uses.length; i += LAST_USED_BATCH) {
     const batch = uses.slice(i, i + LAST_USED_BATCH);
     // The cast gives PostgreSQL a type for parameters that only a CASE branch holds.
-    const at = sql<number>`case ${sql.ref('id')} ${sql.join(batch.map(([id, t]) => sql`when ${id} then cast(${t} as bigint)`), sql` `)} end`;
+    const at = sql<number>`case ${sql.ref('id')} ${sql.join(
+      batch.map(([id, t]) => sql`when ${id} then cast(${t} as bigint)`),
+      sql` `,
+    )} end`;
     await db
       .updateTable('access_tokens')
       .set({ last_used_at: at })
@@ -77,15 +97,28 @@ export async function writeLastUsed(db: Executor, uses: readonly (readonly [toke
  * Ends a user's personal access tokens and OAuth grants (their access and refresh tokens
  * with them), except the token keepTokenId and the grant it belongs to.
  */
-export async function revokeUserCredentials(db: Executor, userId: number, keepTokenId: number | undefined, now: number): Promise<void> {
-  const kept = keepTokenId === undefined ? undefined : await db.selectFrom('access_tokens').select('grant_id').where('id', '=', keepTokenId).executeTakeFirst();
+export async function revokeUserCredentials(
+  db: Executor,
+  userId: number,
+  keepTokenId: number | undefined,
+  now: number,
+): Promise<void> {
+  const kept =
+    keepTokenId === undefined
+      ? undefined
+      : await db.selectFrom('access_tokens').select('grant_id').where('id', '=', keepTokenId).executeTakeFirst();
   const keepGrantId = kept?.grant_id ?? undefined;
   const otherGrants = db
     .selectFrom('oauth_grants')
     .select('id')
     .where('user_id', '=', userId)
     .$if(keepGrantId !== undefined, (q) => q.where('id', '!=', keepGrantId!));
-  await db.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', 'in', otherGrants).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('oauth_refresh_tokens')
+    .set({ revoked_at: now })
+    .where('grant_id', 'in', otherGrants)
+    .where('revoked_at', 'is', null)
+    .execute();
   await db
     .updateTable('oauth_grants')
     .set({ revoked_at: now })
@@ -100,6 +133,8 @@ export async function revokeUserCredentials(db: Executor, userId: number, keepTo
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)
     .$if(keepTokenId !== undefined, (q) => q.where('id', '!=', keepTokenId!))
-    .$if(keepGrantId !== undefined, (q) => q.where((eb) => eb.or([eb('grant_id', 'is', null), eb('grant_id', '!=', keepGrantId!)])))
+    .$if(keepGrantId !== undefined, (q) =>
+      q.where((eb) => eb.or([eb('grant_id', 'is', null), eb('grant_id', '!=', keepGrantId!)])),
+    )
     .execute();
 }

@@ -19,25 +19,55 @@ const CREATE_DESCRIPTION =
   'Answers with the token itself, once; only its hash is kept. The token acts as its user, within the scopes given ' +
   '(by default those of the token making the request, and never more), until it expires or is revoked.';
 const REVOKE_DESCRIPTION = 'The token stops working at once, on every server.';
-const OWNER_NOTE = 'The owner\'s tokens are the owner\'s alone to manage: an admin naming the owner gets 403 `owner_protected`.';
+const OWNER_NOTE =
+  "The owner's tokens are the owner's alone to manage: an admin naming the owner gets 403 `owner_protected`.";
 
 export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/tokens',
-      { config: own, schema: { tags, operationId: 'listTokens', summary: 'List your personal access tokens', description: 'Never their values. Revoked tokens are left out; expired ones are listed.', response: { 200: PersonalTokenList, ...errors() } } },
+      {
+        config: own,
+        schema: {
+          tags,
+          operationId: 'listTokens',
+          summary: 'List your personal access tokens',
+          description: 'Never their values. Revoked tokens are left out; expired ones are listed.',
+          response: { 200: PersonalTokenList, ...errors() },
+        },
+      },
       (req) => service.listTokens(ctx.db, principal(req), principal(req).userId),
     );
 
     app.post(
       '/tokens',
-      { config: own, schema: { tags, operationId: 'createToken', summary: 'Make yourself a personal access token', description: CREATE_DESCRIPTION, body: PersonalTokenCreate, response: { 200: PersonalTokenCreated, ...errors() } } },
+      {
+        config: own,
+        schema: {
+          tags,
+          operationId: 'createToken',
+          summary: 'Make yourself a personal access token',
+          description: CREATE_DESCRIPTION,
+          body: PersonalTokenCreate,
+          response: { 200: PersonalTokenCreated, ...errors() },
+        },
+      },
       (req) => service.createToken(ctx.db, principal(req), principal(req).userId, req.body, ctx.clock.now()),
     );
 
     app.delete(
       '/tokens/:tokenId',
-      { config: own, schema: { tags, operationId: 'revokeToken', summary: 'Revoke one of your personal access tokens', description: REVOKE_DESCRIPTION, params: ownTokenParams, response: { 200: PersonalTokenRevoked, ...errors(404) } } },
+      {
+        config: own,
+        schema: {
+          tags,
+          operationId: 'revokeToken',
+          summary: 'Revoke one of your personal access tokens',
+          description: REVOKE_DESCRIPTION,
+          params: ownTokenParams,
+          response: { 200: PersonalTokenRevoked, ...errors(404) },
+        },
+      },
       (req) => service.revokeToken(ctx.db, principal(req), principal(req).userId, req.params.tokenId, ctx.clock.now()),
     );
 
@@ -45,7 +75,14 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/users/:userId/tokens',
       {
         config: others,
-        schema: { tags, operationId: 'listUserTokens', summary: 'List a user\'s personal access tokens', description: `Never their values. ${OWNER_NOTE}`, params: userParams, response: { 200: PersonalTokenList, ...errors(404) } },
+        schema: {
+          tags,
+          operationId: 'listUserTokens',
+          summary: "List a user's personal access tokens",
+          description: `Never their values. ${OWNER_NOTE}`,
+          params: userParams,
+          response: { 200: PersonalTokenList, ...errors(404) },
+        },
       },
       (req) => service.listTokens(ctx.db, principal(req), req.params.userId),
     );
@@ -71,7 +108,14 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       '/users/:userId/tokens/:tokenId',
       {
         config: others,
-        schema: { tags, operationId: 'revokeUserToken', summary: 'Revoke a user\'s personal access token', description: `${REVOKE_DESCRIPTION} ${OWNER_NOTE}`, params: userTokenParams, response: { 200: PersonalTokenRevoked, ...errors(404) } },
+        schema: {
+          tags,
+          operationId: 'revokeUserToken',
+          summary: "Revoke a user's personal access token",
+          description: `${REVOKE_DESCRIPTION} ${OWNER_NOTE}`,
+          params: userTokenParams,
+          response: { 200: PersonalTokenRevoked, ...errors(404) },
+        },
       },
       (req) => service.revokeToken(ctx.db, principal(req), req.params.userId, req.params.tokenId, ctx.clock.now()),
     );

@@ -13,12 +13,14 @@ export const PersonalToken = Type.Object(
     userId: Id,
     name: Type.String(),
     prefix: Type.Union([Type.String(), Type.Null()], {
-      description: 'The first characters of the token (fw_pat_ and 4 more), to recognise it; null for tokens made before prefixes were kept',
+      description:
+        'The first characters of the token (fw_pat_ and 4 more), to recognise it; null for tokens made before prefixes were kept',
     }),
     scopes: Type.Array(Scope, { description: 'What the token may do (within what its user may do)' }),
     created: Timestamp,
     lastUsed: Type.Union([Timestamp, Type.Null()], {
-      description: 'When the token last authenticated a request, to within a minute (each server writes uses in batches); null if never',
+      description:
+        'When the token last authenticated a request, to within a minute (each server writes uses in batches); null if never',
     }),
     expiresAt: Type.Union([Timestamp, Type.Null()], { description: 'When the token stops working; null for never' }),
   },
@@ -30,7 +32,11 @@ export const PersonalTokenList = Type.Object({ tokens: Type.Array(Type.Ref(Perso
 
 export const PersonalTokenCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200, description: 'What the token is for, to recognise it in the list' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'What the token is for, to recognise it in the list',
+    }),
     scopes: Type.Optional(
       Type.Array(Scope, {
         minItems: 1,
@@ -39,10 +45,25 @@ export const PersonalTokenCreate = Type.Object(
         description: 'At most the scopes of the token making the request, which is also the default',
       }),
     ),
-    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the token stops working: in the future, at most ten years ahead' })),
-    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOKEN_DAYS, description: 'Instead of expiresAt: the token stops working this many days from now' })),
+    expiresAt: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'When the token stops working: in the future, at most ten years ahead',
+      }),
+    ),
+    expiresInDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_TOKEN_DAYS,
+        description: 'Instead of expiresAt: the token stops working this many days from now',
+      }),
+    ),
   },
-  { additionalProperties: false, title: 'PersonalTokenCreate', description: 'Without expiresAt or expiresInDays the token never expires' },
+  {
+    additionalProperties: false,
+    title: 'PersonalTokenCreate',
+    description: 'Without expiresAt or expiresInDays the token never expires',
+  },
 );
 export type PersonalTokenCreate = Static<typeof PersonalTokenCreate>;
 

@@ -5,7 +5,12 @@ import { transact, type Executor } from '../../db/transaction.js';
 import { ForbiddenError, invalid, NotFoundError } from '../../errors.js';
 import { SCOPES, type Scope } from '../../http/access.js';
 import { isoTime } from '../../http/schemas.js';
-import { findUser as findAnyUser, insertToken, revokeToken as revokeTokenRow, type TokenOwner } from '../accounts/repository.js';
+import {
+  findUser as findAnyUser,
+  insertToken,
+  revokeToken as revokeTokenRow,
+  type TokenOwner,
+} from '../accounts/repository.js';
 import { PAT_PREFIX, tokenPrefix } from '../accounts/service.js';
 import { findRefreshToken, revokeGrant } from '../oauth/repository.js';
 import { findUser } from '../users/repository.js';
@@ -38,19 +43,24 @@ export function toPersonalToken(row: repo.PersonalTokenRow): PersonalToken {
 function scopesFor(requested: readonly string[] | undefined, held: readonly string[] | null): Scope[] | null {
   if (requested === undefined) return held === null ? null : SCOPES.filter((s) => held.includes(s));
   const unknown = requested.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (unknown.length > 0) throw invalid('invalid_request', 'scopes', `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`);
+  if (unknown.length > 0)
+    throw invalid('invalid_request', 'scopes', `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`);
   if (requested.length === 0) throw invalid('invalid_request', 'scopes', 'must name at least one scope');
   if (held !== null) {
     const missing = requested.filter((s) => !held.includes(s));
     if (missing.length > 0) {
-      throw new ForbiddenError('insufficient_scope', `A token can only be given scopes that the token making it holds; this one lacks ${missing.join(', ')}`);
+      throw new ForbiddenError(
+        'insufficient_scope',
+        `A token can only be given scopes that the token making it holds; this one lacks ${missing.join(', ')}`,
+      );
     }
   }
   return SCOPES.filter((s) => requested.includes(s));
 }
 
 function expiryFor(input: Pick<PersonalTokenCreate, 'expiresAt' | 'expiresInDays'>, now: number): number | null {
-  if (input.expiresAt !== undefined && input.expiresInDays !== undefined) throw invalid('invalid_request', 'expiresInDays', 'give expiresAt or expiresInDays, not both');
+  if (input.expiresAt !== undefined && input.expiresInDays !== undefined)
+    throw invalid('invalid_request', 'expiresInDays', 'give expiresAt or expiresInDays, not both');
   if (input.expiresInDays !== undefined) {
     if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
       throw invalid('invalid_request', 'expiresInDays', `must be a whole number of days from 1 to ${MAX_TOKEN_DAYS}`);
@@ -61,11 +71,18 @@ function expiryFor(input: Pick<PersonalTokenCreate, 'expiresAt' | 'expiresInDays
   const at = Date.parse(input.expiresAt);
   if (Number.isNaN(at)) throw invalid('invalid_request', 'expiresAt', 'must be an ISO 8601 date and time');
   if (at <= now) throw invalid('invalid_request', 'expiresAt', 'must be in the future');
-  if (at > now + MAX_TOKEN_DAYS * DAY_MS) throw invalid('invalid_request', 'expiresAt', 'must be at most ten years ahead');
+  if (at > now + MAX_TOKEN_DAYS * DAY_MS)
+    throw invalid('invalid_request', 'expiresAt', 'must be at most ten years ahead');
   return at;
 }
 
-async function issue(trx: Executor, user: UserRow, input: TokenRequest, held: readonly string[] | null, now: number): Promise<PersonalTokenCreated> {
+async function issue(
+  trx: Executor,
+  user: UserRow,
+  input: TokenRequest,
+  held: readonly string[] | null,
+  now: number,
+): Promise<PersonalTokenCreated> {
   const name = input.name.trim();
   if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
   const scopes = scopesFor(input.scopes, held);
@@ -73,7 +90,16 @@ async function issue(trx: Executor, user: UserRow, input: TokenRequest, held: re
   const token = newToken(PAT_PREFIX);
   const id = await insertToken(
     trx,
-    { accountId: user.account_id, userId: user.id, hash: hashToken(token), kind: 'pat', name, expiresAt, scope: scopes === null ? null : scopes.join(' '), prefix: tokenPrefix(token) },
+    {
+      accountId: user.account_id,
+      userId: user.id,
+      hash: hashToken(token),
+      kind: 'pat',
+      name,
+      expiresAt,
+      scope: scopes === null ? null : scopes.join(' '),
+      prefix: tokenPrefix(token),
+    },
     now,
   );
   const row = await repo.findPersonalToken(trx, user.id, id);
@@ -87,20 +113,37 @@ async function issue(trx: Executor, user: UserRow, input: TokenRequest, held: re
 async function targetUser(db: Executor, who: TokenOwner, userId: number): Promise<UserRow> {
   const user = await findUser(db, who.accountId, userId);
   if (!user) throw new NotFoundError('user_not_found');
-  if (user.role === 'owner' && who.userId !== user.id) throw new ForbiddenError('owner_protected', 'Only the owner manages the owner\'s tokens');
+  if (user.role === 'owner' && who.userId !== user.id)
+    throw new ForbiddenError('owner_protected', "Only the owner manages the owner's tokens");
   return user;
 }
 
-export async function listTokens(db: Kysely<Database>, who: TokenOwner, userId: number): Promise<{ tokens: PersonalToken[] }> {
+export async function listTokens(
+  db: Kysely<Database>,
+  who: TokenOwner,
+  userId: number,
+): Promise<{ tokens: PersonalToken[] }> {
   const user = await targetUser(db, who, userId);
   return { tokens: (await repo.listPersonalTokens(db, user.id)).map(toPersonalToken) };
 }
 
-export async function createToken(db: Kysely<Database>, who: TokenOwner, userId: number, input: PersonalTokenCreate, now: number): Promise<PersonalTokenCreated> {
+export async function createToken(
+  db: Kysely<Database>,
+  who: TokenOwner,
+  userId: number,
+  input: PersonalTokenCreate,
+  now: number,
+): Promise<PersonalTokenCreated> {
   return transact(db, async (trx) => issue(trx, await targetUser(trx, who, userId), input, who.scopes, now));
 }
 
-export async function revokeToken(db: Kysely<Database>, who: TokenOwner, userId: number, tokenId: number, now: number): Promise<{ id: number; revoked: true }> {
+export async function revokeToken(
+  db: Kysely<Database>,
+  who: TokenOwner,
+  userId: number,
+  tokenId: number,
+  now: number,
+): Promise<{ id: number; revoked: true }> {
   return transact(db, async (trx) => {
     const user = await targetUser(trx, who, userId);
     if (!(await repo.findPersonalToken(trx, user.id, tokenId))) throw new NotFoundError('token_not_found');
@@ -111,7 +154,12 @@ export async function revokeToken(db: Kysely<Database>, who: TokenOwner, userId:
 
 // ---------------------------------------------------------------- the operator's command (no caller: any user, every scope)
 
-export async function createTokenForUser(db: Kysely<Database>, userId: number, input: TokenRequest, now: number): Promise<PersonalTokenCreated> {
+export async function createTokenForUser(
+  db: Kysely<Database>,
+  userId: number,
+  input: TokenRequest,
+  now: number,
+): Promise<PersonalTokenCreated> {
   return transact(db, async (trx) => {
     const user = await findAnyUser(trx, userId);
     if (!user) throw new NotFoundError('user_not_found');
@@ -119,7 +167,10 @@ export async function createTokenForUser(db: Kysely<Database>, userId: number, i
   });
 }
 
-export async function listTokensOfUser(db: Kysely<Database>, userId: number): Promise<{ userId: number; tokens: PersonalToken[] }> {
+export async function listTokensOfUser(
+  db: Kysely<Database>,
+  userId: number,
+): Promise<{ userId: number; tokens: PersonalToken[] }> {
   if (!(await findAnyUser(db, userId))) throw new NotFoundError('user_not_found');
   return { userId, tokens: (await repo.listPersonalTokens(db, userId)).map(toPersonalToken) };
 }
@@ -128,7 +179,11 @@ export async function listTokensOfUser(db: Kysely<Database>, userId: number): Pr
  * Ends a live token named by id or by its value. A personal access token ends alone; an
  * OAuth access or refresh token ends its whole grant, as a replayed one would.
  */
-export async function revokeAnyToken(db: Kysely<Database>, by: { id: number } | { token: string }, now: number): Promise<{ tokenId: number; userId: number; kind: string; revoked: true }> {
+export async function revokeAnyToken(
+  db: Kysely<Database>,
+  by: { id: number } | { token: string },
+  now: number,
+): Promise<{ tokenId: number; userId: number; kind: string; revoked: true }> {
   return transact(db, async (trx) => {
     if ('token' in by) {
       // A rotated refresh token still names its grant: ending it is what the holder of a leaked one wants.

@@ -19,7 +19,13 @@ export async function sweepExpiredUploads(ctx: Pick<AppContext, 'db' | 'storage'
     const rows = await repo.expiredUnclaimed(ctx.db, now, 500);
     if (rows.length === 0) return removed;
     await ctx.storage.deleteMany(rows.map((r) => r.storage_key));
-    await transact(ctx.db, (trx) => repo.deleteExpiredUnclaimed(trx, rows.map((r) => r.file_key), now));
+    await transact(ctx.db, (trx) =>
+      repo.deleteExpiredUnclaimed(
+        trx,
+        rows.map((r) => r.file_key),
+        now,
+      ),
+    );
     removed += rows.length;
     if (rows.length < 500) return removed;
   }

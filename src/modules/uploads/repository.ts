@@ -13,7 +13,12 @@ export async function findUpload(db: Executor, fileKey: string): Promise<UploadR
 /** The uploads of the account among these fileKeys (another account's are simply not found). */
 export async function findUploads(db: Executor, accountId: number, fileKeys: string[]): Promise<UploadRow[]> {
   if (fileKeys.length === 0) return [];
-  return db.selectFrom('uploads').selectAll().where('account_id', '=', accountId).where('file_key', 'in', fileKeys).execute();
+  return db
+    .selectFrom('uploads')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('file_key', 'in', fileKeys)
+    .execute();
 }
 
 /** Who takes an upload's bytes: the process (processes.id) and a token that fences this attempt's writes. */
@@ -40,7 +45,14 @@ export async function startReceiving(db: Executor, fileKey: string, now: number,
  * (its token). The new attempt writes to a new object (storageKey): should the old
  * receiver still be writing after all, it cannot overwrite the new one's bytes.
  */
-export async function takeOverReceiving(db: Executor, fileKey: string, abandoned: string, receiver: Receiver, storageKey: string, now: number): Promise<boolean> {
+export async function takeOverReceiving(
+  db: Executor,
+  fileKey: string,
+  abandoned: string,
+  receiver: Receiver,
+  storageKey: string,
+  now: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('uploads')
     .set({ receiver: receiver.owner, receive_token: receiver.token, storage_key: storageKey })
@@ -52,7 +64,13 @@ export async function takeOverReceiving(db: Executor, fileKey: string, abandoned
   return r.numUpdatedRows > 0n;
 }
 
-export async function finishReceiving(db: Executor, fileKey: string, token: string, size: number, sealed: boolean): Promise<boolean> {
+export async function finishReceiving(
+  db: Executor,
+  fileKey: string,
+  token: string,
+  size: number,
+  sealed: boolean,
+): Promise<boolean> {
   const r = await db
     .updateTable('uploads')
     .set({ state: 'stored', size, sealed: sealed ? 1 : 0, receiver: null, receive_token: null })
@@ -93,19 +111,43 @@ export async function claimUpload(
   return r.numUpdatedRows > 0n;
 }
 
-export async function uploadsOfSubmission(db: Executor, submissionId: number): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
-  return db.selectFrom('uploads').select(['file_key', 'storage_key']).where('submission_id', '=', submissionId).execute();
+export async function uploadsOfSubmission(
+  db: Executor,
+  submissionId: number,
+): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
+  return db
+    .selectFrom('uploads')
+    .select(['file_key', 'storage_key'])
+    .where('submission_id', '=', submissionId)
+    .execute();
 }
 
 /** The claimed files of these submissions that are not yet stored the way a conversion wants (sealed or not). */
 export async function filesToConvert(db: Executor, submissionIds: number[], sealed: boolean): Promise<UploadRow[]> {
   if (submissionIds.length === 0) return [];
-  return db.selectFrom('uploads').selectAll().where('submission_id', 'in', submissionIds).where('state', '=', 'claimed').where('sealed', '=', sealed ? 0 : 1).execute();
+  return db
+    .selectFrom('uploads')
+    .selectAll()
+    .where('submission_id', 'in', submissionIds)
+    .where('state', '=', 'claimed')
+    .where('sealed', '=', sealed ? 0 : 1)
+    .execute();
 }
 
 /** Points an upload at its converted object, if it still names the object that was converted. */
-export async function moveUpload(db: Executor, fileKey: string, from: string, to: string, sealed: boolean): Promise<boolean> {
-  const r = await db.updateTable('uploads').set({ storage_key: to, sealed: sealed ? 1 : 0 }).where('file_key', '=', fileKey).where('storage_key', '=', from).executeTakeFirst();
+export async function moveUpload(
+  db: Executor,
+  fileKey: string,
+  from: string,
+  to: string,
+  sealed: boolean,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('uploads')
+    .set({ storage_key: to, sealed: sealed ? 1 : 0 })
+    .where('file_key', '=', fileKey)
+    .where('storage_key', '=', from)
+    .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
@@ -115,11 +157,18 @@ export async function moveUpload(db: Executor, fileKey: string, from: string, to
  */
 export async function deleteUploads(db: Executor, fileKeys: string[]): Promise<string[]> {
   if (fileKeys.length === 0) return [];
-  return (await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).returning('storage_key').execute()).map((r) => r.storage_key);
+  return (await db.deleteFrom('uploads').where('file_key', 'in', fileKeys).returning('storage_key').execute()).map(
+    (r) => r.storage_key,
+  );
 }
 
 /** A file that a submission holds, for download. */
-export async function findClaimed(db: Executor, accountId: number, submissionId: number, fileKey: string): Promise<UploadRow | undefined> {
+export async function findClaimed(
+  db: Executor,
+  accountId: number,
+  submissionId: number,
+  fileKey: string,
+): Promise<UploadRow | undefined> {
   return db
     .selectFrom('uploads')
     .selectAll()
@@ -130,7 +179,11 @@ export async function findClaimed(db: Executor, accountId: number, submissionId:
     .executeTakeFirst();
 }
 
-export async function expiredUnclaimed(db: Executor, now: number, limit: number): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
+export async function expiredUnclaimed(
+  db: Executor,
+  now: number,
+  limit: number,
+): Promise<Pick<UploadRow, 'file_key' | 'storage_key'>[]> {
   return db
     .selectFrom('uploads')
     .select(['file_key', 'storage_key'])

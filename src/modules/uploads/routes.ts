@@ -12,21 +12,26 @@ import * as service from './service.js';
 /** RFC 6266 with RFC 5987's filename* for names that are not plain ASCII. */
 export function contentDisposition(filename: string): string {
   const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return fallback === filename ? `attachment; filename="${filename}"` : `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return fallback === filename
+    ? `attachment; filename="${filename}"`
+    : `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
 const UPLOAD_FLOW =
-  'File upload flow: (1) call this with the file names; (2) PUT each file\'s bytes to its uploadUrl (no JSON, no token; ' +
-  'not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field\'s subvalues when ' +
-  'creating or editing a submission. With the local storage driver the uploadUrl is this service\'s own signed URL, which ' +
-  'enforces the field\'s maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload ' +
+  "File upload flow: (1) call this with the file names; (2) PUT each file's bytes to its uploadUrl (no JSON, no token; " +
+  "not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field's subvalues when " +
+  "creating or editing a submission. With the local storage driver the uploadUrl is this service's own signed URL, which " +
+  "enforces the field's maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload " +
   '(409 upload_url_used after it, and while another PUT to it is under way; a refused or broken upload may be retried, also one ' +
   'cut off by a crash of the service, as soon as the service process that took it is known to have stopped), cuts off an upload that averages less than ' +
   'UPLOAD_MIN_BYTES_PER_SECOND (1 KiB/s by default) over a window of REQUEST_TIMEOUT_MS (408 body_timeout, nothing kept, retry allowed) ' +
   'and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
-  'use: the object\'s size is checked when a submission claims the fileKey, and an object over the limit is deleted and ' +
+  "use: the object's size is checked when a submission claims the fileKey, and an object over the limit is deleted and " +
   'the submission refused. Uploads that no submission claims are removed once their URL expires.';
 
 /** The API route that issues upload URLs for a field (a submission's file is read through the submissions routes). */
@@ -49,9 +54,15 @@ export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: UploadUrls, ...errors(403, 404) },
         },
       },
-      (req) => service.issueUploadUrls(ctx, principal(req).accountId, req.params.formId, req.params.fieldId, req.body.filenames),
+      (req) =>
+        service.issueUploadUrls(
+          ctx,
+          principal(req).accountId,
+          req.params.formId,
+          req.params.fieldId,
+          req.body.filenames,
+        ),
     );
-
   };
 }
 
@@ -91,12 +102,22 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
         });
         // A client that stalls is cut off like a broken upload: storage keeps nothing, the URL can be used again.
         let tooSlow: BodyTimeoutError | undefined;
-        watchUploadRate(req.raw, { bytesPerSecond: ctx.config.uploadMinBytesPerSecond, windowMs: ctx.config.requestTimeoutMs }, (error) => {
-          tooSlow = error;
-          body.destroy(error);
-        });
+        watchUploadRate(
+          req.raw,
+          { bytesPerSecond: ctx.config.uploadMinBytesPerSecond, windowMs: ctx.config.requestTimeoutMs },
+          (error) => {
+            tooSlow = error;
+            body.destroy(error);
+          },
+        );
         try {
-          return await service.receiveUpload(ctx, req.params.fileKey, req.query, body, Number.isFinite(length) ? length : undefined);
+          return await service.receiveUpload(
+            ctx,
+            req.params.fileKey,
+            req.query,
+            body,
+            Number.isFinite(length) ? length : undefined,
+          );
         } catch (error) {
           req.raw.unpipe(body);
           body.destroy();

@@ -14,10 +14,18 @@ export function isFileField(field: Pick<FieldForValues, 'type'>): boolean {
 }
 
 /** The limits of a file or signature field, with the defaults of src/modules/fields/types.ts. */
-export function fileLimits(field: FileField): { maxFiles: number; maxFileSize: number; allowedTypes: string[] | undefined } {
+export function fileLimits(field: FileField): {
+  maxFiles: number;
+  maxFileSize: number;
+  allowedTypes: string[] | undefined;
+} {
   const a = field.attributes;
   if (field.type === 'signature') {
-    return { maxFiles: 1, maxFileSize: typeof a.maxFileSize === 'number' ? a.maxFileSize : SIGNATURE_MAX_FILE_SIZE, allowedTypes: undefined };
+    return {
+      maxFiles: 1,
+      maxFileSize: typeof a.maxFileSize === 'number' ? a.maxFileSize : SIGNATURE_MAX_FILE_SIZE,
+      allowedTypes: undefined,
+    };
   }
   return {
     maxFiles: typeof a.maxFiles === 'number' ? a.maxFiles : DEFAULT_MAX_FILES,
@@ -52,7 +60,8 @@ export function filenameProblem(field: FileField, name: string): string | undefi
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'the file name must not contain control characters';
   if (name === '.' || name === '..') return 'the file name must not be . or ..';
   const { allowedTypes } = fileLimits(field);
-  if (allowedTypes && !allowedTypes.includes(extension(name))) return `"${name}" is not one of the allowed types (${allowedTypes.join(', ')})`;
+  if (allowedTypes && !allowedTypes.includes(extension(name)))
+    return `"${name}" is not one of the allowed types (${allowedTypes.join(', ')})`;
   return undefined;
 }
 

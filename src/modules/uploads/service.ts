@@ -5,7 +5,14 @@ import { openStream, SEAL_OVERHEAD, SealError, sealStream, type FormKeys } from 
 import type { AppContext } from '../../context.js';
 import type { UploadRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { AppError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import {
+  AppError,
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  type ErrorDetail,
+} from '../../errors.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { fileAad, sealingKeyOf } from '../encryption/keys.js';
 import { isoTime } from '../../http/schemas.js';
@@ -16,7 +23,17 @@ import * as formsRepo from '../forms/repository.js';
 import type { FileRef } from '../submissions/values.js';
 import { removeFilesJob } from './jobs.js';
 import * as repo from './repository.js';
-import { contentTypeOf, filenameProblem, fileLimits, isFileField, isPng, newFileKey, PNG_MAGIC_LENGTH, storageKey, UPLOAD_URL_TTL_MS } from './rules.js';
+import {
+  contentTypeOf,
+  filenameProblem,
+  fileLimits,
+  isFileField,
+  isPng,
+  newFileKey,
+  PNG_MAGIC_LENGTH,
+  storageKey,
+  UPLOAD_URL_TTL_MS,
+} from './rules.js';
 import type { UploadUrls } from './schemas.js';
 import { signatureMatches, signedUploadPath } from './signing.js';
 
@@ -31,7 +48,10 @@ export function uploadVia(storage: Storage, options: { serviceOnly?: boolean } =
 }
 
 /** The URL the client PUTs the file to. */
-export async function uploadUrlFor(ctx: AppContext, upload: Pick<UploadRow, 'file_key' | 'storage_key' | 'via' | 'expires_at'>): Promise<string> {
+export async function uploadUrlFor(
+  ctx: AppContext,
+  upload: Pick<UploadRow, 'file_key' | 'storage_key' | 'via' | 'expires_at'>,
+): Promise<string> {
   if (upload.via === 'presigned' && ctx.storage.presignPut) {
     const seconds = Math.max(1, Math.floor((upload.expires_at - ctx.clock.now()) / 1000));
     return ctx.storage.presignPut(upload.storage_key, seconds);
@@ -39,25 +59,48 @@ export async function uploadUrlFor(ctx: AppContext, upload: Pick<UploadRow, 'fil
   return `${ctx.config.publicUrl}${signedUploadPath(ctx.config.secretKey, upload.file_key, Math.floor(upload.expires_at / 1000))}`;
 }
 
-export async function issueUploadUrls(ctx: AppContext, accountId: number, formId: number, fieldId: number, filenames: string[]): Promise<UploadUrls> {
+export async function issueUploadUrls(
+  ctx: AppContext,
+  accountId: number,
+  formId: number,
+  fieldId: number,
+  filenames: string[],
+): Promise<UploadUrls> {
   const form = await formsRepo.findForm(ctx.db, accountId, formId);
   if (!form) throw new NotFoundError('form_not_found');
   const row = await fieldsRepo.findField(ctx.db, accountId, formId, fieldId);
   if (!row) throw new NotFoundError('field_not_found');
   const field = { id: row.id, ...toDefinition(row) };
-  if (!isFileField(field)) throw new BadRequestError('not_a_file_field', `Field ${fieldId} is a ${field.type} field; only file and signature fields take uploads`, { details: [{ property: 'path.fieldId', message: 'is not a file or signature field' }] });
+  if (!isFileField(field))
+    throw new BadRequestError(
+      'not_a_file_field',
+      `Field ${fieldId} is a ${field.type} field; only file and signature fields take uploads`,
+      { details: [{ property: 'path.fieldId', message: 'is not a file or signature field' }] },
+    );
   const { maxFiles, maxFileSize } = fileLimits(field);
   if (filenames.length > maxFiles) {
-    throw new BadRequestError('too_many_files', `${field.label} (${fieldId}) takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`, {
-      details: [{ property: 'body.filenames', message: `names ${filenames.length} files; the field takes at most ${maxFiles}` }],
-    });
+    throw new BadRequestError(
+      'too_many_files',
+      `${field.label} (${fieldId}) takes at most ${maxFiles} file${maxFiles === 1 ? '' : 's'}`,
+      {
+        details: [
+          {
+            property: 'body.filenames',
+            message: `names ${filenames.length} files; the field takes at most ${maxFiles}`,
+          },
+        ],
+      },
+    );
   }
   const problems: ErrorDetail[] = [];
   filenames.forEach((name, i) => {
     const problem = filenameProblem(field, name);
     if (problem) problems.push({ property: `body.filenames[${i}]`, message: problem });
   });
-  if (problems.length > 0) throw new BadRequestError('invalid_filename', `${problems[0]!.property}: ${problems[0]!.message}`, { details: problems });
+  if (problems.length > 0)
+    throw new BadRequestError('invalid_filename', `${problems[0]!.property}: ${problems[0]!.message}`, {
+      details: problems,
+    });
 
   const now = ctx.clock.now();
   // An encrypted form's files pass through the service, which seals them before storage
@@ -85,7 +128,12 @@ export async function issueUploadUrls(ctx: AppContext, accountId: number, formId
   });
   await transact(ctx.db, (trx) => repo.insertUploads(trx, rows));
   const uploads = await Promise.all(
-    rows.map(async (r) => ({ filename: r.filename, fileKey: r.file_key, uploadUrl: await uploadUrlFor(ctx, r), expiresAt: isoTime(r.expires_at) })),
+    rows.map(async (r) => ({
+      filename: r.filename,
+      fileKey: r.file_key,
+      uploadUrl: await uploadUrlFor(ctx, r),
+      expiresAt: isoTime(r.expires_at),
+    })),
   );
   return { uploads };
 }
@@ -102,7 +150,8 @@ export async function receiveUpload(
   body: Readable,
   contentLength: number | undefined,
 ): Promise<{ fileKey: string; size: number }> {
-  if (!signatureMatches(ctx.config.secretKey, fileKey, query.expires, query.signature)) throw new ForbiddenError('upload_url_invalid');
+  if (!signatureMatches(ctx.config.secretKey, fileKey, query.expires, query.signature))
+    throw new ForbiddenError('upload_url_invalid');
   const now = ctx.clock.now();
   if (query.expires * 1000 <= now) throw new AppError('upload_url_expired');
   const upload = await repo.findUpload(ctx.db, fileKey);
@@ -117,10 +166,17 @@ export async function receiveUpload(
     if (!current || current.expires_at <= now) throw new AppError('upload_url_expired');
     // An upload whose receiving process stopped (killed, crashed) gives its URL back at once.
     const receiving = current.state === 'receiving';
-    const abandoned = receiving && current.receiver !== null && current.receive_token !== null && (await ctx.presence.stopped([current.receiver])).has(current.receiver);
+    const abandoned =
+      receiving &&
+      current.receiver !== null &&
+      current.receive_token !== null &&
+      (await ctx.presence.stopped([current.receiver])).has(current.receiver);
     target = storageKey(current.account_id, current.form_id, newFileKey());
     if (!abandoned || !(await repo.takeOverReceiving(ctx.db, fileKey, current.receive_token!, receiver, target, now))) {
-      throw new ConflictError('upload_url_used', receiving ? 'An upload to this URL is under way; it can be retried if it fails' : undefined);
+      throw new ConflictError(
+        'upload_url_used',
+        receiving ? 'An upload to this URL is under way; it can be retried if it fails' : undefined,
+      );
     }
   }
   let size: number;
@@ -128,11 +184,17 @@ export async function receiveUpload(
   try {
     const incoming = await sealIfEncrypted(ctx, upload, body);
     sealed = incoming.sealed;
-    ({ size } = await ctx.storage.put(target, incoming.stream, { maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0), contentType: upload.content_type }));
+    ({ size } = await ctx.storage.put(target, incoming.stream, {
+      maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0),
+      contentType: upload.content_type,
+    }));
     if (sealed) size -= SEAL_OVERHEAD;
   } catch (error) {
     await repo.abandonReceiving(ctx.db, fileKey, receiver.token);
-    if (error instanceof ObjectTooLargeError) throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`, { cause: error });
+    if (error instanceof ObjectTooLargeError)
+      throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`, {
+        cause: error,
+      });
     if (error instanceof NotPngError) throw new BadRequestError('not_png');
     throw error;
   }
@@ -141,7 +203,8 @@ export async function receiveUpload(
     // PUT after this process was judged stopped (the other PUT writes another object): keep nothing.
     await ctx.storage.deleteMany([target]);
     const current = await repo.findUpload(ctx.db, fileKey);
-    if (current && current.expires_at > ctx.clock.now()) throw new ConflictError('upload_url_used', 'This upload URL was taken over by another upload');
+    if (current && current.expires_at > ctx.clock.now())
+      throw new ConflictError('upload_url_used', 'This upload URL was taken over by another upload');
     throw new AppError('upload_url_expired', 'This upload URL expired while the file was being uploaded');
   }
   return { fileKey, size };
@@ -157,7 +220,13 @@ export interface Download {
  * The bytes of a file a submission holds (found by the submissions service, which checks the
  * submission and, for an encrypted form, the password); a sealed file is opened as it streams.
  */
-export async function openDownload(ctx: AppContext, accountId: number, submissionId: number, file: FileRef, keys: FormKeys | undefined): Promise<Download> {
+export async function openDownload(
+  ctx: AppContext,
+  accountId: number,
+  submissionId: number,
+  file: FileRef,
+  keys: FormKeys | undefined,
+): Promise<Download> {
   const upload = await repo.findClaimed(ctx.db, accountId, submissionId, file.fileKey);
   if (!upload) throw new NotFoundError('file_not_found');
   if (upload.sealed === 1 && !keys) throw new ConflictError('file_sealed');
@@ -186,7 +255,11 @@ export interface FileMove {
  * (commitFileMoves). Keys are fresh each time, so no copy ever overwrites a live object; a copy
  * whose transaction never commits (the process died in between) stays behind, unreferenced.
  */
-export async function convertFiles(ctx: AppContext, files: UploadRow[], to: { publicKey: KeyObject } | { keys: FormKeys }): Promise<FileMove[]> {
+export async function convertFiles(
+  ctx: AppContext,
+  files: UploadRow[],
+  to: { publicKey: KeyObject } | { keys: FormKeys },
+): Promise<FileMove[]> {
   const moves: FileMove[] = [];
   try {
     for (const file of files) {
@@ -204,7 +277,10 @@ export async function convertFiles(ctx: AppContext, files: UploadRow[], to: { pu
       flowing.catch(() => undefined);
       const target = storageKey(file.account_id, file.form_id, newFileKey());
       try {
-        await ctx.storage.put(target, transform, { maxBytes: object.size + SEAL_OVERHEAD, contentType: file.content_type });
+        await ctx.storage.put(target, transform, {
+          maxBytes: object.size + SEAL_OVERHEAD,
+          contentType: file.content_type,
+        });
       } catch (error) {
         object.stream.destroy();
         transform.destroy();
@@ -227,7 +303,8 @@ export async function discardCopies(ctx: AppContext, moves: FileMove[]): Promise
 /** In the conversion's transaction: the uploads move to their new objects; the objects left behind go through the outbox. */
 export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean): Promise<void> {
   const unused: string[] = [];
-  for (const move of moves) unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
+  for (const move of moves)
+    unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
   if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
 }
 
@@ -239,7 +316,11 @@ export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: 
 async function verifySealed(ctx: AppContext, upload: UploadRow, keys: FormKeys): Promise<void> {
   const object = await ctx.storage.get(upload.storage_key);
   try {
-    await pipeline(object.stream, openStream(keys, fileAad(upload.file_key)), new Writable({ write: (_chunk, _enc, done) => done() }));
+    await pipeline(
+      object.stream,
+      openStream(keys, fileAad(upload.file_key)),
+      new Writable({ write: (_chunk, _enc, done) => done() }),
+    );
   } catch (error) {
     if (!(error instanceof SealError)) throw error;
     throw new AppError('file_integrity_failed', undefined, { cause: error });
@@ -249,7 +330,11 @@ async function verifySealed(ctx: AppContext, upload: UploadRow, keys: FormKeys):
 class NotPngError extends Error {}
 
 /** For an encrypted form: the upload's bytes sealed as they arrive (a signature checked for PNG first). */
-async function sealIfEncrypted(ctx: AppContext, upload: UploadRow, body: Readable): Promise<{ stream: Readable; sealed: boolean }> {
+async function sealIfEncrypted(
+  ctx: AppContext,
+  upload: UploadRow,
+  body: Readable,
+): Promise<{ stream: Readable; sealed: boolean }> {
   const form = await formsRepo.findFormById(ctx.db, upload.form_id);
   const publicKey = form && sealingKeyOf(form);
   if (!publicKey) return { stream: body, sealed: false };

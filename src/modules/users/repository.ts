@@ -6,16 +6,29 @@ export async function listUsers(db: Executor, accountId: number): Promise<UserRo
 }
 
 export async function findUser(db: Executor, accountId: number, userId: number): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', userId).where('account_id', '=', accountId).executeTakeFirst();
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('id', '=', userId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
 }
 
 /** The account's user with this email; emails are unique per account, not across accounts. */
 export async function findUserByEmail(db: Executor, accountId: number, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('account_id', '=', accountId).where('email', '=', email).executeTakeFirst();
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('email', '=', email)
+    .executeTakeFirst();
 }
 
 /** Users in any account who may sign in with this email, with their account's name, oldest first. */
-export async function findSignInCandidates(db: Executor, email: string): Promise<(UserRow & { account_name: string })[]> {
+export async function findSignInCandidates(
+  db: Executor,
+  email: string,
+): Promise<(UserRow & { account_name: string })[]> {
   return db
     .selectFrom('users as u')
     .innerJoin('accounts as a', 'a.id', 'u.account_id')
@@ -28,7 +41,11 @@ export async function findSignInCandidates(db: Executor, email: string): Promise
 }
 
 /** The password hash of another user with this email, in any account, whose salt a new hash shares. */
-export async function passwordHashOfEmail(db: Executor, email: string, exceptUserId?: number): Promise<string | undefined> {
+export async function passwordHashOfEmail(
+  db: Executor,
+  email: string,
+  exceptUserId?: number,
+): Promise<string | undefined> {
   const row = await db
     .selectFrom('users')
     .select('password_hash')
@@ -46,7 +63,13 @@ export async function updateUser(
   userId: number,
   set: Partial<Pick<UserRow, 'name' | 'role' | 'password_hash'>>,
 ): Promise<UserRow> {
-  return db.updateTable('users').set(set).where('id', '=', userId).where('account_id', '=', accountId).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('users')
+    .set(set)
+    .where('id', '=', userId)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Removes the user; their tokens, grants and form permissions go with them (foreign keys cascade). */

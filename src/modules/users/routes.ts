@@ -4,7 +4,17 @@ import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { FormPermission, FormPermissionDeleted, FormPermissionList, FormPermissionSet, User, UserCreate, UserDeleted, UserList, UserUpdate } from './schemas.js';
+import {
+  FormPermission,
+  FormPermissionDeleted,
+  FormPermissionList,
+  FormPermissionSet,
+  User,
+  UserCreate,
+  UserDeleted,
+  UserList,
+  UserUpdate,
+} from './schemas.js';
 import * as service from './service.js';
 
 const tags = ['Users'];
@@ -13,13 +23,23 @@ const permissionParams = idParams('userId', 'formId');
 const config = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
 
 const HASHING =
-  'A password is hashed with scrypt: each hash counts against the account\'s budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), ' +
+  "A password is hashed with scrypt: each hash counts against the account's budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), " +
   'and 503 hashing_busy with Retry-After answers while the service is hashing as many passwords as it can queue.';
 
 export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/users', { config, schema: { tags, operationId: 'listUsers', summary: 'List the users of the account', response: { 200: UserList, ...errors() } } }, (req) =>
-      service.listUsers(ctx.db, principal(req).accountId),
+    app.get(
+      '/users',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'listUsers',
+          summary: 'List the users of the account',
+          response: { 200: UserList, ...errors() },
+        },
+      },
+      (req) => service.listUsers(ctx.db, principal(req).accountId),
     );
 
     app.post(
@@ -38,11 +58,28 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(User), ...errors(409) },
         },
       },
-      (req) => service.createUser(ctx, principal(req).accountId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
+      (req) =>
+        service.createUser(
+          ctx,
+          principal(req).accountId,
+          req.body,
+          ctx.hasher.kdf({ account: principal(req).accountId }),
+        ),
     );
 
-    app.get('/users/:userId', { config, schema: { tags, operationId: 'getUser', summary: 'Read a user', params, response: { 200: Type.Ref(User), ...errors(404) } } }, (req) =>
-      service.getUser(ctx.db, principal(req).accountId, req.params.userId),
+    app.get(
+      '/users/:userId',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'getUser',
+          summary: 'Read a user',
+          params,
+          response: { 200: Type.Ref(User), ...errors(404) },
+        },
+      },
+      (req) => service.getUser(ctx.db, principal(req).accountId, req.params.userId),
     );
 
     app.put(
@@ -54,15 +91,23 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           operationId: 'updateUser',
           summary: 'Rename a user, change their role or set their password',
           description:
-            'The owner\'s role never changes, only the owner changes the owner\'s name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). ' +
-            'Changing a password that was set revokes the user\'s personal access tokens and OAuth grants, except the token making the request when it is the user\'s own. ' +
+            "The owner's role never changes, only the owner changes the owner's name and password (403 owner_protected), and nobody changes their own role. Making a member an admin drops their form permissions (admins hold every level). " +
+            "Changing a password that was set revokes the user's personal access tokens and OAuth grants, except the token making the request when it is the user's own. " +
             HASHING,
           params,
           body: UserUpdate,
           response: { 200: Type.Ref(User), ...errors(404) },
         },
       },
-      (req) => service.updateUser(ctx, principal(req).accountId, principal(req), req.params.userId, req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
+      (req) =>
+        service.updateUser(
+          ctx,
+          principal(req).accountId,
+          principal(req),
+          req.params.userId,
+          req.body,
+          ctx.hasher.kdf({ account: principal(req).accountId }),
+        ),
     );
 
     app.delete(
@@ -73,7 +118,8 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           operationId: 'deleteUser',
           summary: 'Remove a user',
-          description: 'Their access tokens, OAuth grants and form permissions are removed with them. The owner cannot be removed, nor can you remove yourself.',
+          description:
+            'Their access tokens, OAuth grants and form permissions are removed with them. The owner cannot be removed, nor can you remove yourself.',
           params,
           response: { 200: UserDeleted, ...errors(404) },
         },
@@ -83,7 +129,16 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/users/:userId/permissions',
-      { config, schema: { tags, operationId: 'listUserPermissions', summary: 'A member\'s form permissions', params, response: { 200: FormPermissionList, ...errors(404) } } },
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'listUserPermissions',
+          summary: "A member's form permissions",
+          params,
+          response: { 200: FormPermissionList, ...errors(404) },
+        },
+      },
       (req) => service.listPermissions(ctx.db, principal(req).accountId, req.params.userId),
     );
 
@@ -101,12 +156,22 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermission, ...errors(404) },
         },
       },
-      (req) => service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+      (req) =>
+        service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
     );
 
     app.delete(
       '/users/:userId/permissions/:formId',
-      { config, schema: { tags, operationId: 'deleteUserPermission', summary: 'Take a member\'s level on a form away', params: permissionParams, response: { 200: FormPermissionDeleted, ...errors(404) } } },
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'deleteUserPermission',
+          summary: "Take a member's level on a form away",
+          params: permissionParams,
+          response: { 200: FormPermissionDeleted, ...errors(404) },
+        },
+      },
       (req) => service.deletePermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId),
     );
   };

@@ -15,7 +15,14 @@ import * as repo from './repository.js';
 import type { FormPermission, User, UserCreate, UserUpdate } from './schemas.js';
 
 export function toUser(row: UserRow): User {
-  return { id: row.id, email: row.email, name: row.name, role: row.role, canSignIn: row.password_hash !== null, created: isoTime(row.created_at) };
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    canSignIn: row.password_hash !== null,
+    created: isoTime(row.created_at),
+  };
 }
 
 async function requireUser(db: Kysely<Database>, accountId: number, userId: number): Promise<UserRow> {
@@ -40,19 +47,35 @@ export async function getUser(db: Kysely<Database>, accountId: number, userId: n
  * second derivation, nothing else.) kdf is the process's bounded hasher, counted against the
  * account when the API asks.
  */
-export async function hashPasswordFor(db: Executor, email: string, password: string, kdf: Kdf, userId?: number): Promise<string> {
+export async function hashPasswordFor(
+  db: Executor,
+  email: string,
+  password: string,
+  kdf: Kdf,
+  userId?: number,
+): Promise<string> {
   return hashPassword(password, kdf, await repo.passwordHashOfEmail(db, email, userId));
 }
 
 /** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
-export async function createUser(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, input: UserCreate, kdf: Kdf): Promise<User> {
+export async function createUser(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  accountId: number,
+  input: UserCreate,
+  kdf: Kdf,
+): Promise<User> {
   const email = input.email.trim().toLowerCase();
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   return transact(ctx.db, async (trx) => {
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
-    if (await repo.findUserByEmail(trx, accountId, email)) throw new ConflictError('email_taken', 'A user of this account already has this email');
-    const id = await insertUser(trx, { accountId, email, name: input.name.trim(), passwordHash, role: input.role }, ctx.clock.now());
+    if (await repo.findUserByEmail(trx, accountId, email))
+      throw new ConflictError('email_taken', 'A user of this account already has this email');
+    const id = await insertUser(
+      trx,
+      { accountId, email, name: input.name.trim(), passwordHash, role: input.role },
+      ctx.clock.now(),
+    );
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
@@ -82,16 +105,16 @@ export async function updateUser(
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
     if (input.role !== undefined && input.role !== user.role) {
-      if (user.role === 'owner') throw new ForbiddenError('owner_protected', 'The owner\'s role cannot change');
+      if (user.role === 'owner') throw new ForbiddenError('owner_protected', "The owner's role cannot change");
       if (userId === callerId) throw new ForbiddenError('own_role');
       if (input.role !== 'member') await repo.clearPermissions(trx, userId);
     }
     if (user.role === 'owner' && callerId !== userId && passwordHash !== undefined) {
-      throw new ForbiddenError('owner_protected', 'Only the owner can set the owner\'s password');
+      throw new ForbiddenError('owner_protected', "Only the owner can set the owner's password");
     }
     // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
     if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
-      throw new ForbiddenError('owner_protected', 'Only the owner can change the owner\'s name');
+      throw new ForbiddenError('owner_protected', "Only the owner can change the owner's name");
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
       await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, ctx.clock.now());
@@ -105,7 +128,12 @@ export async function updateUser(
   });
 }
 
-export async function deleteUser(db: Kysely<Database>, accountId: number, callerId: number, userId: number): Promise<{ id: number; deleted: true }> {
+export async function deleteUser(
+  db: Kysely<Database>,
+  accountId: number,
+  callerId: number,
+  userId: number,
+): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
@@ -116,30 +144,55 @@ export async function deleteUser(db: Kysely<Database>, accountId: number, caller
   });
 }
 
-const toPermission = (p: { formId: number; level: Level; updatedAt: number }): FormPermission => ({ formId: p.formId, level: p.level, updated: isoTime(p.updatedAt) });
+const toPermission = (p: { formId: number; level: Level; updatedAt: number }): FormPermission => ({
+  formId: p.formId,
+  level: p.level,
+  updated: isoTime(p.updatedAt),
+});
 
-export async function listPermissions(db: Kysely<Database>, accountId: number, userId: number): Promise<{ userId: number; permissions: FormPermission[] }> {
+export async function listPermissions(
+  db: Kysely<Database>,
+  accountId: number,
+  userId: number,
+): Promise<{ userId: number; permissions: FormPermission[] }> {
   await requireUser(db, accountId, userId);
   return { userId, permissions: (await permissions.listPermissions(db, accountId, userId)).map(toPermission) };
 }
 
 /** Gives a member a level on a form of the account (replacing the one they held). */
-export async function setPermission(ctx: Pick<AppContext, 'db' | 'clock'>, accountId: number, userId: number, formId: number, level: Level): Promise<FormPermission> {
+export async function setPermission(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  accountId: number,
+  userId: number,
+  formId: number,
+  level: Level,
+): Promise<FormPermission> {
   return transact(ctx.db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
-    if (user.role !== 'member') throw new BadRequestError('not_a_member', 'Owners and admins hold every level on every form; form permissions are for members');
-    if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true))) throw new NotFoundError('form_not_found');
+    if (user.role !== 'member')
+      throw new BadRequestError(
+        'not_a_member',
+        'Owners and admins hold every level on every form; form permissions are for members',
+      );
+    if (!(await findForm(trx, accountId, formId)) && !(await findForm(trx, accountId, formId, true)))
+      throw new NotFoundError('form_not_found');
     const now = ctx.clock.now();
     await permissions.setPermission(trx, { accountId, userId, formId, level }, now);
     return toPermission({ formId, level, updatedAt: now });
   });
 }
 
-export async function deletePermission(db: Kysely<Database>, accountId: number, userId: number, formId: number): Promise<{ userId: number; formId: number; deleted: true }> {
+export async function deletePermission(
+  db: Kysely<Database>,
+  accountId: number,
+  userId: number,
+  formId: number,
+): Promise<{ userId: number; formId: number; deleted: true }> {
   return transact(db, async (trx) => {
     if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('user_not_found');
-    if (!(await permissions.deletePermission(trx, accountId, userId, formId))) throw new NotFoundError('form_permission_not_found');
+    if (!(await permissions.deletePermission(trx, accountId, userId, formId)))
+      throw new NotFoundError('form_permission_not_found');
     return { userId, formId, deleted: true as const };
   });
 }
