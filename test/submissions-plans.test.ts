@@ -90,14 +90,12 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       await db
         .insertInto('submission_unique_values')
         .values(
-          rows
-            .slice(i, i + 500)
-            .map((r) => ({
-              submission_id: r.id,
-              form_id: r.form_id,
-              field_id: fieldOf.get(r.form_id)!,
-              value_norm: tokensOf(r)[2]!,
-            })),
+          rows.slice(i, i + 500).map((r) => ({
+            submission_id: r.id,
+            form_id: r.form_id,
+            field_id: fieldOf.get(r.form_id)!,
+            value_norm: tokensOf(r)[2]!,
+          })),
         )
         .execute();
     }
