@@ -33,6 +33,13 @@ export default tseslint.config(
               from: './src/modules',
               message: 'src/jobs must not import src/modules: list a job kind in src/job-kinds.ts',
             },
+            // What differs between SQLite and PostgreSQL is the engine's (src/db/engine.ts); the
+            // dialect's name is for migrations alone, so no module or job can branch on it.
+            ...['./src/modules', './src/jobs'].map((target) => ({
+              target,
+              from: './src/db/dialect.ts',
+              message: 'Ask the engine (engineOf(db), src/db/engine.ts) instead of branching on the dialect',
+            })),
           ],
         },
       ],

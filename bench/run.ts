@@ -31,6 +31,13 @@
  *
  * 4. Files (bench/files.ts): upload and download throughput of one file on each storage
  *    driver, with each service's peak RSS. `npm run bench -- files` runs this section alone.
+ * 5. Events (bench/events.ts): submission create with a webhook and a notification email
+ *    configured against nothing configured, and the delay from a submission's 200 to its
+ *    webhook delivery at BENCH_EVENT_RATE submissions/s (default 100). `npm run bench -- events`
+ *    runs this section alone.
+ * 6. Public (`npm run bench -- public`, alone): the hosted page of the 10-field form
+ *    (GET /f/{viewKey}) and its plain HTML post (urlencoded, a new page token per request:
+ *    each one a real submission), next to the constant route of the same run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -44,7 +51,9 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
+import { eventReport, runEventBench, type EventResult } from './events.js';
 import { fileTable, runFileBench, type FileRow } from './files.js';
+import { plainPost } from './public.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
@@ -85,7 +94,12 @@ const PG_ENABLED = PG_ADMIN_URL !== 'off';
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
 const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
+const EVENT_RATE = intEnv('BENCH_EVENT_RATE', 100, 1);
 const ONLY_FILES = process.argv.slice(2).includes('files');
+const ONLY_EVENTS = process.argv.slice(2).includes('events');
+const ONLY_PUBLIC = process.argv.slice(2).includes('public');
+/** The page target of the hosted-forms issue: the page at least this share of the constant route. */
+const PAGE_TARGET_SHARE = 50;
 
 /** The issue's targets. */
 const POST_TARGET_RPS = 3000;
@@ -344,6 +358,8 @@ interface Measured {
   latency: Latency;
   window: Window;
   problems: string[];
+  /** 2xx answers of the warm-up and measured runs together. */
+  okTotal: number;
 }
 
 function percentiles(samples: number[]): Latency {
@@ -408,7 +424,8 @@ async function measure(scenario: Scenario): Promise<Measured> {
   runs.push(result);
   problems.push(...problemsOf('measured run', result, scenario.minBytes));
   if (scenario.after) problems.push(...(await scenario.after(runs)));
-  return { scenario, result, latency: percentiles(samples), window, problems };
+  const okTotal = runs.reduce((sum, r) => sum + r['2xx'], 0);
+  return { scenario, result, latency: percentiles(samples), window, problems, okTotal };
 }
 
 /** GET that must answer 200 with JSON; returns the body and its size. */
@@ -732,6 +749,20 @@ function fileReport(rows: FileRow[]): string {
   ].join('\n');
 }
 
+/** Where each service's time went during each of its measured runs (BENCH_CPU_PROF=1). */
+function profileOf(services: Child[], measured: Measured[]): string {
+  return services
+    .map((s) => {
+      const file = s.profDir && readdirSync(s.profDir).find((f) => f.endsWith('.cpuprofile'));
+      const windows = measured.filter((m) => m.scenario.child === s);
+      if (windows.length === 0) return '';
+      if (!file) return `${s.name}: no .cpuprofile was written (did the service exit cleanly?)`;
+      return windows.map((m) => `[${s.name}] ${summarizeProfile(join(s.profDir!, file), ROOT, m.window)}`).join('\n\n');
+    })
+    .filter((text) => text !== '')
+    .join('\n\n');
+}
+
 async function filesOnly(): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
@@ -750,8 +781,166 @@ async function filesOnly(): Promise<number> {
   }
 }
 
+/** Section 5: one service child with its worker, a webhook receiver and an SMTP sink (bench/events.ts). */
+async function eventsSection(
+  tmp: string,
+  profDir: string,
+  services: Child[],
+  measured: Measured[],
+): Promise<EventResult> {
+  const tokens = new Map<string, { child: Child; token: string }>();
+  const childOf = (url: string) => tokens.get(url)!;
+  return runEventBench(
+    {
+      log,
+      durationS: DURATION,
+      nextBody: () => nextBody++,
+      async startService(name, env) {
+        const dataDir = join(tmp, 'events');
+        const token = await createBenchAccount(dataDir);
+        const child = await startService(name, dataDir, '', profDir, env);
+        services.push(child);
+        tokens.set(child.url, { child, token });
+        return { url: child.url, token };
+      },
+      createForm: (service, name) => createSubmissionForm(childOf(service.url).child, service.token, name),
+      async measurePosts(name, service, formId, ids) {
+        const { child } = childOf(service.url);
+        const m = await measure(await postScenario(name, child, service.token, formId, ids));
+        measured.push(m);
+        return { rps: m.result.requests.mean, p99: m.latency.p99, ok: m.okTotal, problems: m.problems };
+      },
+    },
+    EVENT_RATE,
+  );
+}
+
+async function eventsOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  const services: Child[] = [];
+  const measured: Measured[] = [];
+  try {
+    const result = await eventsSection(tmp, profDir, services, measured);
+    process.stdout.write(`${eventReport(result)}\n`);
+    if (result.problems.length > 0) {
+      process.stderr.write(`\nFAILED:\n${result.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      return 1;
+    }
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    if (CPU_PROF) process.stdout.write(`\n${profileOf(services, measured)}\n`);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Section 6: the hosted page and its plain HTML post, as a share of the constant route. */
+async function publicOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const dataDir = join(tmp, 'data');
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  const secretKey = randomBytes(32).toString('hex');
+  const measured: Measured[] = [];
+  try {
+    const token = await createBenchAccount(dataDir);
+    const service = await startService('service (SQLite)', dataDir, '', profDir, {
+      SECRET_KEY: secretKey,
+      PUBLIC_SUBMIT_PER_MINUTE: '1000000',
+    });
+    const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
+    await waitReady(constant, '/');
+    const form = await createSubmissionForm(service, token, 'Bench hosted form');
+    const viewKey = (
+      (await (
+        await fetch(`${service.url}${API}/forms/${form.id}`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as {
+        viewKey: string;
+      }
+    ).viewKey;
+    const page = await fetch(`${service.url}/f/${viewKey}`);
+    const html = await page.text();
+    if (page.status !== 200 || !html.includes('<form')) throw new Error(`GET /f/${viewKey}: HTTP ${page.status}`);
+    const before = await submissionCount(service, token, form.id);
+    let n = 0;
+    measured.push(
+      await measure({ name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] }),
+    );
+    measured.push(
+      await measure({
+        name: `GET /f/{viewKey} (hosted page, ${(html.length / 1024).toFixed(1)} KB)`,
+        url: service.url,
+        child: service,
+        requests: [{ method: 'GET', path: `/f/${viewKey}` }],
+        minBytes: html.length,
+      }),
+    );
+    measured.push(
+      await measure({
+        name: 'POST /f/{viewKey} (no-JavaScript submit)',
+        url: service.url,
+        child: service,
+        connections: POST_CONNECTIONS,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        requests: [
+          {
+            method: 'POST',
+            path: `/f/${viewKey}`,
+            setupRequest: (request) => ({ ...request, body: plainPost(n++, form.ids, form.id, secretKey, Date.now()) }),
+          },
+        ],
+        // The confirmation page, not the form again with errors.
+        minBytes: 800,
+        after: async (runs) => {
+          const ok = runs.reduce((sum, r) => sum + r['2xx'], 0);
+          const added = (await submissionCount(service, token, form.id)) - before;
+          const slack = runs.length * POST_CONNECTIONS + runs.reduce((sum, r) => sum + r.errors + r.non2xx, 0);
+          return added >= ok && added <= ok + slack
+            ? []
+            : [`${ok} posts answered 2xx but the form gained ${added} submissions`];
+        },
+      }),
+    );
+    await stopChild(constant, 5_000);
+    await stopChild(service, stopGrace());
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const [ceiling, pageRead, post] = measured;
+  const share = (m: Measured | undefined) => (100 * (m?.result.requests.mean ?? 0)) / ceiling!.result.requests.mean;
+  const lines = [
+    '',
+    `Hosted forms, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario, SQLite, the ${SUBMISSION_FIELD_COUNT}-field form:`,
+    '',
+    table(measured),
+    '',
+    `hosted page reaches ${share(pageRead).toFixed(1)}% of the constant route (target >= ${PAGE_TARGET_SHARE}%); ` +
+      `the no-JavaScript submit ${share(post).toFixed(1)}%`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  const problems = measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`));
+  if (problems.length > 0) {
+    process.stderr.write(`\nFAILED: responses other than expected:\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
+    return 1;
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
+  if (ONLY_EVENTS) return eventsOnly();
+  if (ONLY_PUBLIC) return publicOnly();
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
@@ -763,6 +952,7 @@ async function main(): Promise<number> {
   let seeded: SeedResult | undefined;
   let profileReport: string | undefined;
   let fileRows: FileRow[] = [];
+  let events: EventResult | undefined;
   let failed = false;
   try {
     log(`data in ${dataDir}`);
@@ -862,26 +1052,16 @@ async function main(): Promise<number> {
 
     // 5. Files.
     fileRows = await filesSection(tmp, profDir);
+
+    // 6. Events (their rows go in their own table, not the main one).
+    events = await eventsSection(tmp, profDir, services, []);
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     failed = true;
   } finally {
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
     await dropPgDatabases();
-    if (CPU_PROF && measured.length > 0) {
-      profileReport = services
-        .map((s) => {
-          const file = s.profDir && readdirSync(s.profDir).find((f) => f.endsWith('.cpuprofile'));
-          const windows = measured.filter((m) => m.scenario.child === s);
-          if (windows.length === 0) return '';
-          if (!file) return `${s.name}: no .cpuprofile was written (did the service exit cleanly?)`;
-          return windows
-            .map((m) => `[${s.name}] ${summarizeProfile(join(s.profDir!, file), ROOT, m.window)}`)
-            .join('\n\n');
-        })
-        .filter((text) => text !== '')
-        .join('\n\n');
-    }
+    if (CPU_PROF && measured.length > 0) profileReport = profileOf(services, measured);
     rmSync(tmp, { recursive: true, force: true });
   }
   if (measured.length === 0) return 1;
@@ -916,9 +1096,13 @@ async function main(): Promise<number> {
   lines.push(`service peak RSS (VmHWM): ${services.map((s) => `${s.name} ${s.peak ?? 'unknown'}`).join('; ')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   if (fileRows.length > 0) process.stdout.write(`${fileReport(fileRows)}\n`);
+  if (events) process.stdout.write(`${eventReport(events)}\n`);
   if (profileReport) process.stdout.write(`\n${profileReport}\n`);
 
-  const problems = measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`));
+  const problems = [
+    ...measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)),
+    ...(events?.problems.map((p) => `events: ${p}`) ?? []),
+  ];
   if (problems.length > 0) {
     process.stderr.write(
       `\nFAILED: responses other than expected during the run:\n${problems.map((p) => `  ${p}`).join('\n')}\n`,
@@ -929,12 +1113,18 @@ async function main(): Promise<number> {
 }
 
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
+// The events section: two POST runs, the fixed-rate run and up to two drains of five minutes.
+const EVENTS_S = 3 * (WARMUP + DURATION + 15) + 2 * 300;
 const RUNS = 4 + 6 + (PG_ENABLED ? 2 : 1);
 // The file section: five service children, each moving its file 2 x 4 times at a few MB/s at worst.
 const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
-const limitMs = ONLY_FILES
-  ? FILE_SECTION_S * 1000
-  : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S) * 1000;
+const limitMs = ONLY_PUBLIC
+  ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
+  : ONLY_FILES
+    ? FILE_SECTION_S * 1000
+    : ONLY_EVENTS
+      ? (60 + EVENTS_S) * 1000
+      : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S + EVENTS_S) * 1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

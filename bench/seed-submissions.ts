@@ -11,7 +11,7 @@
  * by field id, pretty_name), the submission_unique_values rows of fields marked unique,
  * the submissions_fts row (rowid = id; every word and field token) and
  * forms.submissions_count. created_at rises with the id, spread over the last `days` days.
- * storedSubmission() mirrors searchable() in src/modules/submissions/service.ts;
+ * storedSubmission() mirrors searchable() in src/modules/submissions/indexing.ts;
  * compareWithService() checks it against rows the running service wrote, so that a change
  * there shows up as a failed benchmark rather than as a benchmark of other data.
  *
@@ -24,7 +24,7 @@ import Database from 'better-sqlite3';
 import type { FieldRow } from '../src/db/schema.js';
 import { toDefinition } from '../src/modules/fields/definition.js';
 import { fieldToken } from '../src/modules/submissions/keywords.js';
-import { prepareSubmission } from '../src/modules/submissions/service.js';
+import { prepareSubmission } from '../src/modules/submissions/indexing.js';
 import { normalize, type FieldForValues } from '../src/modules/submissions/values.js';
 import { clientOf, CRITERIA, fieldIdsOf, KEYWORD, submissionInput, type FieldInput } from './submission-data.js';
 

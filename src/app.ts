@@ -17,11 +17,14 @@ import { registerReadiness } from './http/readiness.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
+import { emailRoutes } from './modules/emails/routes.js';
+import { Confirmation, MailMessage, Notification } from './modules/emails/schemas.js';
 import { fieldRoutes } from './modules/fields/routes.js';
 import { Field } from './modules/fields/schemas.js';
 import { folderRoutes } from './modules/folders/routes.js';
 import { Folder } from './modules/folders/schemas.js';
 import { formRoutes } from './modules/forms/routes.js';
+import { hostedForms } from './modules/hosted/module.js';
 import { Form } from './modules/forms/schemas.js';
 import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
@@ -34,6 +37,8 @@ import { serviceUploadRoute, uploadRoutes } from './modules/uploads/routes.js';
 import { Submission, SubmissionListItem } from './modules/submissions/schemas.js';
 import { userRoutes } from './modules/users/routes.js';
 import { User } from './modules/users/schemas.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
+import { Webhook } from './modules/webhooks/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
@@ -109,6 +114,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     User,
     OAuthClient,
     PersonalToken,
+    Webhook,
+    Confirmation,
+    Notification,
+    MailMessage,
   ])
     app.addSchema(schema);
 
@@ -188,6 +197,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(oauthRoutes(ctx));
   await app.register(serviceUploadRoute(ctx));
+  // Hosted forms: the page at each form's url, outside the token API (hosted/routes.ts).
+  const hosted = hostedForms(ctx, (error) => app.log.warn({ err: error }, 'could not write form page statistics'));
+  app.addHook('onClose', () => hosted.close());
+  await app.register(hosted.pages);
 
   const usage = new TokenUsage(ctx.db, ctx.config.tokenUsageFlushSeconds * 1000, (error) =>
     app.log.warn({ err: error }, 'could not write the last use of tokens'),
@@ -202,12 +215,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       requireAccessRules(api, ctx.db);
       await api.register(formRoutes(ctx));
       await api.register(fieldRoutes(ctx));
+      await api.register(emailRoutes(ctx));
       await api.register(folderRoutes(ctx));
       await api.register(submissionRoutes(ctx));
       await api.register(uploadRoutes(ctx));
       await api.register(userRoutes(ctx));
       await api.register(oauthClientRoutes(ctx));
       await api.register(tokenRoutes(ctx));
+      await api.register(webhookRoutes(ctx));
+      await api.register(hosted.api);
     },
     { prefix: API_PREFIX },
   );

@@ -140,7 +140,7 @@ async function admin(config: Config, args: string[]): Promise<void> {
       if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
       return createUser(
         ctx,
-        accountId,
+        { accountId },
         {
           email: values.email!,
           name: values.name!,
@@ -160,8 +160,11 @@ async function admin(config: Config, args: string[]): Promise<void> {
     const result = await withDatabase(config, async (ctx) => {
       const user = await findUser(ctx.db, userId);
       if (!user) fail('User not found');
-      if (level === 'none') return deletePermission(ctx.db, user.account_id, userId, formId);
-      return { userId, ...(await setPermission(ctx, user.account_id, userId, formId, level as Level)) };
+      if (level === 'none') return deletePermission(ctx.db, { accountId: user.account_id }, { userId, formId });
+      return {
+        userId,
+        ...(await setPermission(ctx, { accountId: user.account_id }, { userId, formId }, level as Level)),
+      };
     });
     print(values.json, { ...result });
   } else if (action === 'create-client') {
@@ -170,11 +173,15 @@ async function admin(config: Config, args: string[]): Promise<void> {
       fail('create-client needs --name and at least one --redirect-uri');
     const client = await withDatabase(config, async (ctx) => {
       if (!(await accountExists(ctx.db, accountId))) fail('Account not found');
-      return createClient(ctx, accountId, {
-        name: values.name!,
-        redirectUris: values['redirect-uri']!,
-        requirePkce: !values['no-pkce'],
-      });
+      return createClient(
+        ctx,
+        { accountId },
+        {
+          name: values.name!,
+          redirectUris: values['redirect-uri']!,
+          requirePkce: !values['no-pkce'],
+        },
+      );
     });
     print(values.json, { ...client });
   } else {

@@ -59,8 +59,36 @@ export interface Config {
    * its lock still looks held (a machine cut off from the database, a process hung).
    */
   processTimeoutSeconds: number;
+  /**
+   * Webhooks may reach loopback, private, link-local and other internal addresses: for
+   * development and tests, never for a service that strangers can add webhooks to.
+   */
+  webhookAllowPrivate: boolean;
+  /** How long a webhook delivery may take, from connecting to the end of the response, in ms. */
+  webhookTimeoutMs: number;
+  /** smtp:// or smtps:// with credentials; undefined keeps every email in the mail log instead. */
+  smtpUrl: string | undefined;
+  /** The From address of every email: an address, or "Name <address>". */
+  mailFrom: { name: string | undefined; address: string };
+  /** The most bytes of files one email attaches, all files together; files beyond it are named, not attached. */
+  mailAttachmentMaxBytes: number;
   /** Where uploaded files live. */
   storage: { driver: 'local' } | { driver: 's3'; s3: S3Settings };
+  /** The hosted form pages (src/modules/hosted). */
+  hosted: HostedSettings;
+}
+
+export interface HostedSettings {
+  /** Submissions (and partial saves) one client address may make on hosted pages per minute. */
+  publicSubmitPerMinute: number;
+  /** A hosted page submitted sooner than this after it was loaded is refused as automated. */
+  publicSubmitMinSeconds: number;
+  /** Partial submissions are removed this many days after their last save. */
+  partialRetentionDays: number;
+  /** Prefill URLs stop working after this many days. */
+  prefillTtlDays: number;
+  /** How often each process adds its page counts (views, starts …) to the form statistics. */
+  statsFlushSeconds: number;
 }
 
 export interface S3Settings {
@@ -162,6 +190,18 @@ function storage(env: NodeJS.ProcessEnv): Config['storage'] {
   };
 }
 
+const ADDRESS = /^[^\s@<>",;]+@[^\s@<>",;.]+(\.[^\s@<>",;.]+)+$/;
+
+function mailFrom(raw: string | undefined, publicUrl: string): Config['mailFrom'] {
+  if (raw === undefined || raw === '') return { name: 'Formwork', address: `formwork@${new URL(publicUrl).hostname}` };
+  const named = /^\s*(.*?)\s*<([^<>]+)>\s*$/.exec(raw);
+  const name = named ? named[1]!.replace(/^"(.*)"$/, '$1') : undefined;
+  const address = (named ? named[2]! : raw).trim();
+  if (!ADDRESS.test(address))
+    throw new ConfigError('MAIL_FROM', `must be an address or "Name <address>", got "${raw}"`);
+  return { name: name === '' ? undefined : name, address };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST && env.HOST !== '' ? env.HOST : '0.0.0.0';
@@ -181,12 +221,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('SECRET_KEY', 'must be at least 32 characters long');
   }
 
+  const resolvedPublicUrl = (publicUrl?.toString() ?? `http://localhost:${port}/`).replace(/\/+$/, '');
   return {
     port,
     host,
     dataDir,
     databaseUrl: database?.toString(),
-    publicUrl: (publicUrl?.toString() ?? `http://localhost:${port}/`).replace(/\/+$/, ''),
+    publicUrl: resolvedPublicUrl,
     logLevel,
     secretKey,
     bodyLimit: integer(env, 'BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
@@ -220,6 +261,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
     // At least 5 seconds: heartbeats go every sixth of it, and a busy database may delay one.
     processTimeoutSeconds: integer(env, 'PROCESS_TIMEOUT_SECONDS', 30, 5, 3600),
+    webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 600_000),
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString(),
+    mailFrom: mailFrom(env.MAIL_FROM, resolvedPublicUrl),
+    mailAttachmentMaxBytes: integer(env, 'MAIL_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     storage: storage(env),
+    hosted: {
+      publicSubmitPerMinute: integer(env, 'PUBLIC_SUBMIT_PER_MINUTE', 10, 1, 1_000_000),
+      publicSubmitMinSeconds: integer(env, 'PUBLIC_SUBMIT_MIN_SECONDS', 3, 0, 3600),
+      partialRetentionDays: integer(env, 'PARTIAL_RETENTION_DAYS', 30, 1, 3650),
+      prefillTtlDays: integer(env, 'PREFILL_TTL_DAYS', 30, 1, 3650),
+      statsFlushSeconds: integer(env, 'STATS_FLUSH_SECONDS', 10, 1, 3600),
+    },
   };
 }

@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Hasher } from './crypto/hasher.js';
-import type { Dialect } from './db/dialect.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
 import type { FormKeyCache } from './modules/encryption/keys.js';
@@ -12,7 +11,6 @@ import type { Storage } from './storage/types.js';
 /** What services need from the process: the database, the settings, the rate-limit counters and file storage. */
 export interface AppContext {
   db: Kysely<Database>;
-  dialect: Dialect;
   config: Config;
   /** Shared by the API quotas and attempt throttles; in Redis when REDIS_URL is set. */
   rateLimiter: RateLimiter;

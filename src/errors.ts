@@ -42,6 +42,17 @@ export const ERRORS = {
   },
   invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
   too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
+  invalid_email: {
+    status: 400,
+    message: 'The confirmation or notification email is invalid',
+    note: '`details` names each problem: a recipient field that is not an email field of the form, a logic check',
+  },
+  invalid_template: {
+    status: 400,
+    message: 'A subject or message is not a valid Liquid template',
+    note: '`details` names it and says where it fails to parse',
+  },
+  too_many_emails: { status: 400, message: 'The form holds the most confirmation or notification emails it may' },
   invalid_submission: {
     status: 400,
     message: 'A submitted value is invalid',
@@ -57,6 +68,12 @@ export const ERRORS = {
   too_many_files: { status: 400, message: 'More files than the field takes' },
   invalid_filename: { status: 400, message: 'A file name is invalid', note: '`details` names each' },
   not_png: { status: 400, message: 'A signature must be a PNG image' },
+  submission_refused: {
+    status: 400,
+    message: 'This submission looks automated and was not accepted',
+    note: 'hosted pages: the honeypot field was filled in, or the page was sent too soon after it was loaded',
+  },
+  page_expired: { status: 400, message: 'This page is too old or was not loaded from this service; reload it' },
   not_a_member: {
     status: 400,
     message: 'Form permissions are for members; owners and admins hold every level on every form',
@@ -96,12 +113,22 @@ export const ERRORS = {
   form_permission_not_found: { status: 404, message: 'Form permission not found' },
   oauth_client_not_found: { status: 404, message: 'OAuth client not found' },
   token_not_found: { status: 404, message: 'Token not found' },
+  webhook_not_found: { status: 404, message: 'Webhook not found' },
+  webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found' },
+  confirmation_not_found: { status: 404, message: 'Confirmation email not found' },
+  notification_not_found: { status: 404, message: 'Notification email not found' },
+  mail_not_found: { status: 404, message: 'Message not found in the mail log' },
+  partial_submission_not_found: { status: 404, message: 'Partial submission not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },
   form_changed: { status: 409, message: 'The form kept changing while this was written; send it again' },
   form_inactive: { status: 409, message: 'This form is inactive and takes no submissions' },
   form_full: { status: 409, message: 'This form has reached its submission limit' },
+  save_and_resume_off: {
+    status: 409,
+    message: 'This form does not keep unfinished entries (settings.saveAndResume is off)',
+  },
   encryption_changed: {
     status: 409,
     message: 'The encryption of this form changed while this request ran; send it again',
@@ -118,6 +145,7 @@ export const ERRORS = {
       'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
   },
   upload_url_used: { status: 409, message: 'This upload URL has already been used' },
+  webhook_disabled: { status: 409, message: 'This webhook is disabled; turn it on with PUT active: true first' },
   // 408 to 429
   body_timeout: { status: 408, message: 'The request body did not arrive in time; the connection is closed' },
   upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },

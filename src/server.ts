@@ -7,6 +7,7 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { Hasher } from './crypto/hasher.js';
+import { queryRedaction } from './http/logging.js';
 import { throttle } from './http/rate-limit.js';
 import { createRateLimiter } from './http/rate-limiter.js';
 import { jobKinds } from './job-kinds.js';
@@ -42,7 +43,7 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
   const clock = new Clock();
   const rateLimiter = createRateLimiter(config.redisUrl, clock);
-  const log = pino({ level: config.logLevel });
+  const log = pino({ level: config.logLevel, ...queryRedaction });
   let presence: Presence | undefined;
   let storage: Storage | undefined;
   const close = async () => {
@@ -55,7 +56,6 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
     await migrateToLatest(db);
     presence = await startPresence({
       db: db.kysely,
-      dialect: db.dialect,
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       timeoutMs: config.processTimeoutSeconds * 1000,
@@ -74,7 +74,6 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
   const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
   const ctx: AppContext = {
     db: db.kysely,
-    dialect: db.dialect,
     config,
     rateLimiter,
     clock,
@@ -150,7 +149,7 @@ export async function startWorkerProcess(
   options: { kinds?: readonly JobKind[] } = {},
 ): Promise<RunningWorker> {
   const { ctx, close } = await openContext(config);
-  const log = pino({ level: config.logLevel });
+  const log = pino({ level: config.logLevel, ...queryRedaction });
   const worker = startWorker(ctx, { kinds: options.kinds ?? jobKinds, log });
   log.info({ worker: worker.id }, 'worker started');
   return {

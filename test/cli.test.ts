@@ -368,6 +368,10 @@ describe(`formwork command (${dialectName})`, () => {
       [{ PUBLIC_URL: 'not a url' }, 'PUBLIC_URL'],
       [{ BODY_LIMIT: '10' }, 'BODY_LIMIT'],
       [{ TRUST_PROXY: 'maybe; drop table' }, 'TRUST_PROXY'],
+      [{ SMTP_URL: 'https://mail.example.com' }, 'SMTP_URL'],
+      [{ MAIL_FROM: 'nobody' }, 'MAIL_FROM'],
+      [{ MAIL_FROM: 'Desk <two@a.com, three@b.com>' }, 'MAIL_FROM'],
+      [{ MAIL_ATTACHMENT_MAX_BYTES: 'lots' }, 'MAIL_ATTACHMENT_MAX_BYTES'],
     ] as const) {
       assert.throws(
         () => loadConfig(env),
@@ -375,6 +379,25 @@ describe(`formwork command (${dialectName})`, () => {
         name,
       );
     }
+  });
+
+  it('reads the mail settings', () => {
+    const defaults = loadConfig({ PUBLIC_URL: 'https://forms.example.org' });
+    assert.equal(defaults.smtpUrl, undefined);
+    assert.deepEqual(defaults.mailFrom, { name: 'Formwork', address: 'formwork@forms.example.org' });
+    assert.equal(defaults.mailAttachmentMaxBytes, 10 * 1024 * 1024);
+    const set = loadConfig({
+      SMTP_URL: 'smtps://user:p%40ss@mail.example.com:465',
+      MAIL_FROM: '"Forms Desk" <desk@example.org>',
+      MAIL_ATTACHMENT_MAX_BYTES: '0',
+    });
+    assert.equal(set.smtpUrl, 'smtps://user:p%40ss@mail.example.com:465');
+    assert.deepEqual(set.mailFrom, { name: 'Forms Desk', address: 'desk@example.org' });
+    assert.equal(set.mailAttachmentMaxBytes, 0);
+    assert.deepEqual(loadConfig({ MAIL_FROM: 'desk@example.org' }).mailFrom, {
+      name: undefined,
+      address: 'desk@example.org',
+    });
   });
 
   it('stops on a bad setting with one line naming it', async () => {

@@ -10,6 +10,7 @@ import { transact } from '../src/db/transaction.js';
 import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
 import { enqueue } from '../src/jobs/outbox.js';
 import { listenForJobs } from '../src/jobs/repository.js';
+import { RetryAt } from '../src/jobs/retry.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
@@ -240,6 +241,42 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(row.attempts, 2);
   });
 
+  it("retries on its kind's schedule, or at the time the handler names with RetryAt", async () => {
+    const answers = ['schedule', 'at', 'schedule', 'at'];
+    let calls = 0;
+    const scheduled = testJob('test.scheduled', {
+      maxAttempts: 5,
+      retrySchedule: { delaysMs: [1000, 60_000], jitter: 0.1 },
+      handler: async () => {
+        const answer = answers[calls++];
+        if (answer === 'at') throw new RetryAt('come back in three hours', ctx.clock.now() + 3 * HOUR);
+        throw new Error('not yet');
+      },
+    });
+    const worker = createWorker(ctx, { kinds: [scheduled] });
+    const id = await enqueue(ctx.db, scheduled, {});
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      assert.equal(await worker.runDue(), 1);
+      const row = await job(id);
+      assert.equal(row.state, 'queued');
+      delays.push(row.run_at - (await runs(id)).at(-1)!.finished_at!);
+      ctx.clock.advance(row.run_at - ctx.clock.now());
+    }
+    assert.ok(delays[0]! >= 900 && delays[0]! <= 1100, `first delay ${delays[0]}`);
+    assert.ok(Math.abs(delays[1]! - 3 * HOUR) <= 50, `RetryAt ${delays[1]}`);
+    assert.ok(delays[2]! >= 54_000 && delays[2]! <= 66_000, `third delay ${delays[2]}: the schedule's second entry`);
+    assert.ok(Math.abs(delays[3]! - 3 * HOUR) <= 50);
+    assert.equal((await job(id)).last_error, 'come back in three hours');
+    assert.equal(await worker.runDue(), 1);
+    assert.equal((await job(id)).state, 'failed', 'RetryAt does not add attempts');
+    assert.throws(
+      () => testJob('test.both', { backoff: { baseMs: 1, maxMs: 1 }, retrySchedule: { delaysMs: [1], jitter: 0 } }),
+      /backoff or retrySchedule, not both/,
+    );
+    assert.throws(() => testJob('test.empty', { retrySchedule: { delaysMs: [], jitter: 0 } }), /is empty/);
+  });
+
   it('schedules the kinds that declare themselves recurring, one at a time, every so often', async () => {
     let ran = 0;
     const chore = defineJob({
@@ -413,10 +450,11 @@ describe(`background jobs (${dialectName})`, () => {
       const notified = deferred<number>();
       const notify = testJob('test.notify');
       const listener = await listenForJobs(
-        ctx.config.databaseUrl!,
+        ctx.db,
         (jobId) => notified.resolve(jobId),
         () => {},
       );
+      assert.ok(listener, 'PostgreSQL listens');
       try {
         await assert.rejects(
           transact(ctx.db, async (trx) => {

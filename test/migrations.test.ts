@@ -107,6 +107,9 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0008_client_pkce',
       '0009_emails_per_account',
       '0010_processes',
+      '0011_webhooks',
+      '0012_emails',
+      '0013_hosted_forms',
     ]);
 
     assert.equal(

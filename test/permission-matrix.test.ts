@@ -18,10 +18,14 @@ import { isDeepStrictEqual } from 'node:util';
 import { API_PREFIX } from '../src/app.js';
 import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { SCOPES, type RouteAccess, type Scope } from '../src/http/access.js';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
+import { insertMail } from '../src/modules/emails/repository.js';
 import { LEVELS, levelAtLeast, type Level } from '../src/modules/permissions/levels.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { VALID_BODIES } from './support/route-bodies.js';
+import { savePartialOf } from './support/partials.js';
 
 interface Operation {
   key: string;
@@ -33,6 +37,8 @@ interface Operation {
   /** What the table says it should be; undefined when the table lacks the operation. */
   expected: RouteAccess | undefined;
   requiredQuery: string[];
+  /** The status of success that the operation documents (200, or 201 for some creates). */
+  success: number;
 }
 
 const ACCESS_RULES = 'test/support/access-rules.json';
@@ -107,11 +113,12 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
           ],
         },
         { type: 'file', label: 'Attachment' },
+        { type: 'email', label: 'Email' },
       ],
     }),
     'form',
   );
-  const [select, field] = form.fields;
+  const [select, field, emailField] = form.fields;
   const submission = await ok(
     owner.post(`/forms/${form.id}/submissions`, {
       fields: [
@@ -137,10 +144,28 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
   if (caller.level && caller.userId)
     await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
+  const hooks: Record<string, number> = {};
+  if (op.path.includes('{webhookId}')) {
+    // A name of the loopback address, which this app refuses (WEBHOOK_ALLOW_PRIVATE is off):
+    // a delivery fails at once, without the network, and is logged.
+    const webhook = await ok(owner.post(`/form/${form.id}/webhook`, { url: 'http://localhost:9/matrix' }), 'webhook');
+    hooks.webhookId = webhook.id;
+    if (op.path.includes('{deliveryId}')) {
+      await ok(owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: select.id, value: 'support' }] }), 'event');
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      const log = await ok(owner.get(`/webhook/${webhook.id}/deliveries`), 'deliveries');
+      hooks.deliveryId = log.deliveries[0].id;
+    }
+  }
   // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.
   const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target.id;
   const token = await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token');
+  const emails = await emailFixture(op, form.id, emailField.id, submission.id);
+  const partial = op.path.includes('{partialSubmissionId}') ? await savePartialOf(app, owner, form.id) : undefined;
   return {
+    ...emails,
+    ...(partial && { partialSubmissionId: partial.id }),
+    emailFieldId: emailField.id,
     folderId: folder.id,
     formId: form.id,
     fieldId: field.id,
@@ -148,8 +173,64 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
     userId: target.id,
     clientId: client.id,
     tokenId: token.tokenId,
+    ...hooks,
   };
 }
+
+/** A confirmation, a notification and a message of the mail log, for the operations that address one. */
+async function emailFixture(
+  op: Operation,
+  formId: number,
+  emailFieldId: number,
+  submissionId: number,
+): Promise<Record<string, number>> {
+  const ids: Record<string, number> = {};
+  if (op.path.includes('{confirmationId}')) {
+    const res = await owner.post(`/forms/${formId}/confirmations`, {
+      subject: 'Thanks',
+      message: 'Got it',
+      recipientField: emailFieldId,
+    });
+    assert.equal(res.status, 201, res.text);
+    ids.confirmationId = res.body.id;
+  }
+  if (op.path.includes('{notificationId}')) {
+    const res = await owner.post(`/forms/${formId}/notifications`, {
+      subject: 'New',
+      message: 'New',
+      recipients: ['team@example.com'],
+    });
+    assert.equal(res.status, 201, res.text);
+    ids.notificationId = res.body.id;
+  }
+  if (op.path.includes('{messageId}')) {
+    const jobId = ++mailJobs;
+    await insertMail(app.server.ctx.db, {
+      account_id: owner.accountId,
+      form_id: formId,
+      email_id: 1,
+      submission_id: submissionId,
+      job_id: jobId,
+      kind: 'notification',
+      sender: 'formwork@forms.test',
+      recipients: '["team@example.com"]',
+      reply_to: null,
+      subject: 'New',
+      text_body: 'New',
+      html_body: null,
+      attachments: '[]',
+      created_at: Date.now(),
+    });
+    const row = await app.server.ctx.db
+      .selectFrom('mail_log')
+      .select('id')
+      .where('job_id', '=', jobId)
+      .executeTakeFirstOrThrow();
+    ids.messageId = row.id;
+  }
+  return ids;
+}
+let mailJobs = 1_000_000;
 
 function urlOf(op: Operation, ids: Record<string, number>): string {
   const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -197,6 +278,7 @@ describe(`permission matrix (${dialectName})`, () => {
           requiredQuery: parameters
             .filter((p) => p.in === 'query' && p.required && p.schema.default === undefined)
             .map((p) => p.name),
+          success: Number(Object.keys(op.responses ?? {}).find((s) => /^2\d\d$/.test(s)) ?? 200),
         });
       }
     }
@@ -313,10 +395,10 @@ describe(`permission matrix (${dialectName})`, () => {
         const fine =
           want.status === 403
             ? got === 403 && res.body?.code === want.code && res.body?.status === 'error'
-            : got === 200;
+            : got === op.success;
         if (!fine)
           failures.push(
-            `${op.key} by ${caller.name}: expected ${want.status}${want.code ? ` ${want.code}` : ''}, got ${got} ${res.text.slice(0, 160)}`,
+            `${op.key} by ${caller.name}: expected ${want.status === 200 ? op.success : want.status}${want.code ? ` ${want.code}` : ''}, got ${got} ${res.text.slice(0, 160)}`,
           );
       }
     }

@@ -1,12 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { hashToken } from '../src/crypto/secrets.js';
@@ -19,7 +12,8 @@ import {
   type RateLimiter,
 } from '../src/http/rate-limiter.js';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
-import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL, type TestApp } from './support/helpers.js';
+import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
+import { ProcessSet } from './support/processes.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -350,99 +344,28 @@ describe(`API quotas per access token (${dialectName}, in memory)`, () => {
 
 // Two real server processes on one database and one Redis, as behind a load balancer.
 describe(`API quotas shared through Redis by two server processes (${dialectName})`, { skip: redisSkip }, () => {
-  const run = promisify(execFile);
-  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-rl-'));
-  let database: { url: string; drop(): Promise<void> } | undefined;
-  const children: ChildProcess[] = [];
+  const processes = new ProcessSet('rl');
   const urls: string[] = [];
   let token: string;
-  let env: Record<string, string>;
 
-  async function freePort(): Promise<number> {
-    const server = createServer().listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const { port } = server.address() as { port: number };
-    server.close();
-    await once(server, 'close');
-    return port;
-  }
-
-  async function serve(): Promise<string> {
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-      env: {
-        ...env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        REDIS_URL,
-        RATE_LIMIT_PER_MINUTE: '6',
-        RATE_LIMIT_PER_DAY: '1000',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(child);
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-      try {
-        if ((await fetch(`${url}/healthz`)).ok) return url;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const serve = async () =>
+    (await processes.serve({ REDIS_URL, RATE_LIMIT_PER_MINUTE: '6', RATE_LIMIT_PER_DAY: '1000' })).url;
 
   before(async () => {
-    if (TEST_PG_URL) database = await createPgDatabase();
-    env = {
-      PATH: process.env.PATH ?? '',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      ...(database ? { DATABASE_URL: database.url } : {}),
-    };
-    // The account first: it also migrates, so the two servers start on a ready schema.
-    const created = await run(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli.ts',
-        'admin',
-        'create-account',
-        '--name',
-        'Shared',
-        '--email',
-        'shared@example.com',
-        '--json',
-      ],
-      { env },
-    );
-    token = JSON.parse(created.stdout).token;
+    await processes.open();
+    token = await processes.createAccount('Shared', 'shared@example.com');
     urls.push(...(await Promise.all([serve(), serve()])));
   });
 
   after(async () => {
-    await Promise.all(
-      children.map(async (c) => {
-        if (c.exitCode === null && c.signalCode === null) {
-          c.kill('SIGTERM');
-          await once(c, 'exit');
-        }
-      }),
-    );
+    await processes.stopAll('SIGTERM');
     if (token) {
       const redis = new Redis(REDIS_URL);
       const keys = await redis.keys(`fw:rl:token:${hashToken(token)}:*`);
       if (keys.length) await redis.del(...keys);
       await redis.quit();
     }
-    await database?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await processes.close();
   });
 
   it('counts calls to either process in one quota, and refusals in none', async () => {

@@ -4,31 +4,14 @@
  * processes at the most verbose log level, their whole output read back.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Writable } from 'node:stream';
-import { promisify } from 'node:util';
 import { pino } from 'pino';
-import { queryRedaction, urlForLog } from '../src/http/logging.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { queryRedaction, redactText, urlForLog } from '../src/http/logging.js';
+import { dialectName } from './support/helpers.js';
+import { ProcessSet } from './support/processes.js';
 import { authorizeUrl, Browser, pkce, readForm, REDIRECT, type Client } from './support/oauth-flow.js';
-
-const run = promisify(execFile);
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 describe('query redaction', () => {
   it('keeps the path and the names of the parameters', () => {
@@ -56,11 +39,25 @@ describe('query redaction', () => {
   });
 });
 
+describe('credential redaction', () => {
+  it('takes the user name and password out of URLs in messages and errors (SMTP_URL, DATABASE_URL)', () => {
+    let written = '';
+    const sink = new Writable({ write: (chunk, _enc, done) => ((written += chunk.toString()), done()) });
+    const log = pino({ level: 'trace', ...queryRedaction }, sink);
+    log.warn('could not reach smtps://mailer:hush4@mail.example.com:465');
+    log.error({ err: new Error('connect to postgres://app:hush5@db:5432/formwork failed') }, 'no database');
+    for (const word of ['hush4', 'mailer', 'hush5']) assert.ok(!written.includes(word), written);
+    assert.ok(written.includes('smtps://[redacted]@mail.example.com:465'), written);
+    assert.ok(written.includes('postgres://[redacted]@db:5432/formwork'), written);
+    assert.equal(
+      redactText('see https://example.com/a@b and mailto:x@y'),
+      'see https://example.com/a@b and mailto:x@y',
+    );
+  });
+});
+
 describe(`request logs keep query names and drop their values (${dialectName})`, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-log-'));
-  let database: { url: string; drop(): Promise<void> } | undefined;
-  let env: Record<string, string>;
-  const children: { child: ChildProcess; output: () => string }[] = [];
+  const processes = new ProcessSet('log');
   /** Words that go into URLs and must never be logged. */
   const secrets: string[] = [];
   const secret = (what: string) => {
@@ -69,68 +66,15 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     return word;
   };
 
-  async function serve(extra: Record<string, string> = {}): Promise<{ url: string; output: () => string }> {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-worker'], {
-      env: { ...env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: url, LOG_LEVEL: 'trace', ...extra },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    children.push({ child, output: () => output });
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output}`);
-      try {
-        if ((await fetch(`${url}/healthz`)).ok) return { url, output: () => output };
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const serve = (extra: Record<string, string> = {}) =>
+    processes.serve({ LOG_LEVEL: 'trace', ...extra }, ['--no-worker']);
 
-  before(async () => {
-    if (TEST_PG_URL) database = await createPgDatabase();
-    env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...(database ? { DATABASE_URL: database.url } : {}) };
-  });
-
-  after(async () => {
-    for (const { child } of children) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await once(child, 'exit');
-      }
-    }
-    await database?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  before(() => processes.open());
+  // SIGTERM: a process writes its last lines as it stops.
+  after(() => processes.close('SIGTERM'));
 
   it('logs API, legacy, OAuth, upload, not-found and bad-URL requests, and 5xx errors, without query values', async () => {
-    const created = await run(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli.ts',
-        'admin',
-        'create-account',
-        '--name',
-        'Logs',
-        '--email',
-        'logs@example.com',
-        '--password',
-        'long enough password',
-        '--json',
-      ],
-      {
-        env: { ...env, LOG_LEVEL: 'silent' },
-      },
-    );
-    const { token } = JSON.parse(created.stdout) as { token: string };
+    const token = await processes.createAccount('Logs', 'logs@example.com', ['--password', 'long enough password']);
     const server = await serve();
     const api = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${server.url}${path}`, {
@@ -225,11 +169,8 @@ describe(`request logs keep query names and drop their values (${dialectName})`,
     assert.equal(res.status, 503, await res.text());
 
     // Every line written, by both servers, until they have stopped.
-    for (const { child } of children) {
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    }
-    const output = children.map((c) => c.output()).join('\n');
+    await processes.stopAll('SIGTERM');
+    const output = processes.output();
     for (const word of secrets)
       assert.ok(
         !output.includes(word),

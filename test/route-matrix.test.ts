@@ -15,8 +15,12 @@ import { API_PREFIX } from '../src/app.js';
 import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { insertToken, revokeToken } from '../src/modules/accounts/repository.js';
 import { createPersonalToken, PAT_PREFIX } from '../src/modules/accounts/service.js';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
+import { insertMail } from '../src/modules/emails/repository.js';
 import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './support/helpers.js';
 import { VALID_BODIES } from './support/route-bodies.js';
+import { savePartialOf } from './support/partials.js';
 
 type Schema = Record<string, any>;
 type Ids = Record<string, number>;
@@ -45,7 +49,13 @@ const REQUIRED_QUERIES: Record<string, Record<string, () => string>> = {
 };
 
 /** Body and query properties that hold an id, by the path parameter whose ids they take. */
-const ID_PROPERTIES: Record<string, string> = { folder: 'folderId', parent: 'folderId', template: 'formId' };
+const ID_PROPERTIES: Record<string, string> = {
+  folder: 'folderId',
+  parent: 'folderId',
+  template: 'formId',
+  recipientField: 'emailFieldId',
+  replyToField: 'emailFieldId',
+};
 const idKindOf = (name: string): string | undefined =>
   ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
 
@@ -279,6 +289,37 @@ async function ok(res: Promise<Reply>, what: string): Promise<any> {
   return r.body;
 }
 
+async function created(res: Promise<Reply>, what: string): Promise<any> {
+  const r = await res;
+  assert.equal(r.status, 201, `${what}: ${r.status} ${r.text.slice(0, 300)}`);
+  return r.body;
+}
+
+let loggedJobs = 2_000_000;
+
+/** A message of the account's mail log, as a send job without SMTP_URL writes one; returns its id. */
+async function logMessage(acc: TestAccount, formId: number, submissionId: number, subject: string): Promise<number> {
+  const jobId = ++loggedJobs;
+  const db = app.server.ctx.db;
+  await insertMail(db, {
+    account_id: acc.accountId,
+    form_id: formId,
+    email_id: 1,
+    submission_id: submissionId,
+    job_id: jobId,
+    kind: 'notification',
+    sender: 'formwork@forms.test',
+    recipients: '["team@example.com"]',
+    reply_to: null,
+    subject,
+    text_body: subject,
+    html_body: null,
+    attachments: '[]',
+    created_at: Date.now(),
+  });
+  return (await db.selectFrom('mail_log').select('id').where('job_id', '=', jobId).executeTakeFirstOrThrow()).id;
+}
+
 /** Everything an account can read about itself. */
 async function snapshot(acc: TestAccount): Promise<unknown> {
   const forms = await ok(acc.get('/forms?pageSize=100'), 'list forms');
@@ -287,6 +328,11 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   for (const f of forms.forms) {
     formDetails.push(await ok(acc.get(`/forms/${f.id}?withFields=true`), 'read form'));
     formDetails.push(await ok(acc.get(`/forms/${f.id}/fields`), 'list fields'));
+    for (const kind of ['confirmations', 'notifications']) {
+      const list = await ok(acc.get(`/forms/${f.id}/${kind}`), `list ${kind}`);
+      formDetails.push(list);
+      for (const e of list[kind]) formDetails.push(await ok(acc.get(`/${kind}/${e.id}`), `read ${kind}`));
+    }
     const submissions = await ok(
       acc.get(`/forms/${f.id}/submissions?pageSize=100&expandData=true&prettyName=true`),
       'list submissions',
@@ -294,6 +340,12 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     formDetails.push(submissions);
     for (const s of submissions.submissions)
       formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
+    const webhooks = await ok(acc.get(`/form/${f.id}/webhook`), 'list webhooks');
+    formDetails.push(webhooks);
+    for (const w of webhooks.webhooks) {
+      formDetails.push(await ok(acc.get(`/webhook/${w.id}`), 'read webhook'));
+      formDetails.push(await ok(acc.get(`/webhook/${w.id}/deliveries`), 'list deliveries'));
+    }
   }
   const users = await ok(acc.get('/users'), 'list users');
   const permissions: unknown[] = [];
@@ -301,6 +353,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   const tokens: unknown[] = [await ok(acc.get('/tokens'), 'list own tokens')];
   for (const u of users.users) tokens.push(await ok(acc.get(`/users/${u.id}/tokens`), 'list tokens'));
   const clients = await ok(acc.get('/oauth-clients'), 'list OAuth clients');
+  const mail = await ok(acc.get('/mail-log?pageSize=100'), 'list the mail log');
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
   const walk = async (list: any[]): Promise<void> => {
@@ -310,7 +363,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     }
   };
   await walk(folders.folders);
-  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, tokens, clients };
+  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, tokens, clients, mail };
 }
 
 /** The last test of each matrix: nothing it sent changed A's or B's data. */
@@ -414,6 +467,13 @@ describe(`route matrix (${dialectName})`, () => {
       a.post('/forms', { name: `Deleted ${MARK}`, fields: [{ type: 'text', label: `Gone ${MARK}` }] }),
       'create form',
     );
+    // A webhook on the first form, whose deliveries the submission below starts. It points at
+    // a name of the loopback address, which the matrix's app refuses (WEBHOOK_ALLOW_PRIVATE is
+    // off): the attempt fails at once, without the network, and is logged.
+    const webhook = await ok(
+      a.post(`/form/${form.id}/webhook`, { url: `http://localhost:9/${MARK}`, handshakeKey: MARK }),
+      'create webhook',
+    );
     // A submission in each form (the deleted form's one made before it was deleted).
     const [nameField, emailField, , ageField] = form.fields;
     const submission = await ok(
@@ -454,7 +514,29 @@ describe(`route matrix (${dialectName})`, () => {
       'create member token',
     );
     const ownToken = await ok(a.post('/tokens', { name: `Own token ${MARK}` }), 'create own token');
+    const confirmation = await created(
+      a.post(`/forms/${form.id}/confirmations`, {
+        name: `Thanks ${MARK}`,
+        subject: `Thanks ${MARK}`,
+        message: '{{ all_fields }}',
+        recipientField: emailField.id,
+      }),
+      'create confirmation',
+    );
+    const notification = await created(
+      a.post(`/forms/${form.id}/notifications`, {
+        name: `Notify ${MARK}`,
+        subject: `New ${MARK}`,
+        message: '{{ all_fields }}',
+        recipients: [`team-${MARK}@example.com`],
+      }),
+      'create notification',
+    );
     Object.assign(aIds, {
+      emailFieldId: [emailField.id],
+      confirmationId: [confirmation.id],
+      notificationId: [notification.id],
+      messageId: [await logMessage(a, form.id, submission.id, `New ${MARK}`)],
       userId: [member.id],
       tokenId: [memberToken.id, ownToken.id],
       clientId: [client.id],
@@ -462,14 +544,24 @@ describe(`route matrix (${dialectName})`, () => {
       fieldId: [fileField.id, select.id, withLogic.id],
       folderId: [folder.id, subfolder.id],
       submissionId: [submission.id, secondSubmission.id, goneSubmission.id],
+      webhookId: [webhook.id],
+      partialSubmissionId: [(await savePartialOf(app, a, form.id)).id],
     });
 
     // B: not empty, so that "not found" cannot come from an empty account.
     const bFolder = await ok(b.post('/folders', { name: 'B folder' }), 'create B folder');
     const bForm = await ok(
-      b.post('/forms', { name: 'B form', folder: bFolder.id, fields: [{ type: 'text', label: 'B field' }] }),
+      b.post('/forms', {
+        name: 'B form',
+        folder: bFolder.id,
+        fields: [
+          { type: 'text', label: 'B field' },
+          { type: 'email', label: 'B email' },
+        ],
+      }),
       'create B form',
     );
+    const bWebhook = await ok(b.post(`/form/${bForm.id}/webhook`, { url: 'http://localhost:9/b' }), 'create B webhook');
     const bSubmission = await ok(
       b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }),
       'create B submission',
@@ -487,15 +579,42 @@ describe(`route matrix (${dialectName})`, () => {
       'create B client',
     );
     const bToken = await ok(b.post(`/users/${bMember.id}/tokens`, { name: 'B member token' }), 'create B member token');
+    const bConfirmation = await created(
+      b.post(`/forms/${bForm.id}/confirmations`, {
+        subject: 'B thanks',
+        message: 'B',
+        recipientField: bForm.fields[1].id,
+      }),
+      'create B confirmation',
+    );
+    const bNotification = await created(
+      b.post(`/forms/${bForm.id}/notifications`, { subject: 'B new', message: 'B', recipients: ['b@example.com'] }),
+      'create B notification',
+    );
     Object.assign(bIds, {
+      emailFieldId: bForm.fields[1].id,
+      confirmationId: bConfirmation.id,
+      notificationId: bNotification.id,
+      messageId: await logMessage(b, bForm.id, bSubmission.id, 'B new'),
       tokenId: bToken.id,
       formId: bForm.id,
       fieldId: bForm.fields[0].id,
       folderId: bFolder.id,
       submissionId: bSubmission.id,
+      partialSubmissionId: (await savePartialOf(app, b, bForm.id)).id,
       userId: bMember.id,
       clientId: bClient.id,
+      webhookId: bWebhook.id,
     });
+    // One logged (refused) attempt for each webhook.
+    await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+    const deliveryOf = async (acc: TestAccount, webhookId: number): Promise<number> => {
+      const log = await ok(acc.get(`/webhook/${webhookId}/deliveries`), 'list deliveries');
+      assert.equal(log.deliveries.length, 1, JSON.stringify(log));
+      return log.deliveries[0].id;
+    };
+    aIds.deliveryId = [await deliveryOf(a, webhook.id)];
+    bIds.deliveryId = await deliveryOf(b, bWebhook.id);
 
     // A revoked and an expired token of A's; each worked before.
     const extra = await createPersonalToken(app.server.ctx, a.userId, 'to revoke');

@@ -172,14 +172,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
 
   it('keyword search uses the full-text index', async () => {
     const plans = await plansOf((db) =>
-      repo.listSubmissions(
-        db,
-        app.server.db.dialect,
-        a.accountId,
-        form.id,
-        { terms: [{ token: 'word1234', prefix: true }] },
-        page,
-      ),
+      repo.listSubmissions(db, a.accountId, form.id, { terms: [{ token: 'word1234', prefix: true }] }, page),
     );
     assert.equal(plans.filter((p) => !byPrimaryKey(p)).length, 2, 'the page and its count');
     assertEachUses(plans, FTS, 'keyword');
@@ -188,14 +181,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
 
   it('keyword search across the forms of an account uses the full-text index', async () => {
     const plans = await plansOf((db) =>
-      repo.listSubmissions(
-        db,
-        app.server.db.dialect,
-        a.accountId,
-        undefined,
-        { terms: [{ token: 'word1234', prefix: true }] },
-        page,
-      ),
+      repo.listSubmissions(db, a.accountId, undefined, { terms: [{ token: 'word1234', prefix: true }] }, page),
     );
     assertEachUses(plans, FTS, 'account search');
     assertNoFullScan(plans, 'account search');
@@ -206,9 +192,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       { token: fieldToken(fieldId, 'v1234'), prefix: false },
       { token: fieldToken(fieldId, 'v123'), prefix: true },
     ]) {
-      const plans = await plansOf((db) =>
-        repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, { terms: [term] }, page),
-      );
+      const plans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, { terms: [term] }, page));
       assertEachUses(plans, FTS, `field search ${JSON.stringify(term)}`);
       assertNoFullScan(plans, 'field search');
     }
@@ -216,13 +200,9 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
 
   it('a time range uses submissions_form_created', async () => {
     const range = { from: BASE + 100 * MINUTE, to: BASE + 130 * MINUTE, terms: [] };
-    const listPlans = await plansOf((db) =>
-      repo.listSubmissions(db, app.server.db.dialect, a.accountId, form.id, range, page),
-    );
+    const listPlans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, range, page));
     const countPlans = await plansOf((db) => repo.countSubmissions(db, form.id, range.from, range.to));
-    const exportPlans = await plansOf((db) =>
-      repo.nextBatch(db, app.server.db.dialect, a.accountId, form.id, range, undefined, 'asc', 500),
-    );
+    const exportPlans = await plansOf((db) => repo.nextBatch(db, a.accountId, form.id, range, undefined, 'asc', 500));
     for (const [what, plans] of [
       ['list', listPlans],
       ['count', countPlans],

@@ -3,35 +3,16 @@
  * or headers that trickle are cut off, and SIGTERM finishes whatever the clients do.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { dialectName } from './support/helpers.js';
+import { ProcessSet, type Served } from './support/processes.js';
 
-const run = promisify(execFile);
 // Generous: each bound below is seconds where the behaviour needs one, and minutes without it.
 const BOUND_MS = 20_000;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
-interface Served {
-  child: ChildProcess;
-  port: number;
-  url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
 
 /** What came back on a raw connection, once the server closed it (or the bound passed). */
 interface Outcome {
@@ -84,44 +65,10 @@ function jsonOf(text: string): any {
 }
 
 describe(`slow clients and stopping (${dialectName})`, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'formwork-timeouts-'));
-  let database: { url: string; drop(): Promise<void> } | undefined;
-  let env: Record<string, string>;
+  const processes = new ProcessSet('timeouts');
   let token: string;
-  const children: ChildProcess[] = [];
-
-  async function serve(extra: Record<string, string>): Promise<Served> {
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-      env: { ...env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: `http://127.0.0.1:${port}`, ...extra },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(child);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-      try {
-        if ((await fetch(`${url}/healthz`)).ok) return { child, port, url, exited };
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  async function stop(served: Served): Promise<void> {
-    if (served.child.exitCode === null && served.child.signalCode === null) {
-      served.child.kill('SIGKILL');
-      await served.exited;
-    }
-  }
+  const serve = (extra: Record<string, string>) => processes.serve(extra);
+  const stop = (served: Served) => processes.stop(served);
 
   const api = (served: Served, method: string, path: string, body?: unknown) =>
     fetch(`${served.url}/api/v2025${path}`, {
@@ -153,45 +100,11 @@ describe(`slow clients and stopping (${dialectName})`, () => {
     `${auth ? `Authorization: Bearer ${token}\r\n` : ''}\r\n{"name":"`;
 
   before(async () => {
-    if (TEST_PG_URL) database = await createPgDatabase();
-    env = {
-      PATH: process.env.PATH ?? '',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      ...(database ? { DATABASE_URL: database.url } : {}),
-    };
-    // Also migrates, so that the servers start on a ready schema.
-    const created = await run(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli.ts',
-        'admin',
-        'create-account',
-        '--name',
-        'Slow',
-        '--email',
-        'slow@example.com',
-        '--json',
-      ],
-      { env },
-    );
-    token = JSON.parse(created.stdout).token;
+    await processes.open();
+    token = await processes.createAccount('Slow', 'slow@example.com');
   });
 
-  after(async () => {
-    await Promise.all(
-      children.map(async (c) => {
-        if (c.exitCode === null && c.signalCode === null) {
-          c.kill('SIGKILL');
-          await once(c, 'exit');
-        }
-      }),
-    );
-    await database?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => processes.close());
 
   it('cuts off a JSON body, an unread body and headers that trickle, after REQUEST_TIMEOUT_MS', async () => {
     const served = await serve({ REQUEST_TIMEOUT_MS: '1000' });
@@ -241,7 +154,7 @@ describe(`slow clients and stopping (${dialectName})`, () => {
       assert.ok(cut.closed, 'the connection of a trickling upload is closed');
       assert.equal(statusOf(cut.text), 408, cut.text);
       assert.equal(jsonOf(cut.text).code, 'body_timeout');
-      const tmp = join(dataDir, 'files', '.tmp');
+      const tmp = join(processes.dataDir, 'files', '.tmp');
       assert.deepEqual(readdirSync(tmp), [], 'no partial file is left');
 
       // The URL was given back: a whole upload at a normal pace takes it.

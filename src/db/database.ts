@@ -4,10 +4,15 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Dialect } from './dialect.js';
+import { attachEngine } from './engine.js';
+import { postgresEngine } from './postgres-engine.js';
+import { sqliteEngine } from './sqlite-engine.js';
 import type { Database } from './schema.js';
 
 export interface Db {
+  /** Its engine (what differs between databases) goes with it: engineOf(kysely). */
   kysely: Kysely<Database>;
+  /** For migrations, which branch where a column type differs. */
   dialect: Dialect;
   close(): Promise<void>;
 }
@@ -63,6 +68,7 @@ export function openDatabase(options: DbOptions): Db {
     // pool, which connects anew on the next query; without a listener the error would crash the process.
     pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    attachEngine(kysely, postgresEngine(options.databaseUrl));
     return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
   }
 
@@ -75,5 +81,6 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('cache_size = -65536');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  attachEngine(kysely, sqliteEngine);
   return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
 }

@@ -1,5 +1,6 @@
-import { sql, type CreateTableBuilder, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import type { CreateTableBuilder } from 'kysely';
 
+/** The database's name, for migrations only: the rest of the code asks its engine (engine.ts). */
 export type Dialect = 'sqlite' | 'postgres';
 
 /** An integer primary key whose values are never reused after a delete. */
@@ -7,17 +8,4 @@ export function idColumn<T extends string>(table: CreateTableBuilder<T, never>, 
   return dialect === 'postgres'
     ? table.addColumn('id', 'serial', (c) => c.primaryKey())
     : table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
-}
-
-/** Escapes LIKE wildcards so that user text matches literally. */
-export function likePattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
-}
-
-/** Case-insensitive substring match, literal in the user's text. */
-export function containsInsensitive(dialect: Dialect, column: Expression<string>, text: string): RawBuilder<SqlBool> {
-  const pattern = likePattern(text);
-  return dialect === 'postgres'
-    ? sql<SqlBool>`${column} ILIKE ${pattern} ESCAPE '\\'`
-    : sql<SqlBool>`${column} LIKE ${pattern} ESCAPE '\\'`;
 }

@@ -11,6 +11,9 @@ import * as tokenManagement from './migrations/0007_token_management.js';
 import * as clientPkce from './migrations/0008_client_pkce.js';
 import * as emailsPerAccount from './migrations/0009_emails_per_account.js';
 import * as processes from './migrations/0010_processes.js';
+import * as webhooks from './migrations/0011_webhooks.js';
+import * as emails from './migrations/0012_emails.js';
+import * as hostedForms from './migrations/0013_hosted_forms.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -28,6 +31,9 @@ const migrations: Record<string, MigrationModule> = {
   '0008_client_pkce': clientPkce,
   '0009_emails_per_account': emailsPerAccount,
   '0010_processes': processes,
+  '0011_webhooks': webhooks,
+  '0012_emails': emails,
+  '0013_hosted_forms': hostedForms,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -23,8 +23,15 @@ export interface Database {
   form_permissions: FormPermissionsTable;
   jobs: JobsTable;
   job_runs: JobRunsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   uploads: UploadsTable;
   processes: ProcessesTable;
+  form_emails: FormEmailsTable;
+  mail_log: MailLogTable;
+  partial_submissions: PartialSubmissionsTable;
+  prefill_tokens: PrefillTokensTable;
+  form_daily_stats: FormDailyStatsTable;
 }
 
 type Id = Generated<number>;
@@ -255,6 +262,46 @@ export interface JobRunsTable {
   error: string | null;
 }
 
+export type WebhookState = 'active' | 'failing' | 'disabled';
+
+/** A form's webhook (src/modules/webhooks). Secrets are sealed with a key derived from SECRET_KEY. */
+export interface WebhooksTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  url: string;
+  content_type: 'json' | 'urlencoded';
+  /** JSON list of event types. */
+  events: string;
+  include_field_type: number;
+  signing_secret: string;
+  hmac_secret: string | null;
+  handshake_key: string | null;
+  state: ColumnType<WebhookState, WebhookState | undefined, WebhookState>;
+  failure_reason: string | null;
+  failed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One attempt to deliver one event to one webhook: the delivery log. */
+export interface WebhookDeliveriesTable {
+  id: Id;
+  webhook_id: number;
+  job_id: number;
+  message_id: string;
+  event: string;
+  attempt: number;
+  attempted_at: number;
+  duration_ms: number;
+  response_status: number | null;
+  outcome: 'delivered' | 'failed';
+  error: string | null;
+  next_attempt_at: number | null;
+}
+
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type JobRow = Selectable<JobsTable>;
 export type JobRunRow = Selectable<JobRunsTable>;
 export type UploadState = 'issued' | 'receiving' | 'stored' | 'claimed';
@@ -291,6 +338,53 @@ export interface ProcessesTable {
   heartbeat_at: number;
 }
 
+/** Confirmation and notification emails of forms: see src/modules/emails. */
+export interface FormEmailsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  kind: 'confirmation' | 'notification';
+  name: string;
+  sender_name: string;
+  reply_to: string | null;
+  reply_to_field_id: number | null;
+  recipient_field_id: number | null;
+  /** JSON list of addresses. */
+  recipients: string;
+  subject: string;
+  message: string;
+  format: 'html' | 'text';
+  /** JSON FieldLogic, or null. */
+  logic: string | null;
+  attach_files: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Messages kept instead of sent when no SMTP server is set. */
+export interface MailLogTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  email_id: number;
+  submission_id: number;
+  job_id: number;
+  kind: 'confirmation' | 'notification';
+  sender: string;
+  /** JSON list of addresses. */
+  recipients: string;
+  reply_to: string | null;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  /** JSON list of {name, size, contentType}. */
+  attachments: string;
+  created_at: number;
+}
+
+export type FormEmailRow = Selectable<FormEmailsTable>;
+export type NewFormEmailRow = Insertable<FormEmailsTable>;
+export type MailLogRow = Selectable<MailLogTable>;
 export type UploadRow = Selectable<UploadsTable>;
 export type SubmissionRow = Selectable<SubmissionsTable>;
 export type FolderRow = Selectable<FoldersTable>;
@@ -301,3 +395,44 @@ export type FieldRow = Selectable<FieldsTable>;
 export type NewFieldRow = Insertable<FieldsTable>;
 export type FieldUpdate = Updateable<FieldsTable>;
 export type UserRow = Selectable<UsersTable>;
+
+export interface PartialSubmissionsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  resume_hash: string;
+  /** JSON object: field id → stored value; sealed on an encrypted form. */
+  data: string;
+  /** Encrypted forms: the values sealed under the resume token's key (modules/partials/sealing.ts). */
+  resume_data: string | null;
+  pretty_name: string | null;
+  user_agent: string;
+  remote_addr: string;
+  created_at: number;
+  updated_at: number;
+  expires_at: number;
+}
+export type PartialSubmissionRow = Selectable<PartialSubmissionsTable>;
+
+export interface PrefillTokensTable {
+  id: string;
+  account_id: number;
+  form_id: number;
+  data: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface FormDailyStatsTable {
+  form_id: number;
+  day: string;
+  account_id: number;
+  views: ColumnType<number, number | undefined, number>;
+  starts: ColumnType<number, number | undefined, number>;
+  partial_saves: ColumnType<number, number | undefined, number>;
+  completions: ColumnType<number, number | undefined, number>;
+  refused_rate_limit: ColumnType<number, number | undefined, number>;
+  refused_honeypot: ColumnType<number, number | undefined, number>;
+  refused_too_fast: ColumnType<number, number | undefined, number>;
+  refused_too_large: ColumnType<number, number | undefined, number>;
+}

@@ -4,7 +4,13 @@ import type { Database } from '../db/schema.js';
 import type { Executor } from '../db/transaction.js';
 import { ForbiddenError } from '../errors.js';
 import { isAdminRole, LEVEL_MEANINGS, levelAtLeast, type Level } from '../modules/permissions/levels.js';
-import { formOfSubmission, levelOnForm } from '../modules/permissions/repository.js';
+import {
+  formOfEmail,
+  formOfPartial,
+  formOfSubmission,
+  formOfWebhook,
+  levelOnForm,
+} from '../modules/permissions/repository.js';
 import { principal } from './auth.js';
 import { ErrorBody } from './schemas.js';
 import { Type } from '@sinclair/typebox';
@@ -23,14 +29,25 @@ export const SCOPE_MEANINGS: Record<Scope, string> = {
 /**
  * What a route needs, declared next to it and checked before its handler: a token scope;
  * optionally the owner or admin role; optionally, for members, a level on the form the
- * request addresses (by its formId, or by the form of its submissionId).
+ * request addresses (by its formId, or by the form of its submissionId, webhookId,
+ * confirmationId, notificationId or partialSubmissionId).
  */
 export interface RouteAccess {
   scope: Scope;
   role?: 'admin';
   level?: Level;
-  formFrom?: 'formId' | 'submissionId';
+  formFrom?: 'formId' | 'submissionId' | 'webhookId' | 'confirmationId' | 'notificationId' | 'partialSubmissionId';
 }
+
+/** How the form of a request is found from the path parameter that formFrom names, when it is not formId. */
+const FORM_OF: Record<Exclude<NonNullable<RouteAccess['formFrom']>, 'formId'>, FormLookup> = {
+  submissionId: formOfSubmission,
+  webhookId: formOfWebhook,
+  confirmationId: (db, accountId, id) => formOfEmail(db, accountId, 'confirmation', id),
+  notificationId: (db, accountId, id) => formOfEmail(db, accountId, 'notification', id),
+  partialSubmissionId: formOfPartial,
+};
+type FormLookup = (db: Executor, accountId: number, id: number) => Promise<number | undefined>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -93,7 +110,7 @@ async function check(db: Kysely<Database>, request: FastifyRequest, access: Rout
   const params = request.params as Record<string, number | undefined>;
   const id = params[access.formFrom];
   if (id === undefined) return;
-  const formId = access.formFrom === 'formId' ? id : await formOfSubmission(db, who.accountId, id);
+  const formId = access.formFrom === 'formId' ? id : await FORM_OF[access.formFrom](db, who.accountId, id);
   // Not in the account: the handler answers 404, exactly as it does for anyone else.
   if (formId === undefined) return;
   await requireFormLevel(db, who.accountId, who.userId, formId, access.level);
@@ -117,10 +134,4 @@ export async function requireFormLevel(
   if (!levelAtLeast(held, level)) {
     throw new ForbiddenError('form_permission_required', `This needs the ${level} level on the form; you hold ${held}`);
   }
-}
-
-/** The user id whose form permissions limit what a request sees, or undefined for owners and admins. */
-export function memberScope(request: FastifyRequest): number | undefined {
-  const who = principal(request);
-  return isAdminRole(who.role) ? undefined : who.userId;
 }

@@ -25,6 +25,14 @@ export function redactQueries(text: string): string {
   return text.replace(QUERY_IN_TEXT, (_, path: string, query: string) => urlForLog(`${path}?${query}`));
 }
 
+// The user name and password of a URL (SMTP_URL, DATABASE_URL, REDIS_URL), should a driver's message quote one.
+const CREDENTIALS_IN_URL = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'`<>]+@/gi;
+
+/** Text fit for a log: query values and URL credentials taken out. */
+export function redactText(text: string): string {
+  return redactQueries(text).replace(CREDENTIALS_IN_URL, '$1[redacted]@');
+}
+
 /** Fastify's request serializer, with the URL as urlForLog writes it. */
 function requestForLog(req: FastifyRequest) {
   return {
@@ -39,19 +47,19 @@ function requestForLog(req: FastifyRequest) {
 
 function errorForLog(err: Error) {
   const out = pino.stdSerializers.err(err);
-  if (typeof out.message === 'string') out.message = redactQueries(out.message);
-  if (typeof out.stack === 'string') out.stack = redactQueries(out.stack);
+  if (typeof out.message === 'string') out.message = redactText(out.message);
+  if (typeof out.stack === 'string') out.stack = redactText(out.stack);
   return out;
 }
 
-/** The serializers and hook that keep query values out of the request log. */
+/** The serializers and hook that keep query values and URL credentials out of the logs. */
 export const queryRedaction: Pick<LoggerOptions, 'serializers' | 'hooks'> = {
   serializers: { req: requestForLog, err: errorForLog },
   hooks: {
     logMethod(args, method) {
       return method.apply(
         this,
-        args.map((a) => (typeof a === 'string' ? redactQueries(a) : a)) as Parameters<typeof method>,
+        args.map((a) => (typeof a === 'string' ? redactText(a) : a)) as Parameters<typeof method>,
       );
     },
   },

@@ -9,6 +9,16 @@ export interface Backoff {
   maxMs: number;
 }
 
+/**
+ * Retry delays as a list: the nth failure waits delaysMs[n-1] (the last entry repeats), each
+ * moved at random by up to ±jitter of itself, so that retries of many jobs spread out.
+ */
+export interface RetrySchedule {
+  delaysMs: readonly number[];
+  /** Between 0 and 1: 0.1 spreads a 5-minute delay over 4.5 to 5.5 minutes. */
+  jitter: number;
+}
+
 export interface JobKindDefinition<S extends TSchema> {
   /** Stored in each job's row: a kind that may have jobs queued keeps its name. */
   name: string;
@@ -24,6 +34,14 @@ export interface JobKindDefinition<S extends TSchema> {
   maxAttempts?: number;
   /** This kind's retry delays; the worker's (10 s, doubling, at most 1 h) unless set. */
   backoff?: Backoff;
+  /** This kind's retry delays as a fixed list, in place of backoff. */
+  retrySchedule?: RetrySchedule;
+  /**
+   * How many jobs of this kind one worker runs at once, in slots of their own beside the
+   * WORKER_CONCURRENCY slots that the other kinds share: for kinds that mostly wait on the
+   * network (deliveries, sends), which would otherwise hold the shared slots while idle.
+   */
+  concurrency?: number;
   /**
    * A chore that workers enqueue for themselves (payload `{}`): when none is queued or
    * running and none finished within the last everyMs.
@@ -42,7 +60,10 @@ export interface JobKind<P = unknown> {
   readonly payload: TSchema;
   readonly maxAttempts: number;
   readonly backoff: Backoff | undefined;
+  readonly retrySchedule: RetrySchedule | undefined;
   readonly recurring: { everyMs: number } | undefined;
+  /** Slots of its own in each worker; undefined: it shares WORKER_CONCURRENCY's. */
+  readonly concurrency: number | undefined;
   /** A stored payload, parsed from JSON, checked against the schema. */
   check(payload: unknown): PayloadCheck<P>;
   // A method, not a function property, so that a JobKind<P> is also a JobKind<unknown>:
@@ -62,14 +83,23 @@ function positiveInteger(value: number, what: string, kind: string): number {
 
 /** One job kind: its name, payload schema, handler and retry policy (the schema is compiled once, here). */
 export function defineJob<S extends TSchema>(definition: JobKindDefinition<S>): JobKind<Static<S>> {
-  const { name, payload, handler, backoff, recurring } = definition;
+  const { name, payload, handler, backoff, retrySchedule, recurring } = definition;
   if (name === '') throw new Error('defineJob: a job kind needs a name');
   const maxAttempts = positiveInteger(definition.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'maxAttempts', name);
   if (backoff) {
     positiveInteger(backoff.baseMs, 'backoff.baseMs', name);
     positiveInteger(backoff.maxMs, 'backoff.maxMs', name);
   }
+  if (retrySchedule) {
+    if (backoff) throw new Error(`defineJob ${name}: give backoff or retrySchedule, not both`);
+    if (retrySchedule.delaysMs.length === 0) throw new Error(`defineJob ${name}: retrySchedule.delaysMs is empty`);
+    for (const delay of retrySchedule.delaysMs) positiveInteger(delay, 'retrySchedule.delaysMs[]', name);
+    if (!(retrySchedule.jitter >= 0 && retrySchedule.jitter < 1))
+      throw new Error(`defineJob ${name}: retrySchedule.jitter must be at least 0 and below 1`);
+  }
   if (recurring) positiveInteger(recurring.everyMs, 'recurring.everyMs', name);
+  const concurrency =
+    definition.concurrency === undefined ? undefined : positiveInteger(definition.concurrency, 'concurrency', name);
   const compiled = TypeCompiler.Compile(payload);
   if (recurring && !compiled.Check({}))
     throw new Error(`defineJob ${name}: a recurring kind is enqueued with the payload {}, which its schema refuses`);
@@ -78,7 +108,9 @@ export function defineJob<S extends TSchema>(definition: JobKindDefinition<S>): 
     payload,
     maxAttempts,
     backoff,
+    retrySchedule,
     recurring,
+    concurrency,
     handler,
     check(value: unknown): PayloadCheck<Static<S>> {
       if (compiled.Check(value)) return { ok: true, payload: value };

@@ -1,10 +1,9 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
-import pg from 'pg';
-import type { Dialect } from '../db/dialect.js';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { engineOf, type Listener } from '../db/engine.js';
 import type { Database } from '../db/schema.js';
 import { transact, type Executor } from '../db/transaction.js';
 
-/** The PostgreSQL channel that a committed enqueue notifies, so that workers of every process wake at once. */
+/** The channel that a committed enqueue notifies (on PostgreSQL), so that workers of every process wake at once. */
 const CHANNEL = 'formwork_jobs';
 
 export interface NewJobRow {
@@ -24,32 +23,26 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
 }
 
 /**
- * NOTIFY inside a transaction is delivered when it commits and dropped when it rolls back:
- * exactly when a listening worker should look. SQLite has no such thing (and needs none:
- * its one connection makes a worker's claim wait for the enqueuing transaction to end).
+ * A notification sent in the transaction is delivered when it commits and dropped when it
+ * rolls back: exactly when a listening worker should look. SQLite has no such thing (and
+ * needs none: its one connection makes a worker's claim wait for the enqueuing transaction to end).
  */
 export async function notifyEnqueued(db: Executor, jobId: number): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter)
-    await sql`SELECT pg_notify(${CHANNEL}, ${String(jobId)})`.execute(db);
+  await engineOf(db).notify(db, CHANNEL, String(jobId));
 }
 
-/** A dedicated connection that calls onNotify with the job id of every committed enqueue; PostgreSQL only. */
+/** Whether listenForJobs can hear enqueues of other processes on this database. */
+export function canListenForJobs(db: Executor): boolean {
+  return engineOf(db).notifies;
+}
+
+/** A dedicated connection that calls onNotify with the job id of every committed enqueue; undefined without notifications. */
 export async function listenForJobs(
-  databaseUrl: string,
+  db: Executor,
   onNotify: (jobId: number) => void,
   onError: (error: Error) => void,
-): Promise<{ close(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
-  client.on('notification', (message) => onNotify(Number(message.payload)));
-  client.on('error', onError);
-  await client.connect();
-  try {
-    await client.query(`LISTEN ${CHANNEL}`);
-  } catch (error) {
-    await client.end().catch(() => {});
-    throw error;
-  }
-  return { close: () => client.end().catch(() => {}) };
+): Promise<Listener | undefined> {
+  return engineOf(db).listen(CHANNEL, (payload) => onNotify(Number(payload)), onError);
 }
 
 export interface ClaimedJob {
@@ -71,55 +64,95 @@ export interface Lease {
 }
 
 /**
- * Takes the oldest due queued job, if any, and logs the start of its run. PostgreSQL skips
- * rows that another worker is claiming at this moment; SQLite runs the conditional UPDATE
- * under its single write lock, so two claimers can never both match the same row.
+ * Takes the oldest due queued jobs, up to each group's limit of its kinds, and logs the start
+ * of their runs, in one transaction: one write per batch rather than per job, which on SQLite's one connection is
+ * what bounds a worker's pace. The jobs share the lease's token: a token fences a job's
+ * later writes together with its id, and any later claim of the job writes a new one.
+ * PostgreSQL skips rows that another worker is claiming at this moment; SQLite runs the
+ * conditional UPDATE under its single write lock, so two claimers can never both match a row.
  */
-export async function claimNext(
+export interface ClaimGroup {
+  /** Only jobs of these kinds; or, with except, of any kind but these. */
+  kinds?: readonly string[];
+  except?: readonly string[];
+  /** The key in `limits` of the slots that this group's jobs take: groups may share a pool. */
+  pool: string;
+  /**
+   * Only when the groups before it found all there was (each had free slots and took fewer
+   * than it could): a group that reads every due job is then cheap, with no backlog to read past.
+   */
+  onlyIfDrained?: boolean;
+}
+
+export async function claimDue(
   db: Kysely<Database>,
-  dialect: Dialect,
   now: number,
   lease: Lease,
-): Promise<ClaimedJob | undefined> {
+  groups: readonly ClaimGroup[],
+  limits: Readonly<Record<string, number>>,
+): Promise<ClaimedJob[]> {
+  const free = { ...limits };
+  const wanted = groups.filter((g) => g.kinds === undefined || g.kinds.length > 0);
+  if (!wanted.some((g) => (free[g.pool] ?? 0) > 0)) return [];
   return transact(db, async (trx) => {
-    const job = await trx
-      .updateTable('jobs')
-      .set((eb) => ({
-        state: 'running',
-        attempts: eb('attempts', '+', 1),
-        lease_owner: lease.owner,
-        lease_token: lease.token,
-        lease_until: lease.until,
-      }))
-      .where('id', '=', (eb) =>
-        eb
-          .selectFrom('jobs as candidate')
-          .select('candidate.id')
-          .where('candidate.state', '=', 'queued')
-          .where('candidate.run_at', '<=', now)
-          .orderBy('candidate.run_at')
-          .orderBy('candidate.id')
-          .limit(1)
-          .$if(dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
-      )
-      .where('state', '=', 'queued')
-      .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts'])
-      .executeTakeFirst();
-    if (!job) return undefined;
-    const run = await trx
+    const jobs = [];
+    let drained = true;
+    for (const { kinds, except, pool, onlyIfDrained } of wanted) {
+      const limit = free[pool] ?? 0;
+      if (onlyIfDrained && !drained) continue;
+      if (limit <= 0) {
+        drained = false;
+        continue;
+      }
+      const claimed = await trx
+        .updateTable('jobs')
+        .set((eb) => ({
+          state: 'running',
+          attempts: eb('attempts', '+', 1),
+          lease_owner: lease.owner,
+          lease_token: lease.token,
+          lease_until: lease.until,
+        }))
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('jobs as candidate')
+            .select('candidate.id')
+            .where('candidate.state', '=', 'queued')
+            .where('candidate.run_at', '<=', now)
+            .$if(kinds !== undefined, (q) => q.where('candidate.kind', 'in', kinds!))
+            .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
+            .orderBy('candidate.run_at')
+            .orderBy('candidate.id')
+            .limit(limit)
+            .$call(engineOf(trx).claimRows),
+        )
+        .where('state', '=', 'queued')
+        .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
+        .execute();
+      free[pool] = limit - claimed.length;
+      if (claimed.length === limit) drained = false;
+      jobs.push(...claimed);
+    }
+    if (jobs.length === 0) return [];
+    const runs = await trx
       .insertInto('job_runs')
-      .values({
-        job_id: job.id,
-        attempt: job.attempts,
-        worker: lease.owner,
-        started_at: now,
-        finished_at: null,
-        outcome: null,
-        error: null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    return { ...job, runId: run.id, token: lease.token };
+      .values(
+        jobs.map((job) => ({
+          job_id: job.id,
+          attempt: job.attempts,
+          worker: lease.owner,
+          started_at: now,
+          finished_at: null,
+          outcome: null,
+          error: null,
+        })),
+      )
+      .returning(['id', 'job_id'])
+      .execute();
+    const runOf = new Map(runs.map((r) => [r.job_id, r.id]));
+    // RETURNING has no order: the oldest first, as they were picked.
+    jobs.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+    return jobs.map(({ run_at: _runAt, ...job }) => ({ ...job, runId: runOf.get(job.id)!, token: lease.token }));
   });
 }
 
@@ -127,7 +160,7 @@ export async function claimNext(
  * Puts back the jobs whose lease ran out (their worker died or hung) for any worker to
  * take, or fails those that have used every attempt; their open runs are logged as lost.
  */
-export async function reclaimExpired(db: Kysely<Database>, dialect: Dialect, now: number): Promise<number[]> {
+export async function reclaimExpired(db: Kysely<Database>, now: number): Promise<number[]> {
   // Nearly always there is none: a read keeps every worker from taking SQLite's write lock to find that out.
   const any = await db
     .selectFrom('jobs')
@@ -161,7 +194,7 @@ export async function reclaimExpired(db: Kysely<Database>, dialect: Dialect, now
           .where('stale.state', '=', 'running')
           .where('stale.lease_until', '<', now)
           .limit(100)
-          .$if(dialect === 'postgres', (q) => q.forUpdate().skipLocked()),
+          .$call(engineOf(trx).claimRows),
       )
       .where('state', '=', 'running')
       .returning('id')
@@ -202,48 +235,77 @@ export type RunEnd =
   | { outcome: 'failed'; error: string; retryAt: number | null }
   | { outcome: 'interrupted'; error: string };
 
+/** Writes that a handler asked to commit with the end of its run (JobTools.atEnd). */
+export type EndWrite = (trx: Transaction<Database>) => Promise<void>;
+
+export interface RunEnding {
+  job: ClaimedJob;
+  now: number;
+  end: RunEnd;
+  writes: readonly EndWrite[];
+}
+
+async function recordEnd(trx: Transaction<Database>, { job, now, end, writes }: RunEnding): Promise<boolean> {
+  // The handler's writes say what its attempt did (a delivery log row): written whether or
+  // not the run still holds the job, since the attempt happened either way.
+  for (const write of writes) await write(trx);
+  const fenced = trx
+    .updateTable('jobs')
+    .where('id', '=', job.id)
+    .where('state', '=', 'running')
+    .where('lease_token', '=', job.token);
+  const cleared = { lease_owner: null, lease_token: null, lease_until: null };
+  let changed;
+  if (end.outcome === 'done') {
+    changed = await fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null }).executeTakeFirst();
+  } else if (end.outcome === 'interrupted') {
+    changed = await fenced
+      .set((eb) => ({
+        ...cleared,
+        state: 'queued',
+        run_at: now,
+        attempts: eb('attempts', '-', 1),
+        last_error: end.error,
+      }))
+      .executeTakeFirst();
+  } else if (end.retryAt === null) {
+    changed = await fenced
+      .set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
+      .executeTakeFirst();
+  } else {
+    changed = await fenced
+      .set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error })
+      .executeTakeFirst();
+  }
+  if (Number(changed.numUpdatedRows) !== 1) return false;
+  await trx
+    .updateTable('job_runs')
+    .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
+    .where('id', '=', job.runId)
+    .execute();
+  return true;
+}
+
 /**
- * Records how a run ended, if the run still holds the job (a run whose lease was taken
- * over changes nothing): done, failed for good, queued again for a retry at retryAt, or,
- * when the worker stopped it, queued again at once without counting the attempt.
+ * Records how a run ended, with the writes its handler left for the end, if the run still
+ * holds the job (a run whose lease was taken over changes nothing of the job): done, failed
+ * for good, queued again for a retry at retryAt, or, when the worker stopped it, queued again
+ * at once without counting the attempt.
  */
-export async function finishRun(db: Kysely<Database>, job: ClaimedJob, now: number, end: RunEnd): Promise<boolean> {
+export async function finishRun(db: Kysely<Database>, ending: RunEnding): Promise<boolean> {
+  return transact(db, (trx) => recordEnd(trx, ending));
+}
+
+/**
+ * Records the ends of several runs in one transaction (one write instead of one each); for
+ * each, whether the run still held its job. If the transaction fails, nothing of it is
+ * written: the caller records the runs one by one, so that one bad run fails alone.
+ */
+export async function finishRuns(db: Kysely<Database>, endings: readonly RunEnding[]): Promise<boolean[]> {
   return transact(db, async (trx) => {
-    const fenced = trx
-      .updateTable('jobs')
-      .where('id', '=', job.id)
-      .where('state', '=', 'running')
-      .where('lease_token', '=', job.token);
-    const cleared = { lease_owner: null, lease_token: null, lease_until: null };
-    let changed;
-    if (end.outcome === 'done') {
-      changed = await fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null }).executeTakeFirst();
-    } else if (end.outcome === 'interrupted') {
-      changed = await fenced
-        .set((eb) => ({
-          ...cleared,
-          state: 'queued',
-          run_at: now,
-          attempts: eb('attempts', '-', 1),
-          last_error: end.error,
-        }))
-        .executeTakeFirst();
-    } else if (end.retryAt === null) {
-      changed = await fenced
-        .set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
-        .executeTakeFirst();
-    } else {
-      changed = await fenced
-        .set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error })
-        .executeTakeFirst();
-    }
-    if (Number(changed.numUpdatedRows) !== 1) return false;
-    await trx
-      .updateTable('job_runs')
-      .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
-      .where('id', '=', job.runId)
-      .execute();
-    return true;
+    const recorded: boolean[] = [];
+    for (const ending of endings) recorded.push(await recordEnd(trx, ending));
+    return recorded;
   });
 }
 

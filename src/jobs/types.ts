@@ -1,4 +1,6 @@
 import type { AppContext } from '../context.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.js';
 import type { Executor } from '../db/transaction.js';
 
 /** What a handler is told about the job it runs. */
@@ -22,6 +24,14 @@ export interface JobTools<P = unknown> {
   checkpoint(progress: unknown, db?: Executor): Promise<void>;
   /** Replaces the job's stored payload: for handlers that must not leave a secret behind once it is used. */
   replacePayload(payload: P, db?: Executor): Promise<void>;
+  /**
+   * Writes to commit in the transaction that records the end of this run (with the ends of
+   * other runs that finish at the same moment), whatever the run's outcome: for what an
+   * attempt must leave behind, such as a delivery log row, without a write of its own. They
+   * are written even when the run has lost its lease (the attempt happened); if they fail,
+   * the attempt is recorded as failed without them, and retried.
+   */
+  atEnd(write: (trx: Transaction<Database>) => Promise<void>): void;
   /** Aborted when the worker stops (after its grace period) or the run has lost its lease. */
   signal: AbortSignal;
 }

@@ -4,16 +4,21 @@ import type { AppContext } from '../context.js';
 import type { Backoff, JobKind } from './kind.js';
 import { onEnqueue } from './outbox.js';
 import {
-  claimNext,
+  claimDue,
   finishRun,
+  finishRuns,
+  canListenForJobs,
   listenForJobs,
   reclaimExpired,
   replacePayload,
   saveProgress,
   scheduleRecurring,
   type ClaimedJob,
+  type EndWrite,
   type RunEnd,
+  type RunEnding,
 } from './repository.js';
+import { RetryAt, scheduledDelay } from './retry.js';
 import type { JobTools } from './types.js';
 
 /** What the worker logs through: pino (Fastify's app.log in `serve`) fits. */
@@ -59,6 +64,8 @@ export interface Worker {
 }
 
 const SCHEDULE_CHECK_MS = 60 * 1000;
+/** The most often a running worker looks for expired leases: wakes come with every enqueue and every finished run. */
+const RECLAIM_EVERY_MS = 1000;
 const MAX_ERROR_LENGTH = 2000;
 
 class WorkerStopping extends Error {
@@ -108,10 +115,14 @@ class JobWorker implements Worker {
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly concurrency: number;
+  private readonly ownPools: readonly string[];
+  private readonly sharedKinds: readonly string[];
   private readonly graceMs: number;
   private readonly backoff: Backoff;
   private readonly log: WorkerLog;
   private readonly runs = new Map<number, Run>();
+  /** Running jobs by slot pool: a kind with a concurrency of its own, or '' for the shared one. */
+  private readonly running = new Map<string, number>();
   private started = false;
   private stopping: Promise<void> | undefined;
   private pumping: Promise<void> | undefined;
@@ -121,6 +132,9 @@ class JobWorker implements Worker {
   private listener: { close(): Promise<void> } | undefined;
   private listening: Promise<void> | undefined;
   private nextScheduleCheck = 0;
+  private nextReclaim = 0;
+  private ending: { ending: RunEnding; kind: JobKind | undefined; resolve: (recorded: boolean) => void }[] = [];
+  private flushingEnds = false;
 
   constructor(
     private readonly ctx: AppContext,
@@ -135,6 +149,8 @@ class JobWorker implements Worker {
     this.pollMs = options.pollMs ?? ctx.config.workerPollMs;
     this.leaseMs = options.leaseMs ?? ctx.config.jobLeaseSeconds * 1000;
     this.concurrency = options.concurrency ?? ctx.config.workerConcurrency;
+    this.ownPools = [...kinds.values()].filter((k) => k.concurrency !== undefined).map((k) => k.name);
+    this.sharedKinds = [...kinds.values()].filter((k) => k.concurrency === undefined).map((k) => k.name);
     this.graceMs = options.graceMs ?? 10_000;
     this.backoff = options.backoff ?? { baseMs: 10_000, maxMs: 60 * 60 * 1000 };
     this.log = options.log ?? silentLog;
@@ -150,16 +166,11 @@ class JobWorker implements Worker {
   async runDue(): Promise<number> {
     let count = 0;
     for (;;) {
-      await this.housekeeping();
-      let claimed = false;
-      while (!this.stopping && this.runs.size < this.concurrency) {
-        const job = await this.claim();
-        if (!job) break;
-        this.launch(job);
-        claimed = true;
-        count++;
-      }
-      if (this.runs.size === 0 && !claimed) return count;
+      await this.housekeeping(true);
+      const jobs = this.stopping ? [] : await this.claim(true);
+      for (const job of jobs) this.launch(job);
+      count += jobs.length;
+      if (this.runs.size === 0 && jobs.length === 0) return count;
       if (this.runs.size > 0) await Promise.race([...this.runs.values()].map((r) => r.done));
     }
   }
@@ -215,22 +226,22 @@ class JobWorker implements Worker {
 
   private async pump(): Promise<void> {
     // Listening before the first claim: no commit between that claim and the LISTEN goes unnoticed.
-    if (this.ctx.dialect === 'postgres' && !this.listener) await (this.listening ??= this.listen());
-    await this.housekeeping();
-    while (!this.stopping && this.runs.size < this.concurrency) {
-      const job = await this.claim();
-      if (!job) return;
-      this.launch(job);
+    if (canListenForJobs(this.ctx.db) && !this.listener) await (this.listening ??= this.listen());
+    let strangers = await this.housekeeping(false);
+    // Claiming until full: a batch may come back short while jobs keep being enqueued.
+    while (!this.stopping) {
+      const jobs = await this.claim(strangers);
+      strangers = false;
+      for (const job of jobs) this.launch(job);
+      if (jobs.length === 0 || this.full()) return;
     }
   }
 
   /** On PostgreSQL, a LISTEN connection wakes the worker when any process commits an enqueue; without it, polling still finds the jobs. */
   private async listen(): Promise<void> {
-    const url = this.ctx.config.databaseUrl;
-    if (!url) return;
     try {
       this.listener = await listenForJobs(
-        url,
+        this.ctx.db,
         () => this.wake(),
         (error) => {
           this.log.warn({ worker: this.id, err: error }, 'job notifications lost; reconnecting at the next poll');
@@ -239,7 +250,7 @@ class JobWorker implements Worker {
           void lost?.close();
         },
       );
-      if (this.stopping) await this.listener.close();
+      if (this.stopping) await this.listener?.close();
     } catch (error) {
       this.log.warn({ worker: this.id, err: error }, 'could not listen for job notifications; polling only');
     } finally {
@@ -247,10 +258,19 @@ class JobWorker implements Worker {
     }
   }
 
-  private async housekeeping(): Promise<void> {
+  /**
+   * Reclaims expired leases (always when asked, else at most once a second) and schedules
+   * recurring chores; whether it reclaimed, which is when the claim looks for unknown kinds too.
+   */
+  private async housekeeping(always: boolean): Promise<boolean> {
     const now = this.ctx.clock.now();
-    const reclaimed = await reclaimExpired(this.ctx.db, this.ctx.dialect, now);
-    if (reclaimed.length > 0) this.log.warn({ worker: this.id, jobs: reclaimed }, 'took back jobs whose lease ran out');
+    const reclaim = always || now >= this.nextReclaim || now < this.nextReclaim - RECLAIM_EVERY_MS;
+    if (reclaim) {
+      this.nextReclaim = now + RECLAIM_EVERY_MS;
+      const reclaimed = await reclaimExpired(this.ctx.db, now);
+      if (reclaimed.length > 0)
+        this.log.warn({ worker: this.id, jobs: reclaimed }, 'took back jobs whose lease ran out');
+    }
     if (now >= this.nextScheduleCheck) {
       this.nextScheduleCheck = now + SCHEDULE_CHECK_MS;
       for (const kind of this.kinds.values()) {
@@ -258,24 +278,119 @@ class JobWorker implements Worker {
           await scheduleRecurring(this.ctx.db, kind.name, now, kind.recurring.everyMs, kind.maxAttempts);
       }
     }
+    return reclaim;
   }
 
-  private claim(): Promise<ClaimedJob | undefined> {
+  private poolOf(kind: string): string {
+    return this.kinds.get(kind)?.concurrency === undefined ? '' : kind;
+  }
+
+  private free(pool: string): number {
+    const limit = pool === '' ? this.concurrency : this.kinds.get(pool)!.concurrency!;
+    return limit - (this.running.get(pool) ?? 0);
+  }
+
+  private full(): boolean {
+    return this.free('') <= 0 && this.ownPools.every((pool) => this.free(pool) <= 0);
+  }
+
+  /**
+   * As many due jobs as there are free slots, in one transaction. Each pool names its kinds,
+   * so that its query finds them by index instead of reading past a backlog of other kinds.
+   * Jobs of kinds this worker does not know go to the shared slots, to fail there and be
+   * retried; looking for them reads every due job, so only when the known kinds have no
+   * backlog, or with housekeeping (`strangers`, at most once a second).
+   */
+  private claim(strangers: boolean): Promise<ClaimedJob[]> {
     const now = this.ctx.clock.now();
-    return claimNext(this.ctx.db, this.ctx.dialect, now, {
-      owner: this.id,
-      token: randomBytes(16).toString('hex'),
-      until: now + this.leaseMs,
+    const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
+    const limits: Record<string, number> = { '': this.free('') };
+    for (const pool of this.ownPools) limits[pool] = this.free(pool);
+    return claimDue(
+      this.ctx.db,
+      now,
+      lease,
+      [
+        { kinds: this.sharedKinds, pool: '' },
+        ...this.ownPools.map((pool) => ({ kinds: [pool], pool })),
+        { except: [...this.kinds.keys()], pool: '', onlyIfDrained: !strangers },
+      ],
+      limits,
+    );
+  }
+
+  /**
+   * Records the end of a run together with the ends of the runs that finish in the same turn
+   * of the event loop: one transaction for all of them. If that fails, each is recorded alone,
+   * and a run whose own writes fail is recorded as a failed attempt without them.
+   */
+  private recordEnd(ending: RunEnding, kind: JobKind | undefined): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.ending.push({ ending, kind, resolve });
+      if (!this.flushingEnds) {
+        this.flushingEnds = true;
+        setImmediate(() => void this.flushEnds());
+      }
     });
+  }
+
+  private async flushEnds(): Promise<void> {
+    while (this.ending.length > 0) {
+      const batch = this.ending.splice(0, 64);
+      let recorded: boolean[] | undefined;
+      try {
+        recorded = await finishRuns(
+          this.ctx.db,
+          batch.map((b) => b.ending),
+        );
+      } catch {
+        recorded = undefined;
+      }
+      for (const [i, item] of batch.entries()) item.resolve(recorded ? recorded[i]! : await this.recordAlone(item));
+    }
+    this.flushingEnds = false;
+  }
+
+  private async recordAlone({ ending, kind }: { ending: RunEnding; kind: JobKind | undefined }): Promise<boolean> {
+    const { job } = ending;
+    try {
+      return await finishRun(this.ctx.db, ending);
+    } catch (error) {
+      if (ending.writes.length === 0) {
+        // The lease brings the job back if its end cannot be written (the database is gone).
+        this.log.error({ worker: this.id, job: job.id, err: error }, 'could not record the end of a job run');
+        return true;
+      }
+      const message = `could not write what the run did: ${errorMessage(error)}`;
+      const now = this.ctx.clock.now();
+      const final = job.attempts >= job.max_attempts;
+      const end: RunEnd = {
+        outcome: 'failed',
+        error: message,
+        retryAt: final ? null : this.nextAttemptAt(kind, job.attempts, error, now),
+      };
+      this.log.warn({ worker: this.id, job: job.id, kind: job.kind, err: error }, 'job failed: its end writes failed');
+      return this.recordAlone({ ending: { job, now, end, writes: [] }, kind });
+    }
   }
 
   private launch(job: ClaimedJob): void {
     const controller = new AbortController();
+    const pool = this.poolOf(job.kind);
+    this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
     const done = this.execute(job, controller).finally(() => {
       this.runs.delete(job.id);
+      this.running.set(pool, this.running.get(pool)! - 1);
       this.wake();
     });
     this.runs.set(job.id, { done, controller });
+  }
+
+  /** When a failed attempt is tried again: the handler's own time (RetryAt), else its kind's schedule or backoff. */
+  private nextAttemptAt(kind: JobKind | undefined, attempt: number, error: unknown, now: number): number {
+    if (error instanceof RetryAt) return Math.max(error.at, now);
+    if (kind?.retrySchedule) return now + scheduledDelay(attempt, kind.retrySchedule);
+    return now + retryDelay(attempt, kind?.backoff ?? this.backoff);
   }
 
   private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
@@ -289,6 +404,7 @@ class JobWorker implements Worker {
       leaseTimer = setTimeout(() => controller.abort(new LeaseLost(job.id)), leaseMs);
     };
     holdLease();
+    const writes: EndWrite[] = [];
     const tools: JobTools = {
       signal,
       async checkpoint(progress: unknown, db = ctx.db) {
@@ -309,6 +425,9 @@ class JobWorker implements Worker {
       },
       async replacePayload(payload: unknown, db = ctx.db) {
         await replacePayload(db, job.id, JSON.stringify(payload ?? null));
+      },
+      atEnd(write: EndWrite) {
+        writes.push(write);
       },
     };
 
@@ -334,7 +453,7 @@ class JobWorker implements Worker {
         end = { outcome: 'interrupted', error: signal.reason.message };
       } else {
         const final = error instanceof PayloadRefused || job.attempts >= job.max_attempts;
-        const retryAt = final ? null : endedAt() + retryDelay(job.attempts, kind?.backoff ?? this.backoff);
+        const retryAt = final ? null : this.nextAttemptAt(kind, job.attempts, error, endedAt());
         end = { outcome: 'failed', error: message, retryAt };
         const details = { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, err: error };
         if (retryAt === null) this.log.error(details, 'job failed for good');
@@ -344,17 +463,12 @@ class JobWorker implements Worker {
       clearTimeout(leaseTimer);
     }
 
-    try {
-      const recorded = await finishRun(ctx.db, job, endedAt(), end);
-      if (!recorded)
-        this.log.warn(
-          { worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome },
-          'job run ended after its lease was taken over; its outcome is not recorded',
-        );
-    } catch (error) {
-      // The lease brings the job back if its end cannot be written (the database is gone).
-      this.log.error({ worker: this.id, job: job.id, err: error }, 'could not record the end of a job run');
-    }
+    const recorded = await this.recordEnd({ job, now: endedAt(), end, writes }, kind);
+    if (!recorded)
+      this.log.warn(
+        { worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome },
+        'job run ended after its lease was taken over; its outcome is not recorded',
+      );
   }
 }
 

@@ -97,6 +97,8 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     RATE_LIMIT_PER_DAY: '1000000',
     // The matrices send hundreds of bad tokens from one address (test/tokens.test.ts sets its own limit).
     AUTH_FAILURE_ATTEMPTS: '1000000',
+    // Hosted pages' submits, partial saves and upload URLs all come from 127.0.0.1 (test/hosted.test.ts sets its own).
+    PUBLIC_SUBMIT_PER_MINUTE: '1000000',
     // Last uses are written when the app closes, not while a test compares two reads (test/tokens.test.ts flushes sooner).
     TOKEN_USAGE_FLUSH_SECONDS: '86400',
     ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),

@@ -19,6 +19,8 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /forms/{formId}/submissions': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
   'PUT /submissions/{submissionId}': (ids) => ({ fields: [{ id: ids.fieldId, value: 'note.txt;aGVsbG8=' }] }),
   'POST /forms/{formId}/fields/{fieldId}/upload-urls': () => ({ filenames: ['matrix.txt'] }),
+  // An empty value: nothing to prefill in any field type (a file field takes no other), so 200 everywhere.
+  'POST /forms/{formId}/prefill': (ids) => ({ fields: [{ id: ids.fieldId, value: '' }] }),
   // Emails are unique per account: every body gets a new one.
   'POST /users': () => ({
     email: `matrix-${randomBytes(6).toString('hex')}@example.com`,
@@ -31,4 +33,19 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'POST /tokens': () => ({ name: 'Matrix token' }),
   'POST /users/{userId}/tokens': () => ({ name: 'Matrix token' }),
   'PUT /oauth-clients/{clientId}': () => ({ name: 'Matrix app, renamed', requirePkce: false }),
+  'POST /form/{formId}/webhook': () => ({ url: 'https://example.com/matrix-hook', hmacSecret: 'matrix secret' }),
+  'PUT /webhook/{webhookId}': () => ({ url: 'https://example.com/matrix-hook-2' }),
+  // A confirmation goes to an email field of the form: the fixtures' emailFieldId.
+  'POST /forms/{formId}/confirmations': (ids) => ({
+    subject: 'Thanks, {{ field_1 }}',
+    message: '<p>We got it.</p>{{ all_fields }}',
+    recipientField: ids.emailFieldId,
+  }),
+  'PUT /confirmations/{confirmationId}': () => ({ name: 'Renamed by the matrix' }),
+  'POST /forms/{formId}/notifications': () => ({
+    subject: 'New submission {{ submission_id }}',
+    message: '{{ all_fields }}',
+    recipients: ['team@example.com'],
+  }),
+  'PUT /notifications/{notificationId}': () => ({ name: 'Renamed by the matrix' }),
 };

@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fieldToken, formToken, ftsMatch, queryWords, tsQuery, words } from '../../src/modules/submissions/keywords.js';
+import { tsQuery } from '../../src/db/postgres-engine.js';
+import { ftsMatch } from '../../src/db/sqlite-engine.js';
+import { fieldToken, formToken, queryWords, words } from '../../src/modules/submissions/keywords.js';
 
 describe('words', () => {
   it('lower-cases, drops accents and splits on anything that is not a letter or a digit', () => {

@@ -1,14 +1,12 @@
 import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
 import type { UserRow } from '../../db/schema.js';
+import type { Caller } from '../permissions/caller.js';
 
-export interface TokenOwner {
-  tokenId: number;
+/** The owner of a live token: the request's Caller, and what the token itself allows. */
+export interface TokenOwner extends Caller {
   /** SHA-256 of the token: a key that is unique across databases (rate-limit counters). */
   tokenHash: string;
-  accountId: number;
-  userId: number;
-  role: UserRow['role'];
   /** The scopes the token was granted; null for a personal access token that holds every scope. */
   scopes: readonly string[] | null;
   /** The OAuth client the token was issued to, or null for personal access tokens. */

@@ -3,7 +3,8 @@ import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
 import * as formsRepo from '../forms/repository.js';
-import { convertBatch, submissionsDeps, type SubmissionsDeps } from '../submissions/service.js';
+import { convertBatch } from '../submissions/conversion.js';
+import { submissionsDeps, type SubmissionsDeps } from '../submissions/definitions.js';
 import { ConversionPayload, conversionKey, conversionKeyAad } from './service.js';
 
 /** Seals or opens a form's existing submissions after encryption was turned on or off. */

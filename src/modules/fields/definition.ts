@@ -74,7 +74,8 @@ function defaultValueProblem(def: FieldDefinition): string | undefined {
   }
 }
 
-function logicProblems(
+/** What is wrong with logic checks on the fields of a form (siblings), named under path. */
+export function logicProblems(
   logic: FieldLogic,
   path: string,
   siblings: Map<number, Sibling>,

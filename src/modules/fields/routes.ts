@@ -25,7 +25,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: listBody('fields', Type.Ref(Field)), ...errors(403, 404) },
         },
       },
-      (req) => service.listFields(ctx, principal(req).accountId, req.params.formId),
+      (req) => service.listFields(ctx, principal(req), { formId: req.params.formId }),
     );
 
     app.post(
@@ -41,7 +41,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Field), ...errors(403, 404) },
         },
       },
-      (req) => service.createField(ctx, principal(req).accountId, req.params.formId, req.body),
+      (req) => service.createField(ctx, principal(req), { formId: req.params.formId }, req.body),
     );
 
     app.get(
@@ -56,7 +56,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Field), ...errors(403, 404) },
         },
       },
-      (req) => service.getField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId),
+      (req) => service.getField(ctx, principal(req), { formId: req.params.formId, fieldId: req.params.fieldId }),
     );
 
     app.put(
@@ -74,7 +74,8 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Field), ...errors(403, 404) },
         },
       },
-      (req) => service.updateField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId, req.body),
+      (req) =>
+        service.updateField(ctx, principal(req), { formId: req.params.formId, fieldId: req.params.fieldId }, req.body),
     );
 
     app.delete(
@@ -90,7 +91,7 @@ export function fieldRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FieldPreview, ...errors(404) },
         },
       },
-      (req) => service.deleteField(ctx, principal(req).accountId, req.params.formId, req.params.fieldId),
+      (req) => service.deleteField(ctx, principal(req), { formId: req.params.formId, fieldId: req.params.fieldId }),
     );
   };
 }

@@ -17,6 +17,7 @@ import {
 } from './definition.js';
 import * as repo from './repository.js';
 import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldUpdate } from './schemas.js';
+import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
 function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
   return new Map(rows.filter((r) => r.id !== except).map((r) => [r.id, toSibling(r)]));
@@ -30,27 +31,31 @@ async function requireField(db: Executor, accountId: number, formId: number, fie
 
 export async function listFields(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
 ): Promise<Page & { fields: Field[] }> {
-  await requireForm(ctx.db, accountId, formId);
+  await requireForm(ctx.db, { accountId }, { formId });
   const fields = (await repo.listFields(ctx.db, accountId, formId)).map(toField);
   return { fields, ...page(fields.length, 1, MAX_FIELDS_PER_FORM) };
 }
 
-export async function getField(ctx: AppContext, accountId: number, formId: number, fieldId: number): Promise<Field> {
-  await requireForm(ctx.db, accountId, formId);
+export async function getField(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId, fieldId }: FieldRef,
+): Promise<Field> {
+  await requireForm(ctx.db, { accountId }, { formId });
   return toField(await requireField(ctx.db, accountId, formId, fieldId));
 }
 
 export async function createField(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
   input: FieldCreate,
 ): Promise<Field> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, accountId, formId);
+    await requireForm(trx, { accountId }, { formId });
     const existing = await repo.listFields(trx, accountId, formId);
     if (existing.length >= MAX_FIELDS_PER_FORM) {
       throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
@@ -66,13 +71,12 @@ export async function createField(
 
 export async function updateField(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
-  fieldId: number,
+  { accountId }: AccountScope,
+  { formId, fieldId }: FieldRef,
   input: FieldUpdate,
 ): Promise<Field> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, accountId, formId);
+    await requireForm(trx, { accountId }, { formId });
     const current = await requireField(trx, accountId, formId, fieldId);
     const all = await repo.listFields(trx, accountId, formId);
     const merged = { ...toDefinition(current), ...input };
@@ -96,12 +100,11 @@ export async function updateField(
 
 export async function deleteField(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
-  fieldId: number,
+  { accountId }: AccountScope,
+  { formId, fieldId }: FieldRef,
 ): Promise<{ id: number; formId: number; type: Field['type']; label: string }> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, accountId, formId);
+    await requireForm(trx, { accountId }, { formId });
     const field = await requireField(trx, accountId, formId, fieldId);
     const now = ctx.clock.now();
     // Checks on the deleted field go with it; logic left with no checks is removed.

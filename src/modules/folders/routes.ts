@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { Folder, FolderCreate, FolderDeleted, FolderList, FolderListQuery, FolderUpdate } from './schemas.js';
@@ -24,7 +23,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FolderList, ...errors() },
         },
       },
-      (req) => service.listFolders(ctx, principal(req).accountId, req.query, memberScope(req)),
+      (req) => service.listFolders(ctx, principal(req), req.query),
     );
 
     app.post(
@@ -39,7 +38,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Folder), ...errors(403, 404) },
         },
       },
-      (req) => service.createFolder(ctx, principal(req).accountId, req.body),
+      (req) => service.createFolder(ctx, principal(req), req.body),
     );
 
     app.get(
@@ -54,7 +53,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Folder), ...errors(403, 404) },
         },
       },
-      (req) => service.getFolder(ctx, principal(req).accountId, req.params.folderId, memberScope(req)),
+      (req) => service.getFolder(ctx, principal(req), { folderId: req.params.folderId }),
     );
 
     app.put(
@@ -70,7 +69,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Folder), ...errors(403, 404) },
         },
       },
-      (req) => service.updateFolder(ctx, principal(req).accountId, req.params.folderId, req.body),
+      (req) => service.updateFolder(ctx, principal(req), { folderId: req.params.folderId }, req.body),
     );
 
     app.delete(
@@ -87,7 +86,7 @@ export function folderRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FolderDeleted, ...errors(403, 404) },
         },
       },
-      (req) => service.deleteFolder(ctx, principal(req).accountId, req.params.folderId),
+      (req) => service.deleteFolder(ctx, principal(req), { folderId: req.params.folderId }),
     );
   };
 }

@@ -12,6 +12,7 @@ import {
   type FolderListQuery,
   type FolderUpdate,
 } from './schemas.js';
+import { memberOf, type AccountScope, type Caller, type FolderRef } from '../permissions/caller.js';
 
 class FolderTree {
   private readonly byId: Map<number, FolderRow>;
@@ -84,7 +85,7 @@ async function requireFolder(db: Executor, accountId: number, folderId: number):
 /** A folder id sent in a body or query: it must be one of the account's folders. */
 export async function requireFolderId(
   db: Executor,
-  accountId: number,
+  { accountId }: AccountScope,
   folderId: number | null | undefined,
 ): Promise<void> {
   if (folderId !== null && folderId !== undefined) await requireFolder(db, accountId, folderId);
@@ -98,10 +99,11 @@ function checkDepth(tree: FolderTree, parentId: number | null, subtreeHeight: nu
 
 export async function listFolders(
   ctx: AppContext,
-  accountId: number,
+  caller: Caller,
   query: FolderListQuery,
-  visibleTo?: number,
 ): Promise<Page & { folders: Folder[] }> {
+  const { accountId } = caller;
+  const visibleTo = memberOf(caller);
   const tree = await FolderTree.load(ctx.db, accountId, visibleTo);
   const roots = tree.roots();
   const start = (query.page - 1) * query.perPage;
@@ -111,20 +113,17 @@ export async function listFolders(
   };
 }
 
-export async function getFolder(
-  ctx: AppContext,
-  accountId: number,
-  folderId: number,
-  visibleTo?: number,
-): Promise<Folder> {
+export async function getFolder(ctx: AppContext, caller: Caller, { folderId }: FolderRef): Promise<Folder> {
+  const { accountId } = caller;
+  const visibleTo = memberOf(caller);
   const row = await requireFolder(ctx.db, accountId, folderId);
   return (await FolderTree.load(ctx.db, accountId, visibleTo)).record(row);
 }
 
-export async function createFolder(ctx: AppContext, accountId: number, input: FolderCreate): Promise<Folder> {
+export async function createFolder(ctx: AppContext, { accountId }: AccountScope, input: FolderCreate): Promise<Folder> {
   return transact(ctx.db, async (trx) => {
     const parentId = input.parent ?? null;
-    await requireFolderId(trx, accountId, parentId);
+    await requireFolderId(trx, { accountId }, parentId);
     checkDepth(await FolderTree.load(trx, accountId), parentId, 1);
     const row = await repo.insertFolder(trx, { accountId, parentId, name: input.name }, ctx.clock.now());
     return (await FolderTree.load(trx, accountId)).record(row);
@@ -133,8 +132,8 @@ export async function createFolder(ctx: AppContext, accountId: number, input: Fo
 
 export async function updateFolder(
   ctx: AppContext,
-  accountId: number,
-  folderId: number,
+  { accountId }: AccountScope,
+  { folderId }: FolderRef,
   input: FolderUpdate,
 ): Promise<Folder> {
   return transact(ctx.db, async (trx) => {
@@ -142,7 +141,7 @@ export async function updateFolder(
     const update: { name?: string; parent_id?: number | null } = {};
     if (input.name !== undefined) update.name = input.name;
     if (input.parent !== undefined && input.parent !== folder.parent_id) {
-      await requireFolderId(trx, accountId, input.parent);
+      await requireFolderId(trx, { accountId }, input.parent);
       const tree = await FolderTree.load(trx, accountId);
       if (input.parent !== null && tree.isWithin(input.parent, folderId)) {
         throw invalid('folder_cycle', 'body.parent', 'a folder cannot move into itself or one of its subfolders');
@@ -156,7 +155,11 @@ export async function updateFolder(
   });
 }
 
-export async function deleteFolder(ctx: AppContext, accountId: number, folderId: number): Promise<{ id: number }> {
+export async function deleteFolder(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { folderId }: FolderRef,
+): Promise<{ id: number }> {
   return transact(ctx.db, async (trx) => {
     const folder = await requireFolder(trx, accountId, folderId);
     await repo.moveSubfolders(trx, accountId, folderId, folder.parent_id, ctx.clock.now());

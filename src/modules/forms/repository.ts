@@ -1,7 +1,6 @@
 import { permittedForms } from '../permissions/repository.js';
 import { sql } from 'kysely';
-import type { Dialect } from '../../db/dialect.js';
-import { containsInsensitive } from '../../db/dialect.js';
+import { engineOf } from '../../db/engine.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
@@ -49,20 +48,12 @@ function selectForm(db: Executor, accountId: number, formId: number, deleted: bo
  * The live form, its row locked until the transaction ends (PostgreSQL; SQLite's one writer
  * serializes anyway): for changes that must not interleave, such as encryption's.
  */
-export async function lockForm(
-  db: Executor,
-  dialect: Dialect,
-  accountId: number,
-  formId: number,
-): Promise<FormRow | undefined> {
-  return selectForm(db, accountId, formId, false)
-    .$if(dialect === 'postgres', (q) => q.forUpdate())
-    .executeTakeFirst();
+export async function lockForm(db: Executor, accountId: number, formId: number): Promise<FormRow | undefined> {
+  return selectForm(db, accountId, formId, false).$call(engineOf(db).lockRows).executeTakeFirst();
 }
 
 export async function listForms(
   db: Executor,
-  dialect: Dialect,
   accountId: number,
   filter: FormListFilter,
 ): Promise<{ rows: FormRow[]; total: number }> {
@@ -74,7 +65,7 @@ export async function listForms(
   if (filter.visibleTo !== undefined) query = query.where('id', 'in', permittedForms(db, filter.visibleTo));
   if (filter.search) {
     const search = filter.search;
-    query = query.where((eb) => containsInsensitive(dialect, eb.ref('name'), search));
+    query = query.where((eb) => engineOf(db).containsInsensitive(eb.ref('name'), search));
   }
   const [rows, count] = await Promise.all([
     query

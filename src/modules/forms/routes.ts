@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { etagMatches, VersionedCache } from '../../http/versioned-cache.js';
@@ -42,7 +41,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormList, ...errors(404) },
         },
       },
-      (req) => service.listForms(ctx, principal(req).accountId, req.query, memberScope(req)),
+      (req) => service.listForms(ctx, principal(req), req.query),
     );
 
     app.post(
@@ -58,7 +57,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
-      (req) => service.createForm(ctx, principal(req).accountId, req.body, memberScope(req)),
+      (req) => service.createForm(ctx, principal(req), req.body),
     );
 
     app.get(
@@ -84,8 +83,8 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         const { etag, body } = await service.readFormJson(
           ctx,
           readCache,
-          principal(req).accountId,
-          req.params.formId,
+          principal(req),
+          { formId: req.params.formId },
           req.query.withFields,
           (form) => String(reply.serialize(form)),
         );
@@ -111,7 +110,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
-      (req) => service.updateForm(ctx, principal(req).accountId, req.params.formId, req.body),
+      (req) => service.updateForm(ctx, principal(req), { formId: req.params.formId }, req.body),
     );
 
     app.delete(
@@ -129,7 +128,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPreview, ...errors(404) },
         },
       },
-      (req) => service.deleteForm(ctx, principal(req).accountId, req.params.formId),
+      (req) => service.deleteForm(ctx, principal(req), { formId: req.params.formId }),
     );
 
     app.post(
@@ -144,7 +143,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
-      (req) => service.restoreForm(ctx, principal(req).accountId, req.params.formId),
+      (req) => service.restoreForm(ctx, principal(req), { formId: req.params.formId }),
     );
 
     app.post(
@@ -164,7 +163,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Form), ...errors(403, 404) },
         },
       },
-      (req) => service.copyForm(ctx, principal(req).accountId, req.params.formId, req.query, memberScope(req)),
+      (req) => service.copyForm(ctx, principal(req), { formId: req.params.formId }, req.query),
     );
   };
 }

@@ -148,11 +148,13 @@ export const CopyQuery = Type.Object(
   {
     includeIntegrations: Type.Boolean({
       default: false,
-      description: 'Copy webhooks and document merges (once the form has them)',
+      description:
+        'Copy the webhooks, each with a new signing secret (POST /webhook/{id}/secret shows it), and document merges ' +
+        '(once the form has them); a member needs the edit level on the form',
     }),
     includeEmails: Type.Boolean({
       default: false,
-      description: 'Copy confirmation and notification emails (once the form has them)',
+      description: 'Copy the confirmation and notification emails; a member needs the edit level on the form',
     }),
     template: Type.Optional(Id),
     folder: Type.Optional(Id),

@@ -16,6 +16,9 @@ import type { Field } from '../fields/schemas.js';
 import { requireFolderId } from '../folders/service.js';
 import * as repo from './repository.js';
 import type { CopyQuery, Form, FormCreate, FormListQuery, FormUpdate } from './schemas.js';
+import * as emailsRepo from '../emails/repository.js';
+import { copyWebhooks } from '../webhooks/copy.js';
+import { memberOf, type AccountScope, type Caller, type FormRef } from '../permissions/caller.js';
 
 const DEFAULT_SUBMIT_TITLE = 'Submit';
 
@@ -41,20 +44,17 @@ export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
 }
 
 /** A live form of the account, or 404: the one gate for every form-scoped route. */
-export async function requireForm(db: Executor, accountId: number, formId: number): Promise<FormRow> {
+export async function requireForm(db: Executor, { accountId }: AccountScope, { formId }: FormRef): Promise<FormRow> {
   const form = await repo.findForm(db, accountId, formId);
   if (!form) throw new NotFoundError('form_not_found');
   return form;
 }
 
-export async function listForms(
-  ctx: AppContext,
-  accountId: number,
-  q: FormListQuery,
-  visibleTo?: number,
-): Promise<Page & { forms: Form[] }> {
-  if (q.folder !== undefined) await requireFolderId(ctx.db, accountId, q.folder);
-  const { rows, total } = await repo.listForms(ctx.db, ctx.dialect, accountId, {
+export async function listForms(ctx: AppContext, caller: Caller, q: FormListQuery): Promise<Page & { forms: Form[] }> {
+  const { accountId } = caller;
+  const visibleTo = memberOf(caller);
+  if (q.folder !== undefined) await requireFolderId(ctx.db, { accountId }, q.folder);
+  const { rows, total } = await repo.listForms(ctx.db, accountId, {
     search: q.search,
     folderId: q.folder,
     deleted: q.deleted,
@@ -67,8 +67,13 @@ export async function listForms(
   return { forms: rows.map((r) => toForm(ctx, r)), ...page(total, q.pageNumber, q.pageSize) };
 }
 
-export async function getForm(ctx: AppContext, accountId: number, formId: number, withFields: boolean): Promise<Form> {
-  const row = await requireForm(ctx.db, accountId, formId);
+export async function getForm(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  withFields: boolean,
+): Promise<Form> {
+  const row = await requireForm(ctx.db, { accountId }, { formId });
   const fields = withFields ? (await fieldsRepo.listFields(ctx.db, accountId, formId)).map(toField) : undefined;
   return toForm(ctx, row, fields);
 }
@@ -80,8 +85,8 @@ export async function getForm(ctx: AppContext, accountId: number, formId: number
 export async function readFormJson(
   ctx: AppContext,
   cache: VersionedCache,
-  accountId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
   withFields: boolean,
   serialize: (form: Form) => string,
 ): Promise<{ etag: string; body: string }> {
@@ -92,7 +97,7 @@ export async function readFormJson(
   const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
   let body = cache.get(key, version);
   if (body === undefined) {
-    body = serialize(await getForm(ctx, accountId, formId, withFields));
+    body = serialize(await getForm(ctx, { accountId }, { formId }, withFields));
     // Built after the version was read, so the body is as new as the version or newer;
     // versions only go up, so a newer body under an older version is never served again.
     cache.set(key, version, body);
@@ -111,12 +116,9 @@ async function grantCreator(
   if (member !== undefined) await setPermission(trx, { accountId, userId: member, formId, level: 'full' }, now);
 }
 
-export async function createForm(
-  ctx: AppContext,
-  accountId: number,
-  input: FormCreate,
-  member?: number,
-): Promise<Form> {
+export async function createForm(ctx: AppContext, caller: Caller, input: FormCreate): Promise<Form> {
+  const { accountId } = caller;
+  const member = memberOf(caller);
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = (input.fields ?? []).map((f, i) =>
     checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()),
@@ -124,7 +126,7 @@ export async function createForm(
   const viewKey = newKey();
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
-    await requireFolderId(trx, accountId, input.folder);
+    await requireFolderId(trx, { accountId }, input.folder);
     const now = ctx.clock.now();
     const form = await repo.insertForm(trx, {
       account_id: accountId,
@@ -152,15 +154,20 @@ export async function createForm(
   });
 }
 
-export async function updateForm(ctx: AppContext, accountId: number, formId: number, input: FormUpdate): Promise<Form> {
+export async function updateForm(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  input: FormUpdate,
+): Promise<Form> {
   // Encryption changes do their slow part (scrypt) before the transaction, which then checks
   // that nobody changed the form's key in between.
-  const before = await requireForm(ctx.db, accountId, formId);
+  const before = await requireForm(ctx.db, { accountId }, { formId });
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
     const current = encryption
-      ? await repo.lockForm(trx, ctx.dialect, accountId, formId)
-      : await requireForm(trx, accountId, formId);
+      ? await repo.lockForm(trx, accountId, formId)
+      : await requireForm(trx, { accountId }, { formId });
     if (!current) throw new NotFoundError('form_not_found');
     if (
       encryption &&
@@ -168,7 +175,7 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
     ) {
       throw new ConflictError('encryption_changed');
     }
-    await requireFolderId(trx, accountId, input.folder);
+    await requireFolderId(trx, { accountId }, input.folder);
     const row = await repo.updateForm(trx, accountId, formId, {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.folder !== undefined && { folder_id: input.folder }),
@@ -185,18 +192,18 @@ export async function updateForm(ctx: AppContext, accountId: number, formId: num
 
 export async function deleteForm(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
 ): Promise<{ id: number; name: string; deleted: string }> {
   return transact(ctx.db, async (trx) => {
-    const form = await requireForm(trx, accountId, formId);
+    const form = await requireForm(trx, { accountId }, { formId });
     const now = ctx.clock.now();
     await repo.updateForm(trx, accountId, formId, { deleted_at: now });
     return { id: form.id, name: form.name, deleted: isoTime(now) };
   });
 }
 
-export async function restoreForm(ctx: AppContext, accountId: number, formId: number): Promise<Form> {
+export async function restoreForm(ctx: AppContext, { accountId }: AccountScope, { formId }: FormRef): Promise<Form> {
   return transact(ctx.db, async (trx) => {
     const form = await repo.findForm(trx, accountId, formId, true);
     if (!form) throw new NotFoundError('deleted_form_not_found');
@@ -206,20 +213,19 @@ export async function restoreForm(ctx: AppContext, accountId: number, formId: nu
   });
 }
 
-export async function copyForm(
-  ctx: AppContext,
-  accountId: number,
-  formId: number,
-  q: CopyQuery,
-  member?: number,
-): Promise<Form> {
+export async function copyForm(ctx: AppContext, caller: Caller, { formId }: FormRef, q: CopyQuery): Promise<Form> {
+  const { accountId } = caller;
+  const member = memberOf(caller);
   return transact(ctx.db, async (trx) => {
-    const source = await requireForm(trx, accountId, formId);
-    const look = q.template === undefined ? source : await requireForm(trx, accountId, q.template);
+    const source = await requireForm(trx, { accountId }, { formId });
+    const look = q.template === undefined ? source : await requireForm(trx, { accountId }, { formId: q.template });
     // The copy shows the template's settings to whoever copies it: a member must be able to read that form too.
     if (q.template !== undefined && member !== undefined)
       await requireFormLevel(trx, accountId, member, q.template, 'view');
-    if (q.folder !== undefined) await requireFolderId(trx, accountId, q.folder);
+    if (q.folder !== undefined) await requireFolderId(trx, { accountId }, q.folder);
+    // Webhooks and emails are read and changed at the edit level: copying them asks for it too.
+    if ((q.includeIntegrations || q.includeEmails) && member !== undefined)
+      await requireFormLevel(trx, accountId, member, formId, 'edit');
     const now = ctx.clock.now();
     const copy = await repo.insertForm(trx, {
       account_id: accountId,
@@ -262,6 +268,8 @@ export async function copyForm(
       }
       fields.push(toField(row));
     }
+    if (q.includeIntegrations) await copyWebhooks(trx, ctx.config.secretKey, accountId, formId, copy.id, now);
+    if (q.includeEmails) await emailsRepo.copyEmails(trx, accountId, formId, copy.id, newIds, now);
     return toForm(ctx, copy, fields);
   });
 }

@@ -31,7 +31,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: OAuthClientList, ...errors() },
         },
       },
-      (req) => service.listClients(ctx.db, principal(req).accountId),
+      (req) => service.listClients(ctx.db, principal(req)),
     );
 
     app.post(
@@ -49,7 +49,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: OAuthClientCreated, ...errors() },
         },
       },
-      (req) => service.createClient(ctx, principal(req).accountId, req.body),
+      (req) => service.createClient(ctx, principal(req), req.body),
     );
 
     app.get(
@@ -64,7 +64,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(OAuthClient), ...errors(404) },
         },
       },
-      (req) => service.getClient(ctx.db, principal(req).accountId, req.params.clientId),
+      (req) => service.getClient(ctx.db, principal(req), { clientId: req.params.clientId }),
     );
 
     app.put(
@@ -82,7 +82,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(OAuthClient), ...errors(404) },
         },
       },
-      (req) => service.updateClient(ctx.db, principal(req).accountId, req.params.clientId, req.body),
+      (req) => service.updateClient(ctx.db, principal(req), { clientId: req.params.clientId }, req.body),
     );
 
     app.delete(
@@ -98,7 +98,7 @@ export function oauthClientRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: OAuthClientDeleted, ...errors(404) },
         },
       },
-      (req) => service.deleteClient(ctx.db, principal(req).accountId, req.params.clientId),
+      (req) => service.deleteClient(ctx.db, principal(req), { clientId: req.params.clientId }),
     );
   };
 }

@@ -7,6 +7,7 @@ import { invalid, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import * as repo from './repository.js';
 import type { OAuthClient, OAuthClientCreate, OAuthClientCreated, OAuthClientUpdate } from './schemas.js';
+import type { AccountScope, ClientRef } from '../permissions/caller.js';
 
 export const CLIENT_SECRET_PREFIX = 'fw_cs_';
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -53,7 +54,7 @@ function checkedRedirectUris(uris: string[]): string {
 
 export async function createClient(
   ctx: Pick<AppContext, 'db' | 'clock'>,
-  accountId: number,
+  { accountId }: AccountScope,
   input: OAuthClientCreate,
 ): Promise<OAuthClientCreated> {
   const name = checkedName(input.name);
@@ -76,8 +77,8 @@ export async function createClient(
 
 export async function updateClient(
   db: Kysely<Database>,
-  accountId: number,
-  id: number,
+  { accountId }: AccountScope,
+  { clientId: id }: ClientRef,
   input: OAuthClientUpdate,
 ): Promise<OAuthClient> {
   const update = {
@@ -92,11 +93,18 @@ export async function updateClient(
   });
 }
 
-export async function listClients(db: Kysely<Database>, accountId: number): Promise<{ clients: OAuthClient[] }> {
+export async function listClients(
+  db: Kysely<Database>,
+  { accountId }: AccountScope,
+): Promise<{ clients: OAuthClient[] }> {
   return { clients: (await repo.listClients(db, accountId)).map(toClient) };
 }
 
-export async function getClient(db: Kysely<Database>, accountId: number, id: number): Promise<OAuthClient> {
+export async function getClient(
+  db: Kysely<Database>,
+  { accountId }: AccountScope,
+  { clientId: id }: ClientRef,
+): Promise<OAuthClient> {
   const row = await repo.findClient(db, accountId, id);
   if (!row) throw new NotFoundError('oauth_client_not_found');
   return toClient(row);
@@ -104,8 +112,8 @@ export async function getClient(db: Kysely<Database>, accountId: number, id: num
 
 export async function deleteClient(
   db: Kysely<Database>,
-  accountId: number,
-  id: number,
+  { accountId }: AccountScope,
+  { clientId: id }: ClientRef,
 ): Promise<{ id: number; deleted: true }> {
   return transact(db, async (trx) => {
     if (!(await repo.deleteClient(trx, accountId, id))) throw new NotFoundError('oauth_client_not_found');

@@ -27,6 +27,17 @@ export function permittedForms(db: Executor, userId: number) {
 }
 
 /** The form a submission of the account belongs to. */
+/** The form of a partial submission of the account (for access rules with formFrom: 'partialSubmissionId'). */
+export async function formOfPartial(db: Executor, accountId: number, partialId: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('partial_submissions')
+    .select('form_id')
+    .where('id', '=', partialId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.form_id;
+}
+
 export async function formOfSubmission(
   db: Executor,
   accountId: number,
@@ -36,6 +47,34 @@ export async function formOfSubmission(
     .selectFrom('submissions')
     .select('form_id')
     .where('id', '=', submissionId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.form_id;
+}
+
+/** The form a webhook of the account belongs to. */
+export async function formOfWebhook(db: Executor, accountId: number, webhookId: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select('form_id')
+    .where('id', '=', webhookId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.form_id;
+}
+
+/** The form a confirmation or notification email of the account belongs to. */
+export async function formOfEmail(
+  db: Executor,
+  accountId: number,
+  kind: 'confirmation' | 'notification',
+  emailId: number,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('form_emails')
+    .select('form_id')
+    .where('id', '=', emailId)
+    .where('kind', '=', kind)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   return row?.form_id;

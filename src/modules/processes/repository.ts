@@ -1,33 +1,25 @@
 import { sql, type RawBuilder } from 'kysely';
 import type pg from 'pg';
-import type { Dialect } from '../../db/dialect.js';
+import { engineOf } from '../../db/engine.js';
 import type { Executor } from '../../db/transaction.js';
 
 /**
  * The database's clock in epoch ms: heartbeats are written and judged by one clock, so
  * processes on machines whose clocks disagree still agree on which heartbeat is stale.
  */
-function dbNow(dialect: Dialect): RawBuilder<number> {
-  return dialect === 'postgres'
-    ? sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`
-    : sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
+function dbNow(db: Executor): RawBuilder<number> {
+  return engineOf(db).now();
 }
 
-export async function insertProcess(
-  db: Executor,
-  dialect: Dialect,
-  host: string,
-  pid: number,
-  id?: number,
-): Promise<number> {
+export async function insertProcess(db: Executor, host: string, pid: number, id?: number): Promise<number> {
   const row = await db
     .insertInto('processes')
     .values({
       ...(id === undefined ? {} : { id }),
       host,
       pid,
-      started_at: dbNow(dialect),
-      heartbeat_at: dbNow(dialect),
+      started_at: dbNow(db),
+      heartbeat_at: dbNow(db),
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -35,10 +27,10 @@ export async function insertProcess(
 }
 
 /** False when the row is gone (another process judged this one stopped and removed it). */
-export async function heartbeat(db: Executor, dialect: Dialect, id: number): Promise<boolean> {
+export async function heartbeat(db: Executor, id: number): Promise<boolean> {
   const r = await db
     .updateTable('processes')
-    .set({ heartbeat_at: dbNow(dialect) })
+    .set({ heartbeat_at: dbNow(db) })
     .where('id', '=', id)
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
@@ -49,18 +41,13 @@ export async function deleteProcess(db: Executor, id: number): Promise<void> {
 }
 
 /** Of these processes, those whose heartbeat is no older than timeoutMs. */
-export async function freshAmong(
-  db: Executor,
-  dialect: Dialect,
-  ids: number[],
-  timeoutMs: number,
-): Promise<Set<number>> {
+export async function freshAmong(db: Executor, ids: number[], timeoutMs: number): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const rows = await db
     .selectFrom('processes')
     .select('id')
     .where('id', 'in', ids)
-    .where('heartbeat_at', '>=', sql<number>`${dbNow(dialect)} - ${timeoutMs}`)
+    .where('heartbeat_at', '>=', sql<number>`${dbNow(db)} - ${timeoutMs}`)
     .execute();
   return new Set(rows.map((r) => r.id));
 }
@@ -73,10 +60,10 @@ export async function existingAmong(db: Executor, ids: number[]): Promise<Set<nu
 }
 
 /** Removes the rows of processes whose heartbeat is older than timeoutMs: they have stopped. */
-export async function deleteStale(db: Executor, dialect: Dialect, timeoutMs: number): Promise<void> {
+export async function deleteStale(db: Executor, timeoutMs: number): Promise<void> {
   await db
     .deleteFrom('processes')
-    .where('heartbeat_at', '<', sql<number>`${dbNow(dialect)} - ${timeoutMs}`)
+    .where('heartbeat_at', '<', sql<number>`${dbNow(db)} - ${timeoutMs}`)
     .execute();
 }
 

@@ -1,7 +1,6 @@
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
-import type { Dialect } from '../../db/dialect.js';
 import type { Database } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 import { AdvisoryLifeLock, FileLifeLock, type LifeLock } from './locks.js';
@@ -38,7 +37,6 @@ export interface Presence {
 
 export interface PresenceOptions {
   db: Kysely<Database>;
-  dialect: Dialect;
   databaseUrl: string | undefined;
   dataDir: string;
   timeoutMs: number;
@@ -72,13 +70,13 @@ export function writerProcess(writer: string | undefined): number | undefined {
 const BEATS_PER_REAP = 12;
 
 export async function startPresence(options: PresenceOptions): Promise<Presence> {
-  const { db, dialect, timeoutMs } = options;
+  const { db, timeoutMs } = options;
   const lock: LifeLock = options.databaseUrl
     ? new AdvisoryLifeLock(options.databaseUrl)
     : new FileLifeLock(options.dataDir);
   const host = describeHost();
   // The row first, then the lock: whoever finds a lock file finds its row (see reap).
-  const id = await repo.insertProcess(db, dialect, host, process.pid);
+  const id = await repo.insertProcess(db, host, process.pid);
   try {
     await lock.hold(id);
   } catch (error) {
@@ -89,7 +87,7 @@ export async function startPresence(options: PresenceOptions): Promise<Presence>
   async function reap(): Promise<void> {
     // Lock files are listed before rows are read: a file's process wrote its row before it.
     const files = lock.leftBehind();
-    await repo.deleteStale(db, dialect, timeoutMs);
+    await repo.deleteStale(db, timeoutMs);
     if (files.length === 0) return;
     const rows = await repo.existingAmong(db, files);
     const orphans = files.filter((f) => !rows.has(f));
@@ -103,7 +101,7 @@ export async function startPresence(options: PresenceOptions): Promise<Presence>
     try {
       await lock.keep();
       // Removed while this process could not write (hung, cut off): it comes back under the same id.
-      if (!(await repo.heartbeat(db, dialect, id))) await repo.insertProcess(db, dialect, host, process.pid, id);
+      if (!(await repo.heartbeat(db, id))) await repo.insertProcess(db, host, process.pid, id);
       if (++beats % BEATS_PER_REAP === 0) await reap();
     } catch (error) {
       options.log?.warn({ err: error, process: id }, "could not write this process's heartbeat; trying again");
@@ -123,7 +121,7 @@ export async function startPresence(options: PresenceOptions): Promise<Presence>
     async stopped(ids, executor = db) {
       const others = [...new Set(ids)].filter((other) => other !== id);
       if (others.length === 0) return new Set();
-      const fresh = await repo.freshAmong(executor, dialect, others, timeoutMs);
+      const fresh = await repo.freshAmong(executor, others, timeoutMs);
       const held = await lock.heldAmong([...fresh], executor);
       return new Set(others.filter((other) => !held.has(other)));
     },

@@ -1,3 +1,5 @@
+import type { SearchTerm } from '../../db/engine.js';
+
 /**
  * Tokens of the full-text index, made the same way for what is stored and what is
  * searched, so that SQLite's FTS5 and PostgreSQL's tsvector hold identical tokens:
@@ -43,18 +45,5 @@ export function formToken(formId: number): string {
   return `_form${formId}`;
 }
 
-/** One term of a search: a token, matched whole or as a prefix. */
-export interface Term {
-  token: string;
-  prefix: boolean;
-}
-
-/** An FTS5 MATCH expression: every term must appear. */
-export function ftsMatch(terms: Term[]): string {
-  return terms.map((t) => `"${t.token}"${t.prefix ? '*' : ''}`).join(' AND ');
-}
-
-/** A PostgreSQL tsquery, read as is (no parser, no dictionary): every term must appear. */
-export function tsQuery(terms: Term[]): string {
-  return terms.map((t) => `'${t.token}'${t.prefix ? ':*' : ''}`).join(' & ');
-}
+/** One term of a search: a token, matched whole or as a prefix (each engine writes its own query of them). */
+export type Term = SearchTerm;

@@ -1,9 +1,9 @@
 import { permittedForms } from '../permissions/repository.js';
-import { sql, type SelectQueryBuilder } from 'kysely';
-import type { Dialect } from '../../db/dialect.js';
+import type { SelectQueryBuilder } from 'kysely';
+import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
-import { formToken, ftsMatch, tsQuery, type Term } from './keywords.js';
+import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
   /** The JSON of the values, or, on an encrypted form, what seals them for a row id. */
@@ -33,12 +33,8 @@ function dataFor(w: SubmissionWrite, id: number): string {
   return typeof w.data === 'string' ? w.data : w.data(id);
 }
 
-/** The PostgreSQL keyword index of a submission: array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
-const tsvector = (w: SubmissionWrite) => sql<unknown>`array_to_tsvector(${w.tokens}::text[])`;
-
 async function writeSearchable(
   db: Executor,
-  dialect: Dialect,
   id: number,
   formId: number,
   w: SubmissionWrite,
@@ -54,29 +50,16 @@ async function writeSearchable(
       .$if(converting, (q) => q.onConflict((oc) => oc.doNothing()))
       .execute();
   }
-  if (dialect === 'postgres') {
-    if (!inserted)
-      await db
-        .updateTable('submissions')
-        .set({ search_vector: tsvector(w) })
-        .where('id', '=', id)
-        .execute();
-  } else {
-    await db
-      .insertInto('submissions_fts')
-      .values({ rowid: id, content: w.tokens.join(' ') })
-      .execute();
-  }
+  await engineOf(db).writeFullText(db, id, w.tokens, inserted);
 }
 
-async function clearSearchable(db: Executor, dialect: Dialect, id: number): Promise<void> {
+async function clearSearchable(db: Executor, id: number): Promise<void> {
   await db.deleteFrom('submission_unique_values').where('submission_id', '=', id).execute();
-  if (dialect === 'sqlite') await db.deleteFrom('submissions_fts').where('rowid', '=', id).execute();
+  await engineOf(db).clearFullText(db, id);
 }
 
 export async function insertSubmission(
   db: Executor,
-  dialect: Dialect,
   row: {
     accountId: number;
     formId: number;
@@ -100,7 +83,7 @@ export async function insertSubmission(
       longitude: row.longitude,
       data: typeof w.data === 'string' ? w.data : '',
       pretty_name: w.prettyName,
-      ...(dialect === 'postgres' && { search_vector: tsvector(w) }),
+      ...engineOf(db).fullTextColumns(w.tokens),
     })
     .returning([
       'id',
@@ -121,13 +104,12 @@ export async function insertSubmission(
     inserted.data = w.data(inserted.id);
     await db.updateTable('submissions').set({ data: inserted.data }).where('id', '=', inserted.id).execute();
   }
-  await writeSearchable(db, dialect, inserted.id, row.formId, w, true);
+  await writeSearchable(db, inserted.id, row.formId, w, true);
   return inserted;
 }
 
 export async function updateSubmission(
   db: Executor,
-  dialect: Dialect,
   accountId: number,
   existing: SubmissionRow,
   w: SubmissionWrite,
@@ -151,8 +133,8 @@ export async function updateSubmission(
       'pretty_name',
     ])
     .executeTakeFirstOrThrow();
-  await clearSearchable(db, dialect, existing.id);
-  await writeSearchable(db, dialect, existing.id, existing.form_id, w, false);
+  await clearSearchable(db, existing.id);
+  await writeSearchable(db, existing.id, existing.form_id, w, false);
   return row;
 }
 
@@ -161,12 +143,7 @@ export async function updateSubmission(
  * them, only if the row still holds what was read: an edit that landed meanwhile wins.
  * Returns whether the row was rewritten.
  */
-export async function rewriteSubmission(
-  db: Executor,
-  dialect: Dialect,
-  row: SubmissionRow,
-  w: SubmissionWrite,
-): Promise<boolean> {
+export async function rewriteSubmission(db: Executor, row: SubmissionRow, w: SubmissionWrite): Promise<boolean> {
   const result = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, row.id), pretty_name: w.prettyName })
@@ -174,13 +151,13 @@ export async function rewriteSubmission(
     .where('data', '=', row.data)
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) return false;
-  await clearSearchable(db, dialect, row.id);
-  await writeSearchable(db, dialect, row.id, row.form_id, w, false, true);
+  await clearSearchable(db, row.id);
+  await writeSearchable(db, row.id, row.form_id, w, false, true);
   return true;
 }
 
-export async function deleteSubmission(db: Executor, dialect: Dialect, accountId: number, id: number): Promise<void> {
-  await clearSearchable(db, dialect, id);
+export async function deleteSubmission(db: Executor, accountId: number, id: number): Promise<void> {
+  await clearSearchable(db, id);
   await db.deleteFrom('submissions').where('id', '=', id).where('account_id', '=', accountId).execute();
 }
 
@@ -229,17 +206,13 @@ export async function findUniqueHolder(
 }
 
 /** Applies the time range and the full-text terms to a query over submissions of one scope. */
-function applyFilter(dialect: Dialect, query: SubmissionQuery, f: ResolvedFilter): SubmissionQuery | undefined {
+function applyFilter(db: Executor, query: SubmissionQuery, f: ResolvedFilter): SubmissionQuery | undefined {
   if (f.impossible) return undefined;
   let q = query;
   if (f.from !== undefined) q = q.where('submissions.created_at', '>=', f.from);
   if (f.to !== undefined) q = q.where('submissions.created_at', '<=', f.to);
   if (f.terms.length > 0) {
-    q = q.where(
-      dialect === 'postgres'
-        ? sql<boolean>`submissions.search_vector @@ ${tsQuery(f.terms)}::tsquery`
-        : sql<boolean>`submissions.id IN (SELECT rowid FROM submissions_fts WHERE submissions_fts MATCH ${ftsMatch(f.terms)})`,
-    );
+    q = q.where(engineOf(db).matchFullText(f.terms));
   }
   return q;
 }
@@ -289,52 +262,24 @@ async function rowsByIds(db: Executor, ids: number[]): Promise<SubmissionRow[]> 
 }
 
 /**
- * A page of a form's submissions found through the SQLite full-text index alone: the form
- * token scopes the match, FTS5 pages by rowid (the submission id) and counts without
- * touching the submissions table.
- */
-async function pageFromFts(db: Executor, terms: Term[], page: PageRequest): Promise<{ ids: number[]; total: number }> {
-  const match = ftsMatch(terms);
-  const direction = page.order === 'asc' ? sql`ASC` : sql`DESC`;
-  const [ids, count] = await Promise.all([
-    sql<{
-      id: number;
-    }>`SELECT rowid AS id FROM submissions_fts WHERE submissions_fts MATCH ${match} ORDER BY rowid ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(
-      db,
-    ),
-    page.knownTotal ??
-      sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${match}`
-        .execute(db)
-        .then((r) => Number(r.rows[0]?.n ?? 0)),
-  ]);
-  return { ids: ids.rows.map((r) => r.id), total: count };
-}
-
-/**
  * One page of submissions, in id order (the order they arrived), of a form or (formId
  * undefined) of all live forms of the account. The page's ids are found first, from
  * indexes alone, and only those rows are read.
  */
 export async function listSubmissions(
   db: Executor,
-  dialect: Dialect,
   accountId: number,
   formId: number | undefined,
   f: ResolvedFilter,
   page: PageRequest,
 ): Promise<Listing> {
   if (f.impossible) return { rows: [], total: 0 };
-  if (
-    dialect === 'sqlite' &&
-    formId !== undefined &&
-    f.terms.length > 0 &&
-    f.from === undefined &&
-    f.to === undefined
-  ) {
-    const { ids, total } = await pageFromFts(db, [{ token: formToken(formId), prefix: false }, ...f.terms], page);
-    return { rows: await rowsByIds(db, ids), total };
+  if (formId !== undefined && f.terms.length > 0 && f.from === undefined && f.to === undefined) {
+    // The form token scopes the match to the form, where the index can page by itself.
+    const found = await engineOf(db).pageFullText(db, [{ token: formToken(formId), prefix: false }, ...f.terms], page);
+    if (found) return { rows: await rowsByIds(db, found.ids), total: found.total };
   }
-  const q = applyFilter(dialect, scope(db, accountId, formId, f.visibleTo), f)!;
+  const q = applyFilter(db, scope(db, accountId, formId, f.visibleTo), f)!;
   const [ids, total] = await Promise.all([
     q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
     page.knownTotal ??
@@ -372,7 +317,6 @@ export async function countSubmissions(
  */
 export async function nextBatch(
   db: Executor,
-  dialect: Dialect,
   accountId: number,
   formId: number,
   f: ResolvedFilter,
@@ -380,7 +324,7 @@ export async function nextBatch(
   order: 'asc' | 'desc',
   size: number,
 ): Promise<SubmissionRow[]> {
-  let q = applyFilter(dialect, scope(db, accountId, formId, f.visibleTo), f);
+  let q = applyFilter(db, scope(db, accountId, formId, f.visibleTo), f);
   if (!q) return [];
   if (after !== undefined) q = q.where('submissions.id', order === 'asc' ? '>' : '<', after);
   return q.select(columns).orderBy('submissions.id', order).limit(size).execute();

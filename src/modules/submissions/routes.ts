@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
-import { memberScope } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { passwordFrom } from '../encryption/keys.js';
@@ -22,7 +21,10 @@ import {
 } from './schemas.js';
 import { contentDisposition } from '../uploads/routes.js';
 import { UploadQuery } from '../uploads/schemas.js';
-import * as service from './service.js';
+import { submissionsDeps } from './definitions.js';
+import { exportSubmissions } from './export.js';
+import { countSubmissions, getSubmission, listSubmissions, openSubmissionFile, searchAccount } from './query.js';
+import { createSubmission, deleteSubmission, updateSubmission } from './write.js';
 
 const tags = ['Submissions'];
 const formParams = idParams('formId');
@@ -49,7 +51,7 @@ const PasswordHeaders = Type.Object({
 });
 
 export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const deps = service.submissionsDeps(ctx);
+  const deps = submissionsDeps(ctx);
   return async (app) => {
     app.post(
       '/forms/:formId/submissions',
@@ -78,7 +80,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           req.headers['idempotency-key'],
           () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body),
           (save) =>
-            service.createSubmission(deps, accountId, req.params.formId, req.body, meta, (trx, submission) =>
+            createSubmission(deps, principal(req), { formId: req.params.formId }, req.body, meta, (trx, submission) =>
               save(trx, { status: 200, body: JSON.stringify(submission) }),
             ),
         );
@@ -109,13 +111,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) =>
-        service.listSubmissions(
-          deps,
-          principal(req).accountId,
-          req.params.formId,
-          req.query,
-          passwordFrom(req.headers),
-        ),
+        listSubmissions(deps, principal(req), { formId: req.params.formId }, req.query, passwordFrom(req.headers)),
     );
 
     app.get(
@@ -134,7 +130,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: CountRecord, ...errors(403, 404) },
         },
       },
-      (req) => service.countSubmissions(deps, principal(req).accountId, req.params.formId, req.query),
+      (req) => countSubmissions(deps, principal(req), { formId: req.params.formId }, req.query),
     );
 
     app.get(
@@ -154,10 +150,10 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       async (req, reply) => {
-        const out = await service.exportSubmissions(
+        const out = await exportSubmissions(
           deps,
-          principal(req).accountId,
-          req.params.formId,
+          principal(req),
+          { formId: req.params.formId },
           req.query,
           passwordFrom(req.headers),
         );
@@ -181,7 +177,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) =>
-        service.getSubmission(deps, principal(req).accountId, req.params.submissionId, passwordFrom(req.headers)),
+        getSubmission(deps, principal(req), { submissionId: req.params.submissionId }, passwordFrom(req.headers)),
     );
 
     app.put(
@@ -200,10 +196,10 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) =>
-        service.updateSubmission(
+        updateSubmission(
           deps,
-          principal(req).accountId,
-          req.params.submissionId,
+          principal(req),
+          { submissionId: req.params.submissionId },
           req.body,
           passwordFrom(req.headers),
         ),
@@ -221,7 +217,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: SubmissionDeleted, ...errors(403, 404) },
         },
       },
-      (req) => service.deleteSubmission(deps, principal(req).accountId, req.params.submissionId),
+      (req) => deleteSubmission(deps, principal(req), { submissionId: req.params.submissionId }),
     );
 
     app.get(
@@ -238,7 +234,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: SubmissionList, ...errors() },
         },
       },
-      (req) => service.searchAccount(deps, principal(req).accountId, req.query, memberScope(req)),
+      (req) => searchAccount(deps, principal(req), req.query),
     );
 
     app.get(
@@ -262,12 +258,11 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       async (req, reply) => {
-        const file = await service.openSubmissionFile(
+        const file = await openSubmissionFile(
           deps,
-          principal(req).accountId,
-          req.params.submissionId,
-          req.query.fieldId,
-          req.query.index,
+          principal(req),
+          { submissionId: req.params.submissionId },
+          { fieldId: req.query.fieldId, index: req.query.index },
           passwordFrom(req.headers),
         );
         const raw = reply as FastifyReply;

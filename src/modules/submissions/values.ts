@@ -360,12 +360,7 @@ export function visibleFields(fields: FieldForValues[], values: Map<number, Stor
         next.add(f.id);
         continue;
       }
-      const results = f.logic.checks.map((c) => {
-        const target = byId.get(c.field);
-        const value = target && visible.has(c.field) ? values.get(c.field) : undefined;
-        return checkHolds(c.condition, target, value, c.option ?? '');
-      });
-      const holds = f.logic.conditional === 'all' ? results.every(Boolean) : results.some(Boolean);
+      const holds = logicHolds(f.logic, byId, (id) => (visible.has(id) ? values.get(id) : undefined));
       if (holds === (f.logic.action === 'show')) next.add(f.id);
     }
     if (next.size === visible.size && [...next].every((id) => visible.has(id))) return next;
@@ -374,9 +369,28 @@ export function visibleFields(fields: FieldForValues[], values: Map<number, Stor
   return visible;
 }
 
+type LogicRule = Pick<NonNullable<FieldForValues['logic']>, 'conditional' | 'checks'>;
+
+/**
+ * Whether a rule of the shape of a field's logic holds for the values: all or any of its
+ * checks. A field missing from fields, or whose valueOf is undefined, counts as empty. Emails' show/hide conditions
+ * are judged by the same rule.
+ */
+export function logicHolds(
+  logic: LogicRule,
+  fields: Map<number, Pick<FieldForValues, 'type' | 'options'>>,
+  valueOf: (fieldId: number) => StoredValue | undefined,
+): boolean {
+  const results = logic.checks.map((c) => {
+    const field = fields.get(c.field);
+    return checkHolds(c.condition, field, field ? valueOf(c.field) : undefined, c.option ?? '');
+  });
+  return logic.conditional === 'all' ? results.every(Boolean) : results.some(Boolean);
+}
+
 function checkHolds(
   condition: string,
-  field: FieldForValues | undefined,
+  field: Pick<FieldForValues, 'type' | 'options'> | undefined,
   value: StoredValue | undefined,
   option: string,
 ): boolean {

@@ -36,7 +36,7 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenList, ...errors() },
         },
       },
-      (req) => service.listTokens(ctx.db, principal(req), principal(req).userId),
+      (req) => service.listTokens(ctx.db, principal(req), { userId: principal(req).userId }),
     );
 
     app.post(
@@ -52,7 +52,8 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenCreated, ...errors() },
         },
       },
-      (req) => service.createToken(ctx.db, principal(req), principal(req).userId, req.body, ctx.clock.now()),
+      (req) =>
+        service.createToken(ctx.db, principal(req), { userId: principal(req).userId }, req.body, ctx.clock.now()),
     );
 
     app.delete(
@@ -68,7 +69,13 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenRevoked, ...errors(404) },
         },
       },
-      (req) => service.revokeToken(ctx.db, principal(req), principal(req).userId, req.params.tokenId, ctx.clock.now()),
+      (req) =>
+        service.revokeToken(
+          ctx.db,
+          principal(req),
+          { userId: principal(req).userId, tokenId: req.params.tokenId },
+          ctx.clock.now(),
+        ),
     );
 
     app.get(
@@ -84,7 +91,7 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenList, ...errors(404) },
         },
       },
-      (req) => service.listTokens(ctx.db, principal(req), req.params.userId),
+      (req) => service.listTokens(ctx.db, principal(req), { userId: req.params.userId }),
     );
 
     app.post(
@@ -101,7 +108,7 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenCreated, ...errors(404) },
         },
       },
-      (req) => service.createToken(ctx.db, principal(req), req.params.userId, req.body, ctx.clock.now()),
+      (req) => service.createToken(ctx.db, principal(req), { userId: req.params.userId }, req.body, ctx.clock.now()),
     );
 
     app.delete(
@@ -117,7 +124,13 @@ export function tokenRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: PersonalTokenRevoked, ...errors(404) },
         },
       },
-      (req) => service.revokeToken(ctx.db, principal(req), req.params.userId, req.params.tokenId, ctx.clock.now()),
+      (req) =>
+        service.revokeToken(
+          ctx.db,
+          principal(req),
+          { userId: req.params.userId, tokenId: req.params.tokenId },
+          ctx.clock.now(),
+        ),
     );
   };
 }

@@ -16,6 +16,7 @@ import { findRefreshToken, revokeGrant } from '../oauth/repository.js';
 import { findUser } from '../users/repository.js';
 import * as repo from './repository.js';
 import { MAX_TOKEN_DAYS, type PersonalToken, type PersonalTokenCreate, type PersonalTokenCreated } from './schemas.js';
+import type { UserRef } from '../permissions/caller.js';
 
 const DAY_MS = 86_400_000;
 
@@ -121,7 +122,7 @@ async function targetUser(db: Executor, who: TokenOwner, userId: number): Promis
 export async function listTokens(
   db: Kysely<Database>,
   who: TokenOwner,
-  userId: number,
+  { userId }: UserRef,
 ): Promise<{ tokens: PersonalToken[] }> {
   const user = await targetUser(db, who, userId);
   return { tokens: (await repo.listPersonalTokens(db, user.id)).map(toPersonalToken) };
@@ -130,7 +131,7 @@ export async function listTokens(
 export async function createToken(
   db: Kysely<Database>,
   who: TokenOwner,
-  userId: number,
+  { userId }: UserRef,
   input: PersonalTokenCreate,
   now: number,
 ): Promise<PersonalTokenCreated> {
@@ -140,8 +141,7 @@ export async function createToken(
 export async function revokeToken(
   db: Kysely<Database>,
   who: TokenOwner,
-  userId: number,
-  tokenId: number,
+  { userId, tokenId }: UserRef & { tokenId: number },
   now: number,
 ): Promise<{ id: number; revoked: true }> {
   return transact(db, async (trx) => {

@@ -57,9 +57,8 @@ export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) =>
         service.issueUploadUrls(
           ctx,
-          principal(req).accountId,
-          req.params.formId,
-          req.params.fieldId,
+          principal(req),
+          { formId: req.params.formId, fieldId: req.params.fieldId },
           req.body.filenames,
         ),
     );

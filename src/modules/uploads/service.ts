@@ -36,6 +36,7 @@ import {
 } from './rules.js';
 import type { UploadUrls } from './schemas.js';
 import { signatureMatches, signedUploadPath } from './signing.js';
+import type { AccountScope, FieldRef, SubmissionRef } from '../permissions/caller.js';
 
 /**
  * How the bytes of an upload reach storage: 'presigned' straight to the bucket when the
@@ -61,9 +62,8 @@ export async function uploadUrlFor(
 
 export async function issueUploadUrls(
   ctx: AppContext,
-  accountId: number,
-  formId: number,
-  fieldId: number,
+  { accountId }: AccountScope,
+  { formId, fieldId }: FieldRef,
   filenames: string[],
 ): Promise<UploadUrls> {
   const form = await formsRepo.findForm(ctx.db, accountId, formId);
@@ -222,8 +222,8 @@ export interface Download {
  */
 export async function openDownload(
   ctx: AppContext,
-  accountId: number,
-  submissionId: number,
+  { accountId }: AccountScope,
+  { submissionId }: SubmissionRef,
   file: FileRef,
   keys: FormKeys | undefined,
 ): Promise<Download> {

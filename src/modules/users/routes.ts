@@ -39,7 +39,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: UserList, ...errors() },
         },
       },
-      (req) => service.listUsers(ctx.db, principal(req).accountId),
+      (req) => service.listUsers(ctx.db, principal(req)),
     );
 
     app.post(
@@ -58,13 +58,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(User), ...errors(409) },
         },
       },
-      (req) =>
-        service.createUser(
-          ctx,
-          principal(req).accountId,
-          req.body,
-          ctx.hasher.kdf({ account: principal(req).accountId }),
-        ),
+      (req) => service.createUser(ctx, principal(req), req.body, ctx.hasher.kdf({ account: principal(req).accountId })),
     );
 
     app.get(
@@ -79,7 +73,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(User), ...errors(404) },
         },
       },
-      (req) => service.getUser(ctx.db, principal(req).accountId, req.params.userId),
+      (req) => service.getUser(ctx.db, principal(req), { userId: req.params.userId }),
     );
 
     app.put(
@@ -102,9 +96,8 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) =>
         service.updateUser(
           ctx,
-          principal(req).accountId,
           principal(req),
-          req.params.userId,
+          { userId: req.params.userId },
           req.body,
           ctx.hasher.kdf({ account: principal(req).accountId }),
         ),
@@ -124,7 +117,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: UserDeleted, ...errors(404) },
         },
       },
-      (req) => service.deleteUser(ctx.db, principal(req).accountId, principal(req).userId, req.params.userId),
+      (req) => service.deleteUser(ctx.db, principal(req), { userId: req.params.userId }),
     );
 
     app.get(
@@ -139,7 +132,7 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermissionList, ...errors(404) },
         },
       },
-      (req) => service.listPermissions(ctx.db, principal(req).accountId, req.params.userId),
+      (req) => service.listPermissions(ctx.db, principal(req), { userId: req.params.userId }),
     );
 
     app.put(
@@ -157,7 +150,12 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) =>
-        service.setPermission(ctx, principal(req).accountId, req.params.userId, req.params.formId, req.body.level),
+        service.setPermission(
+          ctx,
+          principal(req),
+          { userId: req.params.userId, formId: req.params.formId },
+          req.body.level,
+        ),
     );
 
     app.delete(
@@ -172,7 +170,8 @@ export function userRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormPermissionDeleted, ...errors(404) },
         },
       },
-      (req) => service.deletePermission(ctx.db, principal(req).accountId, req.params.userId, req.params.formId),
+      (req) =>
+        service.deletePermission(ctx.db, principal(req), { userId: req.params.userId, formId: req.params.formId }),
     );
   };
 }

@@ -13,6 +13,7 @@ import * as permissions from '../permissions/repository.js';
 import { revokeUserCredentials } from '../tokens/repository.js';
 import * as repo from './repository.js';
 import type { FormPermission, User, UserCreate, UserUpdate } from './schemas.js';
+import type { AccountScope, Caller, FormRef, UserRef } from '../permissions/caller.js';
 
 export function toUser(row: UserRow): User {
   return {
@@ -31,11 +32,11 @@ async function requireUser(db: Kysely<Database>, accountId: number, userId: numb
   return user;
 }
 
-export async function listUsers(db: Kysely<Database>, accountId: number): Promise<{ users: User[] }> {
+export async function listUsers(db: Kysely<Database>, { accountId }: AccountScope): Promise<{ users: User[] }> {
   return { users: (await repo.listUsers(db, accountId)).map(toUser) };
 }
 
-export async function getUser(db: Kysely<Database>, accountId: number, userId: number): Promise<User> {
+export async function getUser(db: Kysely<Database>, { accountId }: AccountScope, { userId }: UserRef): Promise<User> {
   return toUser(await requireUser(db, accountId, userId));
 }
 
@@ -60,7 +61,7 @@ export async function hashPasswordFor(
 /** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
 export async function createUser(
   ctx: Pick<AppContext, 'db' | 'clock'>,
-  accountId: number,
+  { accountId }: AccountScope,
   input: UserCreate,
   kdf: Kdf,
 ): Promise<User> {
@@ -88,13 +89,12 @@ export async function createUser(
  */
 export async function updateUser(
   ctx: Pick<AppContext, 'db' | 'clock'>,
-  accountId: number,
-  caller: { userId: number; tokenId: number },
-  userId: number,
+  caller: Caller,
+  { userId }: UserRef,
   input: UserUpdate,
   kdf: Kdf,
 ): Promise<User> {
-  const callerId = caller.userId;
+  const { accountId, userId: callerId } = caller;
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
     const target = await repo.findUser(ctx.db, accountId, userId);
@@ -130,10 +130,10 @@ export async function updateUser(
 
 export async function deleteUser(
   db: Kysely<Database>,
-  accountId: number,
-  callerId: number,
-  userId: number,
+  caller: Caller,
+  { userId }: UserRef,
 ): Promise<{ id: number; deleted: true }> {
+  const { accountId, userId: callerId } = caller;
   return transact(db, async (trx) => {
     const user = await repo.findUser(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
@@ -152,8 +152,8 @@ const toPermission = (p: { formId: number; level: Level; updatedAt: number }): F
 
 export async function listPermissions(
   db: Kysely<Database>,
-  accountId: number,
-  userId: number,
+  { accountId }: AccountScope,
+  { userId }: UserRef,
 ): Promise<{ userId: number; permissions: FormPermission[] }> {
   await requireUser(db, accountId, userId);
   return { userId, permissions: (await permissions.listPermissions(db, accountId, userId)).map(toPermission) };
@@ -162,9 +162,8 @@ export async function listPermissions(
 /** Gives a member a level on a form of the account (replacing the one they held). */
 export async function setPermission(
   ctx: Pick<AppContext, 'db' | 'clock'>,
-  accountId: number,
-  userId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { userId, formId }: UserRef & FormRef,
   level: Level,
 ): Promise<FormPermission> {
   return transact(ctx.db, async (trx) => {
@@ -185,9 +184,8 @@ export async function setPermission(
 
 export async function deletePermission(
   db: Kysely<Database>,
-  accountId: number,
-  userId: number,
-  formId: number,
+  { accountId }: AccountScope,
+  { userId, formId }: UserRef & FormRef,
 ): Promise<{ userId: number; formId: number; deleted: true }> {
   return transact(db, async (trx) => {
     if (!(await repo.findUser(trx, accountId, userId))) throw new NotFoundError('user_not_found');

@@ -1,0 +1,94 @@
+import type { Expression, Kysely, RawBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
+import type { Database } from './schema.js';
+import type { Executor } from './transaction.js';
+
+/** One term of a full-text search: a token, matched whole or as a prefix. */
+export interface SearchTerm {
+  token: string;
+  prefix: boolean;
+}
+
+/** What a page of full-text matches asks for; knownTotal spares the count when the caller has it. */
+export interface SearchPage {
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+  knownTotal?: number;
+}
+
+/** A connection that receives notifications until closed. */
+export interface Listener {
+  close(): Promise<void>;
+}
+
+/**
+ * Everything that SQLite and PostgreSQL do differently, behind one interface: each database
+ * has one engine, chosen when it is opened (openDatabase) and found again from any Kysely
+ * instance or transaction of it with engineOf. Services never see it, and repositories ask
+ * it only for the piece of SQL that differs. Migrations still take the dialect's name: they
+ * are written once per schema change and never edited, so they branch where a type differs.
+ */
+export interface SqlEngine {
+  /** How many writes one group commit takes (see WriteBatcher). */
+  readonly writeBatchSize: number;
+  /** The database's own clock in epoch milliseconds, read in SQL. */
+  now(): RawBuilder<number>;
+  /** A case-insensitive substring match, literal in the user's text (no wildcards). */
+  containsInsensitive(column: Expression<string>, text: string): RawBuilder<SqlBool>;
+  /** Locks the rows the select reads until the transaction ends, where rows can be locked. */
+  lockRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * The candidate rows of a claim: locks them and skips those another transaction is
+   * claiming, where rows can be locked. Without row locks the one writer serializes claims.
+   */
+  claimRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** Columns of a new submissions row that index its tokens (none where the index is a table of its own). */
+  fullTextColumns(tokens: string[]): { search_vector?: RawBuilder<unknown> };
+  /** Indexes a submission's tokens once its row is written; `inserted`: the row was inserted with fullTextColumns. */
+  writeFullText(db: Executor, submissionId: number, tokens: string[], inserted: boolean): Promise<void>;
+  /** Removes a submission from the index (before its tokens are written anew, or the row deleted). */
+  clearFullText(db: Executor, submissionId: number): Promise<void>;
+  /** A condition on `submissions`: the row's index holds every term. */
+  matchFullText(terms: SearchTerm[]): RawBuilder<SqlBool>;
+  /**
+   * Ids of matching submissions, in id order, and their count, found in the index alone
+   * without reading the submissions table; undefined where the index cannot do that.
+   */
+  pageFullText(
+    db: Executor,
+    terms: SearchTerm[],
+    page: SearchPage,
+  ): Promise<{ ids: number[]; total: number } | undefined>;
+  /** Whether listen delivers anything: notifications that cross processes. */
+  readonly notifies: boolean;
+  /** Sends payload on channel when the transaction commits (nothing where there are no notifications). */
+  notify(db: Executor, channel: string, payload: string): Promise<void>;
+  /** A dedicated connection that calls onNotify with each payload sent on channel; undefined without notifications. */
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onError: (error: Error) => void,
+  ): Promise<Listener | undefined>;
+}
+
+/**
+ * Keyed by the Kysely adapter, which a Kysely instance makes once and shares with every
+ * transaction and connection it opens: so a transaction finds its database's engine.
+ */
+const engines = new WeakMap<object, SqlEngine>();
+
+export function attachEngine(db: Kysely<Database>, engine: SqlEngine): void {
+  engines.set(db.getExecutor().adapter, engine);
+}
+
+/** The engine of the database that db (a Kysely instance or a transaction) belongs to. */
+export function engineOf(db: Executor): SqlEngine {
+  const engine = engines.get(db.getExecutor().adapter);
+  if (!engine) throw new Error('This Kysely instance has no engine: open databases with openDatabase');
+  return engine;
+}
+
+/** Escapes LIKE wildcards so that user text matches literally. */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
+}

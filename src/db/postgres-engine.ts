@@ -1,0 +1,58 @@
+import { sql, type SqlBool } from 'kysely';
+import pg from 'pg';
+import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
+
+/** A PostgreSQL tsquery, read as is (no parser, no dictionary): every term must appear. */
+export function tsQuery(terms: SearchTerm[]): string {
+  return terms.map((t) => `'${t.token}'${t.prefix ? ':*' : ''}`).join(' & ');
+}
+
+/** array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
+const tsvector = (tokens: string[]) => sql<unknown>`array_to_tsvector(${tokens}::text[])`;
+
+/**
+ * PostgreSQL: row locks, the full-text index in the submissions.search_vector column, and
+ * LISTEN/NOTIFY between processes (on connections of their own, to databaseUrl).
+ */
+export function postgresEngine(databaseUrl: string): SqlEngine {
+  return {
+    // Every submission updates its form's counter row; batches stay within the
+    // subtransactions that a PostgreSQL backend caches (64).
+    writeBatchSize: 32,
+    now: () => sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
+    containsInsensitive: (column, text) => sql<SqlBool>`${column} ILIKE ${likePattern(text)} ESCAPE '\\'`,
+    lockRows: (query) => query.forUpdate(),
+    claimRows: (query) => query.forUpdate().skipLocked(),
+    fullTextColumns: (tokens) => ({ search_vector: tsvector(tokens) }),
+    async writeFullText(db, submissionId, tokens, inserted) {
+      if (inserted) return;
+      await db
+        .updateTable('submissions')
+        .set({ search_vector: tsvector(tokens) })
+        .where('id', '=', submissionId)
+        .execute();
+    },
+    // The column is written anew with the row's next tokens, and goes with a deleted row.
+    clearFullText: async () => {},
+    matchFullText: (terms) => sql<SqlBool>`submissions.search_vector @@ ${tsQuery(terms)}::tsquery`,
+    pageFullText: async () => undefined,
+    notifies: true,
+    // Delivered when the transaction commits and dropped when it rolls back.
+    async notify(db, channel, payload) {
+      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
+    },
+    async listen(channel, onNotify, onError) {
+      const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+      client.on('notification', (message) => onNotify(message.payload ?? ''));
+      client.on('error', onError);
+      await client.connect();
+      try {
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      } catch (error) {
+        await client.end().catch(() => {});
+        throw error;
+      }
+      return { close: () => client.end().catch(() => {}) };
+    },
+  };
+}

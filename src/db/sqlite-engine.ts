@@ -1,0 +1,52 @@
+import { sql, type SqlBool } from 'kysely';
+import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
+
+/** An FTS5 MATCH expression: every term must appear. */
+export function ftsMatch(terms: SearchTerm[]): string {
+  return terms.map((t) => `"${t.token}"${t.prefix ? '*' : ''}`).join(' AND ');
+}
+
+/**
+ * SQLite: one writer at a time, so no row locks; the full-text index is the FTS5 table
+ * submissions_fts, whose rowid is the submission id; no notifications between processes.
+ */
+export const sqliteEngine: SqlEngine = {
+  writeBatchSize: 64,
+  now: () => sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
+  containsInsensitive: (column, text) => sql<SqlBool>`${column} LIKE ${likePattern(text)} ESCAPE '\\'`,
+  lockRows: (query) => query,
+  claimRows: (query) => query,
+  fullTextColumns: () => ({}),
+  async writeFullText(db, submissionId, tokens) {
+    await db
+      .insertInto('submissions_fts')
+      .values({ rowid: submissionId, content: tokens.join(' ') })
+      .execute();
+  },
+  async clearFullText(db, submissionId) {
+    await db.deleteFrom('submissions_fts').where('rowid', '=', submissionId).execute();
+  },
+  matchFullText: (terms) =>
+    sql<SqlBool>`submissions.id IN (SELECT rowid FROM submissions_fts WHERE submissions_fts MATCH ${ftsMatch(terms)})`,
+  // FTS5 pages by rowid (the submission id) and counts without touching the submissions table.
+  async pageFullText(db, terms, page) {
+    const match = ftsMatch(terms);
+    const direction = page.order === 'asc' ? sql`ASC` : sql`DESC`;
+    const [ids, total] = await Promise.all([
+      sql<{
+        id: number;
+      }>`SELECT rowid AS id FROM submissions_fts WHERE submissions_fts MATCH ${match} ORDER BY rowid ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(
+        db,
+      ),
+      page.knownTotal ??
+        sql<{ n: number }>`SELECT count(*) AS n FROM submissions_fts WHERE submissions_fts MATCH ${match}`
+          .execute(db)
+          .then((r) => Number(r.rows[0]?.n ?? 0)),
+    ]);
+    return { ids: ids.rows.map((r) => r.id), total };
+  },
+  // Its one connection makes a worker's claim wait for the enqueuing transaction to end: polling finds the job.
+  notifies: false,
+  notify: async () => {},
+  listen: async () => undefined,
+};

@@ -1,0 +1,74 @@
+import type { Transaction } from 'kysely';
+import type { AppContext } from '../../context.js';
+import type { Database } from '../../db/schema.js';
+import { enqueue } from '../../jobs/outbox.js';
+import type { FieldLogic } from '../fields/schemas.js';
+import type { FieldType } from '../fields/types.js';
+import type { Submission } from '../submissions/schemas.js';
+import { logicHolds, type StoredValue } from '../submissions/values.js';
+import { confirmationAddress } from './compose.js';
+import { sendEmailJob } from './jobs.js';
+import type { PayloadEntry } from './payload.js';
+import { emailsToJudge } from './repository.js';
+
+/**
+ * What this target reads of a submission event (events/publish.ts): declared here, as a part
+ * of SubmissionEvent, so that publish.ts can list this target without an import cycle.
+ */
+export interface EmailEvent {
+  type: string;
+  accountId: number;
+  formId: number;
+  submissionId: number;
+  sealed: boolean;
+  submission: Pick<Submission, 'timestamp' | 'data'> | null;
+}
+
+/**
+ * The event target of emails: for a new submission, one emails.send job per confirmation and
+ * notification of its form whose conditions hold, in the submission's transaction. Emails go
+ * on submission.created only: an edit or a delete is not a new response to confirm or notify.
+ * The work here is one indexed query, and nothing else when the form has no emails; rendering
+ * waits for the job, off the request.
+ */
+export async function enqueueSubmissionEmails(
+  trx: Transaction<Database>,
+  _ctx: AppContext,
+  event: EmailEvent,
+): Promise<void> {
+  if (event.type !== 'submission.created' || !event.submission) return;
+  const emails = await emailsToJudge(trx, event.accountId, event.formId);
+  if (emails.length === 0) return;
+
+  // Encrypted forms' events carry no values: their conditions see every field empty.
+  const data: PayloadEntry[] = event.sealed
+    ? []
+    : event.submission.data.map((e) => ({
+        field: e.field,
+        label: e.label,
+        type: e.type,
+        value: e.value,
+        displayValue: e.displayValue,
+      }));
+  const fields = new Map(data.map((e) => [e.field, { type: e.type as FieldType, options: [] }]));
+  const values = new Map(data.map((e) => [e.field, e.value as StoredValue]));
+
+  for (const email of emails) {
+    if (email.logic !== null) {
+      const logic = JSON.parse(email.logic) as FieldLogic;
+      if (logicHolds(logic, fields, (id) => values.get(id)) !== (logic.action === 'show')) continue;
+    }
+    // A confirmation without an address to go to is no job at all.
+    if (email.kind === 'confirmation' && confirmationAddress(data, email.recipient_field_id) === undefined) continue;
+    await enqueue(trx, sendEmailJob, {
+      accountId: event.accountId,
+      formId: event.formId,
+      emailId: email.id,
+      kind: email.kind,
+      submissionId: event.submissionId,
+      timestamp: event.submission.timestamp,
+      sealed: event.sealed,
+      data,
+    });
+  }
+}

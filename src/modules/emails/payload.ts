@@ -1,0 +1,30 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** One value of the submission, as the email shows it. */
+const Entry = Type.Object({
+  field: Type.Integer(),
+  label: Type.String(),
+  type: Type.String(),
+  value: Type.Unknown(),
+  displayValue: Type.String(),
+});
+
+/**
+ * What a send job holds: which email, and the submission as it was created. The values are
+ * kept, not read again at send time, so the email says what was submitted even if the
+ * submission is edited or deleted before the job runs; the email's settings are read at send
+ * time, so an email deleted meanwhile sends nothing. Encrypted forms' jobs hold no values.
+ */
+export const SendEmailPayload = Type.Object({
+  accountId: Type.Integer(),
+  formId: Type.Integer(),
+  emailId: Type.Integer(),
+  kind: Type.Union([Type.Literal('confirmation'), Type.Literal('notification')]),
+  submissionId: Type.Integer(),
+  /** ISO 8601: when the submission was made. */
+  timestamp: Type.String(),
+  sealed: Type.Boolean(),
+  data: Type.Array(Entry),
+});
+export type SendEmailPayload = Static<typeof SendEmailPayload>;
+export type PayloadEntry = Static<typeof Entry>;

@@ -1,0 +1,196 @@
+import type { FormEmailRow, MailLogRow, NewFormEmailRow } from '../../db/schema.js';
+import type { Executor } from '../../db/transaction.js';
+import type { EmailKind } from './schemas.js';
+
+export type EmailColumns = Omit<NewFormEmailRow, 'id' | 'account_id' | 'form_id' | 'kind' | 'created_at'>;
+
+export async function listEmails(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  kind: EmailKind,
+): Promise<FormEmailRow[]> {
+  return db
+    .selectFrom('form_emails')
+    .selectAll()
+    .where('form_id', '=', formId)
+    .where('kind', '=', kind)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute();
+}
+
+/** What a new submission needs to decide which emails it sends: one query on the form's index. */
+export async function emailsToJudge(
+  db: Executor,
+  accountId: number,
+  formId: number,
+): Promise<Pick<FormEmailRow, 'id' | 'kind' | 'logic' | 'recipient_field_id'>[]> {
+  return db
+    .selectFrom('form_emails')
+    .select(['id', 'kind', 'logic', 'recipient_field_id'])
+    .where('form_id', '=', formId)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute();
+}
+
+export async function findEmail(
+  db: Executor,
+  accountId: number,
+  kind: EmailKind,
+  id: number,
+): Promise<FormEmailRow | undefined> {
+  return db
+    .selectFrom('form_emails')
+    .selectAll()
+    .where('id', '=', id)
+    .where('kind', '=', kind)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+}
+
+export async function countEmails(db: Executor, accountId: number, formId: number, kind: EmailKind): Promise<number> {
+  const row = await db
+    .selectFrom('form_emails')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('form_id', '=', formId)
+    .where('kind', '=', kind)
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function insertEmail(db: Executor, row: NewFormEmailRow): Promise<FormEmailRow> {
+  return db.insertInto('form_emails').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateEmail(
+  db: Executor,
+  accountId: number,
+  id: number,
+  columns: Partial<EmailColumns>,
+): Promise<FormEmailRow> {
+  return db
+    .updateTable('form_emails')
+    .set(columns)
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteEmail(db: Executor, accountId: number, id: number): Promise<void> {
+  await db.deleteFrom('form_emails').where('id', '=', id).where('account_id', '=', accountId).execute();
+}
+
+/**
+ * Copies every email of one form of the account to another (for a form copy with
+ * includeEmails), pointing field ids (recipient, reply-to, logic checks) at the copied
+ * fields: fieldIds maps each original field id to its copy's. Returns the new rows.
+ */
+export async function copyEmails(
+  db: Executor,
+  accountId: number,
+  fromFormId: number,
+  toFormId: number,
+  fieldIds: ReadonlyMap<number, number>,
+  now: number,
+): Promise<FormEmailRow[]> {
+  const rows = await db
+    .selectFrom('form_emails')
+    .selectAll()
+    .where('form_id', '=', fromFormId)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute();
+  const remap = (id: number | null) => (id === null ? null : (fieldIds.get(id) ?? id));
+  const copies: FormEmailRow[] = [];
+  for (const { id: _id, ...row } of rows) {
+    const logic = row.logic === null ? null : (JSON.parse(row.logic) as { checks: { field: number }[] });
+    if (logic) logic.checks = logic.checks.map((c) => ({ ...c, field: remap(c.field)! }));
+    copies.push(
+      await insertEmail(db, {
+        ...row,
+        form_id: toFormId,
+        recipient_field_id: remap(row.recipient_field_id),
+        reply_to_field_id: remap(row.reply_to_field_id),
+        logic: logic === null ? null : JSON.stringify(logic),
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+  }
+  return copies;
+}
+
+/** The form's name, deleted or not: a submission made before a form was deleted still sends its emails. */
+export async function formName(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('forms')
+    .select('name')
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.name;
+}
+
+/** Where the stored files of a submission are, by their fileKeys; files no longer held are left out. */
+export async function storedFiles(
+  db: Executor,
+  accountId: number,
+  submissionId: number,
+  fileKeys: string[],
+): Promise<{ file_key: string; storage_key: string; size: number | null; sealed: number }[]> {
+  if (fileKeys.length === 0) return [];
+  return db
+    .selectFrom('uploads')
+    .select(['file_key', 'storage_key', 'size', 'sealed'])
+    .where('file_key', 'in', fileKeys)
+    .where('account_id', '=', accountId)
+    .where('submission_id', '=', submissionId)
+    .where('state', '=', 'claimed')
+    .execute();
+}
+
+export type NewMailLogRow = Omit<MailLogRow, 'id'>;
+
+/** Keeps one message; a job that runs again finds its message there and writes nothing. */
+export async function insertMail(db: Executor, row: NewMailLogRow): Promise<void> {
+  await db
+    .insertInto('mail_log')
+    .values(row)
+    .onConflict((oc) => oc.column('job_id').doNothing())
+    .execute();
+}
+
+export async function listMail(
+  db: Executor,
+  accountId: number,
+  offset: number,
+  limit: number,
+): Promise<{ rows: MailLogRow[]; total: number }> {
+  const total = await db
+    .selectFrom('mail_log')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  const rows = await db
+    .selectFrom('mail_log')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('id', 'desc')
+    .offset(offset)
+    .limit(limit)
+    .execute();
+  return { rows, total: Number(total.n) };
+}
+
+export async function findMail(db: Executor, accountId: number, id: number): Promise<MailLogRow | undefined> {
+  return db
+    .selectFrom('mail_log')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+}

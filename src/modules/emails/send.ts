@@ -1,0 +1,115 @@
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../../context.js';
+import { fileRefs, type FileRef } from '../submissions/values.js';
+import { composeEmail, type Composed } from './compose.js';
+import type { SendEmailPayload } from './payload.js';
+import * as repo from './repository.js';
+import { escapeHtml } from './template.js';
+import { sendSmtp, type OutgoingMail } from './transport.js';
+
+interface Attachments {
+  files: { filename: string; content: Buffer | undefined; contentType: string; size: number }[];
+  left: string[];
+}
+
+async function bytes(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The submission's files, in order, while they fit in MAIL_ATTACHMENT_MAX_BYTES together;
+ * the others are named in the message instead. Files that the submission no longer holds
+ * (it was edited or deleted since) are named too. The bytes are read only for SMTP: the mail
+ * log names the files, which stay with the submission.
+ */
+async function attachmentsOf(ctx: AppContext, p: SendEmailPayload, read: boolean): Promise<Attachments> {
+  const refs: FileRef[] = p.data.flatMap((e) => fileRefs(e.value) ?? []);
+  const stored = new Map(
+    (
+      await repo.storedFiles(
+        ctx.db,
+        p.accountId,
+        p.submissionId,
+        refs.map((r) => r.fileKey),
+      )
+    ).map((s) => [s.file_key, s]),
+  );
+  let room = ctx.config.mailAttachmentMaxBytes;
+  const out: Attachments = { files: [], left: [] };
+  for (const ref of refs) {
+    const object = stored.get(ref.fileKey);
+    const size = object?.size ?? ref.size;
+    if (!object || object.sealed === 1 || size > room) {
+      out.left.push(ref.name);
+      continue;
+    }
+    const content = read ? await bytes((await ctx.storage.get(object.storage_key)).stream) : undefined;
+    out.files.push({ filename: ref.name, content, contentType: ref.contentType, size });
+    room -= size;
+  }
+  return out;
+}
+
+function noteLeftFiles(mail: Composed, left: string[]): Composed {
+  if (left.length === 0) return mail;
+  const note = `Files not attached (over the size limit for attachments, or no longer held): ${left.join(', ')}`;
+  return {
+    ...mail,
+    text: `${mail.text}\n\n${note}`,
+    html: mail.html === undefined ? undefined : `${mail.html}\n<p>${escapeHtml(note)}</p>`,
+  };
+}
+
+/**
+ * Sends one email of one submission (the emails.send job): through SMTP_URL when it is set,
+ * else into the mail log. Runs at least once: the log keeps one message per job, and SMTP
+ * messages carry a Message-ID per job.
+ */
+export async function sendSubmissionEmail(ctx: AppContext, jobId: number, p: SendEmailPayload): Promise<void> {
+  const email = await repo.findEmail(ctx.db, p.accountId, p.kind, p.emailId);
+  if (!email) return; // deleted since the submission: the owner no longer wants it sent
+  const formName = (await repo.formName(ctx.db, p.accountId, p.formId)) ?? '';
+  const composed = await composeEmail(email, p, formName);
+  if (composed.to.length === 0) return;
+  const { config } = ctx;
+  const attachments: Attachments =
+    email.attach_files === 1 && !p.sealed
+      ? await attachmentsOf(ctx, p, config.smtpUrl !== undefined)
+      : { files: [], left: [] };
+  const mail = noteLeftFiles(composed, attachments.left);
+  const from = { name: email.sender_name || config.mailFrom.name || '', address: config.mailFrom.address };
+  const outgoing: OutgoingMail = {
+    ...mail,
+    from,
+    attachments: attachments.files.map((a) => ({
+      filename: a.filename,
+      content: a.content ?? Buffer.alloc(0),
+      contentType: a.contentType,
+    })),
+    messageId: `<formwork-email-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
+  };
+  if (config.smtpUrl) {
+    await sendSmtp(config.smtpUrl, outgoing);
+    return;
+  }
+  await repo.insertMail(ctx.db, {
+    account_id: p.accountId,
+    form_id: p.formId,
+    email_id: p.emailId,
+    submission_id: p.submissionId,
+    job_id: jobId,
+    kind: p.kind,
+    sender: from.name ? `${from.name} <${from.address}>` : from.address,
+    recipients: JSON.stringify(mail.to),
+    reply_to: mail.replyTo ?? null,
+    subject: mail.subject,
+    text_body: mail.text,
+    html_body: mail.html ?? null,
+    attachments: JSON.stringify(
+      attachments.files.map((a) => ({ name: a.filename, size: a.size, contentType: a.contentType })),
+    ),
+    created_at: ctx.clock.now(),
+  });
+}

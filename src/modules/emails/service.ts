@@ -1,0 +1,237 @@
+import type { AppContext } from '../../context.js';
+import type { FieldRow, FormEmailRow, MailLogRow } from '../../db/schema.js';
+import { transact, type Executor } from '../../db/transaction.js';
+import { BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.js';
+import { isoTime, page, type Page } from '../../http/schemas.js';
+import { logicProblems, toSibling } from '../fields/definition.js';
+import { listFields } from '../fields/repository.js';
+import { requireForm } from '../forms/service.js';
+import type { AccountScope, FormRef } from '../permissions/caller.js';
+import * as repo from './repository.js';
+import {
+  MAX_EMAILS_PER_FORM,
+  type Confirmation,
+  type EmailInput,
+  type EmailKind,
+  type EmailPreview,
+  type MailListQuery,
+  type MailMessage,
+  type Notification,
+} from './schemas.js';
+import { templateProblems } from './template.js';
+
+const NOT_FOUND = { confirmation: 'confirmation_not_found', notification: 'notification_not_found' } as const;
+
+function common(row: FormEmailRow) {
+  return {
+    id: row.id,
+    formId: row.form_id,
+    name: row.name,
+    senderName: row.sender_name,
+    replyTo: row.reply_to,
+    subject: row.subject,
+    message: row.message,
+    format: row.format,
+    logic: row.logic === null ? null : (JSON.parse(row.logic) as Confirmation['logic']),
+    attachFiles: row.attach_files === 1,
+    created: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+  };
+}
+
+export function toConfirmation(row: FormEmailRow): Confirmation {
+  return { ...common(row), recipientField: row.recipient_field_id ?? 0 };
+}
+
+export function toNotification(row: FormEmailRow): Notification {
+  return {
+    ...common(row),
+    recipients: JSON.parse(row.recipients) as string[],
+    replyToField: row.reply_to_field_id,
+  };
+}
+
+type EmailRecord<K extends EmailKind> = K extends 'confirmation' ? Confirmation : Notification;
+
+function present<K extends EmailKind>(kind: K, row: FormEmailRow): EmailRecord<K> {
+  return (kind === 'confirmation' ? toConfirmation(row) : toNotification(row)) as EmailRecord<K>;
+}
+
+async function requireEmail(db: Executor, accountId: number, kind: EmailKind, id: number): Promise<FormEmailRow> {
+  const row = await repo.findEmail(db, accountId, kind, id);
+  if (!row) throw new NotFoundError(NOT_FOUND[kind]);
+  // An email of a deleted form is gone with it, as the form's fields are.
+  await requireForm(db, { accountId }, { formId: row.form_id }).catch((error: unknown) => {
+    throw error instanceof NotFoundError ? new NotFoundError(NOT_FOUND[kind]) : error;
+  });
+  return row;
+}
+
+/**
+ * Checks what the input refers to among the form's fields, and its templates. A field id of no
+ * field of this form is a 404, as any unknown id in a body; a field of the wrong type, a bad
+ * logic check or a template that does not parse is a 400 naming each. Only what is sent is
+ * checked: an email whose recipient field was deleted since can still be renamed.
+ */
+function check(merged: EmailInput, fields: FieldRow[]): void {
+  const byId = new Map(fields.map((f) => [f.id, f]));
+  const problems: ErrorDetail[] = [];
+  for (const property of ['recipientField', 'replyToField'] as const) {
+    const id = merged[property];
+    if (id === undefined || id === null) continue;
+    const field = byId.get(id);
+    if (!field) throw new NotFoundError('field_not_found', `${property}: no field ${id} in this form`);
+    if (field.type !== 'email')
+      problems.push({
+        property: `body.${property}`,
+        message: `must be an email field; ${id} is a ${field.type} field`,
+      });
+  }
+  if (merged.logic) {
+    const siblings = new Map(fields.map((f) => [f.id, toSibling(f)]));
+    problems.push(...logicProblems(merged.logic, 'body', siblings, undefined));
+  }
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw new BadRequestError('invalid_email', `${first.property}: ${first.message}`, { details: problems });
+  }
+  const broken = templateProblems({ 'body.subject': merged.subject, 'body.message': merged.message });
+  if (broken.length > 0) {
+    const first = broken[0]!;
+    throw new BadRequestError('invalid_template', `${first.property}: ${first.message}`, { details: broken });
+  }
+}
+
+function columns(input: EmailInput): Partial<repo.EmailColumns> {
+  const out: Partial<repo.EmailColumns> = {};
+  if (input.name !== undefined) out.name = input.name;
+  if (input.senderName !== undefined) out.sender_name = input.senderName;
+  if (input.replyTo !== undefined) out.reply_to = input.replyTo;
+  if (input.subject !== undefined) out.subject = input.subject;
+  if (input.message !== undefined) out.message = input.message;
+  if (input.format !== undefined) out.format = input.format;
+  if (input.logic !== undefined) out.logic = input.logic === null ? null : JSON.stringify(input.logic);
+  if (input.attachFiles !== undefined) out.attach_files = Number(input.attachFiles);
+  if (input.recipientField !== undefined) out.recipient_field_id = input.recipientField;
+  if (input.recipients !== undefined) out.recipients = JSON.stringify(input.recipients);
+  if (input.replyToField !== undefined) out.reply_to_field_id = input.replyToField;
+  return out;
+}
+
+export async function listEmails<K extends EmailKind>(
+  ctx: AppContext,
+  scope: AccountScope,
+  { formId }: FormRef,
+  kind: K,
+): Promise<Page & { items: EmailRecord<K>[] }> {
+  await requireForm(ctx.db, scope, { formId });
+  const items = (await repo.listEmails(ctx.db, scope.accountId, formId, kind)).map((r) => present(kind, r));
+  return { items, ...page(items.length, 1, MAX_EMAILS_PER_FORM) };
+}
+
+export async function getEmail<K extends EmailKind>(
+  ctx: AppContext,
+  accountId: number,
+  kind: K,
+  id: number,
+): Promise<EmailRecord<K>> {
+  return present(kind, await requireEmail(ctx.db, accountId, kind, id));
+}
+
+export async function createEmail<K extends EmailKind>(
+  ctx: AppContext,
+  scope: AccountScope,
+  { formId }: FormRef,
+  kind: K,
+  input: EmailInput & { subject: string; message: string },
+): Promise<EmailRecord<K>> {
+  const { accountId } = scope;
+  return transact(ctx.db, async (trx) => {
+    await requireForm(trx, scope, { formId });
+    if ((await repo.countEmails(trx, accountId, formId, kind)) >= MAX_EMAILS_PER_FORM)
+      throw new BadRequestError('too_many_emails', `A form holds at most ${MAX_EMAILS_PER_FORM} ${kind} emails`);
+    check(input, await listFields(trx, accountId, formId));
+    const now = ctx.clock.now();
+    const row = await repo.insertEmail(trx, {
+      account_id: accountId,
+      form_id: formId,
+      kind,
+      name: kind === 'confirmation' ? 'Confirmation' : 'Notification',
+      sender_name: '',
+      reply_to: null,
+      reply_to_field_id: null,
+      recipient_field_id: null,
+      recipients: '[]',
+      subject: input.subject,
+      message: input.message,
+      format: 'html',
+      logic: null,
+      attach_files: 0,
+      ...columns(input),
+      created_at: now,
+      updated_at: now,
+    });
+    return present(kind, row);
+  });
+}
+
+export async function updateEmail<K extends EmailKind>(
+  ctx: AppContext,
+  accountId: number,
+  kind: K,
+  id: number,
+  input: EmailInput,
+): Promise<EmailRecord<K>> {
+  return transact(ctx.db, async (trx) => {
+    const current = await requireEmail(trx, accountId, kind, id);
+    check(input, await listFields(trx, accountId, current.form_id));
+    const row = await repo.updateEmail(trx, accountId, id, { ...columns(input), updated_at: ctx.clock.now() });
+    return present(kind, row);
+  });
+}
+
+export async function deleteEmail(
+  ctx: AppContext,
+  accountId: number,
+  kind: EmailKind,
+  id: number,
+): Promise<EmailPreview> {
+  return transact(ctx.db, async (trx) => {
+    const row = await requireEmail(trx, accountId, kind, id);
+    await repo.deleteEmail(trx, accountId, id);
+    return { id: row.id, formId: row.form_id, name: row.name };
+  });
+}
+
+function toMessage(row: MailLogRow): MailMessage {
+  return {
+    id: row.id,
+    formId: row.form_id,
+    emailId: row.email_id,
+    submissionId: row.submission_id,
+    kind: row.kind,
+    from: row.sender,
+    to: JSON.parse(row.recipients) as string[],
+    replyTo: row.reply_to,
+    subject: row.subject,
+    text: row.text_body,
+    html: row.html_body,
+    attachments: JSON.parse(row.attachments) as MailMessage['attachments'],
+    created: isoTime(row.created_at),
+  };
+}
+
+export async function listMail(
+  ctx: AppContext,
+  accountId: number,
+  q: MailListQuery,
+): Promise<Page & { messages: MailMessage[] }> {
+  const { rows, total } = await repo.listMail(ctx.db, accountId, (q.pageNumber - 1) * q.pageSize, q.pageSize);
+  return { messages: rows.map(toMessage), ...page(total, q.pageNumber, q.pageSize) };
+}
+
+export async function getMail(ctx: AppContext, accountId: number, id: number): Promise<MailMessage> {
+  const row = await repo.findMail(ctx.db, accountId, id);
+  if (!row) throw new NotFoundError('mail_not_found');
+  return toMessage(row);
+}

@@ -1,0 +1,71 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+
+export interface OutgoingMail {
+  from: { name: string; address: string };
+  to: string[];
+  replyTo: string | undefined;
+  subject: string;
+  text: string;
+  html: string | undefined;
+  attachments: { filename: string; content: Buffer; contentType: string }[];
+  /** The same for every attempt of one job, so that a receiver can drop a message that a retry sent twice. */
+  messageId: string;
+}
+
+const transports = new Map<string, Transporter>();
+
+function transportFor(url: string): Transporter {
+  let transport = transports.get(url);
+  if (!transport) {
+    // A pool: messages reuse a few open connections instead of a connection (and a TLS
+    // handshake) each. Made here rather than through createTransport({ url, ... }), which
+    // keeps only what the URL says and drops the other options. Shorter waits than
+    // nodemailer's (minutes): a job holds its lease while it waits.
+    transport = nodemailer.createTransport(
+      new SMTPPool({
+        url,
+        pool: true,
+        maxConnections: 5,
+        maxMessages: 100,
+        connectionTimeout: 30_000,
+        greetingTimeout: 30_000,
+        socketTimeout: 60_000,
+      }),
+    );
+    transports.set(url, transport);
+  }
+  return transport;
+}
+
+/** The user name and password of the URL, as they may appear in a message (raw and decoded). */
+function secretsOf(url: string): string[] {
+  const parsed = new URL(url);
+  const parts = [parsed.username, parsed.password].filter((s) => s !== '');
+  return [...new Set([...parts, ...parts.map((s) => decodeURIComponent(s))])].filter((s) => s.length >= 3);
+}
+
+/** An error that says what the server answered and never the credentials. */
+export function safeSmtpError(error: unknown, url: string): Error {
+  let message = error instanceof Error ? error.message : String(error);
+  for (const secret of secretsOf(url)) message = message.split(secret).join('[redacted]');
+  return new Error(`SMTP: ${message}`);
+}
+
+/** Sends one message through SMTP_URL. */
+export async function sendSmtp(url: string, mail: OutgoingMail): Promise<void> {
+  try {
+    await transportFor(url).sendMail({
+      from: mail.from,
+      to: mail.to,
+      replyTo: mail.replyTo,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+      attachments: mail.attachments,
+      messageId: mail.messageId,
+    });
+  } catch (error) {
+    throw safeSmtpError(error, url);
+  }
+}

@@ -1,0 +1,47 @@
+import type { Transaction } from 'kysely';
+import type { AppContext } from '../../context.js';
+import type { Database } from '../../db/schema.js';
+import { enqueueSubmissionEmails } from '../emails/enqueue.js';
+import type { Submission } from '../submissions/schemas.js';
+import { enqueueWebhookDeliveries } from '../webhooks/enqueue.js';
+
+export type SubmissionEventType = 'submission.created' | 'submission.updated' | 'submission.deleted';
+
+/**
+ * A change to a submission that webhooks and emails may act on. It is published inside the
+ * transaction of the change, so the deliveries it causes are in the outbox exactly when the
+ * change commits: a crash can delay one but never lose it or invent one.
+ */
+export interface SubmissionEvent {
+  type: SubmissionEventType;
+  accountId: number;
+  formId: number;
+  submissionId: number;
+  /** Epoch ms from ctx.clock: when the change was made. */
+  occurredAt: number;
+  /** The form is encrypted: deliveries carry ids and no values. */
+  sealed: boolean;
+  /**
+   * The detailed record as the change left it (values absent for an encrypted form), or
+   * null when the submission is gone (deleted).
+   */
+  submission: Submission | null;
+}
+
+/**
+ * One kind of thing that acts on events (webhooks, emails): it looks at the form's
+ * configuration in the transaction and enqueues what it needs to, or nothing. It must stay
+ * cheap when the form has nothing configured, since it runs on every submission write.
+ */
+export type EventTarget = (trx: Transaction<Database>, ctx: AppContext, event: SubmissionEvent) => Promise<void>;
+
+const targets: readonly EventTarget[] = [enqueueWebhookDeliveries, enqueueSubmissionEmails];
+
+/** Called by the submission writes, in their transaction, after the change is made. */
+export async function publishSubmissionEvent(
+  trx: Transaction<Database>,
+  ctx: AppContext,
+  event: SubmissionEvent,
+): Promise<void> {
+  for (const target of targets) await target(trx, ctx, event);
+}

@@ -1,0 +1,22 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { partialRoutes } from '../partials/routes.js';
+import { submissionsDeps } from '../submissions/definitions.js';
+import { hostedApiRoutes } from './api-routes.js';
+import { PageCounters } from './counters.js';
+import { hostedPageRoutes } from './routes.js';
+import { hostedDeps } from './service.js';
+
+/**
+ * Hosted forms in one piece for app.ts: the public pages (outside the token API), their
+ * API routes (inside it) and the page counters that both use.
+ */
+export function hostedForms(ctx: AppContext, onError: (error: unknown) => void) {
+  const counters = new PageCounters(ctx, ctx.config.hosted.statsFlushSeconds * 1000, onError);
+  const deps = hostedDeps(ctx, submissionsDeps(ctx), counters);
+  const api: FastifyPluginAsyncTypebox = async (app) => {
+    await app.register(hostedApiRoutes(ctx, deps));
+    await app.register(partialRoutes(ctx));
+  };
+  return { pages: hostedPageRoutes(ctx, deps), api, close: () => counters.close() };
+}

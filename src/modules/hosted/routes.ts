@@ -1,0 +1,397 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { AppError, BadRequestError, TooManyRequestsError } from '../../errors.js';
+import { throttle } from '../../http/rate-limit.js';
+import type { FormSettings } from '../forms/schemas.js';
+import { issueUploadUrls } from '../uploads/service.js';
+import { clientBundle } from './bundle.js';
+import { collectFields, type FieldInput } from './form-model.js';
+import { pageHeaders } from './headers.js';
+import { closedPage, confirmationPage, DEFAULT_SUCCESS, formPage } from './page.js';
+import { renderForm } from './render.js';
+import * as service from './service.js';
+import { assetUrls, CSS_HASH } from './assets.js';
+import { FORM_CSS } from './styles.js';
+
+const ViewKeyParams = Type.Object({ viewKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
+
+interface PostedPage {
+  fields: FieldInput[];
+  loadToken: string;
+  honeypot: string;
+  resumeToken?: string;
+  /** A plain HTML post (no script): answered with pages rather than JSON. */
+  plain: boolean;
+}
+
+/**
+ * An embedded form posts from another site's page: the answers to its requests may be read
+ * there (no cookies are involved). Only on the routes the script calls.
+ */
+function anyOrigin(_req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, p: unknown) => void) {
+  reply.header('access-control-allow-origin', '*');
+  done(null, payload);
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** The fields of a JSON post from the page's script: the shape POST /submissions takes. */
+function jsonFields(raw: unknown): FieldInput[] {
+  if (!Array.isArray(raw) || raw.length > 1000) throw new BadRequestError('invalid_request', 'fields must be a list');
+  return raw.map((f, i) => {
+    const obj = typeof f === 'object' && f !== null ? (f as Record<string, unknown>) : {};
+    const id = Number(obj.id);
+    if (!Number.isInteger(id) || id < 1)
+      throw new BadRequestError('invalid_request', `fields[${i}].id must be a field id`, {
+        details: [{ property: `body.fields[${i}].id`, message: 'must be a field id' }],
+      });
+    return { id, value: obj.value };
+  });
+}
+
+function postedPage(def: service.PageDefinition, body: unknown): PostedPage {
+  if (body instanceof URLSearchParams) {
+    return {
+      fields: collectFields(def.fields, (name) => body.getAll(name)),
+      loadToken: body.get('_fw') ?? '',
+      honeypot: body.get('website') ?? '',
+      resumeToken: body.get('_resume') || undefined,
+      plain: true,
+    };
+  }
+  const obj = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+  return {
+    fields: jsonFields(obj.fields ?? []),
+    loadToken: str(obj._fw),
+    honeypot: str(obj.website),
+    resumeToken: str(obj._resume) || undefined,
+    plain: false,
+  };
+}
+
+/**
+ * The public side of hosted forms, outside the token API: the page at each form's URL, its
+ * submit (a plain HTML post, or JSON from the page's script), upload URLs for its file and
+ * signature fields, partial saves, the start beacon, and the page's script and styles.
+ */
+export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): FastifyPluginAsyncTypebox {
+  const limits = ctx.config.hosted;
+  return async (app) => {
+    // A plain HTML form posts urlencoded; the bodyLimit still applies.
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+      done(null, new URLSearchParams(body as string)),
+    );
+
+    async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string) {
+      return reply.code(status).headers(pageHeaders(ctx.config, redirectUrl)).send(html);
+    }
+
+    async function closed(
+      reply: FastifyReply,
+      def: service.PageDefinition | undefined,
+      state: service.FormState | 'unknown',
+    ) {
+      const settings: FormSettings = def ? def.settings : {};
+      const assets = await assetUrls();
+      const closedMessage = settings.closedMessage ?? 'This form is not taking answers at the moment.';
+      const [status, heading, message] =
+        state === 'unknown'
+          ? [404, 'Form not found', 'There is no form at this address. Check the link you were given.']
+          : state === 'deleted'
+            ? [410, 'This form is no longer available', 'The owner of this form has removed it.']
+            : state === 'full'
+              ? [
+                  403,
+                  'This form is closed',
+                  settings.closedMessage ?? 'This form has received all the answers it can take.',
+                ]
+              : [403, 'This form is closed', closedMessage];
+      return page(
+        reply,
+        status,
+        closedPage({
+          title: def ? def.name : heading,
+          heading: def && state !== 'deleted' ? def.name : heading,
+          message: state === 'unknown' || state === 'deleted' ? message : `${heading}. ${message}`,
+          lang: settings.language,
+          assets,
+        }),
+      );
+    }
+
+    /** The form page again, with the values as sent and the problems next to their fields. */
+    async function again(
+      reply: FastifyReply,
+      def: service.PageDefinition,
+      status: number,
+      state: { errors: Map<number, string>; values: Map<number, unknown>; formError?: string; resumeToken?: string },
+    ) {
+      const html = renderForm(def, {
+        values: state.values,
+        errors: state.errors,
+        formError: state.formError,
+        resumeToken: state.resumeToken,
+        loadToken: service.newLoadToken(deps, def),
+        base: '',
+      });
+      return page(
+        reply,
+        status,
+        formPage({
+          name: def.name,
+          description: def.settings.description,
+          lang: def.settings.language,
+          assets: await assetUrls(),
+          form: html,
+        }),
+      );
+    }
+
+    function meta(req: FastifyRequest) {
+      return { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
+    }
+
+    /** PUBLIC_SUBMIT_PER_MINUTE per client address, shared by every process through Redis when REDIS_URL is set. */
+    async function limit(req: FastifyRequest, def: service.PageDefinition, what: string, times = 1) {
+      try {
+        await throttle(ctx.rateLimiter, `public-${what}:${req.ip}`, limits.publicSubmitPerMinute * times, 60);
+      } catch (error) {
+        if (error instanceof TooManyRequestsError)
+          deps.counters.add(def.form.account_id, def.form.id, 'refused_rate_limit');
+        throw error;
+      }
+    }
+
+    // Bodies over BODY_LIMIT on these routes are counted as refusals of their form.
+    app.setErrorHandler(async (error, req, reply) => {
+      const code = (error as { code?: string }).code;
+      const viewKey = (req.params as { viewKey?: string } | undefined)?.viewKey;
+      if (code === 'FST_ERR_CTP_BODY_TOO_LARGE' && viewKey) {
+        const def = await service.pageForm(deps, viewKey).catch(() => undefined);
+        if (def) deps.counters.add(def.form.account_id, def.form.id, 'refused_too_large');
+        // A plain HTML post gets a page that says so; the script gets the JSON error.
+        if (def && /^application\/x-www-form-urlencoded/.test(req.headers['content-type'] ?? ''))
+          return page(
+            reply.header('connection', 'close'),
+            413,
+            closedPage({
+              title: def.name,
+              heading: def.name,
+              message:
+                'Your answers were too long to send. Please shorten the longest ones and send the form again from its page.',
+              lang: def.settings.language,
+              assets: await assetUrls(),
+            }),
+          );
+      }
+      throw error;
+    });
+
+    app.get(
+      '/assets/:file',
+      { schema: { hide: true, params: Type.Object({ file: Type.String({ maxLength: 100 }) }) } },
+      async (req, reply) => {
+        const js = await clientBundle();
+        const immutable = {
+          'cache-control': 'public, max-age=31536000, immutable',
+          'access-control-allow-origin': '*',
+        };
+        if (req.params.file === `form-${CSS_HASH}.css`)
+          return reply.headers({ ...immutable, 'content-type': 'text/css; charset=utf-8' }).send(FORM_CSS);
+        if (req.params.file === `form-${js.hash}.js`)
+          return reply.headers({ ...immutable, 'content-type': 'text/javascript; charset=utf-8' }).send(js.code);
+        return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+      },
+    );
+
+    app.get(
+      '/f/:viewKey',
+      // Read by hand rather than through a schema: this is the route that people load most.
+      { schema: { hide: true } },
+      async (request, reply) => {
+        const req = request as FastifyRequest<{ Params: { viewKey: string }; Querystring: Record<string, unknown> }>;
+        const query = { prefill: str(req.query.prefill) || undefined, resume: str(req.query.resume) || undefined };
+        if (req.params.viewKey.length > 64) return closed(reply, undefined, 'unknown');
+        const def = await service.pageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
+        if (!def) return closed(reply, undefined, 'unknown');
+        const state = service.stateOf(def.form, def.settings);
+        if (state !== 'open') return closed(reply, def, state);
+        deps.counters.add(def.form.account_id, def.form.id, 'views');
+        if (!query.prefill && !query.resume)
+          return reply.code(200).headers(def.headers).send(service.plainDocument(deps, def));
+        const form = await service.formHtml(deps, def, query);
+        return page(
+          reply,
+          200,
+          formPage({
+            name: def.name,
+            description: def.settings.description,
+            lang: def.settings.language,
+            assets: await assetUrls(),
+            form,
+          }),
+        );
+      },
+    );
+
+    app.post(
+      '/f/:viewKey',
+      { schema: { hide: true, params: ViewKeyParams }, onSend: anyOrigin },
+      async (req, reply) => {
+        const def = await service.pageForm(deps, req.params.viewKey);
+        if (!def) return closed(reply, undefined, 'unknown');
+        const posted = postedPage(def, req.body);
+        const refuse = async (error: AppError) => {
+          if (!posted.plain) throw error;
+          return again(reply, def, error.statusCode, {
+            errors: new Map(),
+            values: service.shownValues(def, posted.fields),
+            formError: error.message,
+            resumeToken: posted.resumeToken,
+          });
+        };
+        try {
+          await limit(req, def, 'submit');
+          service.screen(deps, def, posted);
+        } catch (error) {
+          if (error instanceof AppError) {
+            if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfterSeconds));
+            return refuse(error);
+          }
+          throw error;
+        }
+        const outcome = await service.submitPage(deps, def, posted, meta(req));
+        if (outcome.kind === 'closed') {
+          if (posted.plain) return closed(reply, def, outcome.state);
+          const code = outcome.state === 'full' ? 'form_full' : 'form_inactive';
+          throw new AppError(code, def.settings.closedMessage);
+        }
+        if (outcome.kind === 'invalid') {
+          if (posted.plain) return again(reply, def, 400, { ...outcome, resumeToken: posted.resumeToken });
+          return reply.code(400).send({
+            status: 'error',
+            error: outcome.formError ?? 'Some answers need your attention.',
+            code: 'invalid_submission',
+            fieldErrors: Object.fromEntries(outcome.errors),
+          });
+        }
+        if (!posted.plain) return { status: 'ok', message: outcome.message, redirectUrl: outcome.redirectUrl };
+        if (outcome.redirectUrl)
+          return reply.code(303).header('location', outcome.redirectUrl).header('cache-control', 'no-store').send();
+        return page(
+          reply,
+          200,
+          confirmationPage({
+            name: def.name,
+            message: outcome.message || DEFAULT_SUCCESS,
+            lang: def.settings.language,
+            assets: await assetUrls(),
+          }),
+        );
+      },
+    );
+
+    app.post(
+      '/f/:viewKey/uploads',
+      {
+        onSend: anyOrigin,
+        schema: {
+          hide: true,
+          params: ViewKeyParams,
+          body: Type.Object(
+            {
+              fieldId: Type.Integer({ minimum: 1 }),
+              filenames: Type.Array(Type.String({ maxLength: 255 }), { minItems: 1, maxItems: 20 }),
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
+      async (req) => {
+        const def = await openForm(req.params.viewKey);
+        // Several files per submission, and a signature redrawn: more room than submits.
+        await limit(req, def, 'upload', 10);
+        const urls = await issueUploadUrls(
+          ctx,
+          { accountId: def.form.account_id },
+          { formId: def.form.id, fieldId: req.body.fieldId },
+          req.body.filenames,
+        );
+        // The service's own upload URLs are given relative to it, so that the page works under any address it is reached at.
+        return {
+          uploads: urls.uploads.map((u) => ({
+            ...u,
+            uploadUrl: u.uploadUrl.startsWith(`${ctx.config.publicUrl}/`)
+              ? u.uploadUrl.slice(ctx.config.publicUrl.length)
+              : u.uploadUrl,
+          })),
+        };
+      },
+    );
+
+    async function openForm(viewKey: string): Promise<service.PageDefinition> {
+      const def = await service.pageForm(deps, viewKey);
+      if (!def || def.form.deleted_at !== null) throw new AppError('form_not_found');
+      const state = service.stateOf(def.form);
+      if (state === 'inactive') throw new AppError('form_inactive', def.settings.closedMessage);
+      if (state === 'full') throw new AppError('form_full', def.settings.closedMessage);
+      return def;
+    }
+
+    app.post(
+      '/f/:viewKey/partial',
+      { schema: { hide: true, params: ViewKeyParams }, onSend: anyOrigin },
+      async (req) => {
+        const def = await openForm(req.params.viewKey);
+        if (!def.saveAndResume) throw new AppError('save_and_resume_off');
+        const posted = postedPage(def, req.body);
+        if (posted.honeypot !== '') {
+          deps.counters.add(def.form.account_id, def.form.id, 'refused_honeypot');
+          throw new BadRequestError('submission_refused');
+        }
+        await limit(req, def, 'partial');
+        return service.savePagePartial(deps, def, posted, meta(req));
+      },
+    );
+
+    // The script of embedded HTML gets its page token here when it starts (the HTML itself is kept by other sites).
+    app.get('/f/:viewKey/token', { schema: { hide: true, params: ViewKeyParams }, onSend: anyOrigin }, async (req) => {
+      const def = await openForm(req.params.viewKey);
+      deps.counters.add(def.form.account_id, def.form.id, 'views');
+      return { loadToken: service.newLoadToken(deps, def) };
+    });
+
+    app.post(
+      '/f/:viewKey/events',
+      {
+        onSend: anyOrigin,
+        schema: {
+          hide: true,
+          params: ViewKeyParams,
+          body: Type.Object({ type: Type.Literal('start') }, { additionalProperties: false }),
+        },
+      },
+      async (req) => {
+        const def = await service.pageForm(deps, req.params.viewKey);
+        if (def && service.stateOf(def.form) === 'open') deps.counters.add(def.form.account_id, def.form.id, 'starts');
+        return { status: 'ok' };
+      },
+    );
+
+    app.options('/f/*', { schema: { hide: true } }, async (_req, reply) =>
+      reply
+        .code(204)
+        .headers({
+          'access-control-allow-origin': '*',
+          'access-control-allow-methods': 'POST',
+          'access-control-allow-headers': 'content-type',
+          'access-control-max-age': '86400',
+        })
+        .send(),
+    );
+  };
+}

@@ -1,0 +1,67 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The signed values of the hosted pages. A load token goes into each page the service
+ * renders: it tells when the page was loaded (the minimum time to submit) and serves as the
+ * submit's idempotency key (a second click or a reload of the answer submits once).
+ */
+
+const LOAD_TOKEN = /^([0-9a-z]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+
+function sign(secret: string, purpose: string, text: string): string {
+  return createHmac('sha256', secret).update(`${purpose}\0${text}`).digest('base64url').slice(0, 22);
+}
+
+function same(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+// Random bytes are drawn in blocks: one system call per 256 tokens rather than one each.
+let pool = Buffer.alloc(0);
+let taken = 0;
+function nonce(): string {
+  if (taken + 12 > pool.length) {
+    pool = randomBytes(12 * 256);
+    taken = 0;
+  }
+  taken += 12;
+  return pool.toString('base64url', taken - 12, taken);
+}
+
+/** The last signature made, per form: every page view of a form within one second shares it. */
+const lastSignature = new Map<number, { second: number; sig: string }>();
+
+/**
+ * The signature covers the form and the second the page was loaded, which is what the checks
+ * judge; the random part only makes each page's idempotency key its own (anyone may get a
+ * fresh one by loading the page, so it needs no signature).
+ */
+export function loadToken(secret: string, formId: number, now: number): string {
+  const second = Math.floor(now / 1000);
+  let last = lastSignature.get(formId);
+  if (!last || last.second !== second) {
+    if (lastSignature.size > 10_000) lastSignature.clear();
+    last = { second, sig: sign(secret, `load:${formId}`, second.toString(36)) };
+    lastSignature.set(formId, last);
+  }
+  return `${second.toString(36)}.${nonce()}.${last.sig}`;
+}
+
+/** When the page with this token was loaded (to the second), or undefined when the token is not one of ours for this form. */
+export function loadedAt(secret: string, formId: number, token: string): number | undefined {
+  const m = LOAD_TOKEN.exec(token);
+  if (!m || !same(m[3]!, sign(secret, `load:${formId}`, m[1]!))) return undefined;
+  return parseInt(m[1]!, 36) * 1000;
+}
+
+/** A prefill token: a random id, which names the stored values, and its signature. */
+export function prefillToken(secret: string): { id: string; token: string } {
+  const id = randomBytes(16).toString('base64url');
+  return { id, token: `${id}.${sign(secret, 'prefill', id)}` };
+}
+
+/** The stored id that a prefill token names, when its signature holds. */
+export function prefillId(secret: string, token: string): string | undefined {
+  const m = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})$/.exec(token);
+  return m && same(m[2]!, sign(secret, 'prefill', m[1]!)) ? m[1] : undefined;
+}

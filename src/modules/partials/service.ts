@@ -1,0 +1,338 @@
+import { randomBytes } from 'node:crypto';
+import { SealError, type FormKeys } from '../../crypto/envelope.js';
+import type { AppContext } from '../../context.js';
+import type { FormRow, PartialSubmissionRow } from '../../db/schema.js';
+import { transact, type Executor } from '../../db/transaction.js';
+import { AppError, BadRequestError, NotFoundError } from '../../errors.js';
+import { isoTime, page, type Page } from '../../http/schemas.js';
+import { toDefinition } from '../fields/definition.js';
+import type { AccountScope, FormRef } from '../permissions/caller.js';
+import * as fieldsRepo from '../fields/repository.js';
+import * as formsRepo from '../forms/repository.js';
+import { sealingKeyOf } from '../encryption/keys.js';
+import { lowerBound, parseWallTime, upperBound } from '../submissions/eastern-time.js';
+import { fieldToken, queryWords, words } from '../submissions/keywords.js';
+import type { SubmissionListQuery } from '../submissions/schemas.js';
+import {
+  displayValue,
+  normalize,
+  readValue,
+  searchKeys,
+  ValueError,
+  type FieldForValues,
+  type StoredValue,
+} from '../submissions/values.js';
+import * as repo from './repository.js';
+import type { PartialListItem, PartialSubmission } from './schemas.js';
+import { isSealedPartial, openForOwner, openForResume, resumeHash, sealForOwner, sealForResume } from './sealing.js';
+
+/**
+ * Partial submissions: what a person filled in on a hosted form and saved to finish later.
+ * They hold the values that passed their field's checks (required fields and files wait
+ * for the real submission), expire PARTIAL_RETENTION_DAYS after their last save, and go
+ * when the submission they turn into is made.
+ */
+
+type Values = Map<number, StoredValue>;
+
+export interface PartialMeta {
+  userAgent: string;
+  remoteAddr: string;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The values among inputs that their fields accept; the others (and files) are left out of a partial. */
+export function acceptedValues(
+  fields: FieldForValues[],
+  inputs: { id: number; value: unknown }[],
+  now: number,
+): Values {
+  const byId = new Map(fields.map((f) => [f.id, f]));
+  const values: Values = new Map();
+  for (const input of inputs) {
+    const field = byId.get(input.id);
+    if (!field || field.type === 'file' || field.type === 'signature') continue;
+    try {
+      const value = readValue(field, input.value, now);
+      if (value !== null) values.set(field.id, value);
+    } catch (error) {
+      if (!(error instanceof ValueError)) throw error;
+    }
+  }
+  return values;
+}
+
+function prettyNameOf(fields: FieldForValues[], values: Values): string | null {
+  const name = fields.find((f) => f.type === 'name' && values.has(f.id));
+  if (name) return displayValue(name, values.get(name.id)!);
+  const email = fields.find((f) => f.type === 'email' && values.has(f.id));
+  return email ? String(values.get(email.id)) : null;
+}
+
+const toJson = (values: Values) => JSON.stringify(Object.fromEntries(values));
+const fromJson = (json: string): Values =>
+  new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
+
+/**
+ * Saves a partial: a new one, or the one that resumeToken names. Returns the resume token,
+ * which the person keeps (the service keeps its hash).
+ */
+export async function savePartial(
+  ctx: AppContext,
+  trx: Executor,
+  form: FormRow,
+  fields: FieldForValues[],
+  values: Values,
+  resumeToken: string | undefined,
+  meta: PartialMeta,
+): Promise<{ id: number; resumeToken: string }> {
+  const now = ctx.clock.now();
+  const expiresAt = now + ctx.config.hosted.partialRetentionDays * DAY_MS;
+  const key = sealingKeyOf(form);
+  const json = toJson(values);
+  const plain = key === undefined;
+  const existing = resumeToken ? await repo.findByResumeHash(trx, form.id, resumeHash(resumeToken), now) : undefined;
+  const token = existing ? resumeToken! : randomBytes(24).toString('base64url');
+  const write = {
+    data: plain ? json : '',
+    prettyName: plain ? prettyNameOf(fields, values) : null,
+    ...meta,
+    now,
+    expiresAt,
+  };
+  const id = existing
+    ? (await repo.updatePartial(trx, existing.id, write), existing.id)
+    : (
+        await repo.insertPartial(trx, {
+          ...write,
+          accountId: form.account_id,
+          formId: form.id,
+          resumeHash: resumeHash(token),
+        })
+      ).id;
+  if (!plain)
+    await repo.updatePartial(trx, id, {
+      data: sealForOwner(form, key, json, id),
+      resumeData: sealForResume(token, json, id),
+    });
+  return { id, resumeToken: token };
+}
+
+/** The partial that a resume token names, with its values; undefined when unknown or expired. */
+export async function resumePartial(
+  ctx: AppContext,
+  form: FormRow,
+  resumeToken: string,
+): Promise<{ id: number; values: Values } | undefined> {
+  const row = await repo.findByResumeHash(ctx.db, form.id, resumeHash(resumeToken), ctx.clock.now());
+  if (!row) return undefined;
+  if (!isSealedPartial(row.data)) return { id: row.id, values: fromJson(row.data) };
+  if (row.resume_data === null) return undefined;
+  try {
+    return { id: row.id, values: fromJson(openForResume(resumeToken, row.resume_data, row.id)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the partial that a resume token names (its submission was made, in the same transaction). */
+export async function finishPartial(
+  ctx: AppContext,
+  trx: Executor,
+  formId: number,
+  resumeToken: string,
+): Promise<void> {
+  const row = await repo.findByResumeHash(trx, formId, resumeHash(resumeToken), ctx.clock.now());
+  if (row) await repo.deletePartial(trx, row.id);
+}
+
+// The API of spec 4.6.
+
+async function formOf(ctx: AppContext, accountId: number, formId: number) {
+  const [form, rows] = await Promise.all([
+    formsRepo.findForm(ctx.db, accountId, formId),
+    fieldsRepo.listFields(ctx.db, accountId, formId),
+  ]);
+  if (!form) throw new NotFoundError('form_not_found');
+  return { form, fields: rows.map((r) => ({ id: r.id, ...toDefinition(r) })) };
+}
+
+async function keysOf(ctx: AppContext, form: FormRow, password: string | undefined): Promise<FormKeys | undefined> {
+  return form.encryption_key === null ? undefined : ctx.formKeys.unlock(form, password);
+}
+
+function valuesOf(form: FormRow, row: PartialSubmissionRow, keys: FormKeys | undefined): Values {
+  if (!isSealedPartial(row.data)) return fromJson(row.data);
+  if (!keys) throw new AppError('submission_sealed');
+  try {
+    return fromJson(openForOwner(form, keys, row.data, row.id));
+  } catch (error) {
+    if (!(error instanceof SealError)) throw error;
+    throw new AppError('submission_integrity_failed', undefined, { cause: error });
+  }
+}
+
+function entries(fields: FieldForValues[], values: Values) {
+  return fields
+    .filter((f) => values.has(f.id))
+    .map((f) => {
+      const value = values.get(f.id)!;
+      return {
+        field: f.id,
+        label: f.label,
+        type: f.type,
+        value,
+        displayValue: displayValue(f, value),
+        parsedValue: value,
+      };
+    });
+}
+
+function base(row: PartialSubmissionRow) {
+  return {
+    id: row.id,
+    formId: row.form_id,
+    timestamp: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+    expires: isoTime(row.expires_at),
+    userAgent: row.user_agent,
+    remoteAddr: row.remote_addr,
+  };
+}
+
+export interface PartialRef {
+  partialSubmissionId: number;
+}
+
+export async function getPartial(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { partialSubmissionId: id }: PartialRef,
+  password: string | undefined,
+): Promise<PartialSubmission> {
+  const row = await repo.findPartial(ctx.db, accountId, id, ctx.clock.now());
+  if (!row) throw new NotFoundError('partial_submission_not_found');
+  const { form, fields } = await formOf(ctx, accountId, row.form_id);
+  const values = valuesOf(form, row, await keysOf(ctx, form, password));
+  return { ...base(row), prettyName: prettyNameOf(fields, values), data: entries(fields, values) };
+}
+
+export async function deletePartial(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { partialSubmissionId: id }: PartialRef,
+): Promise<{ id: number }> {
+  return transact(ctx.db, async (trx) => {
+    const row = await repo.findPartial(trx, accountId, id, ctx.clock.now());
+    if (!row) throw new NotFoundError('partial_submission_not_found');
+    await repo.deletePartial(trx, id);
+    return { id };
+  });
+}
+
+function bound(text: string | undefined, property: string, side: 'lower' | 'upper'): number | undefined {
+  if (text === undefined) return undefined;
+  const t = parseWallTime(text);
+  if (!t)
+    throw new BadRequestError('validation_failed', `${property}: is not a valid date or time`, {
+      details: [{ property, message: 'is not a valid date or time' }],
+    });
+  return side === 'lower' ? lowerBound(t) : upperBound(t);
+}
+
+/** Tokens of a partial's values, as a submission's index holds them (keywords.ts), to filter by. */
+function tokensOf(fields: FieldForValues[], values: Values): Set<string> {
+  const tokens = new Set<string>();
+  for (const f of fields) {
+    const value = values.get(f.id);
+    if (value === undefined) continue;
+    for (const key of searchKeys(f, value)) {
+      tokens.add(fieldToken(f.id, key));
+      for (const w of words(key)) tokens.add(w);
+    }
+    for (const w of words(displayValue(f, value))) tokens.add(w);
+  }
+  return tokens;
+}
+
+/**
+ * GET /form/{formId}/partialsubmission: the submission list's parameters and meanings. The
+ * filters that look at values run on the form's live partials here (partials are few and
+ * short-lived, so they have no index); on an encrypted form they need the password.
+ */
+export async function listPartials(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  q: SubmissionListQuery,
+  password: string | undefined,
+): Promise<Page & { partialSubmissions: PartialListItem[] }> {
+  const { form, fields } = await formOf(ctx, accountId, formId);
+  const from = bound(q.minTime, 'query.minTime', 'lower');
+  const to = bound(q.maxTime, 'query.maxTime', 'upper');
+  const terms: { token: string; prefix: boolean }[] = [];
+  for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
+    if (!fields.some((f) => f.id === c.fieldId))
+      throw new BadRequestError('validation_failed', `query.search.${n}.fieldId: this form has no field ${c.fieldId}`, {
+        details: [{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }],
+      });
+    const prefix = c.value.endsWith('*');
+    terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
+  }
+  const keywords = q.keyword === undefined ? [] : queryWords(q.keyword);
+  for (const w of keywords) terms.push({ token: w, prefix: true });
+  const impossible = q.keyword !== undefined && keywords.length === 0;
+  const showsData = q.data || q.expandData || q.dataFormat === 'standardized';
+  const sealed = form.encryption_key !== null;
+  const keys = showsData || q.prettyName || terms.length > 0 ? await keysOf(ctx, form, password) : undefined;
+
+  let rows = impossible
+    ? []
+    : await repo.listPartials(ctx.db, accountId, formId, {
+        from,
+        to,
+        order: q.order.toLowerCase() as 'asc' | 'desc',
+        now: ctx.clock.now(),
+      });
+  const opened = new Map<number, Values>();
+  const open = (row: PartialSubmissionRow) => {
+    let v = opened.get(row.id);
+    if (!v) opened.set(row.id, (v = valuesOf(form, row, keys)));
+    return v;
+  };
+  if (terms.length > 0) {
+    rows = rows.filter((row) => {
+      const tokens = tokensOf(fields, open(row));
+      return terms.every((t) => (t.prefix ? [...tokens].some((x) => x.startsWith(t.token)) : tokens.has(t.token)));
+    });
+  }
+  const total = rows.length;
+  const slice = rows.slice((q.pageNumber - 1) * q.pageSize, q.pageNumber * q.pageSize);
+  const items = slice.map((row) => {
+    const item: PartialListItem = base(row);
+    if (q.prettyName)
+      item.prettyName = sealed || isSealedPartial(row.data) ? prettyNameOf(fields, open(row)) : row.pretty_name;
+    if (showsData) {
+      const list = entries(fields, open(row));
+      item.data =
+        q.dataFormat === 'standardized'
+          ? list
+          : Object.fromEntries(
+              list.map((e) => [String(e.field), q.expandData ? e : { field: e.field, value: e.value }]),
+            );
+    }
+    return item;
+  });
+  return { partialSubmissions: items, ...page(total, q.pageNumber, q.pageSize) };
+}
+
+/** The retention chore: partials past their expiry, in batches. */
+export async function removeExpiredPartials(ctx: Pick<AppContext, 'db' | 'clock'>): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const n = await transact(ctx.db, (trx) => repo.deleteExpiredPartials(trx, ctx.clock.now(), 500));
+    removed += n;
+    if (n < 500) return removed;
+  }
+}

@@ -1,0 +1,142 @@
+import type { KeyObject } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import { SealError, type FormKeys } from '../../crypto/envelope.js';
+import type { AppContext } from '../../context.js';
+import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
+import { WriteBatcher } from '../../db/write-batcher.js';
+import { AppError, ConflictError, NotFoundError } from '../../errors.js';
+import { VersionedCache } from '../../http/versioned-cache.js';
+import { toDefinition } from '../fields/definition.js';
+import * as fieldsRepo from '../fields/repository.js';
+import * as formsRepo from '../forms/repository.js';
+import { sealingKeyOf } from '../encryption/keys.js';
+import * as repo from './repository.js';
+import { isSealed, openData } from './sealing.js';
+import { type FieldForValues, type StoredValue } from './values.js';
+import type { AccountScope, FormRef, SubmissionRef } from '../permissions/caller.js';
+
+/** What reading values needs of a form: its fields, and for an encrypted form what sealing needs. */
+export interface FormShape {
+  formId: number;
+  fields: FieldForValues[];
+  byId: Map<number, FieldForValues>;
+  seal?: Sealing;
+  /**
+   * While a conversion runs, unique values are stored plain in some rows and as HMACs in
+   * others; checks then look for both (this is the SECRET_KEY that makes the HMACs).
+   */
+  uniqueBothWays?: string;
+}
+
+/** An encrypted form's public key: what storing a submission needs (reading needs the password). */
+export interface Sealing {
+  form: Pick<FormRow, 'view_key'>;
+  publicKey: KeyObject;
+  secretKey: string;
+}
+
+/** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
+export interface FormDefinition extends FormShape {
+  form: FormRow;
+}
+
+export interface SubmissionsDeps {
+  ctx: AppContext;
+  definitions: VersionedCache<FormDefinition>;
+  /** Totals of filtered lists, per form and filter, under the form's submissions version. */
+  totals: VersionedCache<number>;
+  /** Runs a write in a group commit with the writes that arrive meanwhile (see WriteBatcher). */
+  write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
+}
+
+export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
+  // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
+  // On PostgreSQL too: every submission updates its form's counter row, and one transaction
+  // per submission would queue them all on that row's lock.
+  const batcher = new WriteBatcher(ctx.db, engineOf(ctx.db).writeBatchSize);
+  return {
+    ctx,
+    definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
+    totals: new VersionedCache<number>(4 * 1024 * 1024, () => 512),
+    write: (job) => batcher.run(job),
+  };
+}
+
+export type DataMap = Map<number, StoredValue>;
+
+/** The one way a form's definition is made, for requests and background conversions alike. */
+export function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: string): FormDefinition {
+  const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
+  return { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(secretKey, form) };
+}
+
+export async function loadDefinition(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+): Promise<{ def: FormDefinition; submissionsCount: number; submissionsVersion: number }> {
+  const { db } = deps.ctx;
+  const version = await formsRepo.findFormVersion(db, accountId, formId);
+  if (!version) throw new NotFoundError('form_not_found');
+  const key = `${accountId}:${formId}`;
+  let def = deps.definitions.get(key, String(version.revision));
+  if (!def) {
+    const [form, rows] = await Promise.all([
+      formsRepo.findForm(db, accountId, formId),
+      fieldsRepo.listFields(db, accountId, formId),
+    ]);
+    if (!form) throw new NotFoundError('form_not_found');
+    def = buildDefinition(form, rows, deps.ctx.config.secretKey);
+    deps.definitions.set(key, String(version.revision), def);
+  }
+  return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
+}
+
+/** How new writes store a form's submissions (see sealingKeyOf). */
+export function sealingOf(secretKey: string, form: FormRow): Pick<FormShape, 'seal' | 'uniqueBothWays'> {
+  const publicKey = sealingKeyOf(form);
+  return {
+    seal: publicKey && { form, publicKey, secretKey },
+    uniqueBothWays: form.encryption_state === null ? undefined : secretKey,
+  };
+}
+
+/** The keys of an encrypted form, or undefined for a plain one; 401 without the right password. */
+export async function keysFor(
+  deps: SubmissionsDeps,
+  def: FormDefinition,
+  password: string | undefined,
+): Promise<FormKeys | undefined> {
+  return def.form.encryption_key === null ? undefined : deps.ctx.formKeys.unlock(def.form, password);
+}
+
+/** A row's values; a sealed row needs the form's keys (keysFor), which the caller has checked. */
+export function parseData(
+  def: FormDefinition,
+  row: Pick<SubmissionRow, 'id' | 'data'>,
+  keys: FormKeys | undefined,
+): DataMap {
+  let json = row.data;
+  if (isSealed(json)) {
+    if (!keys) throw new ConflictError('submission_sealed');
+    try {
+      json = openData(def.form, keys, json, row.id);
+    } catch (error) {
+      if (!(error instanceof SealError)) throw error;
+      throw new AppError('submission_integrity_failed', undefined, { cause: error });
+    }
+  }
+  return new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
+}
+
+export async function requireSubmission(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { submissionId: id }: SubmissionRef,
+): Promise<{ row: SubmissionRow; def: FormDefinition }> {
+  const row = await repo.findSubmission(deps.ctx.db, accountId, id);
+  if (!row) throw new NotFoundError('submission_not_found');
+  const { def } = await loadDefinition(deps, { accountId }, { formId: row.form_id });
+  return { row, def };
+}

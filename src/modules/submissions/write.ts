@@ -1,0 +1,201 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import * as formsRepo from '../forms/repository.js';
+import type { FormSettings } from '../forms/schemas.js';
+import * as uploadsRepo from '../uploads/repository.js';
+import { enqueue } from '../../jobs/outbox.js';
+import { removeFilesJob } from '../uploads/jobs.js';
+import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
+import { publishSubmissionEvent } from '../events/publish.js';
+import * as repo from './repository.js';
+import { isSealed } from './sealing.js';
+import type { Submission, SubmissionCreate, SubmissionUpdate } from './schemas.js';
+import {
+  type DataMap,
+  type FormDefinition,
+  type SubmissionsDeps,
+  keysFor,
+  loadDefinition,
+  parseData,
+  requireSubmission,
+} from './definitions.js';
+import { checkUnique, prepareSubmission } from './indexing.js';
+import { toSubmission } from './presentation.js';
+import type { AccountScope, FormRef, SubmissionRef } from '../permissions/caller.js';
+
+export interface RequestMeta {
+  userAgent: string;
+  remoteAddr: string;
+}
+
+/**
+ * Runs inside the creating transaction, after the insert: how idempotency records its response
+ * atomically. replay is what may be kept for a replay: for an encrypted form, the record without
+ * its values, since the service keeps no plaintext copy of them.
+ */
+export type OnCreated = (trx: Transaction<Database>, replay: Submission) => Promise<void>;
+
+class StaleDefinition extends Error {}
+
+/**
+ * Notes the change on the form and checks that the form is still at the revision the values
+ * were checked and stored against. A form changed meanwhile (a field edited, encryption turned
+ * on or off) fails the write, which is then made again against the new definition.
+ */
+async function noteChange(
+  trx: Transaction<Database>,
+  def: FormDefinition,
+  accountId: number,
+  delta: number,
+): Promise<void> {
+  const revision = await formsRepo.noteSubmissionChange(trx, accountId, def.formId, delta);
+  if (revision !== def.form.revision) throw new StaleDefinition();
+}
+
+async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof StaleDefinition)) throw error;
+      if (tries === 3) throw new ConflictError('form_changed');
+    }
+  }
+}
+
+/** Creates a submission; made again against the new definition if the form changed meanwhile. */
+export const createSubmission = (...args: Parameters<typeof createOnce>): Promise<Submission> =>
+  againIfStale(() => createOnce(...args));
+
+async function createOnce(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  input: SubmissionCreate,
+  meta: RequestMeta,
+  onCreated?: OnCreated,
+): Promise<Submission> {
+  const { def, submissionsCount } = await loadDefinition(deps, { accountId }, { formId });
+  if (def.form.inactive === 1) throw new ConflictError('form_inactive');
+  const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
+  if (limit !== undefined && submissionsCount >= limit)
+    throw new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
+
+  const { ctx } = deps;
+  const files = await resolveFiles(ctx, def, accountId, input.fields);
+  const data: DataMap = new Map();
+  const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
+
+  // Inline bytes go to storage before the transaction (group commit: no slow I/O inside it)
+  // and are removed again if the transaction does not commit.
+  await storeInline(ctx, files.plan);
+  try {
+    return await deps.write(async (trx) => {
+      await checkUnique(trx, def, write);
+      const row = await repo.insertSubmission(
+        trx,
+        {
+          accountId,
+          formId,
+          userAgent: meta.userAgent,
+          remoteAddr: meta.remoteAddr,
+          latitude: input.latitude ?? null,
+          longitude: input.longitude ?? null,
+        },
+        write,
+      );
+      await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
+      await noteChange(trx, def, accountId, 1);
+      const submission = toSubmission(def, row, data);
+      const kept = def.seal ? { ...submission, prettyName: null, data: [] } : submission;
+      await onCreated?.(trx, kept);
+      await publishSubmissionEvent(trx, ctx, {
+        type: 'submission.created',
+        accountId,
+        formId,
+        submissionId: row.id,
+        occurredAt: ctx.clock.now(),
+        sealed: def.seal !== undefined,
+        submission: kept,
+      });
+      return submission;
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
+}
+
+/** Edits open the stored values with the password and seal the result again. */
+export const updateSubmission = (...args: Parameters<typeof updateOnce>): Promise<Submission> =>
+  againIfStale(() => updateOnce(...args));
+
+async function updateOnce(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { submissionId: id }: SubmissionRef,
+  input: SubmissionUpdate,
+  password?: string,
+): Promise<Submission> {
+  const { row, def } = await requireSubmission(deps, { accountId }, { submissionId: id });
+  const { ctx } = deps;
+  const data = parseData(def, row, await keysFor(deps, def, password));
+  const files = await resolveFiles(ctx, def, accountId, input.fields, { submissionId: id, data });
+  const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
+  await storeInline(ctx, files.plan);
+  try {
+    return await deps.write(async (trx) => {
+      await checkUnique(trx, def, write, id);
+      const updated = await repo.updateSubmission(trx, accountId, row, write);
+      const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
+      if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
+      await noteChange(trx, def, accountId, 0);
+      const submission = toSubmission(def, updated, data);
+      await publishSubmissionEvent(trx, ctx, {
+        type: 'submission.updated',
+        accountId,
+        formId: row.form_id,
+        submissionId: id,
+        occurredAt: ctx.clock.now(),
+        sealed: def.seal !== undefined,
+        submission: def.seal ? { ...submission, prettyName: null, data: [] } : submission,
+      });
+      return submission;
+    });
+  } catch (error) {
+    await discardInline(ctx, files.plan);
+    throw error;
+  }
+}
+
+export async function deleteSubmission(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { submissionId: id }: SubmissionRef,
+): Promise<{ id: number; formId: number; deleted: true }> {
+  const { ctx } = deps;
+  return deps.write(async (trx) => {
+    const row = await repo.findSubmission(trx, accountId, id);
+    if (!row) throw new NotFoundError('submission_not_found');
+    const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
+    const objects = await uploadsRepo.deleteUploads(
+      trx,
+      uploads.map((u) => u.file_key),
+    );
+    await repo.deleteSubmission(trx, accountId, id);
+    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
+    // The objects go once this commits, through the outbox.
+    if (objects.length > 0) await enqueue(trx, removeFilesJob, { keys: objects });
+    await publishSubmissionEvent(trx, ctx, {
+      type: 'submission.deleted',
+      accountId,
+      formId: row.form_id,
+      submissionId: id,
+      occurredAt: ctx.clock.now(),
+      sealed: isSealed(row.data),
+      submission: null,
+    });
+    return { id, formId: row.form_id, deleted: true };
+  });
+}

@@ -1,0 +1,87 @@
+import { createHmac } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { Submission } from '../submissions/schemas.js';
+import { WEBHOOK_EVENTS } from './schemas.js';
+
+/**
+ * One event as a delivery job carries it: snapshotted when the change was made, so that
+ * every attempt (and a redelivery) sends what the change left, not what is there later.
+ * The submission is the detailed record (values left out on encrypted forms), or null when
+ * the submission was deleted.
+ */
+export const DeliveryPayload = Type.Object({
+  webhookId: Type.Integer(),
+  messageId: Type.String(),
+  event: Type.Object({
+    type: Type.Union(WEBHOOK_EVENTS.map((e) => Type.Literal(e))),
+    formId: Type.Integer(),
+    submissionId: Type.Integer(),
+    occurredAt: Type.Number(),
+    sealed: Type.Boolean(),
+    submission: Type.Unknown(),
+  }),
+});
+export type DeliveryPayload = Static<typeof DeliveryPayload>;
+export type DeliveryEvent = DeliveryPayload['event'];
+
+export interface BodySettings {
+  contentType: 'json' | 'urlencoded';
+  includeFieldType: boolean;
+  handshakeKey: string | undefined;
+}
+
+export interface RenderedBody {
+  body: Buffer;
+  contentType: string;
+}
+
+function submissionOf(event: DeliveryEvent): Submission | null {
+  // Written by enqueueWebhookDeliveries from the service's own record.
+  return event.submission as Submission | null;
+}
+
+/**
+ * The body of a delivery. json: {type, timestamp, formId, submissionId, data (the detailed
+ * submission, or null once deleted), HandshakeKey when set}. urlencoded: the original
+ * service's post, FormID, UniqueID, HandshakeKey when set, then one key per field (its id):
+ * the display text, or with includeFieldType a JSON {"value", "type"}. Encrypted forms send
+ * no values in either.
+ */
+export function renderBody(event: DeliveryEvent, settings: BodySettings): RenderedBody {
+  const submission = submissionOf(event);
+  const data = event.sealed ? [] : (submission?.data ?? []);
+  if (settings.contentType === 'urlencoded') {
+    const form = new URLSearchParams();
+    form.append('FormID', String(event.formId));
+    form.append('UniqueID', String(event.submissionId));
+    if (settings.handshakeKey !== undefined) form.append('HandshakeKey', settings.handshakeKey);
+    for (const entry of data) {
+      form.append(
+        String(entry.field),
+        settings.includeFieldType ? JSON.stringify({ value: entry.value, type: entry.type }) : entry.displayValue,
+      );
+    }
+    return { body: Buffer.from(form.toString()), contentType: 'application/x-www-form-urlencoded' };
+  }
+  const json: Record<string, unknown> = {
+    type: event.type,
+    timestamp: new Date(event.occurredAt).toISOString(),
+    formId: event.formId,
+    submissionId: event.submissionId,
+    data: submission && (event.sealed ? { ...submission, prettyName: null, data: [] } : submission),
+  };
+  if (settings.handshakeKey !== undefined) json.HandshakeKey = settings.handshakeKey;
+  return { body: Buffer.from(JSON.stringify(json)), contentType: 'application/json' };
+}
+
+/** Standard Webhooks: v1, then base64 HMAC-SHA256 of "id.timestamp.body" under the secret after whsec_. */
+export function standardSignature(signingSecret: string, messageId: string, timestamp: number, body: Buffer): string {
+  const key = Buffer.from(signingSecret.replace(/^whsec_/, ''), 'base64');
+  const mac = createHmac('sha256', key).update(`${messageId}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** The original service's X-FS-Signature: sha256=, then the lowercase hex HMAC-SHA256 of the raw body. */
+export function fsSignature(hmacSecret: string, body: Buffer): string {
+  return `sha256=${createHmac('sha256', hmacSecret).update(body).digest('hex')}`;
+}

@@ -1,0 +1,135 @@
+import type { Insertable, Updateable } from 'kysely';
+import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
+import type { Executor } from '../../db/transaction.js';
+
+export async function insertWebhook(db: Executor, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
+  return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** A webhook of the account whose form is not deleted. */
+export async function findWebhook(db: Executor, accountId: number, webhookId: number): Promise<WebhookRow | undefined> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll('webhooks')
+    .innerJoin('forms', 'forms.id', 'webhooks.form_id')
+    .where('webhooks.id', '=', webhookId)
+    .where('webhooks.account_id', '=', accountId)
+    .where('forms.deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** For the worker, which acts for no account. */
+export async function findWebhookById(db: Executor, webhookId: number): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).executeTakeFirst();
+}
+
+export async function listWebhooks(db: Executor, accountId: number, formId: number): Promise<WebhookRow[]> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('form_id', '=', formId)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * What every submission write reads, in its transaction: the webhooks of the form that may
+ * want the event. One indexed read (webhooks_form), usually of no row.
+ */
+export async function webhooksOfForm(db: Executor, formId: number): Promise<Pick<WebhookRow, 'id' | 'events'>[]> {
+  return db
+    .selectFrom('webhooks')
+    .select(['id', 'events'])
+    .where('form_id', '=', formId)
+    .where('state', '!=', 'disabled')
+    .orderBy('id')
+    .execute();
+}
+
+export async function updateWebhook(
+  db: Executor,
+  accountId: number,
+  webhookId: number,
+  update: Updateable<WebhooksTable>,
+): Promise<WebhookRow> {
+  return db
+    .updateTable('webhooks')
+    .set(update)
+    .where('id', '=', webhookId)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Its delivery log goes with it (ON DELETE CASCADE); deliveries still queued find it gone and do nothing. */
+export async function deleteWebhook(db: Executor, accountId: number, webhookId: number): Promise<void> {
+  await db.deleteFrom('webhooks').where('id', '=', webhookId).where('account_id', '=', accountId).execute();
+}
+
+/** The worker's verdict on a webhook after an attempt: failing, disabled, or active again. */
+export async function setWebhookState(
+  db: Executor,
+  webhookId: number,
+  state: WebhookRow['state'],
+  reason: string | null,
+  at: number | null,
+): Promise<void> {
+  await db
+    .updateTable('webhooks')
+    .set({ state, failure_reason: reason, failed_at: at })
+    .where('id', '=', webhookId)
+    // A webhook turned off by its account stays off whatever a delivery in flight finds.
+    .where('state', '!=', 'disabled')
+    .execute();
+}
+
+export async function insertDelivery(db: Executor, row: Insertable<WebhookDeliveriesTable>): Promise<void> {
+  await db.insertInto('webhook_deliveries').values(row).execute();
+}
+
+export async function listDeliveries(
+  db: Executor,
+  webhookId: number,
+  limit: number,
+  offset: number,
+): Promise<{ rows: WebhookDeliveryRow[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_id', '=', webhookId)
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute(),
+    db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('webhook_id', '=', webhookId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export async function findDelivery(
+  db: Executor,
+  webhookId: number,
+  deliveryId: number,
+): Promise<WebhookDeliveryRow | undefined> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('id', '=', deliveryId)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+}
+
+/**
+ * The stored payload of the delivery job that an attempt belongs to: a redelivery sends the
+ * same event again. Log rows go with their job (ON DELETE CASCADE), so a log row's job is there.
+ */
+export async function deliveryJobPayload(db: Executor, jobId: number): Promise<string | undefined> {
+  const row = await db.selectFrom('jobs').select('payload').where('id', '=', jobId).executeTakeFirst();
+  return row?.payload;
+}

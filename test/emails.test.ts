@@ -1,0 +1,631 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { jobKinds } from '../src/job-kinds.js';
+import { startWorker, type Worker } from '../src/jobs/worker.js';
+import { safeSmtpError, sendSmtp } from '../src/modules/emails/transport.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { startSmtpSink, type ReceivedMail, type SmtpSink } from './support/smtp.js';
+
+const KINDS = ['confirmation', 'notification'] as const;
+const PASSWORD = 'a sealed form password';
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A header as a person reads it: RFC 2047 encoded-words decoded. */
+function decodeWords(value: string): string {
+  return value
+    .replace(/\?=\s+=\?/g, '?==?')
+    .replace(/=\?utf-8\?([qb])\?([^?]*)\?=/gi, (_, encoding: string, text: string) =>
+      encoding.toLowerCase() === 'b'
+        ? Buffer.from(text, 'base64').toString('utf8')
+        : Buffer.from(
+            text
+              .replace(/_/g, ' ')
+              .replace(/=([0-9a-f]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+            'latin1',
+          ).toString('utf8'),
+    );
+}
+
+function expectStatus(res: Reply, status: number, what: string, code?: string): any {
+  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 400)}`);
+  if (code !== undefined) assert.equal(res.body.code, code, `${what}: ${res.text.slice(0, 400)}`);
+  return res.body;
+}
+
+const FIELDS = [
+  { type: 'name', label: 'Name' },
+  { type: 'email', label: 'Email' },
+  { type: 'textarea', label: 'Note' },
+  {
+    type: 'select',
+    label: 'Topic',
+    options: [
+      { label: 'Sales', value: 'sales' },
+      { label: 'Support', value: 'support' },
+    ],
+  },
+  { type: 'file', label: 'Upload', attributes: { maxFiles: 3 } },
+];
+
+interface TestForm {
+  id: number;
+  ids: Record<string, number>;
+}
+
+async function makeForm(acc: TestAccount, extra: Record<string, unknown> = {}): Promise<TestForm> {
+  const form = expectStatus(await acc.post('/forms', { name: 'Contact <us>', fields: FIELDS, ...extra }), 200, 'form');
+  return { id: form.id, ids: Object.fromEntries(form.fields.map((f: any) => [f.label, f.id])) };
+}
+
+function submissionBody(form: TestForm, values: { note?: string; topic?: string; files?: string[] } = {}) {
+  return {
+    fields: [
+      { id: form.ids.Name, value: { first: 'Ann', last: 'O"Neil' } },
+      { id: form.ids.Email, value: 'ann@example.com' },
+      { id: form.ids.Note, value: values.note ?? 'Hello' },
+      { id: form.ids.Topic, value: values.topic ?? 'sales' },
+      ...(values.files
+        ? [{ id: form.ids.Upload, value: { subvalues: values.files.map((f) => ({ subvalue: f })) } }]
+        : []),
+    ],
+  };
+}
+
+async function jobsOf(
+  app: TestApp,
+  state?: string,
+): Promise<{ id: number; state: string; last_error: string | null }[]> {
+  let q = app.server.ctx.db
+    .selectFrom('jobs')
+    .select(['id', 'state', 'last_error'])
+    .where('kind', '=', 'emails.send')
+    .orderBy('id');
+  if (state) q = q.where('state', '=', state as 'done');
+  return q.execute();
+}
+
+describe(`confirmation and notification records (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let b: TestAccount;
+  let form: TestForm;
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account('A');
+    b = await app.account('B');
+    form = await makeForm(a);
+  });
+  after(() => app.close());
+
+  const minimal = (kind: (typeof KINDS)[number]) =>
+    kind === 'confirmation'
+      ? { subject: 'Thanks', message: 'Got it', recipientField: form.ids.Email }
+      : { subject: 'New', message: 'New one', recipients: ['team@example.com'] };
+
+  for (const kind of KINDS) {
+    const plural = `${kind}s`;
+
+    it(`${kind}s: create 201 with defaults, read, list, update, delete`, async () => {
+      const created = expectStatus(await a.post(`/forms/${form.id}/${plural}`, minimal(kind)), 201, 'create');
+      assert.equal(created.formId, form.id);
+      assert.equal(created.name, kind === 'confirmation' ? 'Confirmation' : 'Notification');
+      assert.equal(created.format, 'html');
+      assert.equal(created.senderName, '');
+      assert.equal(created.replyTo, null);
+      assert.equal(created.logic, null);
+      assert.equal(created.attachFiles, false);
+      if (kind === 'confirmation') assert.equal(created.recipientField, form.ids.Email);
+      else assert.deepEqual([created.recipients, created.replyToField], [['team@example.com'], null]);
+
+      assert.deepEqual(expectStatus(await a.get(`/${plural}/${created.id}`), 200, 'read'), created);
+      const list = expectStatus(await a.get(`/forms/${form.id}/${plural}`), 200, 'list');
+      assert.deepEqual(list[plural], [created]);
+      assert.deepEqual([list.total, list.pages, list.pageNumber, list.pageSize], [1, 1, 1, 20]);
+
+      const logic = {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: form.ids.Topic, condition: 'equals', option: 'sales' }],
+      };
+      const updated = expectStatus(
+        await a.put(`/${plural}/${created.id}`, { name: 'Renamed', format: 'text', logic, attachFiles: true }),
+        200,
+        'update',
+      );
+      assert.deepEqual(
+        [updated.name, updated.format, updated.logic, updated.attachFiles, updated.subject],
+        ['Renamed', 'text', logic, true, created.subject],
+      );
+
+      // The two kinds are two resources: neither answers for the other's ids.
+      const other = kind === 'confirmation' ? 'notifications' : 'confirmations';
+      expectStatus(await a.get(`/${other}/${created.id}`), 404, 'other kind');
+      // Another account sees nothing of it.
+      expectStatus(await b.get(`/${plural}/${created.id}`), 404, "B reads A's", `${kind}_not_found`);
+      expectStatus(await b.get(`/forms/${form.id}/${plural}`), 404, "B lists A's", 'form_not_found');
+
+      const preview = expectStatus(await a.delete(`/${plural}/${created.id}`), 200, 'delete');
+      assert.deepEqual(preview, { id: created.id, formId: form.id, name: 'Renamed' });
+      expectStatus(await a.get(`/${plural}/${created.id}`), 404, 'read deleted', `${kind}_not_found`);
+      expectStatus(await a.put(`/${plural}/${created.id}`, { name: 'x' }), 404, 'update deleted', `${kind}_not_found`);
+      expectStatus(await a.delete(`/${plural}/${created.id}`), 404, 'delete again', `${kind}_not_found`);
+    });
+
+    it(`${kind}s: refuses bad input with 400 and unknown references with 404`, async () => {
+      const base = minimal(kind);
+      const post = (body: unknown) => a.post(`/forms/${form.id}/${plural}`, body);
+      for (const [subject, message] of [
+        ['{{ oops', 'fine'],
+        ['fine', '{% if %}'],
+        ['fine', "{% include 'secrets' %}"],
+        ['fine', '{{ field_1 | no_such_filter }}'],
+        ['fine', '{% for x in list %}no end'],
+      ]) {
+        const res = expectStatus(
+          await post({ ...base, subject, message }),
+          400,
+          `template ${subject} ${message}`,
+          'invalid_template',
+        );
+        assert.equal(res.details[0].property, subject === 'fine' ? 'body.message' : 'body.subject');
+      }
+      expectStatus(await post({ ...base, subject: '' }), 400, 'empty subject', 'validation_failed');
+      expectStatus(await post({ ...base, format: 'pdf' }), 400, 'format', 'validation_failed');
+      expectStatus(await post({ ...base, id: 5 }), 400, 'read-only id', 'validation_failed');
+      expectStatus(await post({ ...base, replyTo: 'not an address' }), 400, 'replyTo', 'validation_failed');
+      const { subject: _s, ...noSubject } = base;
+      expectStatus(await post(noSubject), 400, 'no subject', 'validation_failed');
+      const badLogic = { action: 'show', conditional: 'any', checks: [{ field: 999_999, condition: 'empty' }] };
+      const logicRes = expectStatus(await post({ ...base, logic: badLogic }), 400, 'logic', 'invalid_email');
+      assert.equal(logicRes.details[0].property, 'body.logic.checks[0].field');
+
+      if (kind === 'confirmation') {
+        const wrongType = expectStatus(
+          await post({ ...base, recipientField: form.ids.Note }),
+          400,
+          'not email',
+          'invalid_email',
+        );
+        assert.equal(wrongType.details[0].property, 'body.recipientField');
+        expectStatus(await post({ ...base, recipientField: 999_999 }), 404, 'no such field', 'field_not_found');
+        const { recipientField: _r, ...noRecipient } = base as { recipientField: number };
+        expectStatus(await post(noRecipient), 400, 'no recipient field', 'validation_failed');
+      } else {
+        expectStatus(await post({ ...base, recipients: [] }), 400, 'no recipients', 'validation_failed');
+        expectStatus(await post({ ...base, recipients: ['nope'] }), 400, 'bad recipient', 'validation_failed');
+        expectStatus(await post({ ...base, replyToField: form.ids.Name }), 400, 'replyToField', 'invalid_email');
+        expectStatus(await post({ ...base, replyToField: 999_999 }), 404, 'no such field', 'field_not_found');
+      }
+      expectStatus(await a.post(`/forms/999999/${plural}`, base), 404, 'no such form', 'form_not_found');
+      expectStatus(await b.post(`/forms/${form.id}/${plural}`, base), 404, "B on A's form", 'form_not_found');
+
+      const created = expectStatus(await post(base), 201, 'create');
+      expectStatus(await a.put(`/${plural}/${created.id}`, {}), 400, 'empty update', 'validation_failed');
+      expectStatus(await a.put(`/${plural}/${created.id}`, { message: '{{' }), 400, 'bad update', 'invalid_template');
+      expectStatus(await a.get(`/${plural}/abc`), 400, 'id not a number', 'validation_failed');
+      // A refused update changed nothing.
+      assert.equal(expectStatus(await a.get(`/${plural}/${created.id}`), 200, 'read').message, base.message);
+    });
+
+    it(`${kind}s: a form holds at most 20 of each kind`, async () => {
+      const own = await makeForm(a);
+      const base = kind === 'confirmation' ? { ...minimal(kind), recipientField: own.ids.Email } : minimal(kind);
+      for (let i = 0; i < 20; i++) expectStatus(await a.post(`/forms/${own.id}/${plural}`, base), 201, `create ${i}`);
+      expectStatus(await a.post(`/forms/${own.id}/${plural}`, base), 400, 'the 21st', 'too_many_emails');
+      const list = expectStatus(await a.get(`/forms/${own.id}/${plural}`), 200, 'list');
+      assert.equal(list.total, 20);
+    });
+  }
+
+  it("copies a form's emails with the form when asked (includeEmails), pointing them at the copied fields", async () => {
+    const from = await makeForm(a);
+    const logic = { action: 'hide', conditional: 'any', checks: [{ field: from.ids.Topic, condition: 'empty' }] };
+    expectStatus(
+      await a.post(`/forms/${from.id}/confirmations`, {
+        ...minimal('confirmation'),
+        recipientField: from.ids.Email,
+        logic,
+      }),
+      201,
+      'confirmation',
+    );
+    expectStatus(
+      await a.post(`/forms/${from.id}/notifications`, { ...minimal('notification'), replyToField: from.ids.Email }),
+      201,
+      'notification',
+    );
+    const plain = expectStatus(await a.post(`/forms/${from.id}/copy`), 200, 'copy without');
+    assert.equal(expectStatus(await a.get(`/forms/${plain.id}/confirmations`), 200, 'list').total, 0);
+
+    const copy = expectStatus(await a.post(`/forms/${from.id}/copy?includeEmails=true`), 200, 'copy with');
+    const to = Object.fromEntries(copy.fields.map((f: any) => [f.label, f.id])) as Record<string, number>;
+    assert.notEqual(to.Email, from.ids.Email);
+    const [confirmation, more] = expectStatus(
+      await a.get(`/forms/${copy.id}/confirmations`),
+      200,
+      'list',
+    ).confirmations;
+    assert.equal(more, undefined);
+    assert.equal(confirmation.formId, copy.id);
+    assert.equal(confirmation.recipientField, to.Email);
+    assert.deepEqual(confirmation.logic.checks, [{ field: to.Topic, condition: 'empty' }]);
+    const [notification] = expectStatus(await a.get(`/forms/${copy.id}/notifications`), 200, 'list').notifications;
+    assert.equal(notification.replyToField, to.Email);
+    assert.deepEqual(notification.recipients, ['team@example.com']);
+    // The original's emails are untouched.
+    const [original] = expectStatus(await a.get(`/forms/${from.id}/confirmations`), 200, 'list').confirmations;
+    assert.equal(original.recipientField, from.ids.Email);
+  });
+
+  it('hides the emails of a deleted form with it', async () => {
+    const own = await makeForm(a);
+    const created = expectStatus(
+      await a.post(`/forms/${own.id}/notifications`, minimal('notification')),
+      201,
+      'create',
+    );
+    expectStatus(await a.delete(`/forms/${own.id}`), 200, 'delete form');
+    expectStatus(await a.get(`/notifications/${created.id}`), 404, 'read', 'notification_not_found');
+    expectStatus(await a.get(`/forms/${own.id}/notifications`), 404, 'list', 'form_not_found');
+  });
+});
+
+describe(`sending through SMTP (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let smtp: SmtpSink;
+  let worker: Worker;
+  before(async () => {
+    smtp = await startSmtpSink();
+    app = await startTestApp({ SMTP_URL: smtp.url, MAIL_FROM: 'Forms Desk <desk@forms.test>' });
+    a = await app.account('A');
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+    await smtp.close();
+  });
+
+  const received = (count: number) =>
+    waitFor(`${count} messages`, () => (smtp.messages.length >= count ? smtp.messages : undefined));
+  const header = (mail: ReceivedMail, name: string) =>
+    decodeWords(
+      new RegExp(`^${name}:\\s*(.*(?:\\r?\\n[ \\t].*)*)`, 'im').exec(mail.raw)?.[1]?.replace(/\r?\n[ \t]/g, ' ') ?? '',
+    );
+
+  it('sends a confirmation (HTML with a text part, values escaped) and a notification (text, files attached)', async () => {
+    const form = await makeForm(a);
+    expectStatus(
+      await a.post(`/forms/${form.id}/confirmations`, {
+        senderName: 'Contact team',
+        replyTo: 'help@forms.test',
+        subject: 'Thanks {{ fields["Name"] }} for #{{ submission_id }}',
+        message:
+          '<h1>{{ form_name }}</h1><p>You wrote: {{ field_' +
+          form.ids.Note +
+          ' }}</p>{{ all_fields }}<p>At {{ submission_time }}</p>',
+        recipientField: form.ids.Email,
+      }),
+      201,
+      'confirmation',
+    );
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'New on {{ form_name }}: {{ field_' + form.ids.Note + ' }}',
+        message: 'Note: {{ fields["Note"] }}\n{{ all_fields }}',
+        format: 'text',
+        recipients: ['team@example.com', 'boss@example.com'],
+        replyToField: form.ids.Email,
+        attachFiles: true,
+      }),
+      201,
+      'notification',
+    );
+    const hostile = '<script>alert("x")</script> & <b>bold</b>';
+    const file = `report.txt;${Buffer.from('the attached bytes').toString('base64')}`;
+    const submission = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, submissionBody(form, { note: hostile, files: [file] })),
+      200,
+      'submit',
+    );
+
+    const [first, second] = await received(2);
+    const confirmation = [first!, second!].find((m) => m.to.includes('ann@example.com'))!;
+    const notification = [first!, second!].find((m) => m.to.includes('team@example.com'))!;
+    assert.ok(confirmation && notification, 'one message of each');
+
+    // The confirmation: to the respondent, from MAIL_FROM's address under the sender name.
+    assert.deepEqual(confirmation.to, ['ann@example.com']);
+    assert.equal(confirmation.from, 'desk@forms.test');
+    assert.match(header(confirmation, 'From')!, /Contact team.*<desk@forms\.test>/);
+    assert.equal(header(confirmation, 'Reply-To'), 'help@forms.test');
+    assert.equal(header(confirmation, 'Subject'), `Thanks Ann O"Neil for #${submission.id}`);
+    assert.match(header(confirmation, 'Message-ID')!, /^<formwork-email-\d+@forms\.test>$/);
+    assert.match(confirmation.raw, /multipart\/alternative/i, 'an HTML email has a text part');
+    const html = confirmation.decoded.slice(confirmation.decoded.search(/content-type:\s*text\/html/i));
+    const text = confirmation.decoded.slice(
+      confirmation.decoded.search(/content-type:\s*text\/plain/i),
+      confirmation.decoded.search(/content-type:\s*text\/html/i),
+    );
+    // In HTML the value arrives inert: escaped, never as markup.
+    assert.ok(!html.includes('<script>'), html);
+    assert.ok(!html.includes('<b>bold'), html);
+    assert.ok(html.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;'), html);
+    assert.ok(html.includes('<h1>Contact &lt;us&gt;</h1>'), 'the form name is escaped too');
+    assert.ok(html.includes('<table'), 'all_fields is a table');
+    assert.ok(html.includes(`At ${submission.timestamp}`), html);
+    // The text part says the same as plain text.
+    assert.ok(text.includes(`You wrote: ${hostile}`), text);
+    assert.match(text, /Name: Ann O"Neil/);
+    assert.match(text, /Contact <us>/);
+
+    // The notification: text only, to every recipient, replying to the respondent, file attached.
+    assert.deepEqual(notification.to.sort(), ['boss@example.com', 'team@example.com']);
+    assert.equal(header(notification, 'Reply-To'), 'ann@example.com');
+    assert.match(header(notification, 'From')!, /Forms Desk.*<desk@forms\.test>/);
+    assert.ok(!/text\/html/i.test(notification.raw), 'a text email has no HTML part');
+    assert.ok(notification.decoded.includes(`Note: ${hostile}`), notification.decoded);
+    assert.match(notification.decoded, /Topic: Sales/);
+    assert.match(notification.raw, /filename="?report\.txt/);
+    assert.ok(notification.decoded.includes('the attached bytes'), 'the file is attached');
+
+    const jobs = await jobsOf(app);
+    assert.equal(jobs.length, 2);
+    await waitFor('jobs done', async () => ((await jobsOf(app, 'done')).length === 2 ? true : undefined));
+  });
+
+  it('sends on creation only, and only when the conditions hold', async () => {
+    const form = await makeForm(a);
+    const logic = {
+      action: 'show',
+      conditional: 'all',
+      checks: [{ field: form.ids.Topic, condition: 'equals', option: 'support' }],
+    };
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'Support: {{ submission_id }}',
+        message: 'x',
+        recipients: ['support@example.com'],
+        logic,
+      }),
+      201,
+      'shown on support',
+    );
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'Not support: {{ submission_id }}',
+        message: 'x',
+        recipients: ['other@example.com'],
+        logic: { ...logic, action: 'hide' },
+      }),
+      201,
+      'hidden on support',
+    );
+    const before = (await jobsOf(app)).length;
+    const sales = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, submissionBody(form, { topic: 'sales' })),
+      200,
+      'sales',
+    );
+    const support = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, submissionBody(form, { topic: 'support' })),
+      200,
+      'support',
+    );
+    // Edits and deletes send nothing.
+    expectStatus(
+      await a.put(`/submissions/${sales.id}`, { fields: [{ id: form.ids.Topic, value: 'support' }] }),
+      200,
+      'edit',
+    );
+    expectStatus(await a.delete(`/submissions/${support.id}`), 200, 'delete');
+    assert.equal((await jobsOf(app)).length, before + 2, 'one job per submission: the email whose logic holds');
+
+    const subjects = await waitFor('both', () => {
+      const s = smtp.messages.map((m) => header(m, 'Subject'));
+      return s.includes(`Support: ${support.id}`) && s.includes(`Not support: ${sales.id}`) ? s : undefined;
+    });
+    assert.ok(!subjects.includes(`Support: ${sales.id}`));
+    assert.ok(!subjects.includes(`Not support: ${support.id}`));
+  });
+
+  it('sends nothing for a confirmation without an address, or an email deleted before its job ran', async () => {
+    const form = await makeForm(a);
+    const confirmation = expectStatus(
+      await a.post(`/forms/${form.id}/confirmations`, {
+        subject: 'c',
+        message: 'c',
+        recipientField: form.ids.Email,
+      }),
+      201,
+      'confirmation',
+    );
+    const before = (await jobsOf(app)).length;
+    const body = submissionBody(form);
+    body.fields = body.fields.filter((f) => f.id !== form.ids.Email);
+    expectStatus(await a.post(`/forms/${form.id}/submissions`, body), 200, 'no email given');
+    assert.equal((await jobsOf(app)).length, before, 'no job without an address');
+
+    await worker.stop();
+    const sent = smtp.messages.length;
+    expectStatus(await a.post(`/forms/${form.id}/submissions`, submissionBody(form)), 200, 'with email');
+    expectStatus(await a.delete(`/confirmations/${confirmation.id}`), 200, 'delete');
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
+    await waitFor('job done', async () => ((await jobsOf(app, 'queued')).length === 0 ? true : undefined));
+    await waitFor('job done', async () => ((await jobsOf(app, 'running')).length === 0 ? true : undefined));
+    assert.equal(smtp.messages.length, sent);
+  });
+
+  it("sends an encrypted form's emails without values", async () => {
+    const form = await makeForm(a, { isEncrypted: true, encryptionPassword: PASSWORD });
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'Sealed {{ submission_id }} {{ field_' + form.ids.Note + ' }}',
+        message: '<p>{{ fields["Note"] }}</p>{{ all_fields }}',
+        recipients: ['sealed@example.com'],
+        attachFiles: true,
+      }),
+      201,
+      'notification',
+    );
+    expectStatus(
+      await a.post(`/forms/${form.id}/confirmations`, { subject: 'c', message: 'c', recipientField: form.ids.Email }),
+      201,
+      'confirmation',
+    );
+    const before = (await jobsOf(app)).length;
+    const secret = 'sealed-value-do-not-mail';
+    const submission = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, submissionBody(form, { note: secret })),
+      200,
+      'submit',
+    );
+    // The confirmation's address is a sealed value: only the notification goes.
+    assert.equal((await jobsOf(app)).length, before + 1);
+    const mail = await waitFor('sealed mail', () => smtp.messages.find((m) => m.to.includes('sealed@example.com')));
+    assert.equal(header(mail, 'Subject'), `Sealed ${submission.id}`);
+    assert.ok(!mail.raw.includes(secret) && !mail.decoded.includes(secret), 'no value in the email');
+    assert.match(mail.decoded, /encrypted/);
+    const rows = await app.server.ctx.db
+      .selectFrom('jobs')
+      .select('payload')
+      .where('kind', '=', 'emails.send')
+      .execute();
+    assert.ok(
+      rows.every((r) => !r.payload.includes(secret)),
+      'no value in the job either',
+    );
+  });
+
+  it('never shows the SMTP credentials in an error', async () => {
+    const wrong = smtp.url.replace(smtp.password, 'Wr0ng-password-here');
+    const mail = {
+      from: { name: 'x', address: 'desk@forms.test' },
+      to: ['x@example.com'],
+      replyTo: undefined,
+      subject: 's',
+      text: 't',
+      html: undefined,
+      attachments: [],
+      messageId: '<t@forms.test>',
+    };
+    await assert.rejects(sendSmtp(wrong, mail), (error: Error) => {
+      assert.match(error.message, /^SMTP: /);
+      assert.ok(!error.message.includes('Wr0ng-password-here'), error.message);
+      return true;
+    });
+    const redacted = safeSmtpError(new Error(`login as mailer with Wr0ng-password-here failed`), wrong);
+    assert.equal(redacted.message, 'SMTP: login as [redacted] with [redacted] failed');
+  });
+});
+
+describe(`the mail log, without SMTP (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let b: TestAccount;
+  let worker: Worker;
+  before(async () => {
+    app = await startTestApp({ MAIL_ATTACHMENT_MAX_BYTES: '20' });
+    a = await app.account('A');
+    b = await app.account('B');
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+  });
+
+  it('keeps every email, for the owner and admins to list and read', async () => {
+    const form = await makeForm(a);
+    const notification = expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'New: {{ field_' + form.ids.Note + ' }}',
+        message: '<p>{{ field_' + form.ids.Note + ' }}</p>',
+        recipients: ['team@example.com'],
+        attachFiles: true,
+      }),
+      201,
+      'notification',
+    );
+    const small = `small.txt;${Buffer.from('tiny').toString('base64')}`;
+    const big = `big.txt;${Buffer.from('x'.repeat(100)).toString('base64')}`;
+    const submission = expectStatus(
+      await a.post(
+        `/forms/${form.id}/submissions`,
+        submissionBody(form, { note: '<script>x</script>', files: [small, big] }),
+      ),
+      200,
+      'submit',
+    );
+    const list = await waitFor('the mail log', async () => {
+      const res = expectStatus(await a.get('/mail-log'), 200, 'list');
+      return res.total > 0 ? res : undefined;
+    });
+    assert.deepEqual([list.total, list.pages, list.pageNumber, list.pageSize], [1, 1, 1, 25]);
+    const [message] = list.messages;
+    assert.equal(message.emailId, notification.id);
+    assert.equal(message.submissionId, submission.id);
+    assert.equal(message.kind, 'notification');
+    assert.deepEqual(message.to, ['team@example.com']);
+    assert.equal(message.subject, 'New: <script>x</script>');
+    assert.ok(message.html.startsWith('<p>&lt;script&gt;x&lt;/script&gt;</p>'), message.html);
+    assert.ok(message.text.startsWith('<script>x</script>'), message.text);
+    // Within the 20-byte cap: the small file is attached, the big one named instead.
+    assert.deepEqual(message.attachments, [{ name: 'small.txt', size: 4, contentType: 'text/plain' }]);
+    assert.match(message.text, /Files not attached.*big\.txt/);
+    assert.deepEqual(expectStatus(await a.get(`/mail-log/${message.id}`), 200, 'read'), message);
+
+    // Another account: nothing listed, 404 for the message.
+    assert.equal(expectStatus(await b.get('/mail-log'), 200, 'B lists').total, 0);
+    expectStatus(await b.get(`/mail-log/${message.id}`), 404, 'B reads', 'mail_not_found');
+    expectStatus(await a.get('/mail-log/999999'), 404, 'no such message', 'mail_not_found');
+    expectStatus(await a.get('/mail-log?pageSize=1000'), 400, 'page size', 'validation_failed');
+
+    // A member, even with the edit level on the form, may not read it.
+    const member = expectStatus(
+      await a.post('/users', { email: 'member-mail@example.com', name: 'M', role: 'member' }),
+      200,
+      'member',
+    );
+    expectStatus(await a.put(`/users/${member.id}/permissions/${form.id}`, { level: 'full' }), 200, 'level');
+    const token = expectStatus(await a.post(`/users/${member.id}/tokens`, { name: 't' }), 200, 'token').token;
+    const res = await app.request('GET', '/api/v2025/mail-log', { token });
+    expectStatus(res, 403, 'member', 'admin_required');
+  });
+
+  it('keeps one message per job, however often the job runs', async () => {
+    const form = await makeForm(a);
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, { subject: 'once', message: 'x', recipients: ['t@example.com'] }),
+      201,
+      'notification',
+    );
+    await worker.stop();
+    expectStatus(await a.post(`/forms/${form.id}/submissions`, submissionBody(form)), 200, 'submit');
+    const [job] = await app.server.ctx.db
+      .selectFrom('jobs')
+      .select(['id', 'payload'])
+      .where('kind', '=', 'emails.send')
+      .where('state', '=', 'queued')
+      .execute();
+    const { sendSubmissionEmail } = await import('../src/modules/emails/send.js');
+    const payload = JSON.parse(job!.payload);
+    await sendSubmissionEmail(app.server.ctx, job!.id, payload);
+    await sendSubmissionEmail(app.server.ctx, job!.id, payload);
+    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
+    await waitFor('job done', async () => ((await jobsOf(app, 'queued')).length === 0 ? true : undefined));
+    await waitFor('job done', async () => ((await jobsOf(app, 'running')).length === 0 ? true : undefined));
+    const rows = await app.server.ctx.db.selectFrom('mail_log').select('id').where('job_id', '=', job!.id).execute();
+    assert.equal(rows.length, 1);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * Real `formwork` processes for the tests that need one of their own: several servers on one
+ * database, signals, slow sockets, what a process writes to its log.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createPgDatabase, TEST_PG_URL } from './helpers.js';
+
+const execFileAsync = promisify(execFile);
+
+/** A loopback port that nothing listens on (for a moment). */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+export interface Served {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * A data folder, a database (PostgreSQL when the suite runs on it) and the processes started
+ * on them; close() stops the processes and removes the rest.
+ */
+export class ProcessSet {
+  readonly dataDir: string;
+  /** The environment every process gets: PATH, DATA_DIR and DATABASE_URL. */
+  env: Record<string, string> = {};
+  private database: { url: string; drop(): Promise<void> } | undefined;
+  private readonly served: Served[] = [];
+
+  constructor(prefix: string) {
+    this.dataDir = mkdtempSync(join(tmpdir(), `formwork-${prefix}-`));
+  }
+
+  async open(): Promise<void> {
+    if (TEST_PG_URL) this.database = await createPgDatabase();
+    this.env = {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: this.dataDir,
+      ...(this.database ? { DATABASE_URL: this.database.url } : {}),
+    };
+  }
+
+  /** `formwork <args>` to its end; throws when it exits non-zero. */
+  cli(args: string[], extra: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
+    return execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      env: { ...this.env, LOG_LEVEL: 'silent', ...extra },
+    });
+  }
+
+  /** An account made by the CLI (which also migrates, so servers start on a ready schema); its token. */
+  async createAccount(name: string, email: string, more: string[] = []): Promise<string> {
+    const created = await this.cli(['admin', 'create-account', '--name', name, '--email', email, ...more, '--json']);
+    return (JSON.parse(created.stdout) as { token: string }).token;
+  }
+
+  /** `formwork serve` (with args such as --no-worker) on a port of its own, once /healthz answers. */
+  async serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], {
+      env: { ...this.env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: url, LOG_LEVEL: 'silent', ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const served: Served = { child, port, url, output: () => output, exited };
+    this.served.push(served);
+    // Generous: tsx compiles the source at start, which takes long on a loaded machine.
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output}`);
+      try {
+        if ((await fetch(`${url}/healthz`)).ok) return served;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Sends signal to a process that still runs and waits for it to end. */
+  async stop(served: Served, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (served.child.exitCode === null && served.child.signalCode === null) {
+      served.child.kill(signal);
+      await served.exited;
+    }
+  }
+
+  /** Stops every process that still runs, with signal. */
+  async stopAll(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await Promise.all(this.served.map((s) => this.stop(s, signal)));
+  }
+
+  /** Stops every process (with signal), then drops the database and removes the data folder. */
+  async close(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await this.stopAll(signal);
+    await this.database?.drop();
+    this.database = undefined;
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** What every process started so far wrote, one after another. */
+  output(): string {
+    return this.served.map((s) => s.output()).join('\n');
+  }
+}
