@@ -14,7 +14,6 @@ import { createClient } from './modules/oauth-clients/service.js';
 import { LEVELS, type Level } from './modules/permissions/levels.js';
 import { createTokenForUser, listTokensOfUser, revokeAnyToken } from './modules/tokens/service.js';
 import { createUser, deletePermission, setPermission } from './modules/users/service.js';
-import { startServer, startWorkerProcess } from './server.js';
 
 const USAGE = `Usage: formwork <command>
 
@@ -210,6 +209,7 @@ async function main(argv: string[]): Promise<void> {
         options: { 'no-worker': { type: 'boolean', default: false } },
         strict: true,
       });
+      const { startServer } = await import('./server.js');
       const server = await startServer(config, { worker: !values['no-worker'] });
       const stop = async () => {
         // close() bounds the wait for clients; this bounds whatever else might hang (a
@@ -227,6 +227,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'worker': {
       parseArgs({ args: rest, options: {}, strict: true });
+      const { startWorkerProcess } = await import('./server.js');
       const running = await startWorkerProcess(config);
       const stop = async () => {
         await running.close();
