@@ -97,7 +97,25 @@ async function ok<T = any>(promise: Promise<{ status: number; body: T; text: str
  * and a file field and a submission holding a file, a member to manage with a level on the form, and an OAuth
  * client. The calling member gets its level on the new form.
  */
-async function fixture(op: Operation, caller: Caller): Promise<Record<string, number>> {
+/**
+ * A denied call changes nothing, so the callers denied one operation share one set of
+ * resources, every member given its level on the form (a call wrongly allowed still fails its
+ * own case). /tokens/{tokenId} names the caller's own token, so those keep their own.
+ */
+const deniedFixtures = new Map<string, Promise<Record<string, number>>>();
+
+function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Record<string, number>> {
+  if (!denied || op.path.startsWith('/tokens/')) return fixture(op, caller, [caller]);
+  let shared = deniedFixtures.get(op.key);
+  if (!shared) {
+    shared = fixture(op, caller, callers);
+    deniedFixtures.set(op.key, shared);
+  }
+  return shared;
+}
+
+/** Fresh resources for one call on op; each caller of levelled is given its level on the form. */
+async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promise<Record<string, number>> {
   const folder = await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder');
   const form = await ok(
     owner.post('/forms', {
@@ -141,8 +159,8 @@ async function fixture(op: Operation, caller: Caller): Promise<Record<string, nu
     owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }),
     'client',
   );
-  if (caller.level && caller.userId)
-    await ok(owner.put(`/users/${caller.userId}/permissions/${form.id}`, { level: caller.level }), 'caller level');
+  for (const { level, userId } of levelled)
+    if (level && userId) await ok(owner.put(`/users/${userId}/permissions/${form.id}`, { level }), 'caller level');
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
   const hooks: Record<string, number> = {};
   if (op.path.includes('{webhookId}')) {
@@ -385,7 +403,7 @@ describe(`permission matrix (${dialectName})`, () => {
     for (const op of operations) {
       for (const caller of callers) {
         const want = expected(op, caller);
-        const ids = await fixture(op, caller);
+        const ids = await fixtureFor(op, caller, want.status === 403);
         const make = VALID_BODIES[op.key];
         const body = make ? make(ids) : undefined;
         const res = await app.request(op.method, urlOf(op, ids), { token: caller.token, body });
