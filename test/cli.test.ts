@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { runCommand } from '../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL } from './support/helpers.js';
 
@@ -13,19 +14,38 @@ const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'formwork-cli-'));
 let database: { url: string; drop(): Promise<void> } | undefined;
 
+function commandEnv(env: Record<string, string>): Record<string, string | undefined> {
+  return {
+    PATH: process.env.PATH,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ...(database ? { DATABASE_URL: database.url } : {}),
+    ...env,
+  };
+}
+
+/** The command run in this process: what it writes and the exit code it answers. */
 async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCommand(args, commandEnv(env), {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
+  return { code, stdout, stderr };
+}
+
+/** The command as a process of its own, for what only a process shows: its exit code and streams. */
+async function spawnCli(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-      env: {
-        PATH: process.env.PATH,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-        ...(database ? { DATABASE_URL: database.url } : {}),
-        ...env,
-      },
+      env: commandEnv(env),
     });
     return { code: 0, stdout, stderr };
   } catch (error: any) {
@@ -43,7 +63,8 @@ describe(`formwork command (${dialectName})`, () => {
   });
 
   it('creates an account, its owner and a token, and another token for the user', async () => {
-    const created = await cli([
+    // As a process of its own once: what is printed reaches stdout, and the exit code is 0.
+    const created = await spawnCli([
       'admin',
       'create-account',
       '--name',
@@ -354,7 +375,9 @@ describe(`formwork command (${dialectName})`, () => {
     assert.equal((await cli(['admin', 'create-account', '--name', 'x'])).code, 1);
     assert.match((await cli(['admin', 'create-token', '--user', '999999'])).stderr, /User not found/);
     assert.match((await cli(['admin', 'create-token', '--user', 'abc'])).stderr, /--user/);
-    assert.match((await cli(['frobnicate'])).stderr, /unknown command "frobnicate"/);
+    const unknown = await spawnCli(['frobnicate']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^formwork: unknown command "frobnicate"/);
     assert.match((await cli(['admin', 'create-account', '--colour', 'red'])).stderr, /colour/);
   });
 
@@ -401,7 +424,7 @@ describe(`formwork command (${dialectName})`, () => {
   });
 
   it('stops on a bad setting with one line naming it', async () => {
-    const res = await cli(['serve'], { PORT: 'eighty' });
+    const res = await spawnCli(['serve'], { PORT: 'eighty' });
     assert.equal(res.code, 1);
     assert.equal(res.stderr, 'formwork: configuration error: PORT: must be a whole number, got "eighty"\n');
   });
