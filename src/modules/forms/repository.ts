@@ -52,11 +52,23 @@ export async function lockForm(db: Executor, accountId: number, formId: number):
   return selectForm(db, accountId, formId, false).$call(engineOf(db).lockRows).executeTakeFirst();
 }
 
-export async function listForms(
+/** What a form's serialized record is kept under: its revision and submission counters. */
+export interface FormVersionRow {
+  id: number;
+  revision: number;
+  submissions_count: number;
+  submissions_version: number;
+}
+
+/**
+ * One page of the account's forms, as ids and versions only (the records themselves are
+ * mostly served from the serialized ones kept per process), and the total that matches.
+ */
+export async function listFormVersions(
   db: Executor,
   accountId: number,
   filter: FormListFilter,
-): Promise<{ rows: FormRow[]; total: number }> {
+): Promise<{ rows: FormVersionRow[]; total: number }> {
   let query = db
     .selectFrom('forms')
     .where('account_id', '=', accountId)
@@ -69,7 +81,7 @@ export async function listForms(
   }
   const [rows, count] = await Promise.all([
     query
-      .selectAll()
+      .select(['id', 'revision', 'submissions_count', 'submissions_version'])
       // Names sort as people read them, without regard to case, the same on both databases.
       .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
       .orderBy('id', filter.order)
@@ -79,6 +91,12 @@ export async function listForms(
     query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
+}
+
+/** Forms of the account by id, deleted ones included (a listing of deleted forms asks for them). */
+export async function findFormsByIds(db: Executor, accountId: number, formIds: number[]): Promise<FormRow[]> {
+  if (formIds.length === 0) return [];
+  return db.selectFrom('forms').selectAll().where('account_id', '=', accountId).where('id', 'in', formIds).execute();
 }
 
 export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow> {

@@ -50,11 +50,40 @@ export async function requireForm(db: Executor, { accountId }: AccountScope, { f
   return form;
 }
 
-export async function listForms(ctx: AppContext, caller: Caller, q: FormListQuery): Promise<Page & { forms: Form[] }> {
+/**
+ * The version a form's serialized record is kept under: every change the record shows moves
+ * the revision or the submission counters, and submissions_version only goes up (the count
+ * alone can come back to an earlier value).
+ */
+export function formVersion(row: { revision: number; submissions_count: number; submissions_version: number }): string {
+  return `${row.revision}.${row.submissions_version}.${row.submissions_count}`;
+}
+
+/** The cache key of a form's record without fields, shared by the form read and the list. */
+const recordKey = (formId: number, withFields: boolean) => `${formId}:${withFields ? 'f' : ''}`;
+
+export interface ListSerializers {
+  form: (form: Form) => string;
+  page: (body: Page & { forms: Form[] }) => string;
+}
+
+/**
+ * A page of the account's forms as JSON. The page itself (ids, versions, total) is read on
+ * every request; each form's record comes from the cache when its version still matches,
+ * and the rest in one read. So no process serves a stale record, and a page costs a narrow
+ * read rather than materializing and serializing every column of every form.
+ */
+export async function listFormsJson(
+  ctx: AppContext,
+  cache: VersionedCache,
+  caller: Caller,
+  q: FormListQuery,
+  serialize: ListSerializers,
+): Promise<string> {
   const { accountId } = caller;
   const visibleTo = memberOf(caller);
   if (q.folder !== undefined) await requireFolderId(ctx.db, { accountId }, q.folder);
-  const { rows, total } = await repo.listForms(ctx.db, accountId, {
+  const { rows, total } = await repo.listFormVersions(ctx.db, accountId, {
     search: q.search,
     folderId: q.folder,
     deleted: q.deleted,
@@ -64,7 +93,24 @@ export async function listForms(ctx: AppContext, caller: Caller, q: FormListQuer
     limit: q.pageSize,
     offset: (q.pageNumber - 1) * q.pageSize,
   });
-  return { forms: rows.map((r) => toForm(ctx, r)), ...page(total, q.pageNumber, q.pageSize) };
+  const records = rows.map((r) => cache.get(recordKey(r.id, false), formVersion(r)));
+  const missing = rows.filter((_, i) => records[i] === undefined).map((r) => r.id);
+  if (missing.length > 0) {
+    const found = new Map((await repo.findFormsByIds(ctx.db, accountId, missing)).map((r) => [r.id, r]));
+    for (const [i, r] of rows.entries()) {
+      const row = records[i] === undefined ? found.get(r.id) : undefined;
+      if (!row) continue;
+      // Kept under the version of the row it was built from, which may be newer than the page's.
+      const record = serialize.form(toForm(ctx, row));
+      cache.set(recordKey(row.id, false), formVersion(row), record);
+      records[i] = record;
+    }
+  }
+  // Forms are only ever soft-deleted; one gone between the two reads (its account deleted) is left out.
+  const items = records.filter((r) => r !== undefined);
+  const envelope = serialize.page({ forms: [], ...page(total, q.pageNumber, q.pageSize) });
+  const at = envelope.indexOf('"forms":[]') + '"forms":['.length;
+  return `${envelope.slice(0, at)}${items.join(',')}${envelope.slice(at)}`;
 }
 
 export async function getForm(
@@ -73,9 +119,18 @@ export async function getForm(
   { formId }: FormRef,
   withFields: boolean,
 ): Promise<Form> {
+  return (await readForm(ctx, { accountId }, { formId }, withFields)).form;
+}
+
+async function readForm(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  withFields: boolean,
+): Promise<{ form: Form; version: string }> {
   const row = await requireForm(ctx.db, { accountId }, { formId });
   const fields = withFields ? (await fieldsRepo.listFields(ctx.db, accountId, formId)).map(toField) : undefined;
-  return toForm(ctx, row, fields);
+  return { form: toForm(ctx, row, fields), version: formVersion(row) };
 }
 
 /**
@@ -92,17 +147,23 @@ export async function readFormJson(
 ): Promise<{ etag: string; body: string }> {
   const found = await repo.findFormVersion(ctx.db, accountId, formId);
   if (found === undefined) throw new NotFoundError('form_not_found');
-  const version = `${found.revision}.${found.submissionsCount}`;
-  const key = `${formId}:${withFields ? 'f' : ''}`;
-  const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
+  const key = recordKey(formId, withFields);
+  let version = formVersion({
+    revision: found.revision,
+    submissions_count: found.submissionsCount,
+    submissions_version: found.submissionsVersion,
+  });
   let body = cache.get(key, version);
   if (body === undefined) {
-    body = serialize(await getForm(ctx, { accountId }, { formId }, withFields));
-    // Built after the version was read, so the body is as new as the version or newer;
-    // versions only go up, so a newer body under an older version is never served again.
+    // Kept under the version of the row it was built from (its fields are read after it, and
+    // a change to them moves the revision), never under the one read above: a body newer
+    // than its version could be served after the counters come back to that version.
+    const read = await readForm(ctx, { accountId }, { formId }, withFields);
+    body = serialize(read.form);
+    version = read.version;
     cache.set(key, version, body);
   }
-  return { etag, body };
+  return { etag: `"${formId}.${version}${withFields ? '.f' : ''}"`, body };
 }
 
 /** A member who makes a form holds the full level on it; owners and admins need no level. */
