@@ -27,7 +27,7 @@ const HASHING =
   'answers while the service is hashing as many passwords as it can queue.';
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const readCache = new VersionedCache(ctx.config.readCacheBytes);
+  const readCache = new VersionedCache<Buffer>(ctx.config.readCacheBytes, (body) => body.length);
   return async (app) => {
     app.get(
       '/forms',
@@ -97,7 +97,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           req.query.withFields,
           (form) => String(reply.serialize(form)),
         );
-        // The body is already JSON text, so the reply is sent untyped rather than re-serialized.
+        // The body is already JSON, so the reply is sent untyped rather than re-serialized.
         const raw = reply as FastifyReply;
         raw.header('etag', etag).header('cache-control', 'private, no-cache');
         if (etagMatches(req.headers['if-none-match'], etag)) return raw.code(304).send();

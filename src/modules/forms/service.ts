@@ -75,11 +75,11 @@ export interface ListSerializers {
  */
 export async function listFormsJson(
   ctx: AppContext,
-  cache: VersionedCache,
+  cache: VersionedCache<Buffer>,
   caller: Caller,
   q: FormListQuery,
   serialize: ListSerializers,
-): Promise<string> {
+): Promise<Buffer> {
   const { accountId } = caller;
   const visibleTo = memberOf(caller);
   if (q.folder !== undefined) await requireFolderId(ctx.db, { accountId }, q.folder);
@@ -101,7 +101,7 @@ export async function listFormsJson(
       const row = records[i] === undefined ? found.get(r.id) : undefined;
       if (!row) continue;
       // Kept under the version of the row it was built from, which may be newer than the page's.
-      const record = serialize.form(toForm(ctx, row));
+      const record = Buffer.from(serialize.form(toForm(ctx, row)));
       cache.set(recordKey(row.id, false), formVersion(row), record);
       records[i] = record;
     }
@@ -110,8 +110,16 @@ export async function listFormsJson(
   const items = records.filter((r) => r !== undefined);
   const envelope = serialize.page({ forms: [], ...page(total, q.pageNumber, q.pageSize) });
   const at = envelope.indexOf('"forms":[]') + '"forms":['.length;
-  return `${envelope.slice(0, at)}${items.join(',')}${envelope.slice(at)}`;
+  const parts: Buffer[] = [Buffer.from(envelope.slice(0, at))];
+  for (const [i, item] of items.entries()) {
+    if (i > 0) parts.push(COMMA);
+    parts.push(item);
+  }
+  parts.push(Buffer.from(envelope.slice(at)));
+  return Buffer.concat(parts);
 }
+
+const COMMA = Buffer.from(',');
 
 export async function getForm(
   ctx: AppContext,
@@ -134,17 +142,17 @@ async function readForm(
 }
 
 /**
- * A form read as JSON with its entity tag, from the cache when the form has not changed
+ * A form read as JSON (UTF-8 bytes) with its entity tag, from the cache when the form has not changed
  * since it was serialized. serialize is the route's own response serializer.
  */
 export async function readFormJson(
   ctx: AppContext,
-  cache: VersionedCache,
+  cache: VersionedCache<Buffer>,
   { accountId }: AccountScope,
   { formId }: FormRef,
   withFields: boolean,
   serialize: (form: Form) => string,
-): Promise<{ etag: string; body: string }> {
+): Promise<{ etag: string; body: Buffer }> {
   const found = await repo.findFormVersion(ctx.db, accountId, formId);
   if (found === undefined) throw new NotFoundError('form_not_found');
   const key = recordKey(formId, withFields);
@@ -159,7 +167,8 @@ export async function readFormJson(
     // a change to them moves the revision), never under the one read above: a body newer
     // than its version could be served after the counters come back to that version.
     const read = await readForm(ctx, { accountId }, { formId }, withFields);
-    body = serialize(read.form);
+    // Kept as bytes: the socket takes them as they are, with no encoding per request.
+    body = Buffer.from(serialize(read.form));
     version = read.version;
     cache.set(key, version, body);
   }
