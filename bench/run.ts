@@ -1219,11 +1219,17 @@ async function main(): Promise<number> {
   }
   if (measured.length === 0 && !exported) return 1;
 
+  const sections = [
+    !ONLY_EXPORT && `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite`,
+    !ONLY_FORMS &&
+      !ONLY_EXPORT &&
+      `POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite${PG_ENABLED ? ' and PostgreSQL' : ''}`,
+    !ONLY_FORMS &&
+      `${ONLY_EXPORT ? 'the export' : 'reads and the export'} of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
+  ].filter(Boolean);
   const lines = [
     '',
-    `Formwork benchmark, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario: ` +
-      `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite; POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite` +
-      `${PG_ENABLED ? ' and PostgreSQL' : ''}; reads of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
+    `Formwork benchmark, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario: ${sections.join('; ')}`,
     '',
   ];
   if (measured.length > 0) lines.push(table(measured), '');
