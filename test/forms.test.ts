@@ -440,6 +440,8 @@ describe(`forms (${dialectName})`, () => {
         );
         assert.equal(page.total, 2, what);
         for (const item of page.forms) assert.deepEqual(item, (await a.get(`/forms/${item.id}`)).body, what);
+        // Listed once more, so that the next change is first seen by a list that has served these forms.
+        assert.deepEqual((await listed(via)).forms, page.forms, what);
         return page.forms[0];
       };
       await matchesReads(app, 'first list');
@@ -450,12 +452,13 @@ describe(`forms (${dialectName})`, () => {
       assert.equal(item.name, 'Listed, renamed');
       assert.equal(item.settings.language, 'de');
 
-      const created = await second.request('POST', `/api/v2025/forms/${form.id}/submissions`, {
+      // Made on the first server; the second has served the form with no submissions.
+      const created = await app.request('POST', `/api/v2025/forms/${form.id}/submissions`, {
         token: a.token,
         body: { fields: [{ id: form.fields[0].id, value: 'x' }] },
       });
       assert.equal(created.status, 200);
-      item = await matchesReads(app, 'a submission made on the other server');
+      item = await matchesReads(second, 'a submission made on the other server');
       assert.equal(item.submissionsCount, 1);
       // The count comes back to a value it had before: the list must not serve the record it had then.
       assert.equal((await a.delete(`/submissions/${created.body.id}`)).status, 200);
