@@ -109,7 +109,9 @@ export async function listFormsJson(
   // Forms are only ever soft-deleted; one gone between the two reads (its account deleted) is left out.
   const items = records.filter((r) => r !== undefined);
   const envelope = serialize.page({ forms: [], ...page(total, q.pageNumber, q.pageSize) });
-  const at = envelope.indexOf('"forms":[]') + '"forms":['.length;
+  const empty = envelope.indexOf('"forms":[]');
+  if (empty < 0) throw new Error('the list serializer no longer writes "forms":[] for an empty page');
+  const at = empty + '"forms":['.length;
   const parts: Buffer[] = [Buffer.from(envelope.slice(0, at))];
   for (const [i, item] of items.entries()) {
     if (i > 0) parts.push(COMMA);
