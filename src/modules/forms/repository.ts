@@ -52,15 +52,78 @@ export async function lockForm(db: Executor, accountId: number, formId: number):
   return selectForm(db, accountId, formId, false).$call(engineOf(db).lockRows).executeTakeFirst();
 }
 
-export async function listForms(
-  db: Executor,
-  accountId: number,
-  filter: FormListFilter,
-): Promise<{ rows: FormRow[]; total: number }> {
-  let query = db
+/** What a form's serialized record is kept under: its revision and submission counters. */
+export interface FormVersionRow {
+  id: number;
+  revision: number;
+  submissions_count: number;
+  submissions_version: number;
+}
+
+function formsOfAccount(db: Executor, accountId: number, filter: Pick<FormListFilter, 'deleted'>) {
+  return db
     .selectFrom('forms')
     .where('account_id', '=', accountId)
     .where('deleted_at', filter.deleted ? 'is not' : 'is', null);
+}
+
+function pageOf<Q extends ReturnType<typeof formsOfAccount>>(
+  query: Q,
+  filter: Pick<FormListFilter, 'orderBy' | 'order'>,
+  limit: number,
+  offset: number,
+) {
+  return (
+    query
+      .select(['id', 'revision', 'submissions_count', 'submissions_version'])
+      // Names sort as people read them, without regard to case, the same on both databases.
+      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
+      .orderBy('id', filter.order)
+      .limit(limit)
+      .offset(offset)
+  );
+}
+
+/**
+ * The listing without a search, folder or member filter, the one clients page through most:
+ * compiled once per ordering (see hotQuery), as building the query costs about what running it does.
+ */
+const plainListings = new Map<string, ReturnType<typeof plainListing>>();
+
+function plainListing(filter: Pick<FormListFilter, 'orderBy' | 'order' | 'deleted'>) {
+  return {
+    page: hotQuery(3, (db, accountId: number, limit: number, offset: number) =>
+      pageOf(formsOfAccount(db, accountId, filter), filter, limit, offset),
+    ),
+    count: hotQuery(1, (db, accountId: number) =>
+      formsOfAccount(db, accountId, filter).select((eb) => eb.fn.countAll<number>().as('n')),
+    ),
+  };
+}
+
+/**
+ * One page of the account's forms, as ids and versions only (the records themselves are
+ * mostly served from the serialized ones kept per process), and the total that matches.
+ */
+export async function listFormVersions(
+  db: Executor,
+  accountId: number,
+  filter: FormListFilter,
+): Promise<{ rows: FormVersionRow[]; total: number }> {
+  if (filter.search === undefined && filter.folderId === undefined && filter.visibleTo === undefined) {
+    const key = `${filter.orderBy}:${filter.order}:${filter.deleted}`;
+    let listing = plainListings.get(key);
+    if (!listing) {
+      listing = plainListing({ orderBy: filter.orderBy, order: filter.order, deleted: filter.deleted });
+      plainListings.set(key, listing);
+    }
+    const [rows, [count]] = await Promise.all([
+      listing.page(db, accountId, filter.limit, filter.offset),
+      listing.count(db, accountId),
+    ]);
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+  let query = formsOfAccount(db, accountId, filter);
   if (filter.folderId !== undefined) query = query.where('folder_id', '=', filter.folderId);
   if (filter.visibleTo !== undefined) query = query.where('id', 'in', permittedForms(db, filter.visibleTo));
   if (filter.search) {
@@ -68,17 +131,16 @@ export async function listForms(
     query = query.where((eb) => engineOf(db).containsInsensitive(eb.ref('name'), search));
   }
   const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      // Names sort as people read them, without regard to case, the same on both databases.
-      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
-      .orderBy('id', filter.order)
-      .limit(filter.limit)
-      .offset(filter.offset)
-      .execute(),
+    pageOf(query, filter, filter.limit, filter.offset).execute(),
     query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
+}
+
+/** Forms of the account by id, deleted ones included (a listing of deleted forms asks for them). */
+export async function findFormsByIds(db: Executor, accountId: number, formIds: number[]): Promise<FormRow[]> {
+  if (formIds.length === 0) return [];
+  return db.selectFrom('forms').selectAll().where('account_id', '=', accountId).where('id', 'in', formIds).execute();
 }
 
 export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow> {
