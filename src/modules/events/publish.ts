@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
 import { enqueueSubmissionEmails } from '../emails/enqueue.js';
+import type { PartialSubmission } from '../partials/schemas.js';
 import type { Submission } from '../submissions/schemas.js';
 import { enqueueWebhookDeliveries } from '../webhooks/enqueue.js';
 
@@ -44,4 +45,28 @@ export async function publishSubmissionEvent(
   event: SubmissionEvent,
 ): Promise<void> {
   for (const target of targets) await target(trx, ctx, event);
+}
+
+/**
+ * A partial submission saved (or saved again) on the hosted page. Only webhooks act on it:
+ * emails are for finished submissions. Published in the save's transaction, like a
+ * submission's events. It never carries the resume token: the service keeps only its hash.
+ */
+export interface PartialEvent {
+  type: 'partial.saved';
+  accountId: number;
+  formId: number;
+  partialSubmissionId: number;
+  occurredAt: number;
+  sealed: boolean;
+  /** The partial as GET /partialsubmission/{id} shows it (no values for an encrypted form). */
+  partial: PartialSubmission;
+}
+
+export async function publishPartialEvent(
+  trx: Transaction<Database>,
+  ctx: AppContext,
+  event: PartialEvent,
+): Promise<void> {
+  await enqueueWebhookDeliveries(trx, ctx, event);
 }

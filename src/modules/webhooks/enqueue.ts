@@ -16,14 +16,18 @@ import { newMessageId } from './secrets.js';
 export interface EventForWebhooks {
   type: WebhookEvent;
   formId: number;
-  submissionId: number;
+  /** Absent on partial.saved, which names a partial instead. */
+  submissionId?: number;
+  partialSubmissionId?: number;
   occurredAt: number;
   sealed: boolean;
-  submission: Submission | null;
+  submission?: Submission | null;
+  /** partial.saved: the partial as the API shows it. */
+  partial?: unknown;
 }
 
 /**
- * The webhooks' target of submission events: one delivery job per webhook of the form that
+ * The webhooks' target of submission and partial events: one delivery job per webhook of the form that
  * asks for the event, in the transaction of the change, carrying the event as it is now.
  * A form without webhooks costs one indexed read.
  */
@@ -41,10 +45,12 @@ export async function enqueueWebhookDeliveries(
       event: {
         type: event.type,
         formId: event.formId,
-        submissionId: event.submissionId,
+        ...(event.submissionId !== undefined && { submissionId: event.submissionId }),
+        ...(event.partialSubmissionId !== undefined && { partialSubmissionId: event.partialSubmissionId }),
         occurredAt: event.occurredAt,
         sealed: event.sealed,
-        submission: event.submission,
+        submission: event.submission ?? null,
+        ...(event.partial !== undefined && { partial: event.partial }),
       },
     });
   }
