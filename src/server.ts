@@ -103,7 +103,7 @@ export async function startServer(
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    const worker = options.worker ? startWorker(ctx, { kinds: jobKinds, log: app.log }) : undefined;
+    const worker = options.worker ? startWorker(ctx, { kinds: jobKinds, log: app.log, yieldToLoad: true }) : undefined;
     return {
       app,
       db,
