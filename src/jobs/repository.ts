@@ -117,31 +117,35 @@ export async function claimDue(
         drained = false;
         continue;
       }
-      const claimed = await trx
-        .updateTable('jobs')
-        .set((eb) => ({
-          state: 'running',
-          attempts: eb('attempts', '+', 1),
-          lease_owner: lease.owner,
-          lease_token: lease.token,
-          lease_until: lease.until,
-        }))
-        .where('id', 'in', (eb) =>
-          eb
-            .selectFrom('jobs as candidate')
-            .select('candidate.id')
-            .where('candidate.state', '=', 'queued')
-            .where('candidate.run_at', '<=', now)
-            .$if(kinds !== undefined, (q) => q.where('candidate.kind', 'in', kinds!))
-            .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
-            .orderBy('candidate.run_at')
-            .orderBy('candidate.id')
-            .limit(limit)
-            .$call(engineOf(trx).claimRows),
-        )
-        .where('state', '=', 'queued')
-        .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
-        .execute();
+      const candidates = trx
+        .selectFrom('jobs as candidate')
+        .select('candidate.id')
+        .where('candidate.state', '=', 'queued')
+        .where('candidate.run_at', '<=', now)
+        .$if(kinds !== undefined, (q) => q.where('candidate.kind', 'in', kinds!))
+        .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
+        .orderBy('candidate.run_at')
+        .orderBy('candidate.id')
+        .limit(limit)
+        .$call(engineOf(trx).claimRows);
+      // With row locks, the candidates are read apart (see SqlEngine.rowLocks).
+      const ids = engineOf(trx).rowLocks ? (await candidates.execute()).map((c) => c.id) : undefined;
+      const claimed =
+        ids?.length === 0
+          ? []
+          : await trx
+              .updateTable('jobs')
+              .set((eb) => ({
+                state: 'running',
+                attempts: eb('attempts', '+', 1),
+                lease_owner: lease.owner,
+                lease_token: lease.token,
+                lease_until: lease.until,
+              }))
+              .where('id', 'in', ids ?? candidates)
+              .where('state', '=', 'queued')
+              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
+              .execute();
       free[pool] = limit - claimed.length;
       if (claimed.length === limit) drained = false;
       jobs.push(...claimed);

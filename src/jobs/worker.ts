@@ -293,17 +293,23 @@ class JobWorker implements Worker {
   }
 
   private async pump(): Promise<void> {
+    // The load as it was when the work came, before this pump's own waits.
+    let saturated = this.underLoad();
     // Listening before the first claim: no commit between that claim and the LISTEN goes unnoticed.
     if (canListenForJobs(this.ctx.db) && !this.listener) await (this.listening ??= this.listen());
     let strangers = await this.housekeeping(false);
     // Claiming until full: a batch may come back short while jobs keep being enqueued.
     while (!this.stopping) {
-      const saturated = this.underLoad();
       const jobs = await this.claim(strangers, saturated);
       strangers = false;
       for (const job of jobs) this.launch(job);
-      // Saturated: one small claim, then a pause (wake() when a run ends).
-      if (jobs.length === 0 || this.full() || saturated) return;
+      if (jobs.length === 0 || this.full()) return;
+      // Saturated: one small claim, then a look again after a pause (wake() counts it).
+      if (saturated) {
+        this.pumpAgain = true;
+        return;
+      }
+      saturated = this.underLoad();
     }
   }
 
