@@ -89,7 +89,7 @@ const BUSY_UTILIZATION = 0.9;
 const LOAD_WINDOW_MS = 100;
 /** yieldToLoad, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
 const BUSY_BATCH = 8;
-const BUSY_PAUSE_MS = 250;
+const BUSY_PAUSE_MS = 100;
 
 class WorkerStopping extends Error {
   constructor() {
