@@ -458,7 +458,7 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(running.length, 7);
   });
 
-  it('holds back while the event loop is saturated (yieldToLoad), then runs every job at full speed', async () => {
+  it('holds back while the API is saturated (yieldTo), then runs every job at full speed', async () => {
     const started: number[] = [];
     const release = deferred();
     const held = defineJob({
@@ -474,7 +474,7 @@ describe(`background jobs (${dialectName})`, () => {
       ctx.db,
       Array.from({ length: 30 }, (_, i) => jobOf(held, i)),
     );
-    const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [held], yieldToLoad: true });
+    const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [held], yieldTo: { inFlight: () => 50 } });
     try {
       // The loop kept nearly always busy for a while, as under a flood of requests: the worker
       // takes a few jobs per claim with pauses between, so not all 30 start while it lasts

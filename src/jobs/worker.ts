@@ -45,13 +45,15 @@ export interface WorkerOptions {
   backoff?: Backoff;
   log?: WorkerLog;
   /**
-   * The worker shares its process with the API (`serve`): while the event loop is nearly
-   * always busy (the API saturated), it claims a few jobs at a time and pauses between
-   * claims, so that a flood of requests is not slowed by the deliveries it causes. Jobs are
-   * only delayed: they stay in the outbox, and the worker goes back to full speed as soon as
-   * the load drops. A worker process of its own (`formwork worker`) never holds back.
+   * The API that shares this worker's process (`serve`), by the requests it has in flight.
+   * While the event loop is nearly always busy and at least BUSY_REQUESTS requests are in
+   * flight (the API saturated, not merely a slow machine), the worker claims a few jobs at a
+   * time and pauses between claims, so that a flood of requests is not slowed by the
+   * deliveries it causes. Jobs are only delayed: they stay in the outbox, and the worker goes
+   * back to full speed as soon as the load drops. A worker process of its own
+   * (`formwork worker`) has none and never holds back.
    */
-  yieldToLoad?: boolean;
+  yieldTo?: { inFlight(): number };
 }
 
 export interface Worker {
@@ -84,10 +86,11 @@ const MAX_ERROR_LENGTH = 2000;
  * adds at most this to a job's start.
  */
 const GATHER_MS = 20;
-/** yieldToLoad: the event loop counts as saturated when busy this share of the last LOAD_WINDOW_MS. */
+/** yieldTo: the API counts as saturated when the loop was busy this share of the last LOAD_WINDOW_MS, with BUSY_REQUESTS in flight. */
 const BUSY_UTILIZATION = 0.9;
 const LOAD_WINDOW_MS = 100;
-/** yieldToLoad, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
+const BUSY_REQUESTS = 8;
+/** yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
 const BUSY_BATCH = 8;
 const BUSY_PAUSE_MS = 100;
 
@@ -161,7 +164,7 @@ class JobWorker implements Worker {
   private flushingEnds = false;
   /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
   private runDueMode = false;
-  private readonly yieldToLoad: boolean;
+  private readonly yieldTo: { inFlight(): number } | undefined;
   private loadSample: EventLoopUtilization = performance.eventLoopUtilization();
   private loadSampledAt = performance.now();
   private saturated = false;
@@ -184,12 +187,12 @@ class JobWorker implements Worker {
     this.graceMs = options.graceMs ?? 10_000;
     this.backoff = options.backoff ?? { baseMs: 10_000, maxMs: 60 * 60 * 1000 };
     this.log = options.log ?? silentLog;
-    this.yieldToLoad = options.yieldToLoad ?? false;
+    this.yieldTo = options.yieldTo;
   }
 
-  /** yieldToLoad: whether the event loop was nearly always busy over the last window (read at most once a window). */
+  /** yieldTo: whether the API is saturated (the loop's business read at most once a window). */
   private underLoad(): boolean {
-    if (!this.yieldToLoad) return false;
+    if (!this.yieldTo) return false;
     const now = performance.now();
     if (now - this.loadSampledAt >= LOAD_WINDOW_MS) {
       const current = performance.eventLoopUtilization();
@@ -197,7 +200,7 @@ class JobWorker implements Worker {
       this.loadSample = current;
       this.loadSampledAt = now;
     }
-    return this.saturated;
+    return this.saturated && this.yieldTo.inFlight() >= BUSY_REQUESTS;
   }
 
   start(): void {
