@@ -477,7 +477,7 @@ describe(`background jobs (${dialectName})`, () => {
     const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [held], yieldTo: { inFlight: () => 50 } });
     try {
       // The loop kept nearly always busy for a while, as under a flood of requests: the worker
-      // takes 8 jobs per claim with 100 ms between claims, so not all 30 start within 250 ms
+      // takes 8 jobs per claim with 250 ms between claims, so not all 30 start within 250 ms
       // (without holding back, its first claim would take them all: 32 slots).
       const spin = (ms: number) => {
         const until = performance.now() + ms;

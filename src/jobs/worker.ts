@@ -92,7 +92,7 @@ const LOAD_WINDOW_MS = 100;
 const BUSY_REQUESTS = 8;
 /** yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
 const BUSY_BATCH = 8;
-const BUSY_PAUSE_MS = 100;
+const BUSY_PAUSE_MS = 250;
 
 class WorkerStopping extends Error {
   constructor() {
