@@ -24,6 +24,7 @@ const OPERATIONS = [
   'containsInsensitive',
   'lockRows',
   'claimRows',
+  'rowLocks',
   'fullTextColumns',
   'writeFullText',
   'clearFullText',
@@ -49,7 +50,7 @@ describe('the engines', () => {
       for (const op of OPERATIONS) {
         const value = engine[op];
         if (op === 'writeBatchSize') assert.ok(Number.isInteger(value) && (value as number) > 0, `${name}.${op}`);
-        else if (op === 'notifies') assert.equal(typeof value, 'boolean', `${name}.${op}`);
+        else if (op === 'notifies' || op === 'rowLocks') assert.equal(typeof value, 'boolean', `${name}.${op}`);
         else assert.equal(typeof value, 'function', `${name}.${op}`);
       }
     }

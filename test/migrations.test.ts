@@ -110,6 +110,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0011_webhooks',
       '0012_emails',
       '0013_hosted_forms',
+      '0016_resume_link_mail',
     ]);
 
     assert.equal(
@@ -144,6 +145,79 @@ describe(`migrations on existing data (${dialectName})`, () => {
     if (db.dialect === 'sqlite') {
       const [row] = (await sql<{ foreign_keys: number }>`PRAGMA foreign_keys`.execute(k)).rows;
       assert.equal(row?.foreign_keys, 1, 'foreign keys are on again');
+    }
+  });
+});
+
+describe(`migration 0016 on the mail log (${dialectName})`, () => {
+  it('keeps the messages logged before it, and then takes resume links without an email or a submission', async () => {
+    let own: Db;
+    let drop: () => Promise<void>;
+    if (TEST_PG_URL) {
+      const pg = await createPgDatabase();
+      own = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
+      drop = pg.drop;
+    } else {
+      const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
+      own = openDatabase({ databaseUrl: undefined, dataDir: dir });
+      drop = async () => rmSync(dir, { recursive: true, force: true });
+    }
+    try {
+      const k = own.kysely;
+      await migrateUpTo(own, '0013_hosted_forms');
+      const now = Date.now();
+      const account = (
+        await k
+          .insertInto('accounts')
+          .values({ name: 'Mail', created_at: now })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const message = {
+        account_id: account,
+        form_id: 7,
+        email_id: 3,
+        submission_id: 11,
+        job_id: 42,
+        kind: 'notification' as const,
+        sender: 'desk@example.com',
+        recipients: '["team@example.com"]',
+        reply_to: null,
+        subject: 'New submission',
+        text_body: 'Hello',
+        html_body: '<p>Hello</p>',
+        attachments: '[]',
+        created_at: now,
+      };
+      const id = (await k.insertInto('mail_log').values(message).returning('id').executeTakeFirstOrThrow()).id;
+      await migrateToLatest(own);
+      const kept = await k.selectFrom('mail_log').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.deepEqual(kept, { id, ...message, partial_submission_id: null });
+      await k
+        .insertInto('mail_log')
+        .values({
+          ...message,
+          email_id: null,
+          submission_id: null,
+          partial_submission_id: 5,
+          job_id: 43,
+          kind: 'resume_link',
+        })
+        .execute();
+      await assert.rejects(
+        k
+          .insertInto('mail_log')
+          .values({ ...message, job_id: 42 })
+          .execute(),
+        'a job still writes one message',
+      );
+      const after = await k.selectFrom('mail_log').select('id').where('account_id', '=', account).execute();
+      assert.equal(after.length, 2);
+      assert.ok(after.every((r) => r.id > 0));
+      assert.ok(Math.max(...after.map((r) => r.id)) > id, 'ids are not reused');
+    } finally {
+      await own.close();
+      await drop();
     }
   });
 });

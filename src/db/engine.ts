@@ -42,6 +42,13 @@ export interface SqlEngine {
    * claiming, where rows can be locked. Without row locks the one writer serializes claims.
    */
   claimRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * Whether claimRows locks rows (PostgreSQL): a claim then reads its candidates in a
+   * statement of their own, since a LIMIT ... SKIP LOCKED subquery of an UPDATE may be run
+   * more than once, each run skipping the rows the ones before locked, and so claim past the
+   * limit. Without row locks (SQLite) the claim stays one statement under the writer's lock.
+   */
+  readonly rowLocks: boolean;
   /** Columns of a new submissions row that index its tokens (none where the index is a table of its own). */
   fullTextColumns(tokens: string[]): { search_vector?: RawBuilder<unknown> };
   /** Indexes a submission's tokens once its row is written; `inserted`: the row was inserted with fullTextColumns. */

@@ -37,6 +37,7 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     matchFullText: (terms) => sql<SqlBool>`submissions.search_vector @@ ${tsQuery(terms)}::tsquery`,
     pageFullText: async () => undefined,
     notifies: true,
+    rowLocks: true,
     // Delivered when the transaction commits and dropped when it rolls back.
     async notify(db, channel, payload) {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);

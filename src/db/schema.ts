@@ -366,10 +366,13 @@ export interface MailLogTable {
   id: Id;
   account_id: number;
   form_id: number;
-  email_id: number;
-  submission_id: number;
+  /** null for a resume link, which no form email sends. */
+  email_id: number | null;
+  submission_id: number | null;
+  /** A resume link's partial submission. */
+  partial_submission_id: number | null;
   job_id: number;
-  kind: 'confirmation' | 'notification';
+  kind: 'confirmation' | 'notification' | 'resume_link';
   sender: string;
   /** JSON list of addresses. */
   recipients: string;
