@@ -14,6 +14,7 @@ import * as processes from './migrations/0010_processes.js';
 import * as webhooks from './migrations/0011_webhooks.js';
 import * as emails from './migrations/0012_emails.js';
 import * as hostedForms from './migrations/0013_hosted_forms.js';
+import * as submissionCounts from './migrations/0014_submission_counts.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: Record<string, MigrationModule> = {
   '0011_webhooks': webhooks,
   '0012_emails': emails,
   '0013_hosted_forms': hostedForms,
+  '0014_submission_counts': submissionCounts,
 };
 
 class StaticProvider implements MigrationProvider {
