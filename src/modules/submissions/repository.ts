@@ -1,9 +1,9 @@
 import { permittedForms } from '../permissions/repository.js';
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
-import { countOfForm, countOfHours, HOUR_MS } from '../forms/counts.js';
+import { countOfForm, countOfHours, HOUR_MS, noteSubmissionChange } from '../forms/counts.js';
 import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
@@ -72,16 +72,9 @@ async function clearSearchable(db: Executor, id: number): Promise<void> {
   await engineOf(db).clearFullText(db, id);
 }
 
-export async function insertSubmission(
+async function insertSubmission(
   db: Executor,
-  row: {
-    accountId: number;
-    formId: number;
-    userAgent: string;
-    remoteAddr: string;
-    latitude: number | null;
-    longitude: number | null;
-  },
+  row: NewSubmission,
   w: SubmissionWrite,
 ): Promise<{ row: SubmissionRow; taken: number[] }> {
   const inserted = await db
@@ -120,6 +113,73 @@ export async function insertSubmission(
   }
   const taken = await writeSearchable(db, inserted.id, row.formId, w, true);
   return { row: inserted, taken };
+}
+
+export interface NewSubmission {
+  accountId: number;
+  formId: number;
+  userAgent: string;
+  remoteAddr: string;
+  latitude: number | null;
+  longitude: number | null;
+}
+
+/**
+ * Writes a new submission with everything that goes with it: its unique values and index,
+ * and its form's counts. Returns the row, the unique fields whose value another submission
+ * holds (the caller then fails the transaction), and the form's revision as this write sees
+ * it (see noteSubmissionChange; undefined when the form is gone).
+ * Where INSERT may run inside WITH (PostgreSQL), a plain submission is one statement, one
+ * round trip; otherwise, and for a sealed one (whose data needs its id), one per step.
+ */
+export async function createSubmission(
+  db: Executor,
+  row: NewSubmission,
+  w: SubmissionWrite,
+): Promise<{ row: SubmissionRow; taken: number[]; revision: number | undefined }> {
+  const engine = engineOf(db);
+  if (!engine.writableCtes || typeof w.data !== 'string') {
+    const inserted = await insertSubmission(db, row, w);
+    const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now);
+    return { ...inserted, revision };
+  }
+  const slot = engine.countSlot();
+  const hour = Math.floor(w.now / HOUR_MS);
+  const { rows } = await sql<SubmissionRow & { revision: number | null; stored: number[] }>`
+    WITH f AS (SELECT revision FROM forms WHERE id = ${row.formId} AND account_id = ${row.accountId} FOR SHARE),
+    s AS (
+      INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr,
+        latitude, longitude, data, pretty_name, search_vector)
+      VALUES (${row.accountId}, ${row.formId}, ${w.now}, ${w.now}, ${row.userAgent}, ${row.remoteAddr},
+        ${row.latitude}, ${row.longitude}, ${w.data}, ${w.prettyName}, ${engine.fullTextColumns(w.tokens).search_vector})
+      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
+    ),
+    u AS (
+      INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
+      SELECT s.id, ${row.formId}, v.field_id, v.value_norm
+      FROM s, unnest(${w.unique.map((v) => v.fieldId)}::int[], ${w.unique.map((v) => v.norm)}::text[]) AS v(field_id, value_norm)
+      ON CONFLICT DO NOTHING
+      RETURNING field_id
+    ),
+    c AS (
+      INSERT INTO form_submission_counts (form_id, slot, n, version)
+      SELECT ${row.formId}, ${slot}, 1, 1 FROM f
+      ON CONFLICT (form_id, slot) DO UPDATE
+      SET n = form_submission_counts.n + 1, version = form_submission_counts.version + 1
+    ),
+    h AS (
+      INSERT INTO submission_hours (form_id, hour, slot, n)
+      SELECT ${row.formId}, ${hour}, ${slot}, 1 FROM f
+      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
+    )
+    SELECT s.*, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s`.execute(db);
+  const { revision, stored, ...inserted } = rows[0]!;
+  const got = new Set(stored);
+  return {
+    row: inserted,
+    taken: w.unique.map((v) => v.fieldId).filter((f) => !got.has(f)),
+    revision: revision ?? undefined,
+  };
 }
 
 export async function updateSubmission(

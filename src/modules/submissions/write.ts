@@ -96,7 +96,7 @@ async function createOnce(
   try {
     return await deps.write(async (trx) => {
       const heldAlt = await heldOtherWay(trx, def, write);
-      const { row, taken } = await repo.insertSubmission(
+      const { row, taken, revision } = await repo.createSubmission(
         trx,
         {
           accountId,
@@ -108,6 +108,7 @@ async function createOnce(
         },
         write,
       );
+      if (revision !== def.form.revision) throw new StaleDefinition();
       failIfTaken(def, write, heldAlt, taken);
       await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
       const submission = toSubmission(def, row, data);
@@ -122,7 +123,6 @@ async function createOnce(
         sealed: def.seal !== undefined,
         submission: kept,
       });
-      await noteChange(trx, def, accountId, 1, row.created_at);
       return submission;
     });
   } catch (error) {
