@@ -35,6 +35,11 @@
  *    configured against nothing configured, and the delay from a submission's 200 to its
  *    webhook delivery at BENCH_EVENT_RATE submissions/s (default 100). `npm run bench -- events`
  *    runs this section alone.
+ * 4b. PostgreSQL (bench/pgbench.ts; `npm run bench -- pg` runs it alone): the POST on
+ *    PostgreSQL, with nothing configured and with a webhook and a notification email, next to
+ *    pgbench at the same concurrency in the same run: (a) one 10-key jsonb row per transaction,
+ *    (b) the statements of one create, captured from the service. BENCH_PG_KEEP=1 keeps the
+ *    database and writes the pgbench scripts to /tmp, to run pgbench on them by hand.
  * 6. Public (`npm run bench -- public`, alone): the hosted page of the 10-field form
  *    (GET /f/{viewKey}) and its plain HTML post (urlencoded, a new page token per request:
  *    each one a real submission), next to the constant route of the same run.
