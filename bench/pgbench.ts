@@ -108,5 +108,9 @@ export async function runPgbench(
     log(out);
     throw new Error(`pgbench ${scriptFile} exited with ${code}`);
   }
-  return { tps: Number(tps[1]), latencyMs: latency ? Number(latency[1]) : Number.NaN, failed: failed ? Number(failed[1]) : 0 };
+  return {
+    tps: Number(tps[1]),
+    latencyMs: latency ? Number(latency[1]) : Number.NaN,
+    failed: failed ? Number(failed[1]) : 0,
+  };
 }

@@ -906,7 +906,12 @@ async function captureCreate(child: Child, token: string, form: { id: number; id
  * concurrency in the same run: (a) one 10-key jsonb row per transaction, (b) the statements
  * of one create of that form, captured from the service.
  */
-async function pgSection(tmp: string, profDir: string, services: Child[], measured: Measured[]): Promise<PgSectionResult> {
+async function pgSection(
+  tmp: string,
+  profDir: string,
+  services: Child[],
+  measured: Measured[],
+): Promise<PgSectionResult> {
   const database = await createPgDatabase();
   log(`PostgreSQL database ${database}`);
   const pgUrl = pgUrlFor(database);
@@ -955,7 +960,9 @@ async function pgSection(tmp: string, profDir: string, services: Child[], measur
     const describe = (list: Captured[]) =>
       list.map((c, i) => `    ${i + 1}. ${c.text.replace(/\s+/g, ' ').slice(0, 160)}`).join('\n');
     log(`one create sends ${plainStatements.length} statements:\n${describe(plainStatements)}`);
-    log(`one create with a webhook and an email sends ${eventStatements.length} statements:\n${describe(eventStatements)}`);
+    log(
+      `one create with a webhook and an email sends ${eventStatements.length} statements:\n${describe(eventStatements)}`,
+    );
 
     // 2. The service that is measured (API and worker), its forms, and pgbench's tables.
     const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, eventEnv);
@@ -972,7 +979,14 @@ async function pgSection(tmp: string, profDir: string, services: Child[], measur
     const bench = async (label: string, script: string): Promise<PgbenchResult> => {
       await vacuum();
       log(`pgbench ${label}: ${DURATION} s with ${POST_CONNECTIONS} clients`);
-      const r = await runPgbench(pgUrl, join(scriptDir, `pgbench-${label}.sql`), script, POST_CONNECTIONS, DURATION, log);
+      const r = await runPgbench(
+        pgUrl,
+        join(scriptDir, `pgbench-${label}.sql`),
+        script,
+        POST_CONNECTIONS,
+        DURATION,
+        log,
+      );
       if (r.failed > 0) problems.push(`pgbench ${label}: ${r.failed} failed transactions`);
       return r;
     };
@@ -1352,12 +1366,12 @@ const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
 const limitMs = ONLY_PG
   ? (180 + 6 * (WARMUP + DURATION + 15)) * 1000
   : ONLY_PUBLIC
-  ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
-  : ONLY_FILES
-    ? FILE_SECTION_S * 1000
-    : ONLY_EVENTS
-      ? (60 + EVENTS_S) * 1000
-      : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S + EVENTS_S) * 1000;
+    ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
+    : ONLY_FILES
+      ? FILE_SECTION_S * 1000
+      : ONLY_EVENTS
+        ? (60 + EVENTS_S) * 1000
+        : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S + EVENTS_S) * 1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

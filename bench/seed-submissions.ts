@@ -157,9 +157,8 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
   const db = new Database(file);
   try {
     db.pragma('busy_timeout = 5000');
-    const form = db
-      .prepare('SELECT account_id FROM forms WHERE id = ? AND deleted_at IS NULL')
-      .get(formId) as { account_id: number } | undefined;
+    const form = db.prepare('SELECT account_id FROM forms WHERE id = ? AND deleted_at IS NULL').get(formId) as
+      { account_id: number } | undefined;
     if (!form) throw new Error(`no live form ${formId} in ${file}`);
     const fields = loadFields(db, formId);
     const byId = new Map(fields.map((f) => [f.id, f]));

@@ -94,9 +94,7 @@ export async function noteSubmissionChange(
     return rows[0]?.revision;
   }
   const form = await engine
-    .shareRows(
-      db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId),
-    )
+    .shareRows(db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId))
     .executeTakeFirst();
   if (!form) return undefined;
   await db
