@@ -24,6 +24,7 @@
  *   BENCH_SEED_COUNT        submissions seeded into the read form (default 1000000)
  *   BENCH_PG_URL            PostgreSQL to make the bench database in (default
  *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
+ *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
  *   BENCH_FILE_MB           size of the file of the file section (default 20)
@@ -107,6 +108,8 @@ const PG_ADMIN_URL =
     ? 'postgres://postgres@127.0.0.1:5432/test'
     : process.env.BENCH_PG_URL;
 const PG_ENABLED = PG_ADMIN_URL !== 'off';
+/** DATABASE_POOL_SIZE of the measured PostgreSQL service. */
+const PG_POOL = intEnv('BENCH_PG_POOL', 25, 1);
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
 const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
@@ -965,7 +968,13 @@ async function pgSection(
     );
 
     // 2. The service that is measured (API and worker), its forms, and pgbench's tables.
-    const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, eventEnv);
+    // A pool wider than the default 10 (DATABASE_POOL_SIZE): the service's requests are
+    // latency-bound (seven round trips each), so more of them in flight at once is what
+    // fills the database; 25 of the server's 100 connections.
+    const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, {
+      ...eventEnv,
+      DATABASE_POOL_SIZE: String(PG_POOL),
+    });
     services.push(service);
     const plainForm = await createSubmissionForm(service, pgToken, 'Bench submissions (POST)');
     const eventForm = await withEvents(service, 'Bench submissions (POST, webhook and email)');

@@ -42,7 +42,11 @@ function fail(message: string): never {
 type AdminContext = Pick<AppContext, 'db' | 'clock'>;
 
 async function withDatabase<T>(config: Config, fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openDatabase({
+    databaseUrl: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    dataDir: config.dataDir,
+  });
   try {
     await migrateToLatest(db);
     return await fn({ db: db.kysely, clock: new Clock() });
@@ -237,7 +241,11 @@ async function main(argv: string[]): Promise<void> {
       break;
     }
     case 'migrate': {
-      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      const db = openDatabase({
+        databaseUrl: config.databaseUrl,
+        poolSize: config.databasePoolSize,
+        dataDir: config.dataDir,
+      });
       try {
         const names = await migrateToLatest(db);
         process.stdout.write(names.length ? `applied: ${names.join(', ')}\n` : 'schema is up to date\n');
