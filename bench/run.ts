@@ -24,6 +24,7 @@
  *   BENCH_SEED_COUNT        submissions seeded into the read form (default 1000000)
  *   BENCH_PG_URL            PostgreSQL to make the bench database in (default
  *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
+ *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
  *   BENCH_FILE_MB           size of the file of the file section (default 20)
@@ -35,6 +36,11 @@
  *    configured against nothing configured, and the delay from a submission's 200 to its
  *    webhook delivery at BENCH_EVENT_RATE submissions/s (default 100). `npm run bench -- events`
  *    runs this section alone.
+ * 4b. PostgreSQL (bench/pgbench.ts; `npm run bench -- pg` runs it alone): the POST on
+ *    PostgreSQL, with nothing configured and with a webhook and a notification email, next to
+ *    pgbench at the same concurrency in the same run: (a) one 10-key jsonb row per transaction,
+ *    (b) the statements of one create, captured from the service. BENCH_PG_KEEP=1 keeps the
+ *    database and writes the pgbench scripts to /tmp, to run pgbench on them by hand.
  * 7. Export (`npm run bench -- export` runs it alone, after seeding the form): the CSV export of
  *    the seeded form on a fresh service child, with rows per second and the service's peak RSS
  *    against its RSS once started (idle).
@@ -47,7 +53,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,7 +62,18 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
-import { eventReport, runEventBench, type EventResult } from './events.js';
+import { call, eventReport, MailSink, Receiver, runEventBench, type EventResult } from './events.js';
+import {
+  isBackground,
+  JSONB_TABLE,
+  jsonbScript,
+  pgbenchScript,
+  readCaptured,
+  runPgbench,
+  SEQUENCE,
+  type Captured,
+  type PgbenchResult,
+} from './pgbench.js';
 import { fileTable, runFileBench, type FileRow } from './files.js';
 import { plainPost } from './public.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
@@ -96,6 +113,8 @@ const PG_ADMIN_URL =
     ? 'postgres://postgres@127.0.0.1:5432/test'
     : process.env.BENCH_PG_URL;
 const PG_ENABLED = PG_ADMIN_URL !== 'off';
+/** DATABASE_POOL_SIZE of the measured PostgreSQL service. */
+const PG_POOL = intEnv('BENCH_PG_POOL', 25, 1);
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
 const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
@@ -105,6 +124,7 @@ const ONLY_EVENTS = process.argv.slice(2).includes('events');
 const ONLY_PUBLIC = process.argv.slice(2).includes('public');
 const ONLY_FORMS = process.argv.slice(2).includes('forms');
 const ONLY_EXPORT = process.argv.slice(2).includes('export');
+const ONLY_PG = process.argv.slice(2).includes('pg');
 /** The page target of the hosted-forms issue: the page at least this share of the constant route. */
 const PAGE_TARGET_SHARE = 50;
 
@@ -188,6 +208,7 @@ async function startService(
   databaseUrl: string,
   profRoot: string,
   env: Record<string, string> = {},
+  extra: { node?: string[]; serve?: string[] } = {},
 ): Promise<Child> {
   let profDir: string | undefined;
   if (CPU_PROF) {
@@ -196,7 +217,15 @@ async function startService(
   }
   const service = startChild(
     name,
-    [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
+    [
+      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+      '--import',
+      'tsx',
+      ...(extra.node ?? []),
+      'src/cli.ts',
+      'serve',
+      ...(extra.serve ?? []),
+    ],
     // Quotas high enough never to refuse: the benchmark measures their cost, not their effect.
     {
       DATA_DIR: dataDir,
@@ -323,6 +352,11 @@ async function createPgDatabase(): Promise<string> {
 }
 
 async function dropPgDatabases(): Promise<void> {
+  // For a look at the data afterwards (and pgbench by hand on it).
+  if (process.env.BENCH_PG_KEEP === '1') {
+    log(`BENCH_PG_KEEP=1: kept ${pgDatabases.join(', ')}`);
+    return;
+  }
   while (pgDatabases.length > 0) {
     const name = pgDatabases.pop()!;
     try {
@@ -847,6 +881,238 @@ async function eventsOnly(): Promise<number> {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// PostgreSQL writes next to pgbench (bench/pgbench.ts)
+
+interface PgSectionResult {
+  rows: { name: string; rps: number; p50: number; p99: number; share: string }[];
+  lines: string[];
+  problems: string[];
+}
+
+async function pgSql(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The statements the service sends for one POST of a new body to the form (captured by bench/pg-capture.ts). */
+async function captureCreate(child: Child, token: string, form: { id: number; ids: FieldIds }, file: string) {
+  await postOne(child, token, form.id, form.ids); // caches warm: what every later request finds
+  await new Promise((r) => setTimeout(r, 200));
+  const from = statSync(file).size;
+  await postOne(child, token, form.id, form.ids);
+  await new Promise((r) => setTimeout(r, 200));
+  return readCaptured(file, from).filter((c) => !isBackground(c));
+}
+
+/**
+ * Section 4: the POST on PostgreSQL at POST_CONNECTIONS, on a form with nothing configured and
+ * on one with a webhook and a notification email, each next to pgbench at the same
+ * concurrency in the same run: (a) one 10-key jsonb row per transaction, (b) the statements
+ * of one create of that form, captured from the service.
+ */
+async function pgSection(
+  tmp: string,
+  profDir: string,
+  services: Child[],
+  measured: Measured[],
+): Promise<PgSectionResult> {
+  const database = await createPgDatabase();
+  log(`PostgreSQL database ${database}`);
+  const pgUrl = pgUrlFor(database);
+  const dataDir = join(tmp, 'pg-data');
+  const pgToken = await createBenchAccount(dataDir, pgUrl);
+  const receiver = new Receiver();
+  const sink = new MailSink();
+  const eventEnv = {
+    // One key for the capturing child and the measured one: the worker opens what either wrote.
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    SMTP_URL: await sink.listen(),
+    MAIL_FROM: 'bench@example.com',
+  };
+  const hookUrl = await receiver.listen();
+  const problems: string[] = [];
+  try {
+    const withEvents = async (child: Child, name: string) => {
+      const form = await createSubmissionForm(child, pgToken, name);
+      const service = { url: child.url, token: pgToken };
+      await call(service, 'POST', `/form/${form.id}/webhook`, { url: hookUrl });
+      await call(service, 'POST', `/forms/${form.id}/notifications`, {
+        name: 'New submission',
+        recipients: ['team@example.com'],
+        subject: 'New submission to {{ form_name }}',
+        message: '<p>Submission {{ submission_id }}</p>{{ all_fields }}',
+      });
+      return form;
+    };
+
+    // 1. What one create sends, from a service child with the capture hook (no worker: its polls are not the request's).
+    const captureFile = join(tmp, 'pg-capture.jsonl');
+    const capture = await startService(
+      'service (PostgreSQL, capture)',
+      dataDir,
+      pgUrl,
+      profDir,
+      { ...eventEnv, BENCH_PG_CAPTURE: captureFile },
+      { node: ['--import', './bench/pg-capture.ts'], serve: ['--no-worker'] },
+    );
+    const plainCapture = await createSubmissionForm(capture, pgToken, 'Bench capture (no events)');
+    const eventCapture = await withEvents(capture, 'Bench capture (webhook and email)');
+    const plainStatements = await captureCreate(capture, pgToken, plainCapture, captureFile);
+    const eventStatements = await captureCreate(capture, pgToken, eventCapture, captureFile);
+    await stopChild(capture, stopGrace());
+    const describe = (list: Captured[]) =>
+      list.map((c, i) => `    ${i + 1}. ${c.text.replace(/\s+/g, ' ').slice(0, 160)}`).join('\n');
+    log(`one create sends ${plainStatements.length} statements:\n${describe(plainStatements)}`);
+    log(
+      `one create with a webhook and an email sends ${eventStatements.length} statements:\n${describe(eventStatements)}`,
+    );
+
+    // 2. The service that is measured (API and worker), its forms, and pgbench's tables.
+    // A pool wider than the default 10 (DATABASE_POOL_SIZE): the service's requests are
+    // latency-bound (seven round trips each), so more of them in flight at once is what
+    // fills the database; 25 of the server's 100 connections.
+    const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, {
+      ...eventEnv,
+      DATABASE_POOL_SIZE: String(PG_POOL),
+    });
+    services.push(service);
+    const plainForm = await createSubmissionForm(service, pgToken, 'Bench submissions (POST)');
+    const eventForm = await withEvents(service, 'Bench submissions (POST, webhook and email)');
+    await postOne(service, pgToken, plainForm.id, plainForm.ids);
+    await postOne(service, pgToken, eventForm.id, eventForm.ids);
+    await pgSql(pgUrl, JSONB_TABLE);
+    await pgSql(pgUrl, `CREATE SEQUENCE ${SEQUENCE}`);
+    const vacuum = () => pgSql(pgUrl, 'VACUUM ANALYZE');
+    const scriptDir = process.env.BENCH_PG_KEEP === '1' ? '/tmp' : tmp;
+
+    const bench = async (label: string, script: string): Promise<PgbenchResult> => {
+      await vacuum();
+      log(`pgbench ${label}: ${DURATION} s with ${POST_CONNECTIONS} clients`);
+      const r = await runPgbench(
+        pgUrl,
+        join(scriptDir, `pgbench-${label}.sql`),
+        script,
+        POST_CONNECTIONS,
+        DURATION,
+        log,
+      );
+      if (r.failed > 0) problems.push(`pgbench ${label}: ${r.failed} failed transactions`);
+      return r;
+    };
+    const post = async (name: string, form: { id: number; ids: FieldIds }) => {
+      await vacuum();
+      const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids));
+      measured.push(m);
+      return m;
+    };
+
+    const a = await bench('a', jsonbScript());
+    const b = await bench('b', pgbenchScript(plainStatements));
+    const plain = await post('POST /forms/{id}/submissions (PostgreSQL)', plainForm);
+    const bEvents = await bench('b-events', pgbenchScript(eventStatements));
+    const evented = await post('POST /forms/{id}/submissions (PostgreSQL, a webhook and an email)', eventForm);
+    problems.push(...[plain, evented].flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)));
+
+    const pct = (x: number, of: number) => `${fmt((100 * x) / of, 1)}%`;
+    const rps = (m: Measured) => m.result.requests.mean;
+    const rows = [
+      { name: 'pgbench (a): one 10-key jsonb row', rps: a.tps, p50: a.latencyMs, p99: Number.NaN, share: '' },
+      {
+        name: `pgbench (b): the ${plainStatements.length} statements of one create`,
+        rps: b.tps,
+        p50: b.latencyMs,
+        p99: Number.NaN,
+        share: '',
+      },
+      {
+        name: plain.scenario.name,
+        rps: rps(plain),
+        p50: plain.latency.p50,
+        p99: plain.latency.p99,
+        share: `${pct(rps(plain), a.tps)} of (a), ${pct(rps(plain), b.tps)} of (b)`,
+      },
+      {
+        name: `pgbench (b'): the ${eventStatements.length} statements of one create with a webhook and an email`,
+        rps: bEvents.tps,
+        p50: bEvents.latencyMs,
+        p99: Number.NaN,
+        share: '',
+      },
+      {
+        name: evented.scenario.name,
+        rps: rps(evented),
+        p50: evented.latency.p50,
+        p99: evented.latency.p99,
+        share: `${pct(rps(evented), a.tps)} of (a), ${pct(rps(evented), bEvents.tps)} of (b')`,
+      },
+    ];
+    const met = (ok: boolean) => (ok ? 'met   ' : 'MISSED');
+    const lines = [
+      `  ${met(rps(plain) >= 0.3 * a.tps)} POST on PostgreSQL ${pct(rps(plain), a.tps)} of pgbench (a) (target >= 30%)`,
+      `  ${met(rps(plain) >= 0.6 * b.tps)} POST on PostgreSQL ${pct(rps(plain), b.tps)} of pgbench (b) (target >= 60%)`,
+      `  ${met(rps(evented) >= 0.3 * a.tps)} POST with a webhook and an email ${pct(rps(evented), a.tps)} of pgbench (a) (target >= 30%)`,
+      `  ${met(rps(evented) >= 0.6 * bEvents.tps)} POST with a webhook and an email ${pct(rps(evented), bEvents.tps)} of pgbench (b') (target >= 60%)`,
+    ];
+    await stopChild(service, stopGrace());
+    return { rows, lines, problems };
+  } finally {
+    await receiver.close();
+    await sink.close();
+  }
+}
+
+function pgReport(r: PgSectionResult): string {
+  const na = (n: number) => (Number.isNaN(n) ? '' : ms(n));
+  return [
+    '',
+    `PostgreSQL writes, ${POST_CONNECTIONS} connections, next to pgbench in the same run (pgbench: latency average in the p50 column):`,
+    '',
+    '| scenario | tx/s or req/s | p50 ms | p99 ms | POST as a share of pgbench |',
+    '|---|---:|---:|---:|---|',
+    ...r.rows.map((row) => `| ${row.name} | ${fmt(row.rps, 0)} | ${na(row.p50)} | ${na(row.p99)} | ${row.share} |`),
+    '',
+    'targets:',
+    ...r.lines,
+    '',
+  ].join('\n');
+}
+
+async function pgOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  const services: Child[] = [];
+  const measured: Measured[] = [];
+  try {
+    const result = await pgSection(tmp, profDir, services, measured);
+    process.stdout.write(`${pgReport(result)}\n`);
+    if (CPU_PROF) {
+      await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+      process.stdout.write(`\n${profileOf(services, measured)}\n`);
+    }
+    if (result.problems.length > 0) {
+      process.stderr.write(`\nFAILED:\n${result.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      return 1;
+    }
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    await dropPgDatabases();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 /** Section 6: the hosted page and its plain HTML post, as a share of the constant route. */
 async function publicOnly(): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
@@ -1060,6 +1326,7 @@ async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
   if (ONLY_EVENTS) return eventsOnly();
   if (ONLY_PUBLIC) return publicOnly();
+  if (ONLY_PG) return pgOnly();
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
@@ -1073,6 +1340,7 @@ async function main(): Promise<number> {
   let fileRows: FileRow[] = [];
   let events: EventResult | undefined;
   let exported: ExportResult | undefined;
+  let pgResult: PgSectionResult | undefined;
   let failed = false;
   try {
     log(`data in ${dataDir}`);
@@ -1172,31 +1440,9 @@ async function main(): Promise<number> {
       await stopChild(exporter, stopGrace());
 
       if (!ONLY_EXPORT) {
-        // 4. Submissions written, on PostgreSQL.
-        if (PG_ENABLED) {
-          const database = await createPgDatabase();
-          log(`PostgreSQL database ${database}`);
-          const pgUrl = pgUrlFor(database);
-          const pgToken = await createBenchAccount(join(tmp, 'pg-data'), pgUrl);
-          const pgService = await startService('service (PostgreSQL)', join(tmp, 'pg-data'), pgUrl, profDir);
-          services.push(pgService);
-          const pgForm = await createSubmissionForm(pgService, pgToken, 'Bench submissions (POST)');
-          await postOne(pgService, pgToken, pgForm.id, pgForm.ids);
-          measured.push(
-            await measure(
-              await postScenario(
-                'POST /forms/{id}/submissions (PostgreSQL)',
-                pgService,
-                pgToken,
-                pgForm.id,
-                pgForm.ids,
-              ),
-            ),
-          );
-          await stopChild(pgService, stopGrace());
-        } else {
-          log('BENCH_PG_URL=off: PostgreSQL skipped');
-        }
+        // 4. Submissions written, on PostgreSQL, next to pgbench.
+        if (PG_ENABLED) pgResult = await pgSection(tmp, profDir, services, measured);
+        else log('BENCH_PG_URL=off: PostgreSQL skipped');
 
         // 5. Files.
         fileRows = await filesSection(tmp, profDir);
@@ -1264,6 +1510,7 @@ async function main(): Promise<number> {
   if (target.length > 0) lines.push('targets:', ...target);
   lines.push(`service peak RSS (VmHWM): ${services.map((s) => `${s.name} ${s.peak ?? 'unknown'}`).join('; ')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
+  if (pgResult) process.stdout.write(`${pgReport(pgResult)}\n`);
   if (fileRows.length > 0) process.stdout.write(`${fileReport(fileRows)}\n`);
   if (events) process.stdout.write(`${eventReport(events)}\n`);
   if (profileReport) process.stdout.write(`\n${profileReport}\n`);
@@ -1272,6 +1519,7 @@ async function main(): Promise<number> {
     ...measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)),
     ...(events?.problems.map((p) => `events: ${p}`) ?? []),
     ...(exported?.problems.map((p) => `export: ${p}`) ?? []),
+    ...(pgResult?.problems.filter((p) => p.startsWith('pgbench')) ?? []),
   ];
   if (problems.length > 0) {
     process.stderr.write(
@@ -1285,18 +1533,21 @@ async function main(): Promise<number> {
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
 // The events section: two POST runs, the fixed-rate run and up to two drains of five minutes.
 const EVENTS_S = 3 * (WARMUP + DURATION + 15) + 2 * 300;
-const RUNS = 5 + 6 + (PG_ENABLED ? 2 : 1);
+const RUNS = 5 + 6 + (PG_ENABLED ? 6 : 1);
 // The export: at worst 5,000 rows a second.
 const EXPORT_S = SEED_COUNT / 5000;
 // The file section: five service children, each moving its file 2 x 4 times at a few MB/s at worst.
 const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
-const limitMs = ONLY_PUBLIC
-  ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
-  : ONLY_FILES
-    ? FILE_SECTION_S * 1000
-    : ONLY_EVENTS
-      ? (60 + EVENTS_S) * 1000
-      : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + EXPORT_S + FILE_SECTION_S + EVENTS_S) * 1000;
+const limitMs = ONLY_PG
+  ? (180 + 6 * (WARMUP + DURATION + 15)) * 1000
+  : ONLY_PUBLIC
+    ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
+    : ONLY_FILES
+      ? FILE_SECTION_S * 1000
+      : ONLY_EVENTS
+        ? (60 + EVENTS_S) * 1000
+        : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + EXPORT_S + FILE_SECTION_S + EVENTS_S) *
+          1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

@@ -41,7 +41,12 @@ export interface OpenContext {
  * processes that died left behind.
  */
 export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
+  const db = openDatabase({
+    databaseUrl: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    dataDir: config.dataDir,
+    sqliteFile,
+  });
   const clock = new Clock();
   const rateLimiter = createRateLimiter(config.redisUrl, clock);
   const log = pino({ level: config.logLevel, ...queryRedaction });

@@ -29,8 +29,17 @@ export interface Listener {
  * are written once per schema change and never edited, so they branch where a type differs.
  */
 export interface SqlEngine {
-  /** How many writes one group commit takes (see WriteBatcher). */
-  readonly writeBatchSize: number;
+  /**
+   * How many writes one group commit takes (see WriteBatcher); undefined where each write is
+   * a transaction of its own, run concurrently on the connection pool.
+   */
+  readonly writeBatchSize: number | undefined;
+  /** Whether INSERT … may run inside WITH, so that several writes go in one statement. */
+  readonly writableCtes: boolean;
+  /** The slot of a spread counter (form_submission_counts) that this connection adds to. */
+  countSlot(): RawBuilder<number>;
+  /** Share-locks the rows the select reads until the transaction ends (updates of them wait), where rows can be locked. */
+  shareRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** The database's own clock in epoch milliseconds, read in SQL. */
   now(): RawBuilder<number>;
   /** A case-insensitive substring match, literal in the user's text (no wildcards). */

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
+import { countersOfForm, submissionsCountOf, submissionsVersionOf } from './counts.js';
 import type { Executor } from '../../db/transaction.js';
 
 const ORDER_COLUMNS = {
@@ -10,7 +11,7 @@ const ORDER_COLUMNS = {
   name: 'name',
   created: 'created_at',
   updated: 'updated_at',
-  submissionsCount: 'submissions_count',
+  submissionsCount: sql.ref('submissions_count'),
 } as const;
 
 export interface FormListFilter {
@@ -39,6 +40,7 @@ function selectForm(db: Executor, accountId: number, formId: number, deleted: bo
   return db
     .selectFrom('forms')
     .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .where('deleted_at', deleted ? 'is not' : 'is', null);
@@ -75,7 +77,8 @@ function pageOf<Q extends ReturnType<typeof formsOfAccount>>(
 ) {
   return (
     query
-      .select(['id', 'revision', 'submissions_count', 'submissions_version'])
+      .select(['id', 'revision'])
+      .select([submissionsCountOf, submissionsVersionOf])
       // Names sort as people read them, without regard to case, the same on both databases.
       .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
       .orderBy('id', filter.order)
@@ -140,11 +143,18 @@ export async function listFormVersions(
 /** Forms of the account by id, deleted ones included (a listing of deleted forms asks for them). */
 export async function findFormsByIds(db: Executor, accountId: number, formIds: number[]): Promise<FormRow[]> {
   if (formIds.length === 0) return [];
-  return db.selectFrom('forms').selectAll().where('account_id', '=', accountId).where('id', 'in', formIds).execute();
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', formIds)
+    .execute();
 }
 
 export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow> {
-  return db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
+  const form = await db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
+  return { ...form, submissions_count: 0, submissions_version: 0 };
 }
 
 export async function updateForm(
@@ -153,13 +163,14 @@ export async function updateForm(
   formId: number,
   update: FormUpdate,
 ): Promise<FormRow> {
-  return db
+  const form = await db
     .updateTable('forms')
     .set((eb) => ({ ...update, revision: eb('revision', '+', 1) }))
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  return { ...form, ...(await countersOfForm(db, formId)) };
 }
 
 /** Moves every form of a folder (deleted ones too) to another folder or the top level. */
@@ -175,31 +186,6 @@ export async function moveFormsOfFolder(
     .where('account_id', '=', accountId)
     .where('folder_id', '=', fromFolder)
     .execute();
-}
-
-/**
- * Records that a submission of the form was created (+1), deleted (-1) or edited (0): keeps
- * the counter right and moves the version that cached counts check. Returns the form's
- * revision as of this write, which the writer compares with the definition it checked
- * against (the row lock makes it current on PostgreSQL).
- */
-export async function noteSubmissionChange(
-  db: Executor,
-  accountId: number,
-  formId: number,
-  delta: number,
-): Promise<number | undefined> {
-  const row = await db
-    .updateTable('forms')
-    .set((eb) => ({
-      submissions_count: eb('submissions_count', '+', delta),
-      submissions_version: eb('submissions_version', '+', 1),
-    }))
-    .where('id', '=', formId)
-    .where('account_id', '=', accountId)
-    .returning('revision')
-    .executeTakeFirst();
-  return row?.revision;
 }
 
 /** Ends a conversion of the form's submissions; a finished decryption leaves the form plain. */
@@ -222,7 +208,12 @@ export async function finishEncryptionChange(
 
 /** A form in any state, deleted ones too: what background work on it reads. */
 export async function findFormById(db: Executor, formId: number): Promise<FormRow | undefined> {
-  return db.selectFrom('forms').selectAll().where('id', '=', formId).executeTakeFirst();
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
+    .where('id', '=', formId)
+    .executeTakeFirst();
 }
 
 /** Marks the form as changed when something inside it (a field) changes. */
@@ -238,7 +229,7 @@ export async function touchForm(db: Executor, accountId: number, formId: number,
 const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
   db
     .selectFrom('forms')
-    .select(['revision', 'submissions_count', 'submissions_version'])
+    .select(['revision', submissionsCountOf, submissionsVersionOf])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .where('deleted_at', 'is', null),

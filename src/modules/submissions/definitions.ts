@@ -4,6 +4,7 @@ import { SealError, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { engineOf } from '../../db/engine.js';
+import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
@@ -46,20 +47,26 @@ export interface SubmissionsDeps {
   definitions: VersionedCache<FormDefinition>;
   /** Totals of filtered lists, per form and filter, under the form's submissions version. */
   totals: VersionedCache<number>;
-  /** Runs a write in a group commit with the writes that arrive meanwhile (see WriteBatcher). */
+  /**
+   * Runs a write in one transaction: a group commit with the writes that arrive meanwhile
+   * where the database has one writer (see WriteBatcher), else a transaction of its own.
+   */
   write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 }
 
 export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
-  // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
-  // On PostgreSQL too: every submission updates its form's counter row, and one transaction
-  // per submission would queue them all on that row's lock.
-  const batcher = new WriteBatcher(ctx.db, engineOf(ctx.db).writeBatchSize);
+  // SQLite has one writer, and every commit writes its pages: a batch pays that once. On
+  // PostgreSQL each write runs on a pooled connection of its own, concurrently: no row is
+  // written by every submission of a form (see forms/counts.ts), and the server groups
+  // concurrent commits' WAL flushes itself.
+  const batchSize = engineOf(ctx.db).writeBatchSize;
+  const batcher = batchSize === undefined ? undefined : new WriteBatcher(ctx.db, batchSize);
   return {
     ctx,
+    // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
     definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
     totals: new VersionedCache<number>(4 * 1024 * 1024, () => 512),
-    write: (job) => batcher.run(job),
+    write: (job) => (batcher ? batcher.run(job) : transact(ctx.db, job)),
   };
 }
 
