@@ -4,32 +4,20 @@
  * on PostgreSQL, and inside a transaction, the database itself.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { bulkReaderOf } from '../src/db/bulk-reader.js';
-import { openDatabase, type Db } from '../src/db/database.js';
+import type { Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { dialectName, openFreshDatabase, TEST_PG_URL } from './support/helpers.js';
 
 let db: Db;
 let cleanup: () => Promise<void>;
 
 before(async () => {
-  if (TEST_PG_URL) {
-    const pg = await createPgDatabase();
-    db = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-    cleanup = pg.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'formwork-bulk-'));
-    db = openDatabase({ databaseUrl: undefined, dataDir: dir });
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  ({ db, drop: cleanup } = await openFreshDatabase());
   await migrateToLatest(db);
 });
 after(async () => {
-  await db.close();
   await cleanup();
 });
 

@@ -3,31 +3,19 @@
  * lost, references still hold, and the new rules apply.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase, type Db } from '../src/db/database.js';
+import type { Db } from '../src/db/database.js';
 import { migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { dialectName, openFreshDatabase } from './support/helpers.js';
 
 let db: Db;
 let cleanup: () => Promise<void>;
 
 before(async () => {
-  if (TEST_PG_URL) {
-    const pg = await createPgDatabase();
-    db = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-    cleanup = pg.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
-    db = openDatabase({ databaseUrl: undefined, dataDir: dir });
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  ({ db, drop: cleanup } = await openFreshDatabase());
 });
 after(async () => {
-  await db.close();
   await cleanup();
 });
 
@@ -152,17 +140,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
 
 describe(`migration 0016 on the mail log (${dialectName})`, () => {
   it('keeps the messages logged before it, and then takes resume links without an email or a submission', async () => {
-    let own: Db;
-    let drop: () => Promise<void>;
-    if (TEST_PG_URL) {
-      const pg = await createPgDatabase();
-      own = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-      drop = pg.drop;
-    } else {
-      const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
-      own = openDatabase({ databaseUrl: undefined, dataDir: dir });
-      drop = async () => rmSync(dir, { recursive: true, force: true });
-    }
+    const { db: own, drop } = await openFreshDatabase();
     try {
       const k = own.kysely;
       await migrateUpTo(own, '0013_hosted_forms');
@@ -217,7 +195,6 @@ describe(`migration 0016 on the mail log (${dialectName})`, () => {
       assert.ok(after.every((r) => r.id > 0));
       assert.ok(Math.max(...after.map((r) => r.id)) > id, 'ids are not reused');
     } finally {
-      await own.close();
       await drop();
     }
   });
@@ -227,18 +204,9 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
   let fresh: Db;
   let drop: () => Promise<void>;
   before(async () => {
-    if (TEST_PG_URL) {
-      const pg = await createPgDatabase();
-      fresh = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-      drop = pg.drop;
-    } else {
-      const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
-      fresh = openDatabase({ databaseUrl: undefined, dataDir: dir });
-      drop = async () => rmSync(dir, { recursive: true, force: true });
-    }
+    ({ db: fresh, drop } = await openFreshDatabase());
   });
   after(async () => {
-    await fresh.close();
     await drop();
   });
 
