@@ -856,7 +856,11 @@ async function eventsSection(
   );
 }
 
-async function eventsOnly(): Promise<number> {
+/** One section alone (`npm run bench -- events`, `-- pg`): its report, then its profile when asked. */
+async function sectionOnly<R extends { problems: string[] }>(
+  section: (tmp: string, profDir: string, services: Child[], measured: Measured[]) => Promise<R>,
+  report: (result: R) => string,
+): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const profDir = join(tmp, 'profile');
@@ -864,8 +868,8 @@ async function eventsOnly(): Promise<number> {
   const services: Child[] = [];
   const measured: Measured[] = [];
   try {
-    const result = await eventsSection(tmp, profDir, services, measured);
-    process.stdout.write(`${eventReport(result)}\n`);
+    const result = await section(tmp, profDir, services, measured);
+    process.stdout.write(`${report(result)}\n`);
     if (result.problems.length > 0) {
       process.stderr.write(`\nFAILED:\n${result.problems.map((p) => `  ${p}`).join('\n')}\n`);
       return 1;
@@ -877,6 +881,7 @@ async function eventsOnly(): Promise<number> {
   } finally {
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
     if (CPU_PROF) process.stdout.write(`\n${profileOf(services, measured)}\n`);
+    await dropPgDatabases();
     rmSync(tmp, { recursive: true, force: true });
   }
 }
@@ -1082,35 +1087,6 @@ function pgReport(r: PgSectionResult): string {
     ...r.lines,
     '',
   ].join('\n');
-}
-
-async function pgOnly(): Promise<number> {
-  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
-  temporary.push(tmp);
-  const profDir = join(tmp, 'profile');
-  mkdirSync(profDir);
-  const services: Child[] = [];
-  const measured: Measured[] = [];
-  try {
-    const result = await pgSection(tmp, profDir, services, measured);
-    process.stdout.write(`${pgReport(result)}\n`);
-    if (CPU_PROF) {
-      await Promise.all(children.map((c) => stopChild(c, stopGrace())));
-      process.stdout.write(`\n${profileOf(services, measured)}\n`);
-    }
-    if (result.problems.length > 0) {
-      process.stderr.write(`\nFAILED:\n${result.problems.map((p) => `  ${p}`).join('\n')}\n`);
-      return 1;
-    }
-    return 0;
-  } catch (error) {
-    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    return 1;
-  } finally {
-    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
-    await dropPgDatabases();
-    rmSync(tmp, { recursive: true, force: true });
-  }
 }
 
 /** Section 6: the hosted page and its plain HTML post, as a share of the constant route. */
@@ -1324,9 +1300,9 @@ function exportProfile(e: ExportResult): string {
 
 async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
-  if (ONLY_EVENTS) return eventsOnly();
+  if (ONLY_EVENTS) return sectionOnly(eventsSection, eventReport);
   if (ONLY_PUBLIC) return publicOnly();
-  if (ONLY_PG) return pgOnly();
+  if (ONLY_PG) return sectionOnly(pgSection, pgReport);
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
