@@ -29,6 +29,8 @@ import { Form } from './modules/forms/schemas.js';
 import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
+import { smartListRoutes } from './modules/smartlists/routes.js';
+import { SmartList, SmartListOption } from './modules/smartlists/schemas.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
 import { tokenRoutes } from './modules/tokens/routes.js';
 import { PersonalToken } from './modules/tokens/schemas.js';
@@ -118,6 +120,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     Confirmation,
     Notification,
     MailMessage,
+    SmartList,
+    SmartListOption,
   ])
     app.addSchema(schema);
 
@@ -223,6 +227,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(oauthClientRoutes(ctx));
       await api.register(tokenRoutes(ctx));
       await api.register(webhookRoutes(ctx));
+      await api.register(smartListRoutes(ctx));
       await api.register(hosted.api);
     },
     { prefix: API_PREFIX },

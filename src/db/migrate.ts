@@ -14,6 +14,7 @@ import * as processes from './migrations/0010_processes.js';
 import * as webhooks from './migrations/0011_webhooks.js';
 import * as emails from './migrations/0012_emails.js';
 import * as hostedForms from './migrations/0013_hosted_forms.js';
+import * as smartLists from './migrations/0017_smart_lists.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -34,7 +35,11 @@ const migrations: Record<string, MigrationModule> = {
   '0011_webhooks': webhooks,
   '0012_emails': emails,
   '0013_hosted_forms': hostedForms,
+  '0017_smart_lists': smartLists,
 };
+
+/** Every migration's name, in the order they run. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
 
 class StaticProvider implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}

@@ -32,6 +32,8 @@ export interface Database {
   partial_submissions: PartialSubmissionsTable;
   prefill_tokens: PrefillTokensTable;
   form_daily_stats: FormDailyStatsTable;
+  smart_lists: SmartListsTable;
+  smart_list_options: SmartListOptionsTable;
 }
 
 type Id = Generated<number>;
@@ -178,6 +180,8 @@ export interface FieldsTable {
   attributes: string;
   options: string;
   logic: string | null;
+  /** The smart list the field takes its options from; null when it holds its own. */
+  smart_list_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -436,3 +440,28 @@ export interface FormDailyStatsTable {
   refused_too_fast: ColumnType<number, number | undefined, number>;
   refused_too_large: ColumnType<number, number | undefined, number>;
 }
+
+export interface SmartListsTable {
+  id: Id;
+  account_id: number;
+  name: string;
+  use_images: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SmartListOptionsTable {
+  id: Id;
+  account_id: number;
+  list_id: number;
+  label: string;
+  value: string;
+  display_order: number;
+  image_key: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type SmartListRow = Selectable<SmartListsTable>;
+export type SmartListOptionRow = Selectable<SmartListOptionsTable>;
+export type NewSmartListOptionRow = Insertable<SmartListOptionsTable>;
