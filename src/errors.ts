@@ -85,6 +85,14 @@ export const ERRORS = {
     message: 'An option of the smart list is invalid or repeats a value',
     note: '`details` names each offending entry by its index',
   },
+  invalid_image: {
+    status: 400,
+    message: 'The image is not a PNG, JPEG, GIF or WebP file, is too large, or the body is not one part named image',
+  },
+  images_not_used: {
+    status: 400,
+    message: 'This smart list does not use images; turn useImages on first',
+  },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
   invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
   encryption_password_required: {

@@ -3,7 +3,18 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { PAGE_FRESHNESS_MS } from '../src/modules/hosted/service.js';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+
+// A real 1×1 PNG.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+const JPEG_START = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01]);
+const WEBP_START = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0x1a, 0, 0, 0]), Buffer.from('WEBPVP8 ')]);
 
 function expectError(res: Reply, status: number, code: string): void {
   assert.equal(res.status, status, res.text.slice(0, 500));
@@ -17,7 +28,7 @@ describe(`smart lists (${dialectName})`, () => {
   let b: TestAccount;
 
   before(async () => {
-    app = await startTestApp();
+    app = await startTestApp({ OPTION_IMAGE_MAX_BYTES: '4096' });
     a = await app.account();
     b = await app.account();
   });
@@ -431,6 +442,141 @@ describe(`smart lists (${dialectName})`, () => {
       // A page may be served as this process read it for a moment; past that, it shows the change.
       app.server.ctx.clock.advance(PAGE_FRESHNESS_MS + 1);
       assert.match(await page(), /Added later/);
+    });
+  });
+
+  describe('option images', () => {
+    async function upload(path: string, parts: [string, Buffer | string, string?][], token = a.token): Promise<Reply> {
+      const form = new FormData();
+      for (const [name, value, filename] of parts) {
+        if (typeof value === 'string') form.append(name, value);
+        else form.append(name, new Blob([value], { type: 'image/png' }), filename);
+      }
+      const res = await fetch(`${app.url}/api/v2025${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+    }
+    const keyOf = async (optionId: number) =>
+      (
+        await app.server.ctx.db
+          .selectFrom('smart_list_options')
+          .select('image_key')
+          .where('id', '=', optionId)
+          .executeTakeFirstOrThrow()
+      ).image_key;
+    const runJobs = () => createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+
+    it('stores a PNG, JPEG, GIF or WebP told by its bytes, replaces and removes it, and lets the old files go', async () => {
+      const list = await newList(a, 'Flags', true);
+      const option = (await a.post(`/smartlists/${list.id}/options`, { label: 'France', value: 'fr' })).body;
+      assert.equal(option.image, null);
+      const path = `/smartlists/${list.id}/options/${option.id}/image`;
+
+      const png = await upload(path, [['image', PNG, 'flag.png']]);
+      assert.equal(png.status, 200, png.text);
+      assert.deepEqual(png.body.image, { contentType: 'image/png', size: PNG.length });
+      const first = await keyOf(option.id);
+      assert.ok(first && (await app.server.ctx.storage.head(first))?.size === PNG.length, 'stored through the driver');
+      assert.deepEqual((await a.get(`/smartlists/${list.id}/options/${option.id}`)).body.image, png.body.image);
+
+      for (const [bytes, type] of [
+        [JPEG_START, 'image/jpeg'],
+        [GIF, 'image/gif'],
+        [WEBP_START, 'image/webp'],
+      ] as const) {
+        // The declared type and name say PNG: the bytes decide.
+        const res = await upload(path, [['image', bytes, 'looks.png']]);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.image.contentType, type);
+      }
+      const last = await keyOf(option.id);
+      await runJobs();
+      assert.equal(await app.server.ctx.storage.head(first), undefined, 'the replaced file is removed');
+      assert.ok(await app.server.ctx.storage.head(last!));
+
+      // An empty file part removes the image.
+      const emptied = await upload(path, [['image', Buffer.alloc(0), 'empty.png']]);
+      assert.equal(emptied.status, 200, emptied.text);
+      assert.equal(emptied.body.image, null);
+      await runJobs();
+      assert.equal(await app.server.ctx.storage.head(last!), undefined);
+
+      // So does a null part, and a request with no body.
+      await upload(path, [['image', PNG, 'flag.png']]);
+      const nulled = await upload(path, [['image', 'null']]);
+      assert.equal(nulled.status, 200, nulled.text);
+      assert.equal(nulled.body.image, null);
+      await upload(path, [['image', PNG, 'flag.png']]);
+      const bare = await a.post(path);
+      assert.equal(bare.status, 200, bare.text);
+      assert.equal(bare.body.image, null);
+
+      // DELETE .../image too, with or without an image.
+      await upload(path, [['image', PNG, 'flag.png']]);
+      const key = await keyOf(option.id);
+      const removed = await a.delete(path);
+      assert.equal(removed.status, 200, removed.text);
+      assert.deepEqual(removed.body, { id: option.id });
+      assert.equal((await a.get(`/smartlists/${list.id}/options/${option.id}`)).body.image, null);
+      assert.equal((await a.delete(path)).status, 200);
+      await runJobs();
+      assert.equal(await app.server.ctx.storage.head(key!), undefined);
+    });
+
+    it('refuses a renamed text file, an oversize file, other parts, and lists without images', async () => {
+      const list = await newList(a, 'Badges', true);
+      const option = (await a.post(`/smartlists/${list.id}/options`, { label: 'Gold' })).body;
+      const path = `/smartlists/${list.id}/options/${option.id}/image`;
+      await upload(path, [['image', PNG, 'gold.png']]);
+      const kept = await keyOf(option.id);
+
+      expectError(await upload(path, [['image', Buffer.from('just some text\n'), 'notes.png']]), 400, 'invalid_image');
+      const big = Buffer.concat([PNG, Buffer.alloc(app.config.optionImageMaxBytes)]);
+      const oversize = await upload(path, [['image', big, 'big.png']]);
+      expectError(oversize, 400, 'invalid_image');
+      assert.match(oversize.body.error, new RegExp(String(app.config.optionImageMaxBytes)));
+      expectError(await upload(path, [['picture', PNG, 'gold.png']]), 400, 'invalid_image');
+      expectError(
+        await upload(path, [
+          ['image', PNG, 'gold.png'],
+          ['image', PNG, 'again.png'],
+        ]),
+        400,
+        'invalid_image',
+      );
+      expectError(await upload(path, [['image', 'not a file']]), 400, 'invalid_image');
+      expectError(await a.post(path, { image: 'x' }), 400, 'invalid_image');
+      assert.equal(await keyOf(option.id), kept, 'a refused upload changes nothing');
+
+      const plain = await newList(a, 'No pictures');
+      const plainOption = (await a.post(`/smartlists/${plain.id}/options`, { label: 'One' })).body;
+      const plainPath = `/smartlists/${plain.id}/options/${plainOption.id}/image`;
+      expectError(await upload(plainPath, [['image', PNG, 'one.png']]), 400, 'images_not_used');
+      expectError(await a.delete(plainPath), 400, 'images_not_used');
+
+      // Another account's option is 404, whatever the body holds.
+      expectError(await upload(path, [['image', PNG, 'x.png']], b.token), 404, 'smart_list_not_found');
+      expectError(
+        await upload(`/smartlists/${list.id}/options/2147483647/image`, [['image', PNG, 'x.png']]),
+        404,
+        'smart_list_option_not_found',
+      );
+
+      // Turning images off lets them go; deleting the list too.
+      await a.put(`/smartlists/${list.id}`, { useImages: false });
+      assert.equal((await a.get(`/smartlists/${list.id}/options/${option.id}`)).body.image, null);
+      await runJobs();
+      assert.equal(await app.server.ctx.storage.head(kept!), undefined);
+      await a.put(`/smartlists/${list.id}`, { useImages: true });
+      await upload(path, [['image', PNG, 'gold.png']]);
+      const again = await keyOf(option.id);
+      assert.equal((await a.delete(`/smartlists/${list.id}`)).status, 200);
+      await runJobs();
+      assert.equal(await app.server.ctx.storage.head(again!), undefined);
     });
   });
 });

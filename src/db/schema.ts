@@ -458,6 +458,9 @@ export interface SmartListOptionsTable {
   value: string;
   display_order: number;
   image_key: string | null;
+  /** The image's media type, read from its bytes (image/png …). */
+  image_type: string | null;
+  image_size: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -27,6 +27,8 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addColumn('display_order', 'integer', (c) => c.notNull())
     // The storage key of the option's image, when the list uses images and one was uploaded.
     .addColumn('image_key', 'text')
+    .addColumn('image_type', 'text')
+    .addColumn('image_size', 'integer')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();

@@ -256,3 +256,43 @@ export async function deleteAllOptions(db: Executor, listId: number): Promise<nu
 export async function touchList(db: Executor, listId: number, now: number): Promise<void> {
   await db.updateTable('smart_lists').set({ updated_at: now }).where('id', '=', listId).execute();
 }
+
+export async function setOptionImage(
+  db: Executor,
+  optionId: number,
+  image: { key: string; type: string; size: number } | null,
+  now: number,
+): Promise<SmartListOptionRow> {
+  return db
+    .updateTable('smart_list_options')
+    .set({
+      image_key: image?.key ?? null,
+      image_type: image?.type ?? null,
+      image_size: image?.size ?? null,
+      updated_at: now,
+    })
+    .where('id', '=', optionId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The storage keys of the images of a list's options (of one option, with optionId). */
+export async function imageKeys(db: Executor, listId: number, optionId?: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('smart_list_options')
+    .select('image_key')
+    .where('list_id', '=', listId)
+    .where('image_key', 'is not', null)
+    .$if(optionId !== undefined, (q) => q.where('id', '=', optionId!))
+    .execute();
+  return rows.map((r) => r.image_key!);
+}
+
+export async function clearImages(db: Executor, listId: number, now: number): Promise<void> {
+  await db
+    .updateTable('smart_list_options')
+    .set({ image_key: null, image_type: null, image_size: null, updated_at: now })
+    .where('list_id', '=', listId)
+    .where('image_key', 'is not', null)
+    .execute();
+}

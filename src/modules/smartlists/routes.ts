@@ -1,9 +1,12 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
+import { validatorCompiler } from '../../http/validation.js';
+import { readImagePart } from './image-part.js';
 import {
   AllOptionsDeleted,
   BulkAdded,
@@ -12,6 +15,8 @@ import {
   MAX_OPTIONS_PER_LIST,
   OptionCreate,
   OptionDeleted,
+  OptionImageDeleted,
+  OptionImageUpload,
   OptionList,
   OptionQuery,
   OptionUpdate,
@@ -235,6 +240,57 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
       },
       (req) => service.deleteOption(ctx, principal(req), req.params),
+    );
+
+    // Multipart bodies are read on this route only: the rest of the API takes JSON alone.
+    await app.register(async (scope) => {
+      // A file past the limit is read to its end and refused (readImagePart), not cut off mid-body.
+      await scope.register(multipart, { throwFileSizeLimit: false });
+      const images = scope.withTypeProvider<TypeBoxTypeProvider>();
+      images.post(
+        '/smartlists/:smartListId/options/:optionId/image',
+        {
+          config: { access: write },
+          // The body is a stream of parts, read (and checked) by readImagePart; the schema describes it.
+          validatorCompiler: (req) => (req.httpPart === 'body' ? () => true : validatorCompiler(req)),
+          schema: {
+            tags,
+            operationId: 'setSmartListOptionImage',
+            summary: 'Set or remove the image of an option',
+            description:
+              'multipart/form-data with one part named image: a PNG, JPEG, GIF or WebP file, told by its bytes ' +
+              `(not its name or declared type), of at most OPTION_IMAGE_MAX_BYTES (${ctx.config.optionImageMaxBytes} here). ` +
+              'An empty file part, a part whose value is empty or null, no part, or no body at all removes the image. ' +
+              'Anything else is 400 invalid_image, and a list whose useImages is off answers 400 images_not_used. ' +
+              'A new image replaces the old one, whose file is removed once the change commits.',
+            consumes: ['multipart/form-data'],
+            params: optionParams,
+            body: OptionImageUpload,
+            response: { 200: Type.Ref(SmartListOption), ...errors(403, 404) },
+          },
+        },
+        (req) =>
+          service.setOptionImage(ctx, principal(req), req.params, () =>
+            readImagePart(req, ctx.config.optionImageMaxBytes),
+          ),
+      );
+    });
+
+    app.delete(
+      '/smartlists/:smartListId/options/:optionId/image',
+      {
+        config: { access: write },
+        schema: {
+          tags,
+          operationId: 'deleteSmartListOptionImage',
+          summary: 'Remove the image of an option',
+          description:
+            'Answers 200 when the option has no image too; 400 images_not_used when the list does not use images.',
+          params: optionParams,
+          response: { 200: OptionImageDeleted, ...errors(403, 404) },
+        },
+      },
+      (req) => service.removeOptionImage(ctx, principal(req), req.params),
     );
   };
 }

@@ -93,6 +93,18 @@ export const SmartListOption = Type.Object(
     label: Type.String(),
     value: Type.String(),
     order: Type.Integer(),
+    image: Type.Union(
+      [
+        Type.Object({
+          contentType: Type.String({
+            description: 'image/png, image/jpeg, image/gif or image/webp, read from its bytes',
+          }),
+          size: Type.Integer({ description: 'Bytes' }),
+        }),
+        Type.Null(),
+      ],
+      { description: 'The option image, when the list uses images and one was uploaded' },
+    ),
     created: Timestamp,
     updated: Timestamp,
   },
@@ -135,3 +147,19 @@ export const AllOptionsDeleted = Type.Object(
 );
 
 export const OptionDeleted = Type.Object({ id: Id }, { description: 'The option is gone' });
+
+export const OptionImageUpload = Type.Object(
+  {
+    image: Type.Optional(
+      Type.Union([Type.String({ format: 'binary' }), Type.Null()], {
+        description: 'A PNG, JPEG, GIF or WebP file; empty, null or left out removes the image',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'SmartListOptionImage' },
+);
+
+export const OptionImageDeleted = Type.Object(
+  { id: Id },
+  { description: 'The id of the option, which now has no image' },
+);

@@ -4,6 +4,11 @@ import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, invalid, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import type { AccountScope, SmartListOptionRef, SmartListRef } from '../permissions/caller.js';
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { enqueue } from '../../jobs/outbox.js';
+import { removeFilesJob } from '../uploads/jobs.js';
+import { imageTypeOf } from './image-type.js';
 import * as repo from './repository.js';
 import {
   MAX_OPTIONS_PER_LIST,
@@ -36,6 +41,7 @@ function toOption(row: SmartListOptionRow): SmartListOption {
     label: row.label,
     value: row.value,
     order: row.display_order,
+    image: row.image_key === null ? null : { contentType: row.image_type ?? '', size: row.image_size ?? 0 },
     created: isoTime(row.created_at),
     updated: isoTime(row.updated_at),
   };
@@ -118,7 +124,13 @@ export async function updateList(
     const update: { name?: string; use_images?: number } = {};
     if (input.name !== undefined) update.name = input.name;
     if (input.useImages !== undefined) update.use_images = Number(input.useImages);
-    const row = await repo.updateList(trx, scope.accountId, smartListId, update, ctx.clock.now());
+    const now = ctx.clock.now();
+    // A list that stops using images lets its options' images go.
+    if (input.useImages === false) {
+      await removeImages(trx, smartListId);
+      await repo.clearImages(trx, smartListId, now);
+    }
+    const row = await repo.updateList(trx, scope.accountId, smartListId, update, now);
     return recordOf(trx, row);
   });
 }
@@ -150,6 +162,7 @@ export async function deleteList(
       JSON.stringify(options),
       ctx.clock.now(),
     );
+    await removeImages(trx, smartListId);
     await repo.deleteList(trx, scope.accountId, smartListId);
     return { id: smartListId };
   });
@@ -177,6 +190,13 @@ export async function getOption(
 ): Promise<SmartListOption> {
   await requireList(ctx.db, scope, ref.smartListId);
   return toOption(await requireOption(ctx.db, scope.accountId, ref));
+}
+
+/** The stored images of the list's options go once the change that lets them go commits. */
+async function removeImages(trx: Executor, listId: number): Promise<void> {
+  const keys = await repo.imageKeys(trx, listId);
+  // In slices: a job's payload stays small.
+  for (let i = 0; i < keys.length; i += 1000) await enqueue(trx, removeFilesJob, { keys: keys.slice(i, i + 1000) });
 }
 
 function tooMany(count: number, adding: number, property: string): BadRequestError | undefined {
@@ -253,6 +273,7 @@ export async function deleteOption(
   return transact(ctx.db, async (trx) => {
     await requireList(trx, scope, ref.smartListId);
     const option = await requireOption(trx, scope.accountId, ref);
+    if (option.image_key !== null) await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
     await repo.deleteOption(trx, option.id);
     await optionsChanged(trx, scope.accountId, ref.smartListId, ctx.clock.now());
     return { id: option.id };
@@ -320,8 +341,66 @@ export async function deleteAllOptions(
 ): Promise<{ id: number; deleted: number }> {
   return transact(ctx.db, async (trx) => {
     await requireList(trx, scope, smartListId);
+    await removeImages(trx, smartListId);
     const deleted = await repo.deleteAllOptions(trx, smartListId);
     await optionsChanged(trx, scope.accountId, smartListId, ctx.clock.now());
     return { id: smartListId, deleted };
+  });
+}
+
+async function requireImageTarget(
+  db: Executor,
+  scope: AccountScope,
+  ref: SmartListOptionRef,
+): Promise<SmartListOptionRow> {
+  const list = await requireList(db, scope, ref.smartListId);
+  const option = await requireOption(db, scope.accountId, ref);
+  if (list.use_images !== 1) throw new BadRequestError('images_not_used');
+  return option;
+}
+
+/**
+ * Sets or (with null from read) removes an option's image. The list and option are checked
+ * before the body is read, so that another account's ids answer 404 whatever the body holds.
+ * The bytes are stored first, under a new key; the row points at them in one transaction,
+ * which also queues the removal of the image they replace (or, should it fail, of the new one).
+ */
+export async function setOptionImage(
+  ctx: AppContext,
+  scope: AccountScope,
+  ref: SmartListOptionRef,
+  read: () => Promise<Buffer | null>,
+): Promise<SmartListOption> {
+  await requireImageTarget(ctx.db, scope, ref);
+  const bytes = await read();
+  if (bytes === null) return removeOptionImage(ctx, scope, ref).then(() => getOption(ctx, scope, ref));
+  const type = imageTypeOf(bytes);
+  if (!type) throw new BadRequestError('invalid_image', 'The file is not a PNG, JPEG, GIF or WebP image');
+  const key = `smartlists/${scope.accountId}/${ref.smartListId}/${ref.optionId}-${randomBytes(12).toString('hex')}`;
+  await ctx.storage.put(key, Readable.from([bytes]), { maxBytes: ctx.config.optionImageMaxBytes, contentType: type });
+  try {
+    return await transact(ctx.db, async (trx) => {
+      const option = await requireImageTarget(trx, scope, ref);
+      if (option.image_key !== null) await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
+      return toOption(await repo.setOptionImage(trx, option.id, { key, type, size: bytes.length }, ctx.clock.now()));
+    });
+  } catch (error) {
+    await ctx.storage.deleteMany([key]).catch(() => undefined);
+    throw error;
+  }
+}
+
+export async function removeOptionImage(
+  ctx: AppContext,
+  scope: AccountScope,
+  ref: SmartListOptionRef,
+): Promise<{ id: number }> {
+  return transact(ctx.db, async (trx) => {
+    const option = await requireImageTarget(trx, scope, ref);
+    if (option.image_key !== null) {
+      await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
+      await repo.setOptionImage(trx, option.id, null, ctx.clock.now());
+    }
+    return { id: option.id };
   });
 }
