@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { PAGE_FRESHNESS_MS } from '../src/modules/hosted/service.js';
+import { drainBytes } from '../src/modules/smartlists/image-part.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
@@ -535,10 +536,16 @@ describe(`smart lists (${dialectName})`, () => {
       const kept = await keyOf(option.id);
 
       expectError(await upload(path, [['image', Buffer.from('just some text\n'), 'notes.png']]), 400, 'invalid_image');
-      const big = Buffer.concat([PNG, Buffer.alloc(app.config.optionImageMaxBytes)]);
+      // Far past the limit (OPTION_IMAGE_MAX_BYTES is 4096 here), yet read to its end and refused.
+      const big = Buffer.concat([PNG, Buffer.alloc(500 * 1024)]);
       const oversize = await upload(path, [['image', big, 'big.png']]);
       expectError(oversize, 400, 'invalid_image');
       assert.match(oversize.body.error, new RegExp(String(app.config.optionImageMaxBytes)));
+      // Past what is read to its end, the reader cuts it: refused all the same.
+      const huge = await upload(path, [
+        ['image', Buffer.concat([PNG, Buffer.alloc(drainBytes(4096) + 1024)]), 'huge.png'],
+      ]);
+      expectError(huge, 400, 'invalid_image');
       expectError(await upload(path, [['picture', PNG, 'gold.png']]), 400, 'invalid_image');
       expectError(
         await upload(path, [

@@ -244,13 +244,13 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
 
     // Multipart bodies are read on this route only: the rest of the API takes JSON alone.
     await app.register(async (scope) => {
-      // A file past the limit is read to its end and refused (readImagePart), not cut off mid-body.
+      // A file past the limit is refused by readImagePart, which reads it to its end while it can.
       await scope.register(multipart, { throwFileSizeLimit: false });
       const images = scope.withTypeProvider<TypeBoxTypeProvider>();
       images.post(
         '/smartlists/:smartListId/options/:optionId/image',
         {
-          config: { access: write },
+          config: { access: write, streamedBody: true },
           // The body is a stream of parts, read (and checked) by readImagePart; the schema describes it.
           validatorCompiler: (req) => (req.httpPart === 'body' ? () => true : validatorCompiler(req)),
           schema: {
@@ -271,7 +271,11 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
         (req) =>
           service.setOptionImage(ctx, principal(req), req.params, () =>
-            readImagePart(req, ctx.config.optionImageMaxBytes),
+            readImagePart(req, {
+              maxBytes: ctx.config.optionImageMaxBytes,
+              bytesPerSecond: ctx.config.uploadMinBytesPerSecond,
+              windowMs: ctx.config.requestTimeoutMs,
+            }),
           ),
       );
     });
