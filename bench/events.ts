@@ -65,7 +65,7 @@ const percentile = (sorted: number[], q: number) =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 
 /** Collects webhook deliveries: the first arrival of each submission's created event. */
-class Receiver {
+export class Receiver {
   readonly firstArrival = new Map<number, number>();
   deliveries = 0;
   private readonly server = createServer((req, res) => this.take(req, res));
@@ -100,7 +100,7 @@ class Receiver {
 }
 
 /** An SMTP server that accepts every message and counts them. */
-class MailSink {
+export class MailSink {
   messages = 0;
   private readonly server = new SMTPServer({
     authOptional: true,
@@ -126,7 +126,7 @@ class MailSink {
   }
 }
 
-async function call(service: EventService, method: string, path: string, body: unknown): Promise<unknown> {
+export async function call(service: EventService, method: string, path: string, body: unknown): Promise<unknown> {
   const res = await fetch(`${service.url}${API}${path}`, {
     method,
     headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json' },

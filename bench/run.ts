@@ -24,6 +24,7 @@
  *   BENCH_SEED_COUNT        submissions seeded into the read form (default 1000000)
  *   BENCH_PG_URL            PostgreSQL to make the bench database in (default
  *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
+ *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
  *   BENCH_FILE_MB           size of the file of the file section (default 20)
@@ -35,6 +36,16 @@
  *    configured against nothing configured, and the delay from a submission's 200 to its
  *    webhook delivery at BENCH_EVENT_RATE submissions/s (default 100). `npm run bench -- events`
  *    runs this section alone.
+ * 4b. PostgreSQL (bench/pgbench.ts; `npm run bench -- pg` runs it alone): the POST on
+ *    PostgreSQL, with nothing configured and with a webhook and a notification email, next to
+ *    pgbench at the same concurrency in the same run: (a) one 10-key jsonb row per transaction,
+ *    (b) the statements of one create, captured from the service. BENCH_PG_KEEP=1 keeps the
+ *    database and writes the pgbench scripts to /tmp, to run pgbench on them by hand.
+ * 7. Export (`npm run bench -- export` runs it alone, after seeding the form): the CSV export of
+ *    the seeded form on a fresh service child, with rows per second and the service's peak RSS
+ *    against its RSS once started (idle).
+ * `npm run bench -- forms` runs section 1 alone (the form read, the forms list and the constant
+ * routes of their sizes).
  * 6. Public (`npm run bench -- public`, alone): the hosted page of the 10-field form
  *    (GET /f/{viewKey}) and its plain HTML post (urlencoded, a new page token per request:
  *    each one a real submission), next to the constant route of the same run.
@@ -42,7 +53,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,7 +62,18 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
-import { eventReport, runEventBench, type EventResult } from './events.js';
+import { call, eventReport, MailSink, Receiver, runEventBench, type EventResult } from './events.js';
+import {
+  isBackground,
+  JSONB_TABLE,
+  jsonbScript,
+  pgbenchScript,
+  readCaptured,
+  runPgbench,
+  SEQUENCE,
+  type Captured,
+  type PgbenchResult,
+} from './pgbench.js';
 import { fileTable, runFileBench, type FileRow } from './files.js';
 import { plainPost } from './public.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
@@ -91,6 +113,8 @@ const PG_ADMIN_URL =
     ? 'postgres://postgres@127.0.0.1:5432/test'
     : process.env.BENCH_PG_URL;
 const PG_ENABLED = PG_ADMIN_URL !== 'off';
+/** DATABASE_POOL_SIZE of the measured PostgreSQL service. */
+const PG_POOL = intEnv('BENCH_PG_POOL', 25, 1);
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
 const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
@@ -98,6 +122,9 @@ const EVENT_RATE = intEnv('BENCH_EVENT_RATE', 100, 1);
 const ONLY_FILES = process.argv.slice(2).includes('files');
 const ONLY_EVENTS = process.argv.slice(2).includes('events');
 const ONLY_PUBLIC = process.argv.slice(2).includes('public');
+const ONLY_FORMS = process.argv.slice(2).includes('forms');
+const ONLY_EXPORT = process.argv.slice(2).includes('export');
+const ONLY_PG = process.argv.slice(2).includes('pg');
 /** The page target of the hosted-forms issue: the page at least this share of the constant route. */
 const PAGE_TARGET_SHARE = 50;
 
@@ -181,6 +208,7 @@ async function startService(
   databaseUrl: string,
   profRoot: string,
   env: Record<string, string> = {},
+  extra: { node?: string[]; serve?: string[] } = {},
 ): Promise<Child> {
   let profDir: string | undefined;
   if (CPU_PROF) {
@@ -189,7 +217,15 @@ async function startService(
   }
   const service = startChild(
     name,
-    [...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', 'src/cli.ts', 'serve'],
+    [
+      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+      '--import',
+      'tsx',
+      ...(extra.node ?? []),
+      'src/cli.ts',
+      'serve',
+      ...(extra.serve ?? []),
+    ],
     // Quotas high enough never to refuse: the benchmark measures their cost, not their effect.
     {
       DATA_DIR: dataDir,
@@ -316,6 +352,11 @@ async function createPgDatabase(): Promise<string> {
 }
 
 async function dropPgDatabases(): Promise<void> {
+  // For a look at the data afterwards (and pgbench by hand on it).
+  if (process.env.BENCH_PG_KEEP === '1') {
+    log(`BENCH_PG_KEEP=1: kept ${pgDatabases.join(', ')}`);
+    return;
+  }
   while (pgDatabases.length > 0) {
     const name = pgDatabases.pop()!;
     try {
@@ -840,6 +881,238 @@ async function eventsOnly(): Promise<number> {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// PostgreSQL writes next to pgbench (bench/pgbench.ts)
+
+interface PgSectionResult {
+  rows: { name: string; rps: number; p50: number; p99: number; share: string }[];
+  lines: string[];
+  problems: string[];
+}
+
+async function pgSql(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The statements the service sends for one POST of a new body to the form (captured by bench/pg-capture.ts). */
+async function captureCreate(child: Child, token: string, form: { id: number; ids: FieldIds }, file: string) {
+  await postOne(child, token, form.id, form.ids); // caches warm: what every later request finds
+  await new Promise((r) => setTimeout(r, 200));
+  const from = statSync(file).size;
+  await postOne(child, token, form.id, form.ids);
+  await new Promise((r) => setTimeout(r, 200));
+  return readCaptured(file, from).filter((c) => !isBackground(c));
+}
+
+/**
+ * Section 4: the POST on PostgreSQL at POST_CONNECTIONS, on a form with nothing configured and
+ * on one with a webhook and a notification email, each next to pgbench at the same
+ * concurrency in the same run: (a) one 10-key jsonb row per transaction, (b) the statements
+ * of one create of that form, captured from the service.
+ */
+async function pgSection(
+  tmp: string,
+  profDir: string,
+  services: Child[],
+  measured: Measured[],
+): Promise<PgSectionResult> {
+  const database = await createPgDatabase();
+  log(`PostgreSQL database ${database}`);
+  const pgUrl = pgUrlFor(database);
+  const dataDir = join(tmp, 'pg-data');
+  const pgToken = await createBenchAccount(dataDir, pgUrl);
+  const receiver = new Receiver();
+  const sink = new MailSink();
+  const eventEnv = {
+    // One key for the capturing child and the measured one: the worker opens what either wrote.
+    SECRET_KEY: randomBytes(32).toString('hex'),
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    SMTP_URL: await sink.listen(),
+    MAIL_FROM: 'bench@example.com',
+  };
+  const hookUrl = await receiver.listen();
+  const problems: string[] = [];
+  try {
+    const withEvents = async (child: Child, name: string) => {
+      const form = await createSubmissionForm(child, pgToken, name);
+      const service = { url: child.url, token: pgToken };
+      await call(service, 'POST', `/form/${form.id}/webhook`, { url: hookUrl });
+      await call(service, 'POST', `/forms/${form.id}/notifications`, {
+        name: 'New submission',
+        recipients: ['team@example.com'],
+        subject: 'New submission to {{ form_name }}',
+        message: '<p>Submission {{ submission_id }}</p>{{ all_fields }}',
+      });
+      return form;
+    };
+
+    // 1. What one create sends, from a service child with the capture hook (no worker: its polls are not the request's).
+    const captureFile = join(tmp, 'pg-capture.jsonl');
+    const capture = await startService(
+      'service (PostgreSQL, capture)',
+      dataDir,
+      pgUrl,
+      profDir,
+      { ...eventEnv, BENCH_PG_CAPTURE: captureFile },
+      { node: ['--import', './bench/pg-capture.ts'], serve: ['--no-worker'] },
+    );
+    const plainCapture = await createSubmissionForm(capture, pgToken, 'Bench capture (no events)');
+    const eventCapture = await withEvents(capture, 'Bench capture (webhook and email)');
+    const plainStatements = await captureCreate(capture, pgToken, plainCapture, captureFile);
+    const eventStatements = await captureCreate(capture, pgToken, eventCapture, captureFile);
+    await stopChild(capture, stopGrace());
+    const describe = (list: Captured[]) =>
+      list.map((c, i) => `    ${i + 1}. ${c.text.replace(/\s+/g, ' ').slice(0, 160)}`).join('\n');
+    log(`one create sends ${plainStatements.length} statements:\n${describe(plainStatements)}`);
+    log(
+      `one create with a webhook and an email sends ${eventStatements.length} statements:\n${describe(eventStatements)}`,
+    );
+
+    // 2. The service that is measured (API and worker), its forms, and pgbench's tables.
+    // A pool wider than the default 10 (DATABASE_POOL_SIZE): the service's requests are
+    // latency-bound (seven round trips each), so more of them in flight at once is what
+    // fills the database; 25 of the server's 100 connections.
+    const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, {
+      ...eventEnv,
+      DATABASE_POOL_SIZE: String(PG_POOL),
+    });
+    services.push(service);
+    const plainForm = await createSubmissionForm(service, pgToken, 'Bench submissions (POST)');
+    const eventForm = await withEvents(service, 'Bench submissions (POST, webhook and email)');
+    await postOne(service, pgToken, plainForm.id, plainForm.ids);
+    await postOne(service, pgToken, eventForm.id, eventForm.ids);
+    await pgSql(pgUrl, JSONB_TABLE);
+    await pgSql(pgUrl, `CREATE SEQUENCE ${SEQUENCE}`);
+    const vacuum = () => pgSql(pgUrl, 'VACUUM ANALYZE');
+    const scriptDir = process.env.BENCH_PG_KEEP === '1' ? '/tmp' : tmp;
+
+    const bench = async (label: string, script: string): Promise<PgbenchResult> => {
+      await vacuum();
+      log(`pgbench ${label}: ${DURATION} s with ${POST_CONNECTIONS} clients`);
+      const r = await runPgbench(
+        pgUrl,
+        join(scriptDir, `pgbench-${label}.sql`),
+        script,
+        POST_CONNECTIONS,
+        DURATION,
+        log,
+      );
+      if (r.failed > 0) problems.push(`pgbench ${label}: ${r.failed} failed transactions`);
+      return r;
+    };
+    const post = async (name: string, form: { id: number; ids: FieldIds }) => {
+      await vacuum();
+      const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids));
+      measured.push(m);
+      return m;
+    };
+
+    const a = await bench('a', jsonbScript());
+    const b = await bench('b', pgbenchScript(plainStatements));
+    const plain = await post('POST /forms/{id}/submissions (PostgreSQL)', plainForm);
+    const bEvents = await bench('b-events', pgbenchScript(eventStatements));
+    const evented = await post('POST /forms/{id}/submissions (PostgreSQL, a webhook and an email)', eventForm);
+    problems.push(...[plain, evented].flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)));
+
+    const pct = (x: number, of: number) => `${fmt((100 * x) / of, 1)}%`;
+    const rps = (m: Measured) => m.result.requests.mean;
+    const rows = [
+      { name: 'pgbench (a): one 10-key jsonb row', rps: a.tps, p50: a.latencyMs, p99: Number.NaN, share: '' },
+      {
+        name: `pgbench (b): the ${plainStatements.length} statements of one create`,
+        rps: b.tps,
+        p50: b.latencyMs,
+        p99: Number.NaN,
+        share: '',
+      },
+      {
+        name: plain.scenario.name,
+        rps: rps(plain),
+        p50: plain.latency.p50,
+        p99: plain.latency.p99,
+        share: `${pct(rps(plain), a.tps)} of (a), ${pct(rps(plain), b.tps)} of (b)`,
+      },
+      {
+        name: `pgbench (b'): the ${eventStatements.length} statements of one create with a webhook and an email`,
+        rps: bEvents.tps,
+        p50: bEvents.latencyMs,
+        p99: Number.NaN,
+        share: '',
+      },
+      {
+        name: evented.scenario.name,
+        rps: rps(evented),
+        p50: evented.latency.p50,
+        p99: evented.latency.p99,
+        share: `${pct(rps(evented), a.tps)} of (a), ${pct(rps(evented), bEvents.tps)} of (b')`,
+      },
+    ];
+    const met = (ok: boolean) => (ok ? 'met   ' : 'MISSED');
+    const lines = [
+      `  ${met(rps(plain) >= 0.3 * a.tps)} POST on PostgreSQL ${pct(rps(plain), a.tps)} of pgbench (a) (target >= 30%)`,
+      `  ${met(rps(plain) >= 0.6 * b.tps)} POST on PostgreSQL ${pct(rps(plain), b.tps)} of pgbench (b) (target >= 60%)`,
+      `  ${met(rps(evented) >= 0.3 * a.tps)} POST with a webhook and an email ${pct(rps(evented), a.tps)} of pgbench (a) (target >= 30%)`,
+      `  ${met(rps(evented) >= 0.6 * bEvents.tps)} POST with a webhook and an email ${pct(rps(evented), bEvents.tps)} of pgbench (b') (target >= 60%)`,
+    ];
+    await stopChild(service, stopGrace());
+    return { rows, lines, problems };
+  } finally {
+    await receiver.close();
+    await sink.close();
+  }
+}
+
+function pgReport(r: PgSectionResult): string {
+  const na = (n: number) => (Number.isNaN(n) ? '' : ms(n));
+  return [
+    '',
+    `PostgreSQL writes, ${POST_CONNECTIONS} connections, next to pgbench in the same run (pgbench: latency average in the p50 column):`,
+    '',
+    '| scenario | tx/s or req/s | p50 ms | p99 ms | POST as a share of pgbench |',
+    '|---|---:|---:|---:|---|',
+    ...r.rows.map((row) => `| ${row.name} | ${fmt(row.rps, 0)} | ${na(row.p50)} | ${na(row.p99)} | ${row.share} |`),
+    '',
+    'targets:',
+    ...r.lines,
+    '',
+  ].join('\n');
+}
+
+async function pgOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  const services: Child[] = [];
+  const measured: Measured[] = [];
+  try {
+    const result = await pgSection(tmp, profDir, services, measured);
+    process.stdout.write(`${pgReport(result)}\n`);
+    if (CPU_PROF) {
+      await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+      process.stdout.write(`\n${profileOf(services, measured)}\n`);
+    }
+    if (result.problems.length > 0) {
+      process.stderr.write(`\nFAILED:\n${result.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      return 1;
+    }
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    await dropPgDatabases();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 /** Section 6: the hosted page and its plain HTML post, as a share of the constant route. */
 async function publicOnly(): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
@@ -937,10 +1210,123 @@ async function publicOnly(): Promise<number> {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------
+// Export
+
+/** The export targets of issue 14: rows per second, and peak RSS over idle. */
+const EXPORT_TARGET_ROWS_PER_S = 41_000;
+const EXPORT_TARGET_RSS_MIB = 50;
+
+interface ExportResult {
+  rows: number;
+  bytes: number;
+  seconds: number;
+  idleMiB: number;
+  peakMiB: number;
+  /** How the peak was read: VmHWM reset before the export, or VmRSS sampled during it. */
+  peakFrom: string;
+  child: Child;
+  window: Window;
+  problems: string[];
+}
+
+/** A field of /proc/<pid>/status in MiB (Linux only). */
+function procMiB(pid: number | undefined, field: 'VmRSS' | 'VmHWM'): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const kb = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * GET .../submissions/export?format=csv of the seeded form, read as fast as it comes. Idle is
+ * the child's RSS once started and warmed by one small request; the peak is its VmHWM, reset
+ * just before the export (clear_refs 5), so that start-up does not count.
+ */
+async function measureExport(child: Child, token: string, seeded: SeedResult): Promise<ExportResult> {
+  const auth = { authorization: `Bearer ${token}` };
+  const pid = child.proc.pid;
+  const problems: string[] = [];
+  await getJson(`${child.url}${API}/forms/${seeded.formId}`, auth);
+  await new Promise((r) => setTimeout(r, 500));
+  const idleMiB = procMiB(pid, 'VmRSS');
+  let peakFrom = 'VmHWM';
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    peakFrom = 'VmRSS sampled every 50 ms';
+  }
+  let sampled = idleMiB;
+  const sampler = setInterval(() => {
+    sampled = Math.max(sampled, procMiB(pid, 'VmRSS'));
+  }, 50);
+  log(`export of ${seeded.count.toLocaleString('en-US')} rows as CSV: idle RSS ${idleMiB.toFixed(1)} MiB`);
+  const start = monotonicMicros();
+  let lineEnds = 0;
+  let bytes = 0;
+  try {
+    const res = await fetch(`${child.url}${API}/forms/${seeded.formId}/submissions/export?format=csv`, {
+      headers: auth,
+    });
+    if (res.status !== 200 || !res.body)
+      throw new Error(`export: HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    let last = 0;
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      // Rows end in CRLF; a CR at the end of one chunk and its LF at the start of the next count once.
+      if (last === 13 && chunk[0] === 10) lineEnds++;
+      for (let i = 1; i < chunk.length; i++) if (chunk[i] === 10 && chunk[i - 1] === 13) lineEnds++;
+      last = chunk[chunk.length - 1] ?? 0;
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  const end = monotonicMicros();
+  const seconds = (end - start) / 1e6;
+  const rows = lineEnds - 1;
+  if (rows !== seeded.count) problems.push(`${rows} rows exported, expected ${seeded.count}`);
+  const hwm = procMiB(pid, 'VmHWM');
+  const peakMiB = peakFrom === 'VmHWM' && !Number.isNaN(hwm) ? hwm : Math.max(sampled, procMiB(pid, 'VmRSS'));
+  return {
+    rows,
+    bytes,
+    seconds,
+    idleMiB,
+    peakMiB,
+    peakFrom,
+    child,
+    window: { label: 'export (CSV)', start, end },
+    problems,
+  };
+}
+
+function exportReport(e: ExportResult): string {
+  const rate = e.rows / e.seconds;
+  const over = e.peakMiB - e.idleMiB;
+  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  return (
+    `export (CSV): ${e.rows.toLocaleString('en-US')} rows, ${(e.bytes / 1e6).toFixed(0)} MB in ${e.seconds.toFixed(1)} s = ` +
+    `${Math.round(rate).toLocaleString('en-US')} rows/s (${met(rate >= EXPORT_TARGET_ROWS_PER_S)}: target >= ` +
+    `${EXPORT_TARGET_ROWS_PER_S.toLocaleString('en-US')}); service RSS idle ${e.idleMiB.toFixed(1)} MiB, peak ` +
+    `${e.peakMiB.toFixed(1)} MiB (${e.peakFrom}), +${over.toFixed(1)} MiB (${met(over <= EXPORT_TARGET_RSS_MIB)}: target <= ` +
+    `${EXPORT_TARGET_RSS_MIB} MiB)`
+  );
+}
+
+function exportProfile(e: ExportResult): string {
+  const file = e.child.profDir && readdirSync(e.child.profDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) return `${e.child.name}: no .cpuprofile was written`;
+  return `[${e.child.name}] ${summarizeProfile(join(e.child.profDir!, file), ROOT, e.window)}`;
+}
+
 async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
   if (ONLY_EVENTS) return eventsOnly();
   if (ONLY_PUBLIC) return publicOnly();
+  if (ONLY_PG) return pgOnly();
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');
@@ -953,6 +1339,8 @@ async function main(): Promise<number> {
   let profileReport: string | undefined;
   let fileRows: FileRow[] = [];
   let events: EventResult | undefined;
+  let exported: ExportResult | undefined;
+  let pgResult: PgSectionResult | undefined;
   let failed = false;
   try {
     log(`data in ${dataDir}`);
@@ -962,99 +1350,109 @@ async function main(): Promise<number> {
     // 1. Forms, on SQLite, next to the constant route.
     const service = await startService('service (SQLite)', dataDir, '', profDir);
     services.push(service);
-    const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
-    await waitReady(constant, '/');
+    if (!ONLY_EXPORT) {
+      const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
+      await waitReady(constant, '/');
 
-    log(`seeding ${FORMS} forms of ${FIELDS_PER_FORM} fields through POST ${API}/forms`);
-    const seedStart = Date.now();
-    const ids = await seedForms(service.url, token, FORMS);
-    log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
-    await checkResponses(service, token, ids[0]!);
+      log(`seeding ${FORMS} forms of ${FIELDS_PER_FORM} fields through POST ${API}/forms`);
+      const seedStart = Date.now();
+      const ids = await seedForms(service.url, token, FORMS);
+      log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+      await checkResponses(service, token, ids[0]!);
 
-    const formBytes = (
-      await (await fetch(`${service.url}${API}/forms/${ids[0]}?withFields=true`, { headers: auth })).arrayBuffer()
-    ).byteLength;
-    const scenarios: Scenario[] = [
-      { name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] },
-      {
-        name: `constant route, ${(formBytes / 1024).toFixed(1)} KB body (the form read's size)`,
-        url: constant.url,
-        requests: [{ method: 'GET', path: `/sized?bytes=${formBytes}` }],
-      },
-      {
-        name: 'GET /forms/{id}?withFields=true',
-        url: service.url,
-        child: service,
-        headers: auth,
-        // Every id once, in an order of their own; each connection cycles through the list.
-        requests: shuffled(ids).map((id) => ({ method: 'GET', path: `${API}/forms/${id}?withFields=true` })),
-      },
-      {
-        name: 'GET /forms?pageSize=100',
-        url: service.url,
-        child: service,
-        headers: auth,
-        requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }],
-      },
-    ];
-    for (const scenario of scenarios) measured.push(await measure(scenario));
-    await stopChild(constant, 5_000);
+      const bytesOf = async (path: string) =>
+        (await (await fetch(`${service.url}${API}${path}`, { headers: auth })).arrayBuffer()).byteLength;
+      const formBytes = await bytesOf(`/forms/${ids[0]}?withFields=true`);
+      const listBytes = await bytesOf('/forms?pageSize=100');
+      const scenarios: Scenario[] = [
+        { name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] },
+        {
+          name: `constant route, ${(formBytes / 1024).toFixed(1)} KB body (the form read's size)`,
+          url: constant.url,
+          requests: [{ method: 'GET', path: `/sized?bytes=${formBytes}` }],
+        },
+        {
+          name: 'GET /forms/{id}?withFields=true',
+          url: service.url,
+          child: service,
+          headers: auth,
+          // Every id once, in an order of their own; each connection cycles through the list.
+          requests: shuffled(ids).map((id) => ({ method: 'GET', path: `${API}/forms/${id}?withFields=true` })),
+        },
+        {
+          name: `constant route, ${(listBytes / 1024).toFixed(1)} KB body (the list page's size)`,
+          url: constant.url,
+          requests: [{ method: 'GET', path: `/sized?bytes=${listBytes}` }],
+        },
+        {
+          name: 'GET /forms?pageSize=100',
+          url: service.url,
+          child: service,
+          headers: auth,
+          requests: [{ method: 'GET', path: `${API}/forms?pageSize=100` }],
+          minBytes: listBytes,
+        },
+      ];
+      for (const scenario of scenarios) measured.push(await measure(scenario));
+      await stopChild(constant, 5_000);
+    }
 
-    // 2. Submissions written, on SQLite. The seeder's rows are checked against the service's first.
-    const postForm = await createSubmissionForm(service, token, 'Bench submissions (POST)');
-    const bigForm = await createSubmissionForm(service, token, 'Bench submissions (seeded)');
-    for (let i = 0; i < 20; i++) {
-      const { n, id } = await postOne(service, token, postForm.id, postForm.ids);
-      const problems = compareWithService(dbFile, id, submissionInput(n, postForm.ids));
-      if (problems.length > 0) {
-        throw new Error(
-          `bench/seed-submissions.ts no longer writes what the service writes (submission ${id}):\n  ${problems.join('\n  ')}`,
+    if (!ONLY_FORMS) {
+      // 2. Submissions written, on SQLite. The seeder's rows are checked against the service's first.
+      const postForm = await createSubmissionForm(service, token, 'Bench submissions (POST)');
+      const bigForm = await createSubmissionForm(service, token, 'Bench submissions (seeded)');
+      for (let i = 0; i < 20; i++) {
+        const { n, id } = await postOne(service, token, postForm.id, postForm.ids);
+        const problems = compareWithService(dbFile, id, submissionInput(n, postForm.ids));
+        if (problems.length > 0) {
+          throw new Error(
+            `bench/seed-submissions.ts no longer writes what the service writes (submission ${id}):\n  ${problems.join('\n  ')}`,
+          );
+        }
+      }
+      log('the seeder builds the same rows as the service for 20 submissions');
+      if (!ONLY_EXPORT) {
+        measured.push(
+          await measure(
+            await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids),
+          ),
         );
       }
-    }
-    log('the seeder builds the same rows as the service for 20 submissions');
-    measured.push(
-      await measure(
-        await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids),
-      ),
-    );
-    await stopChild(service, stopGrace());
+      await stopChild(service, stopGrace());
 
-    // 3. Submissions read: seed straight into the file, then a fresh service over it.
-    log(
-      `seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`,
-    );
-    seeded = await runSeeder(dbFile, bigForm.id, SEED_COUNT);
-    const reader = await startService('service (SQLite, seeded)', dataDir, '', profDir);
-    services.push(reader);
-    for (const scenario of await readScenarios(reader, token, dbFile, seeded)) measured.push(await measure(scenario));
-    await stopChild(reader, stopGrace());
-
-    // 4. Submissions written, on PostgreSQL.
-    if (PG_ENABLED) {
-      const database = await createPgDatabase();
-      log(`PostgreSQL database ${database}`);
-      const pgUrl = pgUrlFor(database);
-      const pgToken = await createBenchAccount(join(tmp, 'pg-data'), pgUrl);
-      const pgService = await startService('service (PostgreSQL)', join(tmp, 'pg-data'), pgUrl, profDir);
-      services.push(pgService);
-      const pgForm = await createSubmissionForm(pgService, pgToken, 'Bench submissions (POST)');
-      await postOne(pgService, pgToken, pgForm.id, pgForm.ids);
-      measured.push(
-        await measure(
-          await postScenario('POST /forms/{id}/submissions (PostgreSQL)', pgService, pgToken, pgForm.id, pgForm.ids),
-        ),
+      // 3. Submissions read: seed straight into the file, then a fresh service over it.
+      log(
+        `seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`,
       );
-      await stopChild(pgService, stopGrace());
+      seeded = await runSeeder(dbFile, bigForm.id, SEED_COUNT);
+      if (!ONLY_EXPORT) {
+        const reader = await startService('service (SQLite, seeded)', dataDir, '', profDir);
+        services.push(reader);
+        for (const scenario of await readScenarios(reader, token, dbFile, seeded))
+          measured.push(await measure(scenario));
+        await stopChild(reader, stopGrace());
+      }
+
+      // 7. Export, on a fresh child so that its idle and peak memory are the export's own.
+      const exporter = await startService('service (SQLite, export)', dataDir, '', profDir);
+      services.push(exporter);
+      exported = await measureExport(exporter, token, seeded);
+      await stopChild(exporter, stopGrace());
+
+      if (!ONLY_EXPORT) {
+        // 4. Submissions written, on PostgreSQL, next to pgbench.
+        if (PG_ENABLED) pgResult = await pgSection(tmp, profDir, services, measured);
+        else log('BENCH_PG_URL=off: PostgreSQL skipped');
+
+        // 5. Files.
+        fileRows = await filesSection(tmp, profDir);
+
+        // 6. Events (their rows go in their own table, not the main one).
+        events = await eventsSection(tmp, profDir, services, []);
+      }
     } else {
-      log('BENCH_PG_URL=off: PostgreSQL skipped');
+      await stopChild(service, stopGrace());
     }
-
-    // 5. Files.
-    fileRows = await filesSection(tmp, profDir);
-
-    // 6. Events (their rows go in their own table, not the main one).
-    events = await eventsSection(tmp, profDir, services, []);
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     failed = true;
@@ -1062,26 +1460,42 @@ async function main(): Promise<number> {
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
     await dropPgDatabases();
     if (CPU_PROF && measured.length > 0) profileReport = profileOf(services, measured);
+    if (CPU_PROF && exported) profileReport = [profileReport, exportProfile(exported)].filter(Boolean).join('\n\n');
     rmSync(tmp, { recursive: true, force: true });
   }
-  if (measured.length === 0) return 1;
+  if (measured.length === 0 && !exported) return 1;
 
-  const [ceiling, sameSize, read] = measured;
+  const sections = [
+    !ONLY_EXPORT && `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite`,
+    !ONLY_FORMS &&
+      !ONLY_EXPORT &&
+      `POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite${PG_ENABLED ? ' and PostgreSQL' : ''}`,
+    !ONLY_FORMS &&
+      `${ONLY_EXPORT ? 'the export' : 'reads and the export'} of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
+  ].filter(Boolean);
   const lines = [
     '',
-    `Formwork benchmark, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario: ` +
-      `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite; POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite` +
-      `${PG_ENABLED ? ' and PostgreSQL' : ''}; reads of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
-    '',
-    table(measured),
+    `Formwork benchmark, Node ${process.version}, ${WARMUP} s warm-up + ${DURATION} s measured per scenario: ${sections.join('; ')}`,
     '',
   ];
+  if (measured.length > 0) lines.push(table(measured), '');
+  const named = (prefix: string) => measured.find((m) => m.scenario.name.startsWith(prefix));
+  const ceiling = named('constant route (ceiling)');
+  const sameSize = named('constant route, ') && measured.find((m) => m.scenario.name.includes("the form read's size"));
+  const read = named('GET /forms/{id}?withFields=true');
+  const listSize = measured.find((m) => m.scenario.name.includes("the list page's size"));
+  const list = named('GET /forms?pageSize=100');
+  const rate = (m: Measured) => m.result.requests.mean;
   if (ceiling && sameSize && read) {
-    const share = (100 * read.result.requests.mean) / ceiling.result.requests.mean;
-    const sizeShare = (100 * read.result.requests.mean) / sameSize.result.requests.mean;
     lines.push(
-      `form read reaches ${share.toFixed(1)}% of the constant route (target >= 50%), ` +
-        `${sizeShare.toFixed(1)}% of a constant route with a body of its size`,
+      `form read reaches ${((100 * rate(read)) / rate(ceiling)).toFixed(1)}% of the constant route, ` +
+        `${((100 * rate(read)) / rate(sameSize)).toFixed(1)}% of a constant route with a body of its size (target >= 50%)`,
+    );
+  }
+  if (ceiling && listSize && list) {
+    lines.push(
+      `forms list reaches ${((100 * rate(list)) / rate(ceiling)).toFixed(1)}% of the constant route, ` +
+        `${((100 * rate(list)) / rate(listSize)).toFixed(1)}% of a constant route with a body of its size (target >= 25%)`,
     );
   }
   if (seeded) {
@@ -1091,10 +1505,12 @@ async function main(): Promise<number> {
         `${seeded.keywordMatches.toLocaleString('en-US')}, the field search ${seeded.criteriaMatches.toLocaleString('en-US')}`,
     );
   }
+  if (exported) lines.push(exportReport(exported));
   const target = targets(measured);
   if (target.length > 0) lines.push('targets:', ...target);
   lines.push(`service peak RSS (VmHWM): ${services.map((s) => `${s.name} ${s.peak ?? 'unknown'}`).join('; ')}`);
   process.stdout.write(`${lines.join('\n')}\n`);
+  if (pgResult) process.stdout.write(`${pgReport(pgResult)}\n`);
   if (fileRows.length > 0) process.stdout.write(`${fileReport(fileRows)}\n`);
   if (events) process.stdout.write(`${eventReport(events)}\n`);
   if (profileReport) process.stdout.write(`\n${profileReport}\n`);
@@ -1102,6 +1518,8 @@ async function main(): Promise<number> {
   const problems = [
     ...measured.flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)),
     ...(events?.problems.map((p) => `events: ${p}`) ?? []),
+    ...(exported?.problems.map((p) => `export: ${p}`) ?? []),
+    ...(pgResult?.problems.filter((p) => p.startsWith('pgbench')) ?? []),
   ];
   if (problems.length > 0) {
     process.stderr.write(
@@ -1115,16 +1533,21 @@ async function main(): Promise<number> {
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
 // The events section: two POST runs, the fixed-rate run and up to two drains of five minutes.
 const EVENTS_S = 3 * (WARMUP + DURATION + 15) + 2 * 300;
-const RUNS = 4 + 6 + (PG_ENABLED ? 2 : 1);
+const RUNS = 5 + 6 + (PG_ENABLED ? 6 : 1);
+// The export: at worst 5,000 rows a second.
+const EXPORT_S = SEED_COUNT / 5000;
 // The file section: five service children, each moving its file 2 x 4 times at a few MB/s at worst.
 const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
-const limitMs = ONLY_PUBLIC
-  ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
-  : ONLY_FILES
-    ? FILE_SECTION_S * 1000
-    : ONLY_EVENTS
-      ? (60 + EVENTS_S) * 1000
-      : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + FILE_SECTION_S + EVENTS_S) * 1000;
+const limitMs = ONLY_PG
+  ? (180 + 6 * (WARMUP + DURATION + 15)) * 1000
+  : ONLY_PUBLIC
+    ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
+    : ONLY_FILES
+      ? FILE_SECTION_S * 1000
+      : ONLY_EVENTS
+        ? (60 + EVENTS_S) * 1000
+        : (300 + RUNS * (WARMUP + DURATION + 15) + 120 + SEED_COUNT / 1000 + EXPORT_S + FILE_SECTION_S + EVENTS_S) *
+          1000;
 const watchdog = setTimeout(() => {
   log(`gave up after ${limitMs / 1000} s`);
   killAll();

@@ -8,6 +8,8 @@ export interface Config {
   dataDir: string;
   /** A postgres:// URL, or undefined for the SQLite file in dataDir. */
   databaseUrl: string | undefined;
+  /** PostgreSQL connections this process may hold at once (each write is a transaction on one of them). */
+  databasePoolSize: number;
   publicUrl: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Signs URLs and wraps keys; a random one is made per process when unset (dev only). */
@@ -229,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     dataDir,
     databaseUrl: database?.toString(),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     publicUrl: resolvedPublicUrl,
     logLevel,
     secretKey,

@@ -1,6 +1,7 @@
 import type { JobKind } from './jobs/kind.js';
 import { pruneJob } from './jobs/prune.js';
 import { sendEmailJob } from './modules/emails/jobs.js';
+import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
 import { expirePartialsJob } from './modules/partials/jobs.js';
@@ -19,6 +20,7 @@ export const jobKinds: readonly JobKind[] = [
   sweepUploadsJob,
   deliverWebhookJob,
   sendEmailJob,
+  sendResumeLinkJob,
   expirePartialsJob,
   expirePrefillsJob,
 ];

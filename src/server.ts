@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
@@ -40,7 +41,12 @@ export interface OpenContext {
  * processes that died left behind.
  */
 export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile });
+  const db = openDatabase({
+    databaseUrl: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    dataDir: config.dataDir,
+    sqliteFile,
+  });
   const clock = new Clock();
   const rateLimiter = createRateLimiter(config.redisUrl, clock);
   const log = pino({ level: config.logLevel, ...queryRedaction });
@@ -103,7 +109,15 @@ export async function startServer(
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    const worker = options.worker ? startWorker(ctx, { kinds: jobKinds, log: app.log }) : undefined;
+    let inFlight = 0;
+    if (options.worker)
+      app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+        inFlight++;
+        res.once('close', () => inFlight--);
+      });
+    const worker = options.worker
+      ? startWorker(ctx, { kinds: jobKinds, log: app.log, yieldTo: { inFlight: () => inFlight } })
+      : undefined;
     return {
       app,
       db,

@@ -20,10 +20,14 @@ import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 /** Every operation of SqlEngine; the type below fails to compile when one is added and not listed. */
 const OPERATIONS = [
   'writeBatchSize',
+  'writableCtes',
+  'countSlot',
+  'shareRows',
   'now',
   'containsInsensitive',
   'lockRows',
   'claimRows',
+  'rowLocks',
   'fullTextColumns',
   'writeFullText',
   'clearFullText',
@@ -48,8 +52,11 @@ describe('the engines', () => {
       assert.deepEqual(Object.keys(engine).sort(), [...OPERATIONS].sort(), name);
       for (const op of OPERATIONS) {
         const value = engine[op];
-        if (op === 'writeBatchSize') assert.ok(Number.isInteger(value) && (value as number) > 0, `${name}.${op}`);
-        else if (op === 'notifies') assert.equal(typeof value, 'boolean', `${name}.${op}`);
+        // undefined: no group commit, each write a transaction of its own.
+        if (op === 'writeBatchSize')
+          assert.ok(value === undefined || (Number.isInteger(value) && (value as number) > 0), `${name}.${op}`);
+        else if (op === 'notifies' || op === 'rowLocks' || op === 'writableCtes')
+          assert.equal(typeof value, 'boolean', `${name}.${op}`);
         else assert.equal(typeof value, 'function', `${name}.${op}`);
       }
     }

@@ -418,6 +418,70 @@ describe(`forms (${dialectName})`, () => {
     }
   });
 
+  it('lists forms as their reads show them, after every kind of change, from any server', async () => {
+    const second = await startTestApp({}, app);
+    try {
+      const form = (await a.post('/forms', { name: 'Listed', fields: [{ type: 'text', label: 'Q' }] })).body;
+      const other = (await a.post('/forms', { name: 'Listed too' })).body;
+      const listed = async (via: TestApp, deleted = false) => {
+        const res = await via.request('GET', `/api/v2025/forms?pageSize=100&search=Listed&deleted=${deleted}`, {
+          token: a.token,
+        });
+        assert.equal(res.status, 200);
+        return res.body as { forms: any[]; total: number };
+      };
+      // Every item is exactly the form's own read, and the paging fields are right.
+      const matchesReads = async (via: TestApp, what: string) => {
+        const page = await listed(via);
+        assert.deepEqual(
+          page.forms.map((f) => f.id),
+          [form.id, other.id],
+          what,
+        );
+        assert.equal(page.total, 2, what);
+        for (const item of page.forms) assert.deepEqual(item, (await a.get(`/forms/${item.id}`)).body, what);
+        // Listed once more, so that the next change is first seen by a list that has served these forms.
+        assert.deepEqual((await listed(via)).forms, page.forms, what);
+        return page.forms[0];
+      };
+      await matchesReads(app, 'first list');
+      await matchesReads(second, 'first list, second server');
+
+      await a.put(`/forms/${form.id}`, { name: 'Listed, renamed', settings: { language: 'de' } });
+      let item = await matchesReads(second, 'renamed on the other server');
+      assert.equal(item.name, 'Listed, renamed');
+      assert.equal(item.settings.language, 'de');
+
+      // Made on the first server; the second has served the form with no submissions.
+      const created = await app.request('POST', `/api/v2025/forms/${form.id}/submissions`, {
+        token: a.token,
+        body: { fields: [{ id: form.fields[0].id, value: 'x' }] },
+      });
+      assert.equal(created.status, 200);
+      item = await matchesReads(second, 'a submission made on the other server');
+      assert.equal(item.submissionsCount, 1);
+      // The count comes back to a value it had before: the list must not serve the record it had then.
+      assert.equal((await a.delete(`/submissions/${created.body.id}`)).status, 200);
+      item = await matchesReads(second, 'the submission deleted');
+      assert.equal(item.submissionsCount, 0);
+
+      await a.delete(`/forms/${form.id}`);
+      assert.deepEqual(
+        (await listed(second)).forms.map((f) => f.id),
+        [other.id],
+        'deleted',
+      );
+      const gone = (await listed(second, true)).forms;
+      assert.equal(gone.length, 1);
+      assert.match(gone[0].deleted, /Z$/);
+      await a.post(`/forms/${form.id}/restore`);
+      item = await matchesReads(second, 'restored');
+      assert.equal(item.deleted, undefined);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('serves /api/v2 paths with an optional .json suffix', async () => {
     const form = (await a.post('/forms', { name: 'Legacy' })).body;
     const legacy = await app.request('GET', `/api/v2/forms/${form.id}.json?withFields=true`, { token: a.token });

@@ -13,7 +13,10 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);
@@ -78,13 +81,15 @@ describe(`hosted forms in Chromium (${dialectName})`, { skip, timeout: 240_000 }
   let app: TestApp | undefined;
   let owner: TestAccount;
   let browser: Browser | undefined;
+  let smtp: SmtpSink | undefined;
 
   before(async () => {
     assert.ok(existsSync(CHROMIUM), `FORMWORK_TEST_REQUIRE_BROWSER is set but ${CHROMIUM} is missing`);
     mkdirSync(ARTIFACTS, { recursive: true });
+    smtp = await startSmtpSink();
     const [started, launched] = await Promise.allSettled([
       // A person takes longer than a test: the minimum time to submit is off here (test/hosted.test.ts checks it).
-      startTestApp({ PUBLIC_SUBMIT_MIN_SECONDS: '0' }),
+      startTestApp({ PUBLIC_SUBMIT_MIN_SECONDS: '0', SMTP_URL: smtp.url }),
       chromium.launch({
         executablePath: CHROMIUM,
         args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
@@ -100,6 +105,7 @@ describe(`hosted forms in Chromium (${dialectName})`, { skip, timeout: 240_000 }
   after(async () => {
     await browser?.close();
     await app?.close();
+    await smtp?.close();
   });
 
   async function newPage(options: BrowserContextOptions = {}): Promise<Page> {
@@ -358,6 +364,44 @@ describe(`hosted forms in Chromium (${dialectName})`, { skip, timeout: 240_000 }
       0,
       'the partial became the submission',
     );
+  });
+
+  it('emails the resume link to the address given on the page, the same link the page shows', async () => {
+    const form = await createForm({
+      name: 'Scholarship',
+      settings: { saveAndResume: true },
+      fields: [
+        { type: 'email', label: 'Email', required: true },
+        { type: 'textarea', label: 'Essay', required: true },
+      ],
+    });
+    const page = await newPage();
+    await page.goto(`${app!.url}${form.path}`);
+    await page.getByLabel('Email').fill('mary@example.com');
+    await page.getByLabel('Essay').fill('A first paragraph.');
+    await page.getByRole('button', { name: 'Save and continue later' }).click();
+    const link = await page.getByLabel('Resume link').inputValue();
+    const address = page.getByLabel('Or email the link to');
+    assert.equal(await address.inputValue(), 'mary@example.com', "starts as the form's email field");
+    await address.fill('not an address');
+    await page.getByRole('button', { name: 'Email me the link' }).click();
+    await page.getByText('Enter an email address to send the link to.').waitFor();
+    assert.equal(await address.getAttribute('aria-invalid'), 'true');
+    await address.fill('mary.w@example.com');
+    // Enter in the address sends the link, not the form.
+    await address.press('Enter');
+    await page.getByText('The link is on its way to mary.w@example.com').waitFor();
+    assert.equal((await submissionsOf(form.id)).length, 0, 'the form was not submitted');
+
+    const before = smtp!.messages.length;
+    await createWorker(app!.server.ctx, { kinds: jobKinds }).runDue();
+    const mails = smtp!.messages.slice(before);
+    assert.equal(mails.length, 1);
+    assert.deepEqual(mails[0]!.to, ['mary.w@example.com']);
+    const shown = new URL(link);
+    // PUBLIC_URL is http://forms.test in tests, the page is served at another address: the path and token are the same.
+    assert.ok(mails[0]!.decoded.includes(`http://forms.test${shown.pathname}${shown.search}`), mails[0]!.decoded);
+    await page.screenshot({ path: new URL('resume-link-email.png', ARTIFACTS).pathname, fullPage: true });
   });
 
   it('works without JavaScript: a plain HTML post, errors on the page, then the confirmation', async () => {

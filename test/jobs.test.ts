@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Type, type TUnknown } from '@sinclair/typebox';
 import { sql } from 'kysely';
@@ -8,8 +9,8 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { transact } from '../src/db/transaction.js';
 import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
-import { enqueue } from '../src/jobs/outbox.js';
-import { listenForJobs } from '../src/jobs/repository.js';
+import { enqueue, enqueueAll, jobOf } from '../src/jobs/outbox.js';
+import { claimDue, listenForJobs } from '../src/jobs/repository.js';
 import { RetryAt } from '../src/jobs/retry.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
@@ -439,6 +440,70 @@ describe(`background jobs (${dialectName})`, () => {
       await waitFor('the second job', async () => ran.length === 2);
       assert.deepEqual(ran, [1, 2]);
     } finally {
+      await worker.stop();
+    }
+  });
+
+  it('claims no more jobs than it asks for, on either database', async () => {
+    const many = testJob('test.many');
+    await enqueueAll(
+      ctx.db,
+      Array.from({ length: 30 }, (_, i) => jobOf(many, i)),
+    );
+    const now = ctx.clock.now();
+    const lease = { owner: 'test', token: 'limit-test', until: now + 60_000 };
+    const claimed = await claimDue(ctx.db, now, lease, [{ kinds: ['test.many'], pool: 'p' }], { p: 7 });
+    assert.equal(claimed.length, 7);
+    const running = await ctx.db.selectFrom('jobs').select('id').where('state', '=', 'running').execute();
+    assert.equal(running.length, 7);
+  });
+
+  it('holds back while the API is saturated (yieldTo), then runs every job at full speed', async () => {
+    const started: number[] = [];
+    const release = deferred();
+    const held = defineJob({
+      name: 'test.held',
+      payload: Type.Number(),
+      concurrency: 32,
+      handler: async (_ctx, j) => {
+        started.push(j.payload);
+        await release.promise;
+      },
+    });
+    await enqueueAll(
+      ctx.db,
+      Array.from({ length: 30 }, (_, i) => jobOf(held, i)),
+    );
+    const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [held], yieldTo: { inFlight: () => 50 } });
+    try {
+      // The loop kept nearly always busy for a while, as under a flood of requests: the worker
+      // takes 8 jobs per claim with 250 ms between claims, so not all 30 start within 250 ms
+      // (without holding back, its first claim would take them all: 32 slots).
+      const spin = (ms: number) => {
+        const until = performance.now() + ms;
+        while (performance.now() < until);
+      };
+      spin(150);
+      worker.start();
+      const loadEnds = performance.now() + 250;
+      while (performance.now() < loadEnds) {
+        spin(40);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.ok(started.length < 30, `a saturated worker started ${started.length} of 30 jobs at once`);
+      // The load gone, the rest of the 30 run together in the 32 slots (each waits for release).
+      await waitFor('every job', async () => started.length === 30);
+      release.resolve();
+      await waitFor('every job done', async () => {
+        const done = await ctx.db.selectFrom('jobs').select('id').where('state', '=', 'done').execute();
+        return done.length === 30;
+      });
+      assert.deepEqual(
+        [...started].sort((a, b) => a - b),
+        Array.from({ length: 30 }, (_, i) => i),
+      );
+    } finally {
+      release.resolve();
       await worker.stop();
     }
   });

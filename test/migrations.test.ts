@@ -3,31 +3,19 @@
  * lost, references still hold, and the new rules apply.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { openDatabase, type Db } from '../src/db/database.js';
+import type { Db } from '../src/db/database.js';
 import { MIGRATION_NAMES, migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
-import { createPgDatabase, dialectName, TEST_PG_URL } from './support/helpers.js';
+import { dialectName, openFreshDatabase } from './support/helpers.js';
 
 let db: Db;
 let cleanup: () => Promise<void>;
 
 before(async () => {
-  if (TEST_PG_URL) {
-    const pg = await createPgDatabase();
-    db = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-    cleanup = pg.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
-    db = openDatabase({ databaseUrl: undefined, dataDir: dir });
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  ({ db, drop: cleanup } = await openFreshDatabase());
 });
 after(async () => {
-  await db.close();
   await cleanup();
 });
 
@@ -110,6 +98,8 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0011_webhooks',
       '0012_emails',
       '0013_hosted_forms',
+      '0014_submission_counts',
+      '0016_resume_link_mail',
       '0017_smart_lists',
     ]);
 
@@ -149,23 +139,138 @@ describe(`migrations on existing data (${dialectName})`, () => {
   });
 });
 
+describe(`migration 0016 on the mail log (${dialectName})`, () => {
+  it('keeps the messages logged before it, and then takes resume links without an email or a submission', async () => {
+    const { db: own, drop } = await openFreshDatabase();
+    try {
+      const k = own.kysely;
+      await migrateUpTo(own, '0013_hosted_forms');
+      const now = Date.now();
+      const account = (
+        await k
+          .insertInto('accounts')
+          .values({ name: 'Mail', created_at: now })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const message = {
+        account_id: account,
+        form_id: 7,
+        email_id: 3,
+        submission_id: 11,
+        job_id: 42,
+        kind: 'notification' as const,
+        sender: 'desk@example.com',
+        recipients: '["team@example.com"]',
+        reply_to: null,
+        subject: 'New submission',
+        text_body: 'Hello',
+        html_body: '<p>Hello</p>',
+        attachments: '[]',
+        created_at: now,
+      };
+      const id = (await k.insertInto('mail_log').values(message).returning('id').executeTakeFirstOrThrow()).id;
+      await migrateToLatest(own);
+      const kept = await k.selectFrom('mail_log').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.deepEqual(kept, { id, ...message, partial_submission_id: null });
+      await k
+        .insertInto('mail_log')
+        .values({
+          ...message,
+          email_id: null,
+          submission_id: null,
+          partial_submission_id: 5,
+          job_id: 43,
+          kind: 'resume_link',
+        })
+        .execute();
+      await assert.rejects(
+        k
+          .insertInto('mail_log')
+          .values({ ...message, job_id: 42 })
+          .execute(),
+        'a job still writes one message',
+      );
+      const after = await k.selectFrom('mail_log').select('id').where('account_id', '=', account).execute();
+      assert.equal(after.length, 2);
+      assert.ok(after.every((r) => r.id > 0));
+      assert.ok(Math.max(...after.map((r) => r.id)) > id, 'ids are not reused');
+    } finally {
+      await drop();
+    }
+  });
+});
+
+describe(`0014: submission counts leave the form's row (${dialectName})`, () => {
+  let fresh: Db;
+  let drop: () => Promise<void>;
+  before(async () => {
+    ({ db: fresh, drop } = await openFreshDatabase());
+  });
+  after(async () => {
+    await drop();
+  });
+
+  it('carries each form’s count and version over, and counts the existing rows per hour', async () => {
+    const k = fresh.kysely;
+    await migrateUpTo(fresh, '0013_hosted_forms');
+    const hour = 3_600_000;
+    const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
+    const account = (
+      await k.insertInto('accounts').values({ name: 'Old', created_at: base }).returning('id').executeTakeFirstOrThrow()
+    ).id;
+    const form = async (key: string, count: number, version: number) =>
+      (
+        await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
+          is_encrypted, inactive, submissions_count, revision, submissions_version, created_at, updated_at)
+          VALUES (${account}, ${key}, 'Submit', '{}', ${key}, 0, 0, ${count}, 1, ${version}, ${base}, ${base})
+          RETURNING id`.execute(k)
+      ).rows[0]!.id;
+    const busy = await form('busy', 5, 9);
+    const empty = await form('empty', 0, 0);
+    // Two rows in the first hour, three in the third.
+    for (const at of [base + 1, base + hour - 1, base + 2 * hour, base + 2 * hour + 5, base + 3 * hour - 1]) {
+      await k
+        .insertInto('submissions')
+        .values({
+          account_id: account,
+          form_id: busy,
+          created_at: at,
+          updated_at: at,
+          user_agent: 'old',
+          remote_addr: '127.0.0.1',
+          data: '{}',
+          pretty_name: null,
+        })
+        .execute();
+    }
+    await migrateToLatest(fresh);
+
+    const counts = await k.selectFrom('form_submission_counts').selectAll().orderBy('form_id').execute();
+    assert.deepEqual(counts, [{ form_id: busy, slot: 0, n: 5, version: 9 }]);
+    const hours = await k.selectFrom('submission_hours').select(['form_id', 'hour', 'n']).orderBy('hour').execute();
+    assert.deepEqual(hours, [
+      { form_id: busy, hour: base / hour, n: 2 },
+      { form_id: busy, hour: base / hour + 2, n: 3 },
+    ]);
+    const columns = await k.selectFrom('forms').selectAll().where('id', '=', empty).executeTakeFirstOrThrow();
+    assert.equal('submissions_count' in columns, false, 'the old column is gone');
+    // A form's rows go with it.
+    await k.deleteFrom('submissions').execute();
+    await k.deleteFrom('forms').where('id', '=', busy).execute();
+    assert.equal((await k.selectFrom('form_submission_counts').selectAll().execute()).length, 0);
+    assert.equal((await k.selectFrom('submission_hours').selectAll().execute()).length, 0);
+  });
+});
+
 describe(`0017: smart lists (${dialectName})`, () => {
   let fresh: Db;
   let drop: () => Promise<void>;
 
   before(async () => {
-    if (TEST_PG_URL) {
-      const pg = await createPgDatabase();
-      fresh = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-      drop = pg.drop;
-    } else {
-      const dir = mkdtempSync(join(tmpdir(), 'formwork-migrations-'));
-      fresh = openDatabase({ databaseUrl: undefined, dataDir: dir });
-      drop = async () => rmSync(dir, { recursive: true, force: true });
-    }
+    ({ db: fresh, drop } = await openFreshDatabase());
   });
   after(async () => {
-    await fresh.close();
     await drop();
   });
 

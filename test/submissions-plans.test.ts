@@ -73,7 +73,20 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
         });
         await db.insertInto('submissions').values(rows).execute();
       }
-      await db.updateTable('forms').set({ submissions_count: count }).where('id', '=', target.id).execute();
+      // The counts as the service keeps them (src/modules/forms/counts.ts): the total, and per hour.
+      await db
+        .insertInto('form_submission_counts')
+        .values({ form_id: target.id, slot: 0, n: count, version: 1 })
+        .execute();
+      const perHour = new Map<number, number>();
+      for (let i = 0; i < count; i++) {
+        const hour = Math.floor((BASE + i * MINUTE) / 3_600_000);
+        perHour.set(hour, (perHour.get(hour) ?? 0) + 1);
+      }
+      await db
+        .insertInto('submission_hours')
+        .values([...perHour].map(([hour, n]) => ({ form_id: target.id, hour, slot: 0, n })))
+        .execute();
     }
     // Each row's tokens from its own value, "v" followed by the row's position.
     const rows = await db.selectFrom('submissions').select(['id', 'form_id', 'data']).execute();

@@ -10,6 +10,7 @@ import { pruneJob } from '../src/jobs/prune.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { RETRY_SCHEDULE } from '../src/modules/webhooks/delivery.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { savePartialOf } from './support/partials.js';
 import { startReceiver, type Received, type Receiver } from './support/receiver.js';
 
 const SECOND = 1000;
@@ -496,6 +497,117 @@ describe(`webhooks (${dialectName})`, () => {
         [...new URLSearchParams(receiver.received.find((r) => r.path === '/form')!.body.toString()).keys()],
         ['FormID', 'UniqueID'],
       );
+    });
+
+    it('delivers partial.saved to the webhooks that ask for it, with the partial as the API shows it and no resume token', async () => {
+      const form = await makeForm(a);
+      const hook = await ok(
+        a.post(`/form/${form.id}/webhook`, {
+          url: `${receiver.url}/partials`,
+          hmacSecret: 'partial hmac',
+          events: ['partial.saved', 'submission.created'],
+        }),
+        'create',
+      );
+      const form2 = await ok(
+        a.post(`/form/${form.id}/webhook`, {
+          url: `${receiver.url}/partials-form`,
+          contentType: 'urlencoded',
+          events: ['partial.saved'],
+        }),
+        'create',
+      );
+      await ok(a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/created-only` }), 'create');
+      await ok(
+        a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/all-submission-events`, events: ALL_EVENTS }),
+        'create',
+      );
+
+      const saved = await savePartialOf(app, a, form.id, [{ id: form.noteId, value: 'half way' }]);
+      const path = new URL((await ok(a.get(`/forms/${form.id}`), 'form')).url).pathname;
+      // Saved again from the resumed page: the same partial, a second event with the new values.
+      const again = await app.request('POST', `${path}/partial`, {
+        body: {
+          fields: [
+            { id: form.noteId, value: 'nearly there' },
+            { id: form.topicId, value: 'sales' },
+          ],
+          website: '',
+          _resume: saved.resumeToken,
+        },
+      });
+      assert.equal(again.status, 200, again.text);
+      await worker.runDue();
+
+      assert.equal(receiver.received.filter((r) => r.path === '/created-only').length, 0, 'not subscribed: nothing');
+      assert.equal(receiver.received.filter((r) => r.path === '/all-submission-events').length, 0);
+      const toHook = receiver.received.filter((r) => r.path === '/partials');
+      assert.equal(toHook.length, 2);
+      for (const r of [...toHook, ...receiver.received.filter((x) => x.path === '/partials-form')]) {
+        assert.ok(!r.body.toString().includes(saved.resumeToken), 'the resume token is never sent');
+        assert.ok(!JSON.stringify(r.headers).includes(saved.resumeToken));
+      }
+      const bodies = toHook.map((r) => {
+        // Signed exactly as submission events are: Standard Webhooks and X-FS-Signature over the raw bytes.
+        assert.equal(r.headers['x-fs-signature'], fsSignature('partial hmac', r.body));
+        assert.equal(r.headers['x-formwork-event'], 'partial.saved');
+        const body = verified(r, hook.signingSecret);
+        assert.equal(body.type, 'partial.saved');
+        assert.equal(body.formId, form.id);
+        assert.equal(body.partialSubmissionId, saved.id);
+        assert.equal(body.submissionId, undefined);
+        assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
+        return body;
+      });
+      assert.equal(new Set(toHook.map((r) => r.headers['webhook-id'])).size, 2, 'one webhook-id per save');
+      const notes = bodies.map((b) => b.data.data.find((d: any) => d.field === form.noteId).value).sort();
+      assert.deepEqual(notes, ['half way', 'nearly there']);
+      const latest = bodies.find((b) => b.data.data.length === 2);
+      const shown = await ok(a.get(`/partialsubmission/${saved.id}`), 'partial');
+      assert.deepEqual(latest.data, shown, 'the same shape and values as GET /partialsubmission/{id}');
+
+      const posted = receiver.received.filter((r) => r.path === '/partials-form');
+      assert.equal(posted.length, 2);
+      verified(posted[0]!, form2.signingSecret);
+      const fields = new URLSearchParams(posted.find((r) => r.body.toString().includes('Sales'))!.body.toString());
+      assert.deepEqual(
+        [...fields.entries()],
+        [
+          ['FormID', String(form.id)],
+          ['PartialSubmissionID', String(saved.id)],
+          [String(form.noteId), 'nearly there'],
+          [String(form.topicId), 'Sales'],
+        ],
+      );
+
+      const log = await deliveryLog(a, hook.id);
+      assert.deepEqual(
+        log.map((e) => [e.event, e.outcome]),
+        [
+          ['partial.saved', 'delivered'],
+          ['partial.saved', 'delivered'],
+        ],
+      );
+    });
+
+    it('sends ids and no values of a partial of an encrypted form', async () => {
+      const form = await makeForm(a, { isEncrypted: true, encryptionPassword: 'correct horse battery staple' });
+      const hook = await ok(
+        a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/sealed-partial`, events: ['partial.saved'] }),
+        'create',
+      );
+      const saved = await savePartialOf(app, a, form.id, [{ id: form.noteId, value: 'sealed partial words' }]);
+      await worker.runDue();
+      assert.equal(receiver.received.length, 1);
+      const r = receiver.received[0]!;
+      assert.ok(!r.body.toString().includes('sealed partial words'), r.body.toString());
+      assert.ok(!r.body.toString().includes(saved.resumeToken));
+      const body = verified(r, hook.signingSecret);
+      assert.equal(body.type, 'partial.saved');
+      assert.equal(body.partialSubmissionId, saved.id);
+      assert.equal(body.data.id, saved.id);
+      assert.deepEqual(body.data.data, []);
+      assert.equal(body.data.prettyName, null);
     });
 
     it('does not follow a redirect, and gives up on a receiver that does not answer in time', async () => {

@@ -48,7 +48,7 @@ export interface CommandOutput {
 type AdminContext = Pick<AppContext, 'db' | 'clock'>;
 
 async function withDatabase<T>(config: Config, fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, poolSize: config.databasePoolSize, dataDir: config.dataDir });
   try {
     await migrateToLatest(db);
     return await fn({ db: db.kysely, clock: new Clock() });
@@ -196,7 +196,7 @@ async function admin(config: Config, args: string[], out: CommandOutput): Promis
 }
 
 async function migrate(config: Config, out: CommandOutput): Promise<void> {
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openDatabase({ databaseUrl: config.databaseUrl, poolSize: config.databasePoolSize, dataDir: config.dataDir });
   try {
     const names = await migrateToLatest(db);
     out.stdout.write(names.length ? `applied: ${names.join(', ')}\n` : 'schema is up to date\n');

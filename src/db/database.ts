@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Dialect } from './dialect.js';
+import { attachBulkReader } from './bulk-reader.js';
 import { attachEngine } from './engine.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
@@ -57,6 +58,9 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
   };
 }
 
+/** The page cache of the SQLite connection that exports read through (bulk-reader.ts), in KiB. */
+const BULK_READER_CACHE_KIB = 2048;
+
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
     const pool = new pg.Pool({
@@ -82,5 +86,26 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('cache_size = -65536');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   attachEngine(kysely, sqliteEngine);
-  return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+  const closeBulk =
+    file === ':memory:'
+      ? async () => {}
+      : attachBulkReader(kysely, () => {
+          const reader = new SQLite(file, { readonly: true });
+          reader.pragma('busy_timeout = 5000');
+          // Its pages are read once per export: a small cache bounds the memory a scan takes.
+          reader.pragma(`cache_size = -${BULK_READER_CACHE_KIB}`);
+          const bulk = new Kysely<Database>({
+            dialect: new SqliteDialect({ database: withStatementCache(reader, 50) }),
+          });
+          attachEngine(bulk, sqliteEngine);
+          return bulk;
+        });
+  return {
+    kysely,
+    dialect: 'sqlite',
+    close: async () => {
+      await closeBulk();
+      await kysely.destroy();
+    },
+  };
 }

@@ -29,8 +29,17 @@ export interface Listener {
  * are written once per schema change and never edited, so they branch where a type differs.
  */
 export interface SqlEngine {
-  /** How many writes one group commit takes (see WriteBatcher). */
-  readonly writeBatchSize: number;
+  /**
+   * How many writes one group commit takes (see WriteBatcher); undefined where each write is
+   * a transaction of its own, run concurrently on the connection pool.
+   */
+  readonly writeBatchSize: number | undefined;
+  /** Whether INSERT … may run inside WITH, so that several writes go in one statement. */
+  readonly writableCtes: boolean;
+  /** The slot of a spread counter (form_submission_counts) that this connection adds to. */
+  countSlot(): RawBuilder<number>;
+  /** Share-locks the rows the select reads until the transaction ends (updates of them wait), where rows can be locked. */
+  shareRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** The database's own clock in epoch milliseconds, read in SQL. */
   now(): RawBuilder<number>;
   /** A case-insensitive substring match, literal in the user's text (no wildcards). */
@@ -42,6 +51,13 @@ export interface SqlEngine {
    * claiming, where rows can be locked. Without row locks the one writer serializes claims.
    */
   claimRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * Whether claimRows locks rows (PostgreSQL): a claim then reads its candidates in a
+   * statement of their own, since a LIMIT ... SKIP LOCKED subquery of an UPDATE may be run
+   * more than once, each run skipping the rows the ones before locked, and so claim past the
+   * limit. Without row locks (SQLite) the claim stays one statement under the writer's lock.
+   */
+  readonly rowLocks: boolean;
   /** Columns of a new submissions row that index its tokens (none where the index is a table of its own). */
   fullTextColumns(tokens: string[]): { search_vector?: RawBuilder<unknown> };
   /** Indexes a submission's tokens once its row is written; `inserted`: the row was inserted with fullTextColumns. */

@@ -14,6 +14,8 @@ import * as processes from './migrations/0010_processes.js';
 import * as webhooks from './migrations/0011_webhooks.js';
 import * as emails from './migrations/0012_emails.js';
 import * as hostedForms from './migrations/0013_hosted_forms.js';
+import * as submissionCounts from './migrations/0014_submission_counts.js';
+import * as resumeLinkMail from './migrations/0016_resume_link_mail.js';
 import * as smartLists from './migrations/0017_smart_lists.js';
 
 interface MigrationModule {
@@ -35,6 +37,8 @@ const migrations: Record<string, MigrationModule> = {
   '0011_webhooks': webhooks,
   '0012_emails': emails,
   '0013_hosted_forms': hostedForms,
+  '0014_submission_counts': submissionCounts,
+  '0016_resume_link_mail': resumeLinkMail,
   '0017_smart_lists': smartLists,
 };
 

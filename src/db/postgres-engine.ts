@@ -7,6 +7,9 @@ export function tsQuery(terms: SearchTerm[]): string {
   return terms.map((t) => `'${t.token}'${t.prefix ? ':*' : ''}`).join(' & ');
 }
 
+/** Slots of each form's submission counter: more than a pool's connections usually write at once. */
+const COUNT_SLOTS = 16;
+
 /** array_to_tsvector takes the tokens as they are (no parser, no dictionary). */
 const tsvector = (tokens: string[]) => sql<unknown>`array_to_tsvector(${tokens}::text[])`;
 
@@ -16,9 +19,15 @@ const tsvector = (tokens: string[]) => sql<unknown>`array_to_tsvector(${tokens}:
  */
 export function postgresEngine(databaseUrl: string): SqlEngine {
   return {
-    // Every submission updates its form's counter row; batches stay within the
-    // subtransactions that a PostgreSQL backend caches (64).
-    writeBatchSize: 32,
+    // Each write is a transaction of its own on the pool: nothing in it is hot enough to
+    // serialize writers (counts are spread over slots, see forms/counts.ts), so many
+    // connections commit at once, and PostgreSQL groups their WAL flushes itself.
+    writeBatchSize: undefined,
+    writableCtes: true,
+    // The backend's pid spreads a pool's connections over the slots; two that share one only
+    // wait for each other's commit.
+    countSlot: () => sql<number>`(pg_backend_pid() % ${sql.lit(COUNT_SLOTS)})`,
+    shareRows: (query) => query.forShare(),
     now: () => sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
     containsInsensitive: (column, text) => sql<SqlBool>`${column} ILIKE ${likePattern(text)} ESCAPE '\\'`,
     lockRows: (query) => query.forUpdate(),
@@ -37,6 +46,7 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     matchFullText: (terms) => sql<SqlBool>`submissions.search_vector @@ ${tsQuery(terms)}::tsquery`,
     pageFullText: async () => undefined,
     notifies: true,
+    rowLocks: true,
     // Delivered when the transaction commits and dropped when it rolls back.
     async notify(db, channel, payload) {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);

@@ -32,6 +32,8 @@ export interface Database {
   partial_submissions: PartialSubmissionsTable;
   prefill_tokens: PrefillTokensTable;
   form_daily_stats: FormDailyStatsTable;
+  form_submission_counts: FormSubmissionCountsTable;
+  submission_hours: SubmissionHoursTable;
   smart_lists: SmartListsTable;
   smart_list_options: SmartListOptionsTable;
 }
@@ -148,11 +150,8 @@ export interface FormsTable {
   view_key: string;
   is_encrypted: Flag;
   inactive: Flag;
-  submissions_count: ColumnType<number, number | undefined, number>;
   /** Goes up with every change to the form or its fields: the version that cached reads check. */
   revision: ColumnType<number, number | undefined, number>;
-  /** Goes up with every submission created, edited or deleted. */
-  submissions_version: ColumnType<number, number | undefined, number>;
   /** JSON WrappedFormKey (crypto/envelope.ts) while the form is encrypted. */
   encryption_key: string | null;
   /** 'encrypting' or 'decrypting' while a job converts the form's submissions. */
@@ -370,10 +369,13 @@ export interface MailLogTable {
   id: Id;
   account_id: number;
   form_id: number;
-  email_id: number;
-  submission_id: number;
+  /** null for a resume link, which no form email sends. */
+  email_id: number | null;
+  submission_id: number | null;
+  /** A resume link's partial submission. */
+  partial_submission_id: number | null;
   job_id: number;
-  kind: 'confirmation' | 'notification';
+  kind: 'confirmation' | 'notification' | 'resume_link';
   sender: string;
   /** JSON list of addresses. */
   recipients: string;
@@ -392,7 +394,9 @@ export type MailLogRow = Selectable<MailLogTable>;
 export type UploadRow = Selectable<UploadsTable>;
 export type SubmissionRow = Selectable<SubmissionsTable>;
 export type FolderRow = Selectable<FoldersTable>;
-export type FormRow = Selectable<FormsTable>;
+/** A form as read: its row and its submission count (summed from form_submission_counts). */
+/** A form's row with its submission count and write version, summed from form_submission_counts. */
+export type FormRow = Selectable<FormsTable> & { submissions_count: number; submissions_version: number };
 export type NewFormRow = Insertable<FormsTable>;
 export type FormUpdate = Updateable<FormsTable>;
 export type FieldRow = Selectable<FieldsTable>;
@@ -441,6 +445,26 @@ export interface FormDailyStatsTable {
   refused_too_large: ColumnType<number, number | undefined, number>;
 }
 
+/**
+ * A form's submission count, spread over slots so that concurrent writers do not queue on
+ * one row (a writer adds to its connection's slot); the count is the sum over the slots.
+ */
+export interface FormSubmissionCountsTable {
+  form_id: number;
+  slot: number;
+  /** Submissions added (created minus deleted). */
+  n: number;
+  /** Writes made (creates, edits, deletes): summed, the version that cached totals check. */
+  version: number;
+}
+
+/** Submissions added per form, hour of created_at (epoch ms / 3,600,000) and slot: time-range totals. */
+export interface SubmissionHoursTable {
+  form_id: number;
+  hour: number;
+  slot: number;
+  n: number;
+}
 export interface SmartListsTable {
   id: Id;
   account_id: number;

@@ -12,6 +12,10 @@ export function ftsMatch(terms: SearchTerm[]): string {
  */
 export const sqliteEngine: SqlEngine = {
   writeBatchSize: 64,
+  writableCtes: false,
+  // One writer: nothing to spread.
+  countSlot: () => sql<number>`0`,
+  shareRows: (query) => query,
   now: () => sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
   containsInsensitive: (column, text) => sql<SqlBool>`${column} LIKE ${likePattern(text)} ESCAPE '\\'`,
   lockRows: (query) => query,
@@ -47,6 +51,7 @@ export const sqliteEngine: SqlEngine = {
   },
   // Its one connection makes a worker's claim wait for the enqueuing transaction to end: polling finds the job.
   notifies: false,
+  rowLocks: false,
   notify: async () => {},
   listen: async () => undefined,
 };

@@ -1,6 +1,6 @@
 import type { Executor } from '../db/transaction.js';
 import type { JobKind } from './kind.js';
-import { insertJob, notifyEnqueued } from './repository.js';
+import { insertJob, insertJobs, notifyEnqueued } from './repository.js';
 
 export interface EnqueueOptions {
   /** Epoch ms (from ctx.clock) before which the job does not run; unset means at once. */
@@ -37,4 +37,35 @@ export async function enqueue<P>(
   await notifyEnqueued(db, id);
   for (const listener of wakeListeners) listener();
   return id;
+}
+
+/** One job to enqueue with others (enqueueAll); made by jobOf, which checks the payload against its kind. */
+export interface JobRequest {
+  kind: JobKind<unknown>;
+  payload: unknown;
+}
+
+export function jobOf<P>(kind: JobKind<P>, payload: NoInfer<P>): JobRequest {
+  return { kind: kind as JobKind<unknown>, payload };
+}
+
+/**
+ * enqueue for several jobs at once: one INSERT for all of them (the events of a submission
+ * cause a job per webhook and email, written in the submission's transaction).
+ */
+export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Promise<number[]> {
+  if (jobs.length === 0) return [];
+  const ids = await insertJobs(
+    db,
+    jobs.map((j) => ({
+      kind: j.kind.name,
+      payload: JSON.stringify(j.payload ?? null),
+      runAt: 0,
+      maxAttempts: j.kind.maxAttempts,
+    })),
+  );
+  // One notification wakes the listening workers; each claim takes every due job.
+  await notifyEnqueued(db, ids[ids.length - 1]!);
+  for (const listener of wakeListeners) listener();
+  return ids;
 }

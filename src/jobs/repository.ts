@@ -22,6 +22,19 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
   return row.id;
 }
 
+/** Several jobs in one statement; their ids in the order given. */
+export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
+  const rows = await db
+    .insertInto('jobs')
+    .values(
+      jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
+    )
+    .returning('id')
+    .execute();
+  // Ids grow with the rows' order in one INSERT (an autoincrement key and a serial alike); RETURNING's own order is not promised.
+  return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
 /**
  * A notification sent in the transaction is delivered when it commits and dropped when it
  * rolls back: exactly when a listening worker should look. SQLite has no such thing (and
@@ -104,31 +117,35 @@ export async function claimDue(
         drained = false;
         continue;
       }
-      const claimed = await trx
-        .updateTable('jobs')
-        .set((eb) => ({
-          state: 'running',
-          attempts: eb('attempts', '+', 1),
-          lease_owner: lease.owner,
-          lease_token: lease.token,
-          lease_until: lease.until,
-        }))
-        .where('id', 'in', (eb) =>
-          eb
-            .selectFrom('jobs as candidate')
-            .select('candidate.id')
-            .where('candidate.state', '=', 'queued')
-            .where('candidate.run_at', '<=', now)
-            .$if(kinds !== undefined, (q) => q.where('candidate.kind', 'in', kinds!))
-            .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
-            .orderBy('candidate.run_at')
-            .orderBy('candidate.id')
-            .limit(limit)
-            .$call(engineOf(trx).claimRows),
-        )
-        .where('state', '=', 'queued')
-        .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
-        .execute();
+      const candidates = trx
+        .selectFrom('jobs as candidate')
+        .select('candidate.id')
+        .where('candidate.state', '=', 'queued')
+        .where('candidate.run_at', '<=', now)
+        .$if(kinds !== undefined, (q) => q.where('candidate.kind', 'in', kinds!))
+        .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
+        .orderBy('candidate.run_at')
+        .orderBy('candidate.id')
+        .limit(limit)
+        .$call(engineOf(trx).claimRows);
+      // With row locks, the candidates are read apart (see SqlEngine.rowLocks).
+      const ids = engineOf(trx).rowLocks ? (await candidates.execute()).map((c) => c.id) : undefined;
+      const claimed =
+        ids?.length === 0
+          ? []
+          : await trx
+              .updateTable('jobs')
+              .set((eb) => ({
+                state: 'running',
+                attempts: eb('attempts', '+', 1),
+                lease_owner: lease.owner,
+                lease_token: lease.token,
+                lease_until: lease.until,
+              }))
+              .where('id', 'in', ids ?? candidates)
+              .where('state', '=', 'queued')
+              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
+              .execute();
       free[pool] = limit - claimed.length;
       if (claimed.length === limit) drained = false;
       jobs.push(...claimed);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { AppContext } from '../context.js';
 import type { Backoff, JobKind } from './kind.js';
 import { onEnqueue } from './outbox.js';
@@ -43,6 +44,16 @@ export interface WorkerOptions {
   /** Retry delays of kinds that set none: baseMs after the first failure, doubling, at most maxMs (10 s and 1 h). */
   backoff?: Backoff;
   log?: WorkerLog;
+  /**
+   * The API that shares this worker's process (`serve`), by the requests it has in flight.
+   * While the event loop is nearly always busy and at least BUSY_REQUESTS requests are in
+   * flight (the API saturated, not merely a slow machine), the worker claims a few jobs at a
+   * time and pauses between claims, so that a flood of requests is not slowed by the
+   * deliveries it causes. Jobs are only delayed: they stay in the outbox, and the worker goes
+   * back to full speed as soon as the load drops. A worker process of its own
+   * (`formwork worker`) has none and never holds back.
+   */
+  yieldTo?: { inFlight(): number };
 }
 
 export interface Worker {
@@ -67,6 +78,21 @@ const SCHEDULE_CHECK_MS = 60 * 1000;
 /** The most often a running worker looks for expired leases: wakes come with every enqueue and every finished run. */
 const RECLAIM_EVERY_MS = 1000;
 const MAX_ERROR_LENGTH = 2000;
+/**
+ * How long a wake waits to gather more work before claiming, and a finished run before its end
+ * is written: each claim and each batch of ends is a write transaction, and on SQLite's one
+ * connection it is the number of those, not their size, that a worker costs the API. Under a
+ * flood of enqueues this turns one claim per enqueue into one per window; at low rates it
+ * adds at most this to a job's start.
+ */
+const GATHER_MS = 20;
+/** yieldTo: the API counts as saturated when the loop was busy this share of the last LOAD_WINDOW_MS, with BUSY_REQUESTS in flight. */
+const BUSY_UTILIZATION = 0.9;
+const LOAD_WINDOW_MS = 100;
+const BUSY_REQUESTS = 8;
+/** yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
+const BUSY_BATCH = 8;
+const BUSY_PAUSE_MS = 250;
 
 class WorkerStopping extends Error {
   constructor() {
@@ -128,6 +154,7 @@ class JobWorker implements Worker {
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
   private timer: NodeJS.Timeout | undefined;
+  private gatherTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private listener: { close(): Promise<void> } | undefined;
   private listening: Promise<void> | undefined;
@@ -135,6 +162,12 @@ class JobWorker implements Worker {
   private nextReclaim = 0;
   private ending: { ending: RunEnding; kind: JobKind | undefined; resolve: (recorded: boolean) => void }[] = [];
   private flushingEnds = false;
+  /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
+  private runDueMode = false;
+  private readonly yieldTo: { inFlight(): number } | undefined;
+  private loadSample: EventLoopUtilization = performance.eventLoopUtilization();
+  private loadSampledAt = performance.now();
+  private saturated = false;
 
   constructor(
     private readonly ctx: AppContext,
@@ -154,16 +187,31 @@ class JobWorker implements Worker {
     this.graceMs = options.graceMs ?? 10_000;
     this.backoff = options.backoff ?? { baseMs: 10_000, maxMs: 60 * 60 * 1000 };
     this.log = options.log ?? silentLog;
+    this.yieldTo = options.yieldTo;
+  }
+
+  /** yieldTo: whether the API is saturated (the loop's business read at most once a window). */
+  private underLoad(): boolean {
+    if (!this.yieldTo) return false;
+    const now = performance.now();
+    if (now - this.loadSampledAt >= LOAD_WINDOW_MS) {
+      const current = performance.eventLoopUtilization();
+      this.saturated = performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION;
+      this.loadSample = current;
+      this.loadSampledAt = now;
+    }
+    return this.saturated && this.yieldTo.inFlight() >= BUSY_REQUESTS;
   }
 
   start(): void {
     if (this.started || this.stopping) return;
     this.started = true;
     this.unsubscribe = onEnqueue(() => this.wake());
-    this.wake();
+    this.pumpNow();
   }
 
   async runDue(): Promise<number> {
+    this.runDueMode = true;
     let count = 0;
     for (;;) {
       await this.housekeeping(true);
@@ -182,6 +230,7 @@ class JobWorker implements Worker {
 
   private async shutdown(): Promise<void> {
     clearTimeout(this.timer);
+    clearTimeout(this.gatherTimer);
     this.unsubscribe?.();
     await this.listening;
     await this.listener?.close();
@@ -200,14 +249,36 @@ class JobWorker implements Worker {
     answer.cancel();
   }
 
-  /** Looks for work now; called by the poll timer, by enqueues, by notifications and when a run ends. */
+  /**
+   * Looks for work soon (after GATHER_MS, so that one claim takes what arrived meanwhile);
+   * called by enqueues, by notifications and when a run ends.
+   */
   private wake(): void {
     if (!this.started || this.stopping) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;
     }
+    if (this.gatherTimer !== undefined) return;
+    this.gatherTimer = setTimeout(
+      () => {
+        this.gatherTimer = undefined;
+        this.pumpNow();
+      },
+      this.underLoad() ? BUSY_PAUSE_MS : GATHER_MS,
+    );
+  }
+
+  /** Looks for work now: at start and on the poll timer. */
+  private pumpNow(): void {
+    if (!this.started || this.stopping) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
     clearTimeout(this.timer);
+    clearTimeout(this.gatherTimer);
+    this.gatherTimer = undefined;
     this.pumping = this.pump()
       .catch((error: unknown) =>
         this.log.error({ worker: this.id, err: error }, 'worker could not claim jobs; trying again at the next poll'),
@@ -219,21 +290,29 @@ class JobWorker implements Worker {
           this.pumpAgain = false;
           this.wake();
         } else {
-          this.timer = setTimeout(() => this.wake(), this.pollMs);
+          this.timer = setTimeout(() => this.pumpNow(), this.pollMs);
         }
       });
   }
 
   private async pump(): Promise<void> {
+    // The load as it was when the work came, before this pump's own waits.
+    let saturated = this.underLoad();
     // Listening before the first claim: no commit between that claim and the LISTEN goes unnoticed.
     if (canListenForJobs(this.ctx.db) && !this.listener) await (this.listening ??= this.listen());
     let strangers = await this.housekeeping(false);
     // Claiming until full: a batch may come back short while jobs keep being enqueued.
     while (!this.stopping) {
-      const jobs = await this.claim(strangers);
+      const jobs = await this.claim(strangers, saturated);
       strangers = false;
       for (const job of jobs) this.launch(job);
       if (jobs.length === 0 || this.full()) return;
+      // Saturated: one small claim, then a look again after a pause (wake() counts it).
+      if (saturated) {
+        this.pumpAgain = true;
+        return;
+      }
+      saturated = this.underLoad();
     }
   }
 
@@ -301,11 +380,12 @@ class JobWorker implements Worker {
    * retried; looking for them reads every due job, so only when the known kinds have no
    * backlog, or with housekeeping (`strangers`, at most once a second).
    */
-  private claim(strangers: boolean): Promise<ClaimedJob[]> {
+  private claim(strangers: boolean, saturated = false): Promise<ClaimedJob[]> {
     const now = this.ctx.clock.now();
     const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
-    const limits: Record<string, number> = { '': this.free('') };
-    for (const pool of this.ownPools) limits[pool] = this.free(pool);
+    const room = (pool: string) => (saturated ? Math.min(this.free(pool), BUSY_BATCH) : this.free(pool));
+    const limits: Record<string, number> = { '': room('') };
+    for (const pool of this.ownPools) limits[pool] = room(pool);
     return claimDue(
       this.ctx.db,
       now,
@@ -329,7 +409,9 @@ class JobWorker implements Worker {
       this.ending.push({ ending, kind, resolve });
       if (!this.flushingEnds) {
         this.flushingEnds = true;
-        setImmediate(() => void this.flushEnds());
+        // A run that ends waits for those that end soon after it: their ends share one transaction.
+        if (this.runDueMode) setImmediate(() => void this.flushEnds());
+        else setTimeout(() => void this.flushEnds(), GATHER_MS);
       }
     });
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
 import { isErrorCode } from '../../src/errors.js';
 import { createAccount, type CreatedAccount } from '../../src/modules/accounts/service.js';
 import { startServer, type RunningServer } from '../../src/server.js';
@@ -69,6 +70,33 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c.end();
+    },
+  };
+}
+
+/**
+ * An empty database of the suite's engine (a PostgreSQL database of its own, or a SQLite file
+ * in a temporary folder), not migrated; drop() closes it and removes it.
+ */
+export async function openFreshDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
+  if (TEST_PG_URL) {
+    const database = await createPgDatabase();
+    const db = openDatabase({ databaseUrl: database.url, dataDir: tmpdir() });
+    return {
+      db,
+      async drop() {
+        await db.close();
+        await database.drop();
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'formwork-db-'));
+  const db = openDatabase({ databaseUrl: undefined, dataDir: dir });
+  return {
+    db,
+    async drop() {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

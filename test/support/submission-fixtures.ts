@@ -118,7 +118,27 @@ export async function rowCounts(app: TestApp): Promise<RowCounts> {
 
 /** Sets when a submission was created, as if it had been made then. */
 export async function setCreated(app: TestApp, id: number, ms: number): Promise<void> {
-  await app.server.db.kysely.updateTable('submissions').set({ created_at: ms }).where('id', '=', id).execute();
+  const db = app.server.db.kysely;
+  const { form_id: formId } = await db
+    .updateTable('submissions')
+    .set({ created_at: ms })
+    .where('id', '=', id)
+    .returning('form_id')
+    .executeTakeFirstOrThrow();
+  // The form's hourly counts, as the service would have written them for these times
+  // (src/modules/forms/counts.ts): the service itself never moves a created_at.
+  await db.deleteFrom('submission_hours').where('form_id', '=', formId).execute();
+  const hours = await db.selectFrom('submissions').select(['created_at']).where('form_id', '=', formId).execute();
+  const perHour = new Map<number, number>();
+  for (const { created_at } of hours) {
+    const hour = Math.floor(created_at / 3_600_000);
+    perHour.set(hour, (perHour.get(hour) ?? 0) + 1);
+  }
+  if (perHour.size > 0)
+    await db
+      .insertInto('submission_hours')
+      .values([...perHour].map(([hour, n]) => ({ form_id: formId, hour, slot: 0, n })))
+      .execute();
 }
 
 /** Epoch milliseconds of an ISO instant. */

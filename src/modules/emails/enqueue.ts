@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
-import { enqueue } from '../../jobs/outbox.js';
+import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { FieldLogic } from '../fields/schemas.js';
 import type { FieldType } from '../fields/types.js';
 import type { Submission } from '../submissions/schemas.js';
@@ -31,14 +31,14 @@ export interface EmailEvent {
  * The work here is one indexed query, and nothing else when the form has no emails; rendering
  * waits for the job, off the request.
  */
-export async function enqueueSubmissionEmails(
+export async function submissionEmailsFor(
   trx: Transaction<Database>,
   _ctx: AppContext,
   event: EmailEvent,
-): Promise<void> {
-  if (event.type !== 'submission.created' || !event.submission) return;
+): Promise<JobRequest[]> {
+  if (event.type !== 'submission.created' || !event.submission) return [];
   const emails = await emailsToJudge(trx, event.accountId, event.formId);
-  if (emails.length === 0) return;
+  if (emails.length === 0) return [];
 
   // Encrypted forms' events carry no values: their conditions see every field empty.
   const data: PayloadEntry[] = event.sealed
@@ -53,6 +53,7 @@ export async function enqueueSubmissionEmails(
   const fields = new Map(data.map((e) => [e.field, { type: e.type as FieldType, options: [] }]));
   const values = new Map(data.map((e) => [e.field, e.value as StoredValue]));
 
+  const jobs: JobRequest[] = [];
   for (const email of emails) {
     if (email.logic !== null) {
       const logic = JSON.parse(email.logic) as FieldLogic;
@@ -60,15 +61,18 @@ export async function enqueueSubmissionEmails(
     }
     // A confirmation without an address to go to is no job at all.
     if (email.kind === 'confirmation' && confirmationAddress(data, email.recipient_field_id) === undefined) continue;
-    await enqueue(trx, sendEmailJob, {
-      accountId: event.accountId,
-      formId: event.formId,
-      emailId: email.id,
-      kind: email.kind,
-      submissionId: event.submissionId,
-      timestamp: event.submission.timestamp,
-      sealed: event.sealed,
-      data,
-    });
+    jobs.push(
+      jobOf(sendEmailJob, {
+        accountId: event.accountId,
+        formId: event.formId,
+        emailId: email.id,
+        kind: email.kind,
+        submissionId: event.submissionId,
+        timestamp: event.submission.timestamp,
+        sealed: event.sealed,
+        data,
+      }),
+    );
   }
+  return jobs;
 }

@@ -140,9 +140,16 @@ export const MailMessage = Type.Object(
   {
     id: Id,
     formId: Id,
-    emailId: Id,
-    submissionId: Id,
-    kind: StringEnum(EMAIL_KINDS),
+    emailId: Type.Union([Id, Type.Null()], { description: 'The confirmation or notification; null for a resume link' }),
+    submissionId: Type.Union([Id, Type.Null()], { description: 'null for a resume link' }),
+    partialSubmissionId: Type.Union([Id, Type.Null()], {
+      description: 'resume_link: the partial submission whose resume link was asked for',
+    }),
+    kind: StringEnum([...EMAIL_KINDS, 'resume_link'], {
+      description:
+        'resume_link: a respondent asked the hosted page to email them the link to an unfinished entry; the link ' +
+        'itself is withheld from the log',
+    }),
     from: Type.String(),
     to: Type.Array(Type.String()),
     replyTo: Type.Union([Type.String(), Type.Null()]),

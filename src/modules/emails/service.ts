@@ -209,6 +209,7 @@ function toMessage(row: MailLogRow): MailMessage {
     formId: row.form_id,
     emailId: row.email_id,
     submissionId: row.submission_id,
+    partialSubmissionId: row.partial_submission_id,
     kind: row.kind,
     from: row.sender,
     to: JSON.parse(row.recipients) as string[],

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
+import { countersOfForm, submissionsCountOf, submissionsVersionOf } from './counts.js';
 import type { Executor } from '../../db/transaction.js';
 
 const ORDER_COLUMNS = {
@@ -10,7 +11,7 @@ const ORDER_COLUMNS = {
   name: 'name',
   created: 'created_at',
   updated: 'updated_at',
-  submissionsCount: 'submissions_count',
+  submissionsCount: sql.ref('submissions_count'),
 } as const;
 
 export interface FormListFilter {
@@ -39,6 +40,7 @@ function selectForm(db: Executor, accountId: number, formId: number, deleted: bo
   return db
     .selectFrom('forms')
     .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .where('deleted_at', deleted ? 'is not' : 'is', null);
@@ -52,15 +54,79 @@ export async function lockForm(db: Executor, accountId: number, formId: number):
   return selectForm(db, accountId, formId, false).$call(engineOf(db).lockRows).executeTakeFirst();
 }
 
-export async function listForms(
-  db: Executor,
-  accountId: number,
-  filter: FormListFilter,
-): Promise<{ rows: FormRow[]; total: number }> {
-  let query = db
+/** What a form's serialized record is kept under: its revision and submission counters. */
+export interface FormVersionRow {
+  id: number;
+  revision: number;
+  submissions_count: number;
+  submissions_version: number;
+}
+
+function formsOfAccount(db: Executor, accountId: number, filter: Pick<FormListFilter, 'deleted'>) {
+  return db
     .selectFrom('forms')
     .where('account_id', '=', accountId)
     .where('deleted_at', filter.deleted ? 'is not' : 'is', null);
+}
+
+function pageOf<Q extends ReturnType<typeof formsOfAccount>>(
+  query: Q,
+  filter: Pick<FormListFilter, 'orderBy' | 'order'>,
+  limit: number,
+  offset: number,
+) {
+  return (
+    query
+      .select(['id', 'revision'])
+      .select([submissionsCountOf, submissionsVersionOf])
+      // Names sort as people read them, without regard to case, the same on both databases.
+      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
+      .orderBy('id', filter.order)
+      .limit(limit)
+      .offset(offset)
+  );
+}
+
+/**
+ * The listing without a search, folder or member filter, the one clients page through most:
+ * compiled once per ordering (see hotQuery), as building the query costs about what running it does.
+ */
+const plainListings = new Map<string, ReturnType<typeof plainListing>>();
+
+function plainListing(filter: Pick<FormListFilter, 'orderBy' | 'order' | 'deleted'>) {
+  return {
+    page: hotQuery(3, (db, accountId: number, limit: number, offset: number) =>
+      pageOf(formsOfAccount(db, accountId, filter), filter, limit, offset),
+    ),
+    count: hotQuery(1, (db, accountId: number) =>
+      formsOfAccount(db, accountId, filter).select((eb) => eb.fn.countAll<number>().as('n')),
+    ),
+  };
+}
+
+/**
+ * One page of the account's forms, as ids and versions only (the records themselves are
+ * mostly served from the serialized ones kept per process), and the total that matches.
+ */
+export async function listFormVersions(
+  db: Executor,
+  accountId: number,
+  filter: FormListFilter,
+): Promise<{ rows: FormVersionRow[]; total: number }> {
+  if (filter.search === undefined && filter.folderId === undefined && filter.visibleTo === undefined) {
+    const key = `${filter.orderBy}:${filter.order}:${filter.deleted}`;
+    let listing = plainListings.get(key);
+    if (!listing) {
+      listing = plainListing({ orderBy: filter.orderBy, order: filter.order, deleted: filter.deleted });
+      plainListings.set(key, listing);
+    }
+    const [rows, [count]] = await Promise.all([
+      listing.page(db, accountId, filter.limit, filter.offset),
+      listing.count(db, accountId),
+    ]);
+    return { rows, total: Number(count?.n ?? 0) };
+  }
+  let query = formsOfAccount(db, accountId, filter);
   if (filter.folderId !== undefined) query = query.where('folder_id', '=', filter.folderId);
   if (filter.visibleTo !== undefined) query = query.where('id', 'in', permittedForms(db, filter.visibleTo));
   if (filter.search) {
@@ -68,21 +134,27 @@ export async function listForms(
     query = query.where((eb) => engineOf(db).containsInsensitive(eb.ref('name'), search));
   }
   const [rows, count] = await Promise.all([
-    query
-      .selectAll()
-      // Names sort as people read them, without regard to case, the same on both databases.
-      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
-      .orderBy('id', filter.order)
-      .limit(filter.limit)
-      .offset(filter.offset)
-      .execute(),
+    pageOf(query, filter, filter.limit, filter.offset).execute(),
     query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
 }
 
+/** Forms of the account by id, deleted ones included (a listing of deleted forms asks for them). */
+export async function findFormsByIds(db: Executor, accountId: number, formIds: number[]): Promise<FormRow[]> {
+  if (formIds.length === 0) return [];
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', formIds)
+    .execute();
+}
+
 export async function insertForm(db: Executor, row: NewFormRow): Promise<FormRow> {
-  return db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
+  const form = await db.insertInto('forms').values(row).returningAll().executeTakeFirstOrThrow();
+  return { ...form, submissions_count: 0, submissions_version: 0 };
 }
 
 export async function updateForm(
@@ -91,13 +163,14 @@ export async function updateForm(
   formId: number,
   update: FormUpdate,
 ): Promise<FormRow> {
-  return db
+  const form = await db
     .updateTable('forms')
     .set((eb) => ({ ...update, revision: eb('revision', '+', 1) }))
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  return { ...form, ...(await countersOfForm(db, formId)) };
 }
 
 /** Moves every form of a folder (deleted ones too) to another folder or the top level. */
@@ -113,31 +186,6 @@ export async function moveFormsOfFolder(
     .where('account_id', '=', accountId)
     .where('folder_id', '=', fromFolder)
     .execute();
-}
-
-/**
- * Records that a submission of the form was created (+1), deleted (-1) or edited (0): keeps
- * the counter right and moves the version that cached counts check. Returns the form's
- * revision as of this write, which the writer compares with the definition it checked
- * against (the row lock makes it current on PostgreSQL).
- */
-export async function noteSubmissionChange(
-  db: Executor,
-  accountId: number,
-  formId: number,
-  delta: number,
-): Promise<number | undefined> {
-  const row = await db
-    .updateTable('forms')
-    .set((eb) => ({
-      submissions_count: eb('submissions_count', '+', delta),
-      submissions_version: eb('submissions_version', '+', 1),
-    }))
-    .where('id', '=', formId)
-    .where('account_id', '=', accountId)
-    .returning('revision')
-    .executeTakeFirst();
-  return row?.revision;
 }
 
 /** Ends a conversion of the form's submissions; a finished decryption leaves the form plain. */
@@ -160,7 +208,12 @@ export async function finishEncryptionChange(
 
 /** A form in any state, deleted ones too: what background work on it reads. */
 export async function findFormById(db: Executor, formId: number): Promise<FormRow | undefined> {
-  return db.selectFrom('forms').selectAll().where('id', '=', formId).executeTakeFirst();
+  return db
+    .selectFrom('forms')
+    .selectAll()
+    .select([submissionsCountOf, submissionsVersionOf])
+    .where('id', '=', formId)
+    .executeTakeFirst();
 }
 
 /** Marks the form as changed when something inside it (a field) changes. */
@@ -176,7 +229,7 @@ export async function touchForm(db: Executor, accountId: number, formId: number,
 const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
   db
     .selectFrom('forms')
-    .select(['revision', 'submissions_count', 'submissions_version'])
+    .select(['revision', submissionsCountOf, submissionsVersionOf])
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .where('deleted_at', 'is', null),

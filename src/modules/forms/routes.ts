@@ -18,6 +18,8 @@ import {
 import * as service from './service.js';
 
 const tags = ['Forms'];
+/** One form without fields, as an item of the list: its serializer is compiled once (Fastify keeps it by schema). */
+const FormRecord = Type.Ref(Form);
 const params = idParams('formId');
 const HASHING =
   'A password sent to protect or open the form (encryptionPassword, newEncryptionPassword) is hashed with scrypt. Each hash counts ' +
@@ -25,7 +27,7 @@ const HASHING =
   'answers while the service is hashing as many passwords as it can queue.';
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const readCache = new VersionedCache(ctx.config.readCacheBytes);
+  const readCache = new VersionedCache<Buffer>(ctx.config.readCacheBytes, (body) => body.length);
   return async (app) => {
     app.get(
       '/forms',
@@ -41,7 +43,14 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: FormList, ...errors(404) },
         },
       },
-      (req) => service.listForms(ctx, principal(req), req.query),
+      async (req, reply) => {
+        const body = await service.listFormsJson(ctx, readCache, principal(req), req.query, {
+          form: (form) => String(reply.compileSerializationSchema(FormRecord)(form)),
+          page: (page) => String(reply.serialize(page)),
+        });
+        // Already JSON text (see getForm).
+        return (reply as FastifyReply).type('application/json; charset=utf-8').send(body);
+      },
     );
 
     app.post(
@@ -88,7 +97,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           req.query.withFields,
           (form) => String(reply.serialize(form)),
         );
-        // The body is already JSON text, so the reply is sent untyped rather than re-serialized.
+        // The body is already JSON, so the reply is sent untyped rather than re-serialized.
         const raw = reply as FastifyReply;
         raw.header('etag', etag).header('cache-control', 'private, no-cache');
         if (etagMatches(req.headers['if-none-match'], etag)) return raw.code(304).send();

@@ -51,11 +51,40 @@ export async function requireForm(db: Executor, { accountId }: AccountScope, { f
   return form;
 }
 
-export async function listForms(ctx: AppContext, caller: Caller, q: FormListQuery): Promise<Page & { forms: Form[] }> {
+/**
+ * The version a form's serialized record is kept under: every change the record shows moves
+ * the revision or the submission counters, and submissions_version only goes up (the count
+ * alone can come back to an earlier value).
+ */
+export function formVersion(row: { revision: number; submissions_count: number; submissions_version: number }): string {
+  return `${row.revision}.${row.submissions_version}.${row.submissions_count}`;
+}
+
+/** The cache key of a form's record without fields, shared by the form read and the list. */
+const recordKey = (formId: number, withFields: boolean) => `${formId}:${withFields ? 'f' : ''}`;
+
+export interface ListSerializers {
+  form: (form: Form) => string;
+  page: (body: Page & { forms: Form[] }) => string;
+}
+
+/**
+ * A page of the account's forms as JSON. The page itself (ids, versions, total) is read on
+ * every request; each form's record comes from the cache when its version still matches,
+ * and the rest in one read. So no process serves a stale record, and a page costs a narrow
+ * read rather than materializing and serializing every column of every form.
+ */
+export async function listFormsJson(
+  ctx: AppContext,
+  cache: VersionedCache<Buffer>,
+  caller: Caller,
+  q: FormListQuery,
+  serialize: ListSerializers,
+): Promise<Buffer> {
   const { accountId } = caller;
   const visibleTo = memberOf(caller);
   if (q.folder !== undefined) await requireFolderId(ctx.db, { accountId }, q.folder);
-  const { rows, total } = await repo.listForms(ctx.db, accountId, {
+  const { rows, total } = await repo.listFormVersions(ctx.db, accountId, {
     search: q.search,
     folderId: q.folder,
     deleted: q.deleted,
@@ -65,8 +94,35 @@ export async function listForms(ctx: AppContext, caller: Caller, q: FormListQuer
     limit: q.pageSize,
     offset: (q.pageNumber - 1) * q.pageSize,
   });
-  return { forms: rows.map((r) => toForm(ctx, r)), ...page(total, q.pageNumber, q.pageSize) };
+  const records = rows.map((r) => cache.get(recordKey(r.id, false), formVersion(r)));
+  const missing = rows.filter((_, i) => records[i] === undefined).map((r) => r.id);
+  if (missing.length > 0) {
+    const found = new Map((await repo.findFormsByIds(ctx.db, accountId, missing)).map((r) => [r.id, r]));
+    for (const [i, r] of rows.entries()) {
+      const row = records[i] === undefined ? found.get(r.id) : undefined;
+      if (!row) continue;
+      // Kept under the version of the row it was built from, which may be newer than the page's.
+      const record = Buffer.from(serialize.form(toForm(ctx, row)));
+      cache.set(recordKey(row.id, false), formVersion(row), record);
+      records[i] = record;
+    }
+  }
+  // Forms are only ever soft-deleted; one gone between the two reads (its account deleted) is left out.
+  const items = records.filter((r) => r !== undefined);
+  const envelope = serialize.page({ forms: [], ...page(total, q.pageNumber, q.pageSize) });
+  const empty = envelope.indexOf('"forms":[]');
+  if (empty < 0) throw new Error('the list serializer no longer writes "forms":[] for an empty page');
+  const at = empty + '"forms":['.length;
+  const parts: Buffer[] = [Buffer.from(envelope.slice(0, at))];
+  for (const [i, item] of items.entries()) {
+    if (i > 0) parts.push(COMMA);
+    parts.push(item);
+  }
+  parts.push(Buffer.from(envelope.slice(at)));
+  return Buffer.concat(parts);
 }
+
+const COMMA = Buffer.from(',');
 
 export async function getForm(
   ctx: AppContext,
@@ -74,36 +130,52 @@ export async function getForm(
   { formId }: FormRef,
   withFields: boolean,
 ): Promise<Form> {
+  return (await readForm(ctx, { accountId }, { formId }, withFields)).form;
+}
+
+async function readForm(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  withFields: boolean,
+): Promise<{ form: Form; version: string }> {
   const row = await requireForm(ctx.db, { accountId }, { formId });
   const fields = withFields ? (await fieldsRepo.listFields(ctx.db, accountId, formId)).map(toField) : undefined;
-  return toForm(ctx, row, fields);
+  return { form: toForm(ctx, row, fields), version: formVersion(row) };
 }
 
 /**
- * A form read as JSON with its entity tag, from the cache when the form has not changed
+ * A form read as JSON (UTF-8 bytes) with its entity tag, from the cache when the form has not changed
  * since it was serialized. serialize is the route's own response serializer.
  */
 export async function readFormJson(
   ctx: AppContext,
-  cache: VersionedCache,
+  cache: VersionedCache<Buffer>,
   { accountId }: AccountScope,
   { formId }: FormRef,
   withFields: boolean,
   serialize: (form: Form) => string,
-): Promise<{ etag: string; body: string }> {
+): Promise<{ etag: string; body: Buffer }> {
   const found = await repo.findFormVersion(ctx.db, accountId, formId);
   if (found === undefined) throw new NotFoundError('form_not_found');
-  const version = `${found.revision}.${found.submissionsCount}`;
-  const key = `${formId}:${withFields ? 'f' : ''}`;
-  const etag = `"${formId}.${version}${withFields ? '.f' : ''}"`;
+  const key = recordKey(formId, withFields);
+  let version = formVersion({
+    revision: found.revision,
+    submissions_count: found.submissionsCount,
+    submissions_version: found.submissionsVersion,
+  });
   let body = cache.get(key, version);
   if (body === undefined) {
-    body = serialize(await getForm(ctx, { accountId }, { formId }, withFields));
-    // Built after the version was read, so the body is as new as the version or newer;
-    // versions only go up, so a newer body under an older version is never served again.
+    // Kept under the version of the row it was built from (its fields are read after it, and
+    // a change to them moves the revision), never under the one read above: a body newer
+    // than its version could be served after the counters come back to that version.
+    const read = await readForm(ctx, { accountId }, { formId }, withFields);
+    // Kept as bytes: the socket takes them as they are, with no encoding per request.
+    body = Buffer.from(serialize(read.form));
+    version = read.version;
     cache.set(key, version, body);
   }
-  return { etag, body };
+  return { etag: `"${formId}.${version}${withFields ? '.f' : ''}"`, body };
 }
 
 /** A member who makes a form holds the full level on it; owners and admins need no level. */

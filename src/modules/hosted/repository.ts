@@ -1,10 +1,11 @@
 import type { FormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
+import { submissionsCountOf, submissionsVersionOf } from '../forms/counts.js';
 import type { Executor } from '../../db/transaction.js';
 
 // Every page view reads it: compiled once.
 const selectByViewKey = hotQuery(1, (db, viewKey: string) =>
-  db.selectFrom('forms').selectAll().where('view_key', '=', viewKey),
+  db.selectFrom('forms').selectAll().select([submissionsCountOf, submissionsVersionOf]).where('view_key', '=', viewKey),
 );
 
 /** The form behind a hosted URL, deleted or not (a deleted one shows its own page). */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -5,6 +6,8 @@ import type { AppContext } from '../../context.js';
 import { AppError, BadRequestError, TooManyRequestsError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
 import type { FormSettings } from '../forms/schemas.js';
+import { resumeHash } from '../partials/sealing.js';
+import { EMAIL } from '../submissions/values.js';
 import { issueUploadUrls } from '../uploads/service.js';
 import { clientBundle } from './bundle.js';
 import { collectFields, type FieldInput } from './form-model.js';
@@ -51,6 +54,23 @@ function jsonFields(raw: unknown): FieldInput[] {
       });
     return { id, value: obj.value };
   });
+}
+
+/** At most this many resume links of one partial by email per hour, and to one address per day. */
+export const RESUME_EMAILS_PER_PARTIAL_PER_HOUR = 3;
+export const RESUME_EMAILS_PER_ADDRESS_PER_DAY = 5;
+
+/** The address a JSON partial save asks the resume link to be emailed to, checked; undefined when none. */
+function resumeEmailOf(body: unknown, plain: boolean): string | undefined {
+  if (plain || typeof body !== 'object' || body === null) return undefined;
+  const raw = (body as Record<string, unknown>).resumeEmail;
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  const address = typeof raw === 'string' ? raw.trim() : '';
+  if (address.length > 254 || !EMAIL.test(address))
+    throw new BadRequestError('validation_failed', 'resumeEmail: must be an email address', {
+      details: [{ property: 'body.resumeEmail', message: 'must be an email address' }],
+    });
+  return address;
 }
 
 function postedPage(def: service.PageDefinition, body: unknown): PostedPage {
@@ -159,6 +179,40 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
     async function limit(req: FastifyRequest, def: service.PageDefinition, what: string, times = 1) {
       try {
         await throttle(ctx.rateLimiter, `public-${what}:${req.ip}`, limits.publicSubmitPerMinute * times, 60);
+      } catch (error) {
+        if (error instanceof TooManyRequestsError)
+          deps.counters.add(def.form.account_id, def.form.id, 'refused_rate_limit');
+        throw error;
+      }
+    }
+
+    /**
+     * Resume links by email are limited per partial and per address (on top of the per-client
+     * limit of partial saves), so that the page cannot be used to send mail to anyone at will.
+     * Counted before the save, so a refused request changes nothing.
+     */
+    async function limitResumeEmails(
+      req: FastifyRequest,
+      def: service.PageDefinition,
+      address: string,
+      resumeToken: string | undefined,
+    ) {
+      try {
+        // A new partial has no token yet: its first email cannot be over its limit.
+        if (resumeToken !== undefined)
+          await throttle(
+            ctx.rateLimiter,
+            `resume-email-partial:${def.form.id}:${resumeHash(resumeToken)}`,
+            RESUME_EMAILS_PER_PARTIAL_PER_HOUR,
+            3600,
+          );
+        // The address is hashed: the limiter's keys (Redis) hold no addresses.
+        await throttle(
+          ctx.rateLimiter,
+          `resume-email-to:${createHash('sha256').update(address.toLowerCase()).digest('base64url')}`,
+          RESUME_EMAILS_PER_ADDRESS_PER_DAY,
+          86_400,
+        );
       } catch (error) {
         if (error instanceof TooManyRequestsError)
           deps.counters.add(def.form.account_id, def.form.id, 'refused_rate_limit');
@@ -354,7 +408,9 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
           throw new BadRequestError('submission_refused');
         }
         await limit(req, def, 'partial');
-        return service.savePagePartial(deps, def, posted, meta(req));
+        const resumeEmail = resumeEmailOf(req.body, posted.plain);
+        if (resumeEmail !== undefined) await limitResumeEmails(req, def, resumeEmail, posted.resumeToken);
+        return service.savePagePartial(deps, def, { ...posted, resumeEmail }, meta(req));
       },
     );
 

@@ -9,6 +9,7 @@ import * as formsRepo from '../forms/repository.js';
 import type { FormSettings } from '../forms/schemas.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
 import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
+import { enqueueResumeLinkEmail } from '../emails/resume-link.js';
 import { acceptedValues, finishPartial, resumePartial, savePartial, type PartialMeta } from '../partials/service.js';
 import type { SubmissionsDeps } from '../submissions/definitions.js';
 import { createSubmission } from '../submissions/write.js';
@@ -342,19 +343,27 @@ export async function submitPage(
 export async function savePagePartial(
   deps: HostedDeps,
   def: PageDefinition,
-  input: { fields: FieldInput[]; resumeToken?: string },
+  input: { fields: FieldInput[]; resumeToken?: string; resumeEmail?: string },
   meta: PartialMeta,
-): Promise<{ resumeToken: string; resumeUrl: string }> {
+): Promise<{ resumeToken: string; resumeUrl: string; emailed?: true }> {
   const { ctx } = deps;
   const values = acceptedValues(def.fields, input.fields, ctx.clock.now());
-  const { resumeToken } = await transact(ctx.db, (trx) =>
-    savePartial(ctx, trx, def.form, def.fields, values, input.resumeToken, meta),
-  );
+  const link = (token: string) => `/f/${encodeURIComponent(def.form.view_key)}?resume=${encodeURIComponent(token)}`;
+  const { resumeToken } = await transact(ctx.db, async (trx) => {
+    const saved = await savePartial(ctx, trx, def.form, def.fields, values, input.resumeToken, meta);
+    // In the save's transaction: the email goes if and only if the partial it links to is saved.
+    if (input.resumeEmail !== undefined)
+      await enqueueResumeLinkEmail(trx, ctx, {
+        accountId: def.form.account_id,
+        formId: def.form.id,
+        partialSubmissionId: saved.id,
+        to: input.resumeEmail,
+        url: `${ctx.config.publicUrl}${link(saved.resumeToken)}`,
+      });
+    return saved;
+  });
   deps.counters.add(def.form.account_id, def.form.id, 'partial_saves');
-  return {
-    resumeToken,
-    resumeUrl: `/f/${encodeURIComponent(def.form.view_key)}?resume=${encodeURIComponent(resumeToken)}`,
-  };
+  return { resumeToken, resumeUrl: link(resumeToken), ...(input.resumeEmail !== undefined && { emailed: true }) };
 }
 
 // Prefill.

@@ -70,6 +70,9 @@ export const FORM_CSS = `
 .fw-progress progress::-moz-progress-bar { background: var(--fw-accent); }
 .fw-resume { margin-top: 1.25rem; padding: .9rem 1rem; background: #eef6ee; border: 1px solid #b9dbb9; border-radius: 8px; }
 .fw-resume input { margin: .4rem 0; }
+.fw-resume-email { margin-top: .75rem; }
+.fw-resume-email label { display: block; font-weight: 600; }
+.fw-resume-email-status:empty { display: none; }
 .fw-hp { position: absolute; left: -10000px; width: 1px; height: 1px; overflow: hidden; }
 .fw-visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .fw-labels-left .fw-field:not(.fw-type-section) { display: grid; grid-template-columns: 12rem 1fr; column-gap: 1rem; }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { SealError, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { FormRow, PartialSubmissionRow } from '../../db/schema.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { AppError, BadRequestError, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
@@ -9,6 +11,7 @@ import { toDefinition } from '../fields/definition.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
+import { publishPartialEvent } from '../events/publish.js';
 import { sealingKeyOf } from '../encryption/keys.js';
 import { lowerBound, parseWallTime, upperBound } from '../submissions/eastern-time.js';
 import { fieldToken, queryWords, words } from '../submissions/keywords.js';
@@ -75,12 +78,13 @@ const fromJson = (json: string): Values =>
   new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
 
 /**
- * Saves a partial: a new one, or the one that resumeToken names. Returns the resume token,
- * which the person keeps (the service keeps its hash).
+ * Saves a partial: a new one, or the one that resumeToken names, and publishes partial.saved
+ * in the same transaction. Returns the resume token, which the person keeps (the service
+ * keeps its hash).
  */
 export async function savePartial(
   ctx: AppContext,
-  trx: Executor,
+  trx: Transaction<Database>,
   form: FormRow,
   fields: FieldForValues[],
   values: Values,
@@ -116,6 +120,25 @@ export async function savePartial(
       data: sealForOwner(form, key, json, id),
       resumeData: sealForResume(token, json, id),
     });
+  await publishPartialEvent(trx, ctx, {
+    type: 'partial.saved',
+    accountId: form.account_id,
+    formId: form.id,
+    partialSubmissionId: id,
+    occurredAt: now,
+    sealed: !plain,
+    partial: {
+      id,
+      formId: form.id,
+      timestamp: isoTime(existing ? existing.created_at : now),
+      updated: isoTime(now),
+      expires: isoTime(expiresAt),
+      userAgent: meta.userAgent,
+      remoteAddr: meta.remoteAddr,
+      prettyName: write.prettyName,
+      data: plain ? entries(fields, values) : [],
+    },
+  });
   return { id, resumeToken: token };
 }
 

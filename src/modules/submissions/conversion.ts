@@ -3,6 +3,7 @@ import { type FormKeys } from '../../crypto/envelope.js';
 import type { Database } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import * as fieldsRepo from '../fields/repository.js';
+import { noteSubmissionChange } from '../forms/counts.js';
 import * as formsRepo from '../forms/repository.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { commitFileMoves, convertFiles, discardCopies } from '../uploads/service.js';
@@ -58,7 +59,7 @@ export async function convertBatch(
       changed = (await repo.rewriteSubmission(trx, row, write)) || changed;
     }
     // Cached search totals count what the index holds, which has just changed.
-    if (changed) await formsRepo.noteSubmissionChange(trx, form.account_id, formId, 0);
+    if (changed) await noteSubmissionChange(trx, form.account_id, formId, 0, 0);
     if (rows.length > 0) await commit(trx, rows[rows.length - 1]!.id);
   }).catch(async (error: unknown) => {
     await discardCopies(deps.ctx, moves);

@@ -4,6 +4,7 @@ import { SealError, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
 import type { Database, FieldRow, FormRow, SubmissionRow } from '../../db/schema.js';
 import { engineOf } from '../../db/engine.js';
+import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
@@ -46,20 +47,26 @@ export interface SubmissionsDeps {
   definitions: VersionedCache<FormDefinition>;
   /** Totals of filtered lists, per form and filter, under the form's submissions version. */
   totals: VersionedCache<number>;
-  /** Runs a write in a group commit with the writes that arrive meanwhile (see WriteBatcher). */
+  /**
+   * Runs a write in one transaction: a group commit with the writes that arrive meanwhile
+   * where the database has one writer (see WriteBatcher), else a transaction of its own.
+   */
   write: <T>(job: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 }
 
 export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
-  // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
-  // On PostgreSQL too: every submission updates its form's counter row, and one transaction
-  // per submission would queue them all on that row's lock.
-  const batcher = new WriteBatcher(ctx.db, engineOf(ctx.db).writeBatchSize);
+  // SQLite has one writer, and every commit writes its pages: a batch pays that once. On
+  // PostgreSQL each write runs on a pooled connection of its own, concurrently: no row is
+  // written by every submission of a form (see forms/counts.ts), and the server groups
+  // concurrent commits' WAL flushes itself.
+  const batchSize = engineOf(ctx.db).writeBatchSize;
+  const batcher = batchSize === undefined ? undefined : new WriteBatcher(ctx.db, batchSize);
   return {
     ctx,
+    // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
     definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
     totals: new VersionedCache<number>(4 * 1024 * 1024, () => 512),
-    write: (job) => batcher.run(job),
+    write: (job) => (batcher ? batcher.run(job) : transact(ctx.db, job)),
   };
 }
 
@@ -117,6 +124,15 @@ export function parseData(
   row: Pick<SubmissionRow, 'id' | 'data'>,
   keys: FormKeys | undefined,
 ): DataMap {
+  return new Map(Object.entries(parseDataObject(def, row, keys)).map(([k, v]) => [Number(k), v]));
+}
+
+/** A row's values keyed by field id as JSON has them (opened first when sealed): for hot loops such as exports. */
+export function parseDataObject(
+  def: FormDefinition,
+  row: Pick<SubmissionRow, 'id' | 'data'>,
+  keys: FormKeys | undefined,
+): Record<string, StoredValue> {
   let json = row.data;
   if (isSealed(json)) {
     if (!keys) throw new ConflictError('submission_sealed');
@@ -127,7 +143,7 @@ export function parseData(
       throw new AppError('submission_integrity_failed', undefined, { cause: error });
     }
   }
-  return new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
+  return JSON.parse(json) as Record<string, StoredValue>;
 }
 
 export async function requireSubmission(

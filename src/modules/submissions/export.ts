@@ -1,7 +1,11 @@
 import { TYPE_RULES } from '../fields/types.js';
 import * as repo from './repository.js';
 import type { SubmissionFilters } from './schemas.js';
-import { type SubmissionsDeps, keysFor, loadDefinition, parseData } from './definitions.js';
+import { bulkReaderOf } from '../../db/bulk-reader.js';
+import type { SubmissionRow } from '../../db/schema.js';
+import { isoTime } from '../../http/schemas.js';
+import { type SubmissionsDeps, keysFor, loadDefinition, parseData, parseDataObject } from './definitions.js';
+import { displayValue, type StoredValue } from './values.js';
 import { derived, matches } from './indexing.js';
 import { toSubmission } from './presentation.js';
 import { resolveFilter } from './query.js';
@@ -13,10 +17,16 @@ import type { AccountScope, FormRef } from '../permissions/caller.js';
 // eslint-disable-next-line no-control-regex -- control characters before a sign are looked through
 const FORMULA_START = /^(?:[\t\r]|[\s\u0000-\u001f\u007f]*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
 
-function csvCell(text: string): string {
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/** Rows read per query: enough to make the query's own cost small, few enough to keep memory flat. */
+const BATCH = 250;
+
+function csvCell(text: string | null): string {
+  if (text === null || text === '') return '';
   // A cell that a spreadsheet would run as a formula is prefixed with a quote mark.
   const safe = FORMULA_START.test(text) ? `'${text}` : text;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  return NEEDS_QUOTES.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 export interface ExportStream {
@@ -28,7 +38,7 @@ export interface ExportStream {
 /**
  * Every matching submission as CSV (one column per input field, displayed values) or as
  * NDJSON (detailed records). Checks the form and the filters first, so that errors come
- * before any byte is sent; then reads in batches of 500 by id, so memory stays flat.
+ * before any byte is sent; then reads in batches of BATCH by id, each after the socket took the last, so memory stays flat.
  */
 export async function exportSubmissions(
   deps: SubmissionsDeps,
@@ -44,34 +54,38 @@ export async function exportSubmissions(
   const indexed: repo.ResolvedFilter = keys ? { from: filter.from, to: filter.to, terms: [] } : filter;
   const order = q.order.toLowerCase() as 'asc' | 'desc';
   const columns = def.fields.filter((f) => TYPE_RULES[f.type].input);
-  const { db } = deps.ctx;
+  // Through a connection of its own where the database has one (see bulkReaderOf).
+  const db = bulkReaderOf(deps.ctx.db);
+  const csvRow = (row: SubmissionRow, values: Record<string, StoredValue>): string => {
+    let line = `${row.id},${csvCell(isoTime(row.created_at))},${csvCell(row.remote_addr)},${csvCell(row.user_agent)}`;
+    for (const f of columns) {
+      const value = values[f.id];
+      line += value === undefined ? ',' : `,${csvCell(displayValue(f, value))}`;
+    }
+    return `${line}\r\n`;
+  };
   async function* lines(): AsyncGenerator<string> {
     if (q.format === 'csv')
       yield `${['id', 'timestamp', 'remoteAddr', 'userAgent', ...columns.map((f) => f.label)].map(csvCell).join(',')}\r\n`;
     let after: number | undefined;
     for (;;) {
-      const rows = await repo.nextBatch(db, accountId, formId, indexed, after, order, 500);
+      // One bounded batch at a time, each read after the consumer took the last one: the
+      // stream pulls as the socket drains, so memory holds one batch however many rows match.
+      const rows = await repo.nextBatch(db, accountId, formId, indexed, after, order, BATCH);
       let chunk = '';
       for (const row of rows) {
-        const data = parseData(def, row, keys);
-        if (keys && filter.terms.length > 0 && !matches(derived(def, data).tokens, filter.terms)) continue;
-        const record = toSubmission(def, row, data);
+        if (keys && filter.terms.length > 0) {
+          const data = parseData(def, row, keys);
+          if (!matches(derived(def, data).tokens, filter.terms)) continue;
+        }
         if (q.format === 'ndjson') {
-          chunk += `${JSON.stringify(record)}\n`;
+          chunk += `${JSON.stringify(toSubmission(def, row, parseData(def, row, keys)))}\n`;
         } else {
-          const shown = new Map(record.data.map((e) => [e.field, e.displayValue]));
-          const cells = [
-            String(record.id),
-            record.timestamp,
-            record.remoteAddr,
-            record.userAgent,
-            ...columns.map((f) => shown.get(f.id) ?? ''),
-          ];
-          chunk += `${cells.map(csvCell).join(',')}\r\n`;
+          chunk += csvRow(row, parseDataObject(def, row, keys));
         }
       }
       if (chunk) yield chunk;
-      if (rows.length < 500) return;
+      if (rows.length < BATCH) return;
       after = rows[rows.length - 1]!.id;
     }
   }

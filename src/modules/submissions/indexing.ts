@@ -121,23 +121,35 @@ export function matches(tokens: Set<string>, terms: Term[]): boolean {
   return terms.every((t) => (t.prefix ? [...tokens].some((x) => x.startsWith(t.token)) : tokens.has(t.token)));
 }
 
-export async function checkUnique(
+/**
+ * Unique fields whose value a conversion still stores the other way (plain or as an HMAC) in
+ * another submission: checked by reading. The stored way is checked by the unique index as
+ * the values are written (repository.insertSubmission).
+ */
+export async function heldOtherWay(
   trx: Transaction<Database>,
   def: FormDefinition,
   write: repo.SubmissionWrite,
   except?: number,
-): Promise<void> {
-  const problems: ErrorDetail[] = [];
+): Promise<number[]> {
+  const taken: number[] = [];
   for (const v of write.unique) {
-    const held = async (norm: string) =>
-      (await repo.findUniqueHolder(trx, def.form.id, v.fieldId, norm, except)) !== undefined;
-    if ((await held(v.norm)) || (v.alt !== undefined && (await held(v.alt)))) {
-      const field = def.byId.get(v.fieldId)!;
-      problems.push({
-        property: `body.fields(id=${field.id})`,
-        message: `${field.label} (${field.id}) must be unique; this value was already submitted`,
-      });
-    }
+    if (v.alt === undefined) continue;
+    if ((await repo.findUniqueHolder(trx, def.form.id, v.fieldId, v.alt, except)) !== undefined) taken.push(v.fieldId);
   }
+  return taken;
+}
+
+/** A 400 naming each unique field (of write, in its order) whose value another submission holds. */
+export function failIfTaken(def: FormDefinition, write: repo.SubmissionWrite, ...taken: number[][]): void {
+  const held = new Set(taken.flat());
+  const problems: ErrorDetail[] = write.unique.flatMap(({ fieldId }) => {
+    if (!held.has(fieldId)) return [];
+    const field = def.byId.get(fieldId)!;
+    return {
+      property: `body.fields(id=${field.id})`,
+      message: `${field.label} (${field.id}) must be unique; this value was already submitted`,
+    };
+  });
   if (problems.length > 0) fail('not_unique', problems);
 }

@@ -119,11 +119,15 @@ export async function listSubmissions(
   // submission of the form changes, which moves the version it is kept under.
   const totalKey = `${formId}:${JSON.stringify([filter.from, filter.to, filter.terms, filter.impossible])}`;
   const version = String(submissionsVersion);
+  let knownTotal = isUnfiltered(filter) ? submissionsCount : deps.totals.get(totalKey, version);
+  // A time range alone is counted from the hourly counts, not row by row.
+  if (knownTotal === undefined && filter.terms.length === 0 && !filter.impossible)
+    knownTotal = await repo.countSubmissions(deps.ctx.db, formId, filter.from, filter.to);
   const { rows, total } = await repo.listSubmissions(deps.ctx.db, accountId, formId, filter, {
     order: q.order.toLowerCase() as 'asc' | 'desc',
     limit: q.pageSize,
     offset: (q.pageNumber - 1) * q.pageSize,
-    knownTotal: isUnfiltered(filter) ? submissionsCount : deps.totals.get(totalKey, version),
+    knownTotal,
   });
   deps.totals.set(totalKey, version, total);
   return { submissions: rows.map((r) => listItem(def, r, q, keys)), ...page(total, q.pageNumber, q.pageSize) };

@@ -1,8 +1,9 @@
 import { permittedForms } from '../permissions/repository.js';
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
+import { countOfForm, countOfHours, HOUR_MS, noteSubmissionChange } from '../forms/counts.js';
 import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
@@ -33,6 +34,12 @@ function dataFor(w: SubmissionWrite, id: number): string {
   return typeof w.data === 'string' ? w.data : w.data(id);
 }
 
+/**
+ * Writes the row's unique values and full-text tokens. Returns the unique fields whose value
+ * another submission of the form holds: the unique index decides, so two writers of one value
+ * at once cannot both get in (on PostgreSQL the second waits for the first to commit or roll
+ * back). The caller then fails the write, which rolls the rest back.
+ */
 async function writeSearchable(
   db: Executor,
   id: number,
@@ -40,17 +47,24 @@ async function writeSearchable(
   w: SubmissionWrite,
   inserted: boolean,
   converting = false,
-): Promise<void> {
+): Promise<number[]> {
+  let taken: number[] = [];
   if (w.unique.length > 0) {
-    await db
+    // In a conversion a conflict is a duplicate let in while values were stored two ways;
+    // the later row then keeps its value without the guard rather than stopping the job.
+    const stored = await db
       .insertInto('submission_unique_values')
       .values(w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })))
-      // Only a conversion meets a conflict here (a duplicate let in while values were stored two
-      // ways); the later row then keeps its value without the guard rather than stopping the job.
-      .$if(converting, (q) => q.onConflict((oc) => oc.doNothing()))
+      .onConflict((oc) => oc.doNothing())
+      .returning('field_id')
       .execute();
+    if (!converting && stored.length < w.unique.length) {
+      const got = new Set(stored.map((r) => r.field_id));
+      taken = w.unique.map((v) => v.fieldId).filter((f) => !got.has(f));
+    }
   }
   await engineOf(db).writeFullText(db, id, w.tokens, inserted);
+  return taken;
 }
 
 async function clearSearchable(db: Executor, id: number): Promise<void> {
@@ -58,18 +72,11 @@ async function clearSearchable(db: Executor, id: number): Promise<void> {
   await engineOf(db).clearFullText(db, id);
 }
 
-export async function insertSubmission(
+async function insertSubmission(
   db: Executor,
-  row: {
-    accountId: number;
-    formId: number;
-    userAgent: string;
-    remoteAddr: string;
-    latitude: number | null;
-    longitude: number | null;
-  },
+  row: NewSubmission,
   w: SubmissionWrite,
-): Promise<SubmissionRow> {
+): Promise<{ row: SubmissionRow; taken: number[] }> {
   const inserted = await db
     .insertInto('submissions')
     .values({
@@ -104,8 +111,75 @@ export async function insertSubmission(
     inserted.data = w.data(inserted.id);
     await db.updateTable('submissions').set({ data: inserted.data }).where('id', '=', inserted.id).execute();
   }
-  await writeSearchable(db, inserted.id, row.formId, w, true);
-  return inserted;
+  const taken = await writeSearchable(db, inserted.id, row.formId, w, true);
+  return { row: inserted, taken };
+}
+
+export interface NewSubmission {
+  accountId: number;
+  formId: number;
+  userAgent: string;
+  remoteAddr: string;
+  latitude: number | null;
+  longitude: number | null;
+}
+
+/**
+ * Writes a new submission with everything that goes with it: its unique values and index,
+ * and its form's counts. Returns the row, the unique fields whose value another submission
+ * holds (the caller then fails the transaction), and the form's revision as this write sees
+ * it (see noteSubmissionChange; undefined when the form is gone).
+ * Where INSERT may run inside WITH (PostgreSQL), a plain submission is one statement, one
+ * round trip; otherwise, and for a sealed one (whose data needs its id), one per step.
+ */
+export async function createSubmission(
+  db: Executor,
+  row: NewSubmission,
+  w: SubmissionWrite,
+): Promise<{ row: SubmissionRow; taken: number[]; revision: number | undefined }> {
+  const engine = engineOf(db);
+  if (!engine.writableCtes || typeof w.data !== 'string') {
+    const inserted = await insertSubmission(db, row, w);
+    const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now);
+    return { ...inserted, revision };
+  }
+  const slot = engine.countSlot();
+  const hour = Math.floor(w.now / HOUR_MS);
+  const { rows } = await sql<SubmissionRow & { revision: number | null; stored: number[] }>`
+    WITH f AS (SELECT revision FROM forms WHERE id = ${row.formId} AND account_id = ${row.accountId} FOR SHARE),
+    s AS (
+      INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr,
+        latitude, longitude, data, pretty_name, search_vector)
+      VALUES (${row.accountId}, ${row.formId}, ${w.now}, ${w.now}, ${row.userAgent}, ${row.remoteAddr},
+        ${row.latitude}, ${row.longitude}, ${w.data}, ${w.prettyName}, ${engine.fullTextColumns(w.tokens).search_vector})
+      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
+    ),
+    u AS (
+      INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
+      SELECT s.id, ${row.formId}, v.field_id, v.value_norm
+      FROM s, unnest(${w.unique.map((v) => v.fieldId)}::int[], ${w.unique.map((v) => v.norm)}::text[]) AS v(field_id, value_norm)
+      ON CONFLICT DO NOTHING
+      RETURNING field_id
+    ),
+    c AS (
+      INSERT INTO form_submission_counts (form_id, slot, n, version)
+      SELECT ${row.formId}, ${slot}, 1, 1 FROM f
+      ON CONFLICT (form_id, slot) DO UPDATE
+      SET n = form_submission_counts.n + 1, version = form_submission_counts.version + 1
+    ),
+    h AS (
+      INSERT INTO submission_hours (form_id, hour, slot, n)
+      SELECT ${row.formId}, ${hour}, ${slot}, 1 FROM f
+      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
+    )
+    SELECT s.*, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s`.execute(db);
+  const { revision, stored, ...inserted } = rows[0]!;
+  const got = new Set(stored);
+  return {
+    row: inserted,
+    taken: w.unique.map((v) => v.fieldId).filter((f) => !got.has(f)),
+    revision: revision ?? undefined,
+  };
 }
 
 export async function updateSubmission(
@@ -113,7 +187,7 @@ export async function updateSubmission(
   accountId: number,
   existing: SubmissionRow,
   w: SubmissionWrite,
-): Promise<SubmissionRow> {
+): Promise<{ row: SubmissionRow; taken: number[] }> {
   const row = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
@@ -134,8 +208,8 @@ export async function updateSubmission(
     ])
     .executeTakeFirstOrThrow();
   await clearSearchable(db, existing.id);
-  await writeSearchable(db, existing.id, existing.form_id, w, false);
-  return row;
+  const taken = await writeSearchable(db, existing.id, existing.form_id, w, false);
+  return { row, taken };
 }
 
 /**
@@ -297,18 +371,39 @@ export async function listSubmissions(
   };
 }
 
-/** Submissions of a form created in a time range (either end open); the form id must be checked already. */
+/** Rows of a form created in a time range (either end open), counted one by one. */
+async function countRows(db: Executor, formId: number, from: number | undefined, to: number | undefined) {
+  let q = db.selectFrom('submissions').where('form_id', '=', formId);
+  if (from !== undefined) q = q.where('created_at', '>=', from);
+  if (to !== undefined) q = q.where('created_at', '<=', to);
+  const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Submissions of a form created in a time range (either end open, `to` included); the form id
+ * must be checked already. The whole hours inside the range are summed from the hourly
+ * counts (submission_hours), and only the rows of the two partial hours at its ends are
+ * counted one by one: a week costs 168 hours and at most two hours of rows, however many
+ * rows the week holds.
+ */
 export async function countSubmissions(
   db: Executor,
   formId: number,
   from: number | undefined,
   to: number | undefined,
 ): Promise<number> {
-  let q = db.selectFrom('submissions').where('form_id', '=', formId);
-  if (from !== undefined) q = q.where('created_at', '>=', from);
-  if (to !== undefined) q = q.where('created_at', '<=', to);
-  const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
+  if (from === undefined && to === undefined) return countOfForm(db, formId);
+  // Whole hours [first, end): the first that starts at or after from, up to the one that holds to.
+  const first = from === undefined ? undefined : Math.ceil(from / HOUR_MS);
+  const end = to === undefined ? undefined : Math.floor((to + 1) / HOUR_MS);
+  if (first !== undefined && end !== undefined && first >= end) return countRows(db, formId, from, to);
+  const [whole, before, after] = await Promise.all([
+    countOfHours(db, formId, first, end),
+    first === undefined ? 0 : countRows(db, formId, from, first * HOUR_MS - 1),
+    end === undefined ? 0 : countRows(db, formId, end * HOUR_MS, to),
+  ]);
+  return whole + before + after;
 }
 
 /**

@@ -159,7 +159,8 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         );
         const raw = reply as FastifyReply;
         raw.type(out.contentType).header('content-disposition', `attachment; filename="${out.filename}"`);
-        return raw.send(Readable.from(out.lines));
+        // One chunk (a batch of rows) read ahead at most: the next batch is read as the socket drains.
+        return raw.send(Readable.from(out.lines, { highWaterMark: 1 }));
       },
     );
 

@@ -48,7 +48,7 @@ export interface FieldForValues extends Pick<
 export class ValueError extends Error {}
 
 const MAX_TEXT = 100_000;
-const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+export const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 
 function record(raw: unknown): Record<string, unknown> | undefined {
   return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import * as formsRepo from '../forms/repository.js';
+import { noteSubmissionChange } from '../forms/counts.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue } from '../../jobs/outbox.js';
@@ -20,7 +20,7 @@ import {
   parseData,
   requireSubmission,
 } from './definitions.js';
-import { checkUnique, prepareSubmission } from './indexing.js';
+import { failIfTaken, heldOtherWay, prepareSubmission } from './indexing.js';
 import { toSubmission } from './presentation.js';
 import type { AccountScope, FormRef, SubmissionRef } from '../permissions/caller.js';
 
@@ -39,17 +39,20 @@ export type OnCreated = (trx: Transaction<Database>, replay: Submission) => Prom
 class StaleDefinition extends Error {}
 
 /**
- * Notes the change on the form and checks that the form is still at the revision the values
- * were checked and stored against. A form changed meanwhile (a field edited, encryption turned
- * on or off) fails the write, which is then made again against the new definition.
+ * Notes the change in the form's counts and checks that the form is still at the revision the
+ * values were checked and stored against. A form changed meanwhile (a field edited, encryption
+ * turned on or off) fails the write, which is then made again against the new definition.
+ * The last statement of the write: the count's slot and the form's share lock are then held
+ * only until the commit that follows.
  */
 async function noteChange(
   trx: Transaction<Database>,
   def: FormDefinition,
   accountId: number,
   delta: number,
+  createdAt: number,
 ): Promise<void> {
-  const revision = await formsRepo.noteSubmissionChange(trx, accountId, def.formId, delta);
+  const revision = await noteSubmissionChange(trx, accountId, def.formId, delta, createdAt);
   if (revision !== def.form.revision) throw new StaleDefinition();
 }
 
@@ -87,13 +90,13 @@ async function createOnce(
   const data: DataMap = new Map();
   const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
 
-  // Inline bytes go to storage before the transaction (group commit: no slow I/O inside it)
-  // and are removed again if the transaction does not commit.
+  // Inline bytes go to storage before the transaction (no slow I/O inside it) and are removed
+  // again if the transaction does not commit.
   await storeInline(ctx, files.plan);
   try {
     return await deps.write(async (trx) => {
-      await checkUnique(trx, def, write);
-      const row = await repo.insertSubmission(
+      const heldAlt = await heldOtherWay(trx, def, write);
+      const { row, taken, revision } = await repo.createSubmission(
         trx,
         {
           accountId,
@@ -105,8 +108,9 @@ async function createOnce(
         },
         write,
       );
+      if (revision !== def.form.revision) throw new StaleDefinition();
+      failIfTaken(def, write, heldAlt, taken);
       await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
-      await noteChange(trx, def, accountId, 1);
       const submission = toSubmission(def, row, data);
       const kept = def.seal ? { ...submission, prettyName: null, data: [] } : submission;
       await onCreated?.(trx, kept);
@@ -146,11 +150,11 @@ async function updateOnce(
   await storeInline(ctx, files.plan);
   try {
     return await deps.write(async (trx) => {
-      await checkUnique(trx, def, write, id);
-      const updated = await repo.updateSubmission(trx, accountId, row, write);
+      const heldAlt = await heldOtherWay(trx, def, write, id);
+      const { row: updated, taken } = await repo.updateSubmission(trx, accountId, row, write);
+      failIfTaken(def, write, heldAlt, taken);
       const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
       if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
-      await noteChange(trx, def, accountId, 0);
       const submission = toSubmission(def, updated, data);
       await publishSubmissionEvent(trx, ctx, {
         type: 'submission.updated',
@@ -161,6 +165,7 @@ async function updateOnce(
         sealed: def.seal !== undefined,
         submission: def.seal ? { ...submission, prettyName: null, data: [] } : submission,
       });
+      await noteChange(trx, def, accountId, 0, row.created_at);
       return submission;
     });
   } catch (error) {
@@ -184,7 +189,7 @@ export async function deleteSubmission(
       uploads.map((u) => u.file_key),
     );
     await repo.deleteSubmission(trx, accountId, id);
-    await formsRepo.noteSubmissionChange(trx, accountId, row.form_id, -1);
+    await noteSubmissionChange(trx, accountId, row.form_id, -1, row.created_at);
     // The objects go once this commits, through the outbox.
     if (objects.length > 0) await enqueue(trx, removeFilesJob, { keys: objects });
     await publishSubmissionEvent(trx, ctx, {

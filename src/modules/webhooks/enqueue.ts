@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
-import { enqueue } from '../../jobs/outbox.js';
+import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { Submission } from '../submissions/schemas.js';
 import { deliverWebhookJob } from './jobs.js';
 import { webhooksOfForm } from './repository.js';
@@ -16,36 +16,46 @@ import { newMessageId } from './secrets.js';
 export interface EventForWebhooks {
   type: WebhookEvent;
   formId: number;
-  submissionId: number;
+  /** Absent on partial.saved, which names a partial instead. */
+  submissionId?: number;
+  partialSubmissionId?: number;
   occurredAt: number;
   sealed: boolean;
-  submission: Submission | null;
+  submission?: Submission | null;
+  /** partial.saved: the partial as the API shows it. */
+  partial?: unknown;
 }
 
 /**
- * The webhooks' target of submission events: one delivery job per webhook of the form that
- * asks for the event, in the transaction of the change, carrying the event as it is now.
+ * The webhooks' target of submission and partial events: one delivery job per webhook of the form that
+ * asks for the event, for the transaction of the change, carrying the event as it is now.
  * A form without webhooks costs one indexed read.
  */
-export async function enqueueWebhookDeliveries(
+export async function webhookDeliveriesFor(
   trx: Transaction<Database>,
   _ctx: AppContext,
   event: EventForWebhooks,
-): Promise<void> {
+): Promise<JobRequest[]> {
   const webhooks = await webhooksOfForm(trx, event.formId);
+  const jobs: JobRequest[] = [];
   for (const webhook of webhooks) {
     if (!(JSON.parse(webhook.events) as string[]).includes(event.type)) continue;
-    await enqueue(trx, deliverWebhookJob, {
-      webhookId: webhook.id,
-      messageId: newMessageId(),
-      event: {
-        type: event.type,
-        formId: event.formId,
-        submissionId: event.submissionId,
-        occurredAt: event.occurredAt,
-        sealed: event.sealed,
-        submission: event.submission,
-      },
-    });
+    jobs.push(
+      jobOf(deliverWebhookJob, {
+        webhookId: webhook.id,
+        messageId: newMessageId(),
+        event: {
+          type: event.type,
+          formId: event.formId,
+          ...(event.submissionId !== undefined && { submissionId: event.submissionId }),
+          ...(event.partialSubmissionId !== undefined && { partialSubmissionId: event.partialSubmissionId }),
+          occurredAt: event.occurredAt,
+          sealed: event.sealed,
+          submission: event.submission ?? null,
+          ...(event.partial !== undefined && { partial: event.partial }),
+        },
+      }),
+    );
   }
+  return jobs;
 }

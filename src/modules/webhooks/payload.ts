@@ -15,10 +15,15 @@ export const DeliveryPayload = Type.Object({
   event: Type.Object({
     type: Type.Union(WEBHOOK_EVENTS.map((e) => Type.Literal(e))),
     formId: Type.Integer(),
-    submissionId: Type.Integer(),
+    /** The submission's id; absent for partial.saved. */
+    submissionId: Type.Optional(Type.Integer()),
+    /** partial.saved: the partial's id. */
+    partialSubmissionId: Type.Optional(Type.Integer()),
     occurredAt: Type.Number(),
     sealed: Type.Boolean(),
     submission: Type.Unknown(),
+    /** partial.saved: the partial as GET /partialsubmission/{id} shows it (values left out on encrypted forms). */
+    partial: Type.Optional(Type.Unknown()),
   }),
 });
 export type DeliveryPayload = Static<typeof DeliveryPayload>;
@@ -40,6 +45,42 @@ function submissionOf(event: DeliveryEvent): Submission | null {
   return event.submission as Submission | null;
 }
 
+interface PartialRecord {
+  prettyName: string | null;
+  data: { field: number; value: unknown; type: string; displayValue: string }[];
+}
+
+/**
+ * partial.saved: json {type, timestamp, formId, partialSubmissionId, data (the partial as the
+ * API shows it)}; urlencoded FormID, PartialSubmissionID, HandshakeKey when set, one key per
+ * field. The resume token is never in it: the service keeps only its hash.
+ */
+function renderPartialBody(event: DeliveryEvent, settings: BodySettings): RenderedBody {
+  const partial = event.partial as PartialRecord;
+  const data = event.sealed ? [] : partial.data;
+  if (settings.contentType === 'urlencoded') {
+    const form = new URLSearchParams();
+    form.append('FormID', String(event.formId));
+    form.append('PartialSubmissionID', String(event.partialSubmissionId));
+    if (settings.handshakeKey !== undefined) form.append('HandshakeKey', settings.handshakeKey);
+    for (const entry of data)
+      form.append(
+        String(entry.field),
+        settings.includeFieldType ? JSON.stringify({ value: entry.value, type: entry.type }) : entry.displayValue,
+      );
+    return { body: Buffer.from(form.toString()), contentType: 'application/x-www-form-urlencoded' };
+  }
+  const json: Record<string, unknown> = {
+    type: event.type,
+    timestamp: new Date(event.occurredAt).toISOString(),
+    formId: event.formId,
+    partialSubmissionId: event.partialSubmissionId,
+    data: event.sealed ? { ...partial, prettyName: null, data: [] } : partial,
+  };
+  if (settings.handshakeKey !== undefined) json.HandshakeKey = settings.handshakeKey;
+  return { body: Buffer.from(JSON.stringify(json)), contentType: 'application/json' };
+}
+
 /**
  * The body of a delivery. json: {type, timestamp, formId, submissionId, data (the detailed
  * submission, or null once deleted), HandshakeKey when set}. urlencoded: the original
@@ -48,6 +89,7 @@ function submissionOf(event: DeliveryEvent): Submission | null {
  * no values in either.
  */
 export function renderBody(event: DeliveryEvent, settings: BodySettings): RenderedBody {
+  if (event.type === 'partial.saved') return renderPartialBody(event, settings);
   const submission = submissionOf(event);
   const data = event.sealed ? [] : (submission?.data ?? []);
   if (settings.contentType === 'urlencoded') {

@@ -1,8 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, PageNumber, PageSize, StringEnum, Timestamp, listBody } from '../../http/schemas.js';
 
-/** The events a webhook may ask for (partial submissions join once they exist). */
-export const WEBHOOK_EVENTS = ['submission.created', 'submission.updated', 'submission.deleted'] as const;
+/** The events a webhook may ask for: a submission's changes, and a partial submission saved on the hosted page. */
+export const WEBHOOK_EVENTS = [
+  'submission.created',
+  'submission.updated',
+  'submission.deleted',
+  'partial.saved',
+] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 const url = Type.String({
@@ -23,7 +28,10 @@ const events = Type.Array(StringEnum(WEBHOOK_EVENTS), {
   minItems: 1,
   maxItems: WEBHOOK_EVENTS.length,
   uniqueItems: true,
-  description: 'The events delivered; submission.created only unless set',
+  description:
+    'The events delivered; submission.created only unless set. partial.saved: a partial submission was saved (or ' +
+    'saved again) on the hosted page; its body carries the partial as GET /partialsubmission/{id} shows it, never ' +
+    'its resume token',
 });
 
 export const WebhookCreate = Type.Object(

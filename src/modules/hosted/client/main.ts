@@ -4,7 +4,7 @@
  * the reading of inputs from hosted/form-model.ts, the same code the server runs.
  */
 import { TYPE_RULES } from '../../fields/types.js';
-import { readValue, ValueError, visibleFields, type StoredValue } from '../../submissions/values.js';
+import { EMAIL, readValue, ValueError, visibleFields, type StoredValue } from '../../submissions/values.js';
 import { collectFields, fieldMessage, inputName, type FieldInput, type PageField } from '../form-model.js';
 
 interface Definition {
@@ -370,7 +370,9 @@ class HostedForm {
         return;
       }
       this.resumeToken = String(reply.body.resumeToken);
-      const link = new URL(String(reply.body.resumeUrl), window.location.href).toString();
+      // resumeUrl is relative to the service: embedded HTML on another site has the service's base.
+      const resumeUrl = String(reply.body.resumeUrl);
+      const link = this.def.base ? `${this.def.base}${resumeUrl}` : new URL(resumeUrl, window.location.href).toString();
       const p = document.createElement('p');
       p.textContent = 'Your answers are saved. Use this link to come back and finish later:';
       const label = document.createElement('label');
@@ -384,8 +386,74 @@ class HostedForm {
       input.className = 'fw-resume-link';
       input.value = link;
       box.append(p, label, input);
+      const emailField = this.def.fields.find((f) => f.type === 'email');
+      if (emailField) box.append(this.emailLinkControl(emailField.id));
       input.focus();
       input.select();
+    } finally {
+      this.setBusy(false);
+    }
+  }
+
+  /** "Email me this link": the address starts as the form's email field's value. */
+  private emailLinkControl(emailFieldId: number): HTMLElement {
+    const group = document.createElement('div');
+    group.className = 'fw-resume-email';
+    const id = `fw-resume-email-${this.def.viewKey}`;
+    const label = document.createElement('label');
+    label.htmlFor = id;
+    label.textContent = 'Or email the link to';
+    const address = document.createElement('input');
+    address.type = 'email';
+    address.id = id;
+    address.autocomplete = 'email';
+    address.value = this.form.querySelector<HTMLInputElement>(`#fw-field-${emailFieldId} input`)?.value ?? '';
+    const status = document.createElement('p');
+    status.className = 'fw-resume-email-status';
+    status.id = `${id}-status`;
+    status.setAttribute('aria-live', 'polite');
+    address.setAttribute('aria-describedby', status.id);
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'fw-button fw-secondary fw-send-link';
+    button.textContent = 'Email me the link';
+    const go = () => void this.emailLink(address, status);
+    button.addEventListener('click', go);
+    // Enter in the address sends the link, not the form.
+    address.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter') return;
+      event.preventDefault();
+      go();
+    });
+    group.append(label, address, button, status);
+    return group;
+  }
+
+  /** Saves again (the values as they are now) and asks for the link to go to the address, in one request. */
+  private async emailLink(address: HTMLInputElement, status: HTMLElement): Promise<void> {
+    if (this.busy) return;
+    const to = address.value.trim();
+    if (!EMAIL.test(to)) {
+      status.textContent = 'Enter an email address to send the link to.';
+      address.setAttribute('aria-invalid', 'true');
+      address.focus();
+      return;
+    }
+    address.removeAttribute('aria-invalid');
+    this.setBusy(true);
+    try {
+      const reply = await send(`${this.url}/partial`, {
+        fields: this.inputs(),
+        website: this.hiddenValue('website'),
+        ...(this.resumeToken ? { _resume: this.resumeToken } : {}),
+        resumeEmail: to,
+      });
+      if (reply.status !== 200) {
+        status.textContent = messageOf(reply, 'The link could not be sent.');
+        return;
+      }
+      this.resumeToken = String(reply.body.resumeToken);
+      status.textContent = `The link is on its way to ${to}. Your latest answers are saved too.`;
     } finally {
       this.setBusy(false);
     }

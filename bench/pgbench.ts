@@ -1,0 +1,116 @@
+/**
+ * pgbench next to the service's PostgreSQL POSTs, in the same run and at the same
+ * concurrency (npm run bench -- pg, and section 4 of npm run bench):
+ *
+ * (a) one 10-key jsonb row inserted per transaction: what PostgreSQL itself can take;
+ * (b) the statements of one Formwork create, captured from the service (bench/pg-capture.ts,
+ *     loaded into a service child) and replayed as they were sent, parameters inlined as
+ *     literals: what the service's own SQL costs with no Node.js in front of it.
+ *
+ * The POST rate is then read as a share of each.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+
+export interface Captured {
+  pid?: number;
+  text: string;
+  values: (string | null)[];
+}
+
+export interface PgbenchResult {
+  tps: number;
+  latencyMs: number;
+  failed: number;
+}
+
+/** The captured lines of a file, from a byte offset on. */
+export function readCaptured(file: string, from = 0): Captured[] {
+  return readFileSync(file)
+    .subarray(from)
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Captured);
+}
+
+/** Statements of the service's background work (presence, the worker), not of a request. */
+export function isBackground(c: Captured): boolean {
+  return /"processes"|\bLISTEN\b|pg_try_advisory|FOR UPDATE SKIP LOCKED/i.test(c.text);
+}
+
+const literal = (v: string | null) => (v === null ? 'NULL' : `'${v.replace(/'/g, "''")}'`);
+
+/**
+ * A pgbench script of the statements, each with its parameters as literals (untyped, as the
+ * parameters were, so PostgreSQL infers the same types). A unique value must differ in every
+ * transaction, or the replay would only meet conflicts: where a statement inserts into
+ * submission_unique_values, each value_norm (every fourth parameter, as Kysely lays the rows
+ * out) becomes one drawn from a sequence (SEQUENCE below, made by the caller).
+ */
+export const SEQUENCE = 'fw_bench_unique';
+export function pgbenchScript(statements: Captured[]): string {
+  return statements
+    .map((c) => {
+      const unique = /insert into "submission_unique_values"/i.test(c.text);
+      const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
+        const i = Number(n) - 1;
+        if (unique && i % 4 === 3) return `('u' || nextval('${SEQUENCE}'))`;
+        return literal(c.values[i] ?? null);
+      });
+      return `${sqlText.replace(/\s+/g, ' ').trim()};`;
+    })
+    .join('\n');
+}
+
+/** The table and statement of script (a): one row of a 10-key jsonb document. */
+export const JSONB_TABLE = 'CREATE TABLE fw_bench_jsonb (id bigserial PRIMARY KEY, data jsonb NOT NULL)';
+export function jsonbScript(): string {
+  const doc = Object.fromEntries(
+    Array.from({ length: 10 }, (_, i) => [`field_${i + 1}`, `value ${i + 1} of a bench row`]),
+  );
+  return `\\set n random(1, 1000000000)\nINSERT INTO fw_bench_jsonb (data) VALUES (jsonb_set('${JSON.stringify(doc)}'::jsonb, '{n}', to_jsonb(:n)));`;
+}
+
+/** Finds pgbench: on PATH, or in PostgreSQL's own bin directory. */
+export function pgbenchPath(): string {
+  for (const dir of ['/usr/lib/postgresql/17/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/15/bin']) {
+    try {
+      readFileSync(`${dir}/pgbench`, { flag: 'r' }).subarray(0, 1);
+      return `${dir}/pgbench`;
+    } catch {
+      // not there
+    }
+  }
+  return 'pgbench';
+}
+
+/** Runs one pgbench script for seconds at clients connections; its tps (without connection time). */
+export async function runPgbench(
+  url: string,
+  scriptFile: string,
+  script: string,
+  clients: number,
+  seconds: number,
+  log: (m: string) => void,
+): Promise<PgbenchResult> {
+  writeFileSync(scriptFile, `${script}\n`);
+  const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', scriptFile, url];
+  const proc = spawn(pgbenchPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number>((resolve) => proc.on('close', (c) => resolve(c ?? 1)));
+  const tps = /tps = ([\d.]+)/.exec(out);
+  const latency = /latency average = ([\d.]+) ms/.exec(out);
+  const failed = /number of failed transactions: (\d+)/.exec(out);
+  if (code !== 0 || !tps) {
+    log(out);
+    throw new Error(`pgbench ${scriptFile} exited with ${code}`);
+  }
+  return {
+    tps: Number(tps[1]),
+    latencyMs: latency ? Number(latency[1]) : Number.NaN,
+    failed: failed ? Number(failed[1]) : 0,
+  };
+}

@@ -1,0 +1,135 @@
+import { sql, type ExpressionBuilder } from 'kysely';
+import { engineOf } from '../../db/engine.js';
+import type { Database } from '../../db/schema.js';
+import type { Executor } from '../../db/transaction.js';
+
+/**
+ * The repository of forms' submission counts (form_submission_counts, submission_hours;
+ * migration 0014). They are not kept on the form's row: a write adds to the slot of its
+ * connection, so concurrent writers to one form on PostgreSQL do not queue on one row lock,
+ * and readers sum a form's few slots.
+ */
+
+export const HOUR_MS = 3_600_000;
+
+/** The form's submission count, as a column of a select from forms. */
+export function submissionsCountOf(eb: ExpressionBuilder<Database, 'forms'>) {
+  const sum = eb
+    .selectFrom('form_submission_counts')
+    .select(sql<number>`coalesce(sum(n), 0)`.as('n'))
+    .whereRef('form_submission_counts.form_id', '=', 'forms.id');
+  return sql<number>`(${sum})`.as('submissions_count');
+}
+
+/** The sum of the form's write versions: goes up with every create, edit and delete. */
+export function submissionsVersionOf(eb: ExpressionBuilder<Database, 'forms'>) {
+  const sum = eb
+    .selectFrom('form_submission_counts')
+    .select(sql<number>`coalesce(sum(version), 0)`.as('v'))
+    .whereRef('form_submission_counts.form_id', '=', 'forms.id');
+  return sql<number>`(${sum})`.as('submissions_version');
+}
+
+/** A form's submission count, alone. */
+export async function countOfForm(db: Executor, formId: number): Promise<number> {
+  const row = await db
+    .selectFrom('form_submission_counts')
+    .select(sql<number>`coalesce(sum(n), 0)`.as('n'))
+    .where('form_id', '=', formId)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** A form's submission count and write version, alone. */
+export async function countersOfForm(
+  db: Executor,
+  formId: number,
+): Promise<{ submissions_count: number; submissions_version: number }> {
+  const row = await db
+    .selectFrom('form_submission_counts')
+    .select([sql<number>`coalesce(sum(n), 0)`.as('n'), sql<number>`coalesce(sum(version), 0)`.as('v')])
+    .where('form_id', '=', formId)
+    .executeTakeFirst();
+  return { submissions_count: Number(row?.n ?? 0), submissions_version: Number(row?.v ?? 0) };
+}
+
+/** Submissions created in whole hours from first to end (exclusive); either end open. */
+export async function countOfHours(
+  db: Executor,
+  formId: number,
+  first: number | undefined,
+  end: number | undefined,
+): Promise<number> {
+  const row = await db
+    .selectFrom('submission_hours')
+    .select(sql<number>`coalesce(sum(n), 0)`.as('n'))
+    .where('form_id', '=', formId)
+    .$if(first !== undefined, (q) => q.where('hour', '>=', first!))
+    .$if(end !== undefined, (q) => q.where('hour', '<', end!))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Records that a submission of the form was created (+1), deleted (-1) or edited (0), created
+ * at createdAt: keeps the count and its hour right and moves the version that cached totals
+ * check. Returns the form's revision as of this write, read under a share lock that lasts
+ * until commit: a change to the form (which updates its row) waits for this write to commit,
+ * or this write sees its new revision, which the writer compares with the definition it
+ * checked the values against. Undefined when the form is gone.
+ */
+export async function noteSubmissionChange(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  delta: number,
+  createdAt: number,
+): Promise<number | undefined> {
+  const engine = engineOf(db);
+  const slot = engine.countSlot();
+  const hour = Math.floor(createdAt / HOUR_MS);
+  if (engine.writableCtes) {
+    // One round trip: the lock and both counters in one statement.
+    const { rows } = await sql<{ revision: number }>`
+      WITH f AS (SELECT revision FROM forms WHERE id = ${formId} AND account_id = ${accountId} FOR SHARE),
+      c AS (
+        INSERT INTO form_submission_counts (form_id, slot, n, version)
+        SELECT ${formId}, ${slot}, ${delta}, 1 FROM f
+        ON CONFLICT (form_id, slot) DO UPDATE
+        SET n = form_submission_counts.n + excluded.n, version = form_submission_counts.version + 1
+      ),
+      h AS (
+        INSERT INTO submission_hours (form_id, hour, slot, n)
+        SELECT ${formId}, ${hour}, ${slot}, ${delta} FROM f WHERE ${delta}::int <> 0
+        ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + excluded.n
+      )
+      SELECT revision FROM f`.execute(db);
+    return rows[0]?.revision;
+  }
+  const form = await engine
+    .shareRows(db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId))
+    .executeTakeFirst();
+  if (!form) return undefined;
+  await db
+    .insertInto('form_submission_counts')
+    .values({ form_id: formId, slot, n: delta, version: 1 })
+    .onConflict((oc) =>
+      oc.columns(['form_id', 'slot']).doUpdateSet((eb) => ({
+        n: eb('form_submission_counts.n', '+', eb.ref('excluded.n')),
+        version: eb('form_submission_counts.version', '+', 1),
+      })),
+    )
+    .execute();
+  if (delta !== 0) {
+    await db
+      .insertInto('submission_hours')
+      .values({ form_id: formId, hour, slot, n: delta })
+      .onConflict((oc) =>
+        oc
+          .columns(['form_id', 'hour', 'slot'])
+          .doUpdateSet((eb) => ({ n: eb('submission_hours.n', '+', eb.ref('excluded.n')) })),
+      )
+      .execute();
+  }
+  return form.revision;
+}
