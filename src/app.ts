@@ -179,6 +179,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
     }),
     hiddenTag: 'internal',
+    // The swagger plugin marks every declared body as required; an operation whose body may be
+    // left out (x-formwork-body-optional, copied from its schema) says so.
+    transformObject: (documents) => {
+      const doc = (documents as { openapiObject?: Record<string, unknown> }).openapiObject ?? {};
+      const paths = (doc.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
+      for (const item of Object.values(paths))
+        for (const op of Object.values(item)) {
+          const body = op.requestBody as { required?: boolean } | undefined;
+          if (op['x-formwork-body-optional'] === true && body) body.required = false;
+        }
+      return doc;
+    },
     // Shared schemas keep their names (Form, Field, ...) as OpenAPI components.
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),

@@ -264,6 +264,7 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
               'Anything else is 400 invalid_image, and a list whose useImages is off answers 400 images_not_used. ' +
               'A new image replaces the old one, whose file is removed once the change commits.',
             consumes: ['multipart/form-data'],
+            'x-formwork-body-optional': true,
             params: optionParams,
             body: OptionImageUpload,
             response: { 200: Type.Ref(SmartListOption), ...errors(403, 404) },
