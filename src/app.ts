@@ -29,6 +29,8 @@ import { Form } from './modules/forms/schemas.js';
 import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
+import { smartListRoutes } from './modules/smartlists/routes.js';
+import { SmartList, SmartListOption } from './modules/smartlists/schemas.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
 import { tokenRoutes } from './modules/tokens/routes.js';
 import { PersonalToken } from './modules/tokens/schemas.js';
@@ -118,6 +120,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     Confirmation,
     Notification,
     MailMessage,
+    SmartList,
+    SmartListOption,
   ])
     app.addSchema(schema);
 
@@ -175,6 +179,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
     }),
     hiddenTag: 'internal',
+    // The swagger plugin marks every declared body as required; an operation whose body may be
+    // left out (x-formwork-body-optional, copied from its schema) says so.
+    transformObject: (documents) => {
+      const doc = (documents as { openapiObject?: Record<string, unknown> }).openapiObject ?? {};
+      const paths = (doc.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
+      for (const item of Object.values(paths))
+        for (const op of Object.values(item)) {
+          const body = op.requestBody as { required?: boolean } | undefined;
+          if (op['x-formwork-body-optional'] === true && body) body.required = false;
+        }
+      return doc;
+    },
     // Shared schemas keep their names (Form, Field, ...) as OpenAPI components.
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
@@ -223,6 +239,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(oauthClientRoutes(ctx));
       await api.register(tokenRoutes(ctx));
       await api.register(webhookRoutes(ctx));
+      await api.register(smartListRoutes(ctx));
       await api.register(hosted.api);
     },
     { prefix: API_PREFIX },

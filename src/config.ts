@@ -74,6 +74,8 @@ export interface Config {
   mailFrom: { name: string | undefined; address: string };
   /** The most bytes of files one email attaches, all files together; files beyond it are named, not attached. */
   mailAttachmentMaxBytes: number;
+  /** The largest image a smart list option takes. */
+  optionImageMaxBytes: number;
   /** Where uploaded files live. */
   storage: { driver: 'local' } | { driver: 's3'; s3: S3Settings };
   /** The hosted form pages (src/modules/hosted). */
@@ -269,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString(),
     mailFrom: mailFrom(env.MAIL_FROM, resolvedPublicUrl),
     mailAttachmentMaxBytes: integer(env, 'MAIL_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 1024 * 1024 * 1024),
+    optionImageMaxBytes: integer(env, 'OPTION_IMAGE_MAX_BYTES', 2 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     storage: storage(env),
     hosted: {
       publicSubmitPerMinute: integer(env, 'PUBLIC_SUBMIT_PER_MINUTE', 10, 1, 1_000_000),

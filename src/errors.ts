@@ -80,6 +80,19 @@ export const ERRORS = {
   },
   folder_too_deep: { status: 400, message: 'Folders nest at most five levels deep' },
   folder_cycle: { status: 400, message: 'A folder cannot move into itself or one of its subfolders' },
+  invalid_options: {
+    status: 400,
+    message: 'An option of the smart list is invalid or repeats a value',
+    note: '`details` names each offending entry by its index',
+  },
+  invalid_image: {
+    status: 400,
+    message: 'The image is not a PNG, JPEG, GIF or WebP file, is too large, or the body is not one part named image',
+  },
+  images_not_used: {
+    status: 400,
+    message: 'This smart list does not use images; turn useImages on first',
+  },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
   invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
   encryption_password_required: {
@@ -119,6 +132,8 @@ export const ERRORS = {
   notification_not_found: { status: 404, message: 'Notification email not found' },
   mail_not_found: { status: 404, message: 'Message not found in the mail log' },
   partial_submission_not_found: { status: 404, message: 'Partial submission not found' },
+  smart_list_not_found: { status: 404, message: 'Smart list not found' },
+  smart_list_option_not_found: { status: 404, message: 'Smart list option not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },
@@ -145,6 +160,11 @@ export const ERRORS = {
       'A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds',
   },
   upload_url_used: { status: 409, message: 'This upload URL has already been used' },
+  smart_list_in_use: {
+    status: 409,
+    message: 'Fields take their options from this smart list; point them elsewhere first',
+    note: 'the message names each field and its form',
+  },
   webhook_disabled: { status: 409, message: 'This webhook is disabled; turn it on with PUT active: true first' },
   // 408 to 429
   body_timeout: { status: 408, message: 'The request body did not arrive in time; the connection is closed' },

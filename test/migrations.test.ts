@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { Db } from '../src/db/database.js';
-import { migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
+import { MIGRATION_NAMES, migrateToLatest, migrateUpTo } from '../src/db/migrate.js';
 import { dialectName, openFreshDatabase } from './support/helpers.js';
 
 let db: Db;
@@ -100,6 +100,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0013_hosted_forms',
       '0014_submission_counts',
       '0016_resume_link_mail',
+      '0017_smart_lists',
     ]);
 
     assert.equal(
@@ -259,5 +260,101 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
     await k.deleteFrom('forms').where('id', '=', busy).execute();
     assert.equal((await k.selectFrom('form_submission_counts').selectAll().execute()).length, 0);
     assert.equal((await k.selectFrom('submission_hours').selectAll().execute()).length, 0);
+  });
+});
+
+describe(`0017: smart lists (${dialectName})`, () => {
+  let fresh: Db;
+  let drop: () => Promise<void>;
+
+  before(async () => {
+    ({ db: fresh, drop } = await openFreshDatabase());
+  });
+  after(async () => {
+    await drop();
+  });
+
+  it('keeps the fields written before it with their own options, and lets fields point at a list', async () => {
+    const k = fresh.kysely;
+    // Whichever migration comes just before this one, so that renumbering the others changes nothing here.
+    const index = MIGRATION_NAMES.indexOf('0017_smart_lists');
+    assert.ok(index > 0);
+    await migrateUpTo(fresh, MIGRATION_NAMES[index - 1]!);
+    const now = Date.now();
+    const account = (
+      await k
+        .insertInto('accounts')
+        .values({ name: 'Before', created_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const form = (
+      await k
+        .insertInto('forms')
+        .values({
+          account_id: account,
+          name: 'F',
+          submit_button_title: 'Submit',
+          settings: '{}',
+          view_key: 'vk-lists',
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const options = '[{"label":"A","value":"a"}]';
+    // Written as the schema stood before the migration: no smart_list_id column yet.
+    const field = (
+      await sql<{
+        id: number;
+      }>`insert into fields (account_id, form_id, type, label, description, column_span, display_order, attributes, options, created_at, updated_at)
+        values (${account}, ${form}, 'select', 'Pick', '', 12, 0, '{}', ${options}, ${now}, ${now}) returning id`.execute(
+        k,
+      )
+    ).rows[0]!.id;
+
+    assert.ok((await migrateToLatest(fresh)).includes('0017_smart_lists'));
+
+    const before = await k.selectFrom('fields').selectAll().where('id', '=', field).executeTakeFirstOrThrow();
+    assert.equal(before.options, options);
+    assert.equal(before.smart_list_id, null);
+
+    const list = (
+      await k
+        .insertInto('smart_lists')
+        .values({ account_id: account, name: 'L', created_at: now, updated_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const option = (value: string) =>
+      k
+        .insertInto('smart_list_options')
+        .values({
+          account_id: account,
+          list_id: list,
+          label: value,
+          value,
+          display_order: 0,
+          image_key: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+    await option('x');
+    await assert.rejects(option('x'), 'a value is unique within its list');
+    await k.updateTable('fields').set({ smart_list_id: list }).where('id', '=', field).execute();
+    await assert.rejects(
+      k.deleteFrom('smart_lists').where('id', '=', list).execute(),
+      'a list that a field uses is not removed under it',
+    );
+    await assert.rejects(k.updateTable('fields').set({ smart_list_id: 999_999 }).where('id', '=', field).execute());
+    await k.updateTable('fields').set({ smart_list_id: null }).where('id', '=', field).execute();
+    await k.deleteFrom('smart_lists').where('id', '=', list).execute();
+    assert.equal(
+      (await k.selectFrom('smart_list_options').selectAll().execute()).length,
+      0,
+      'options go with the list',
+    );
   });
 });

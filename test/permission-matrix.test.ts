@@ -180,8 +180,10 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
   const token = await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token');
   const emails = await emailFixture(op, form.id, emailField.id, submission.id);
   const partial = op.path.includes('{partialSubmissionId}') ? await savePartialOf(app, owner, form.id) : undefined;
+  const lists = op.path.includes('{smartListId}') ? await smartListFixture() : {};
   return {
     ...emails,
+    ...lists,
     ...(partial && { partialSubmissionId: partial.id }),
     emailFieldId: emailField.id,
     folderId: folder.id,
@@ -193,6 +195,15 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     tokenId: token.tokenId,
     ...hooks,
   };
+}
+
+/** A smart list (that uses images) with one option, no field using it, for the operations that address one. */
+async function smartListFixture(): Promise<Record<string, number>> {
+  const list = await owner.post('/smartlists', { name: 'Matrix list', useImages: true });
+  assert.equal(list.status, 201, list.text);
+  const option = await owner.post(`/smartlists/${list.body.id}/options`, { label: 'Matrix option' });
+  assert.equal(option.status, 201, option.text);
+  return { smartListId: list.body.id, optionId: option.body.id };
 }
 
 /** A confirmation, a notification and a message of the mail log, for the operations that address one. */

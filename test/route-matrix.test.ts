@@ -54,6 +54,7 @@ const ID_PROPERTIES: Record<string, string> = {
   parent: 'folderId',
   template: 'formId',
   recipientField: 'emailFieldId',
+  smartList: 'smartListId',
   replyToField: 'emailFieldId',
 };
 const idKindOf = (name: string): string | undefined =>
@@ -354,6 +355,14 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
   for (const u of users.users) tokens.push(await ok(acc.get(`/users/${u.id}/tokens`), 'list tokens'));
   const clients = await ok(acc.get('/oauth-clients'), 'list OAuth clients');
   const mail = await ok(acc.get('/mail-log?pageSize=100'), 'list the mail log');
+  const smartLists = await ok(acc.get('/smartlists?pageSize=100'), 'list smart lists');
+  for (const l of smartLists.smartLists) {
+    formDetails.push(await ok(acc.get(`/smartlists/${l.id}`), 'read smart list'));
+    const options = await ok(acc.get(`/smartlists/${l.id}/options?pageSize=100`), 'list options');
+    formDetails.push(options);
+    for (const o of options.options)
+      formDetails.push(await ok(acc.get(`/smartlists/${l.id}/options/${o.id}`), 'read option'));
+  }
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
   const walk = async (list: any[]): Promise<void> => {
@@ -363,7 +372,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     }
   };
   await walk(folders.folders);
-  return { forms, deleted, formDetails, folders, folderDetails, users, permissions, tokens, clients, mail };
+  return { forms, deleted, formDetails, smartLists, folders, folderDetails, users, permissions, tokens, clients, mail };
 }
 
 /** The last test of each matrix: nothing it sent changed A's or B's data. */
@@ -532,7 +541,23 @@ describe(`route matrix (${dialectName})`, () => {
       }),
       'create notification',
     );
+    // A smart list with options, which a field of the first form takes its options from.
+    const smartList = await created(a.post('/smartlists', { name: `List ${MARK}`, useImages: true }), 'create list');
+    const listOption = await created(
+      a.post(`/smartlists/${smartList.id}/options`, { label: `Red ${MARK}`, value: 'red' }),
+      'create option',
+    );
+    await ok(
+      a.post(`/smartlists/${smartList.id}/bulkoptions`, { options: [{ label: `Blue ${MARK}`, value: 'blue' }] }),
+      'bulk options',
+    );
+    await ok(
+      a.post(`/forms/${form.id}/fields`, { type: 'radio', label: `Colour ${MARK}`, smartList: smartList.id }),
+      'create field using the list',
+    );
     Object.assign(aIds, {
+      smartListId: [smartList.id],
+      optionId: [listOption.id],
       emailFieldId: [emailField.id],
       confirmationId: [confirmation.id],
       notificationId: [notification.id],
@@ -591,7 +616,11 @@ describe(`route matrix (${dialectName})`, () => {
       b.post(`/forms/${bForm.id}/notifications`, { subject: 'B new', message: 'B', recipients: ['b@example.com'] }),
       'create B notification',
     );
+    const bList = await created(b.post('/smartlists', { name: 'B list' }), 'create B list');
+    const bOption = await created(b.post(`/smartlists/${bList.id}/options`, { label: 'B option' }), 'create B option');
     Object.assign(bIds, {
+      smartListId: bList.id,
+      optionId: bOption.id,
       emailFieldId: bForm.fields[1].id,
       confirmationId: bConfirmation.id,
       notificationId: bNotification.id,

@@ -16,6 +16,7 @@ import * as emails from './migrations/0012_emails.js';
 import * as hostedForms from './migrations/0013_hosted_forms.js';
 import * as submissionCounts from './migrations/0014_submission_counts.js';
 import * as resumeLinkMail from './migrations/0016_resume_link_mail.js';
+import * as smartLists from './migrations/0017_smart_lists.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -38,7 +39,11 @@ const migrations: Record<string, MigrationModule> = {
   '0013_hosted_forms': hostedForms,
   '0014_submission_counts': submissionCounts,
   '0016_resume_link_mail': resumeLinkMail,
+  '0017_smart_lists': smartLists,
 };
+
+/** Every migration's name, in the order they run. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
 
 class StaticProvider implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}

@@ -34,6 +34,8 @@ export interface Database {
   form_daily_stats: FormDailyStatsTable;
   form_submission_counts: FormSubmissionCountsTable;
   submission_hours: SubmissionHoursTable;
+  smart_lists: SmartListsTable;
+  smart_list_options: SmartListOptionsTable;
 }
 
 type Id = Generated<number>;
@@ -177,6 +179,8 @@ export interface FieldsTable {
   attributes: string;
   options: string;
   logic: string | null;
+  /** The smart list the field takes its options from; null when it holds its own. */
+  smart_list_id: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -461,3 +465,30 @@ export interface SubmissionHoursTable {
   slot: number;
   n: number;
 }
+export interface SmartListsTable {
+  id: Id;
+  account_id: number;
+  name: string;
+  use_images: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SmartListOptionsTable {
+  id: Id;
+  account_id: number;
+  list_id: number;
+  label: string;
+  value: string;
+  display_order: number;
+  image_key: string | null;
+  /** The image's media type, read from its bytes (image/png …). */
+  image_type: string | null;
+  image_size: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type SmartListRow = Selectable<SmartListsTable>;
+export type SmartListOptionRow = Selectable<SmartListOptionsTable>;
+export type NewSmartListOptionRow = Insertable<SmartListOptionsTable>;

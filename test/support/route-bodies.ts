@@ -48,4 +48,18 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
     recipients: ['team@example.com'],
   }),
   'PUT /notifications/{notificationId}': () => ({ name: 'Renamed by the matrix' }),
+  'POST /smartlists': () => ({ name: 'Matrix list' }),
+  'PUT /smartlists/{smartListId}': () => ({ name: 'Renamed by the matrix' }),
+  // Values are unique within a list: every body brings new ones.
+  'POST /smartlists/{smartListId}/options': () => ({
+    label: 'Matrix option',
+    value: `m-${randomBytes(6).toString('hex')}`,
+  }),
+  'PUT /smartlists/{smartListId}/options/{optionId}': () => ({ label: 'Relabelled by the matrix' }),
+  'POST /smartlists/{smartListId}/bulkoptions': () => ({
+    options: [
+      { label: 'Matrix one', value: `m-${randomBytes(6).toString('hex')}` },
+      { label: 'Matrix two', value: `m-${randomBytes(6).toString('hex')}` },
+    ],
+  }),
 };

@@ -72,6 +72,7 @@ describe('withDefaults', () => {
       displayOrder: undefined,
       attributes: {},
       options: [],
+      smartList: null,
       logic: null,
     });
   });
@@ -91,6 +92,7 @@ describe('withDefaults', () => {
       displayOrder: 3,
       attributes: { placeholder: 'Choose' },
       options: [{ label: 'B', value: 'b' }],
+      smartList: null,
       logic: null,
     };
     assert.deepEqual(withDefaults(input), input);
@@ -369,6 +371,7 @@ describe('rows', () => {
     display_order: 2,
     attributes: '{"layout":"horizontal"}',
     options: '[{"label":"A","value":"a"},{"label":"B","value":"b"}]',
+    smart_list_id: null,
     logic: '{"action":"hide","conditional":"any","checks":[{"field":5,"condition":"empty"}]}',
     created_at: Date.parse('2024-01-02T03:04:05.006Z'),
     updated_at: Date.parse('2024-06-07T08:09:10.011Z'),
@@ -393,6 +396,7 @@ describe('rows', () => {
         { label: 'A', value: 'a' },
         { label: 'B', value: 'b' },
       ],
+      smartList: null,
       logic: { action: 'hide', conditional: 'any', checks: [{ field: 5, condition: 'empty' }] },
     });
     const {

@@ -41,6 +41,7 @@ export function withDefaults(input: FieldCreate): FieldDefinition {
     displayOrder: input.displayOrder,
     attributes: input.attributes ?? {},
     options: input.options ?? [],
+    smartList: input.smartList ?? null,
     logic: input.logic ?? null,
   };
 }
@@ -134,8 +135,11 @@ export function checkDefinition(
     if (broken) problems.push({ property: `${path}.attributes.${broken[0]}`, message: broken[1] });
   }
 
-  if (rule.options) {
-    if (def.options.length === 0)
+  if (def.smartList !== null && !rule.options) {
+    problems.push({ property: `${path}.smartList`, message: `a ${def.type} field takes no options from a smart list` });
+  } else if (rule.options) {
+    // A smart list may be empty for a while (its options replaced): the field then offers no choice.
+    if (def.options.length === 0 && def.smartList === null)
       problems.push({ property: `${path}.options`, message: `a ${def.type} field needs at least one option` });
     const seen = new Set<string>();
     def.options.forEach((o, i) => {
@@ -195,7 +199,9 @@ export function toFieldColumns(def: FieldDefinition) {
     is_unique: Number(def.unique),
     column_span: def.columnSpan,
     attributes: JSON.stringify(def.attributes),
-    options: JSON.stringify(def.options),
+    // A field that uses a smart list keeps no options of its own: the list's are read with it.
+    options: def.smartList === null ? JSON.stringify(def.options) : '[]',
+    smart_list_id: def.smartList,
     logic: def.logic === null ? null : JSON.stringify(def.logic),
   };
 }
@@ -216,6 +222,7 @@ export function toDefinition(row: FieldRow): FieldDefinition {
     displayOrder: row.display_order,
     attributes: JSON.parse(row.attributes) as Record<string, unknown>,
     options: JSON.parse(row.options) as FieldDefinition['options'],
+    smartList: row.smart_list_id ?? null,
     logic: row.logic === null ? null : (JSON.parse(row.logic) as FieldLogic),
   };
 }

@@ -1,5 +1,25 @@
 import type { FieldRow, FieldUpdate, NewFieldRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
+import { optionsOfLists } from '../smartlists/repository.js';
+
+/**
+ * Fields that take their options from a smart list read the list's current options into
+ * their options column, so that every reader (form records, submission checks, hosted pages,
+ * emails) sees them without knowing about lists.
+ */
+async function withListOptions(db: Executor, rows: FieldRow[]): Promise<FieldRow[]> {
+  const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
+  if (listIds.length === 0) return rows;
+  const options = await optionsOfLists(db, listIds);
+  return rows.map((r) =>
+    r.smart_list_id === null ? r : { ...r, options: JSON.stringify(options.get(r.smart_list_id) ?? []) },
+  );
+}
+
+/** What is stored of a field that uses a list: no options of its own (a copied row may carry the list's). */
+function ownOptions<T extends { smart_list_id?: number | null; options?: string }>(row: T): T {
+  return row.smart_list_id === null || row.smart_list_id === undefined ? row : { ...row, options: '[]' };
+}
 
 export async function listFields(db: Executor, accountId: number, formId: number): Promise<FieldRow[]> {
   return db
@@ -9,7 +29,8 @@ export async function listFields(db: Executor, accountId: number, formId: number
     .where('form_id', '=', formId)
     .orderBy('display_order')
     .orderBy('id')
-    .execute();
+    .execute()
+    .then((rows) => withListOptions(db, rows));
 }
 
 /** Fields of several forms at once, in display order within each form. */
@@ -23,7 +44,8 @@ export async function listFieldsOfForms(db: Executor, accountId: number, formIds
     .orderBy('form_id')
     .orderBy('display_order')
     .orderBy('id')
-    .execute();
+    .execute()
+    .then((rows) => withListOptions(db, rows));
 }
 
 export async function findField(
@@ -32,17 +54,19 @@ export async function findField(
   formId: number,
   fieldId: number,
 ): Promise<FieldRow | undefined> {
-  return db
+  const row = await db
     .selectFrom('fields')
     .selectAll()
     .where('id', '=', fieldId)
     .where('account_id', '=', accountId)
     .where('form_id', '=', formId)
     .executeTakeFirst();
+  return row && (await withListOptions(db, [row]))[0];
 }
 
 export async function insertField(db: Executor, row: NewFieldRow): Promise<FieldRow> {
-  return db.insertInto('fields').values(row).returningAll().executeTakeFirstOrThrow();
+  const inserted = await db.insertInto('fields').values(ownOptions(row)).returningAll().executeTakeFirstOrThrow();
+  return (await withListOptions(db, [inserted]))[0]!;
 }
 
 export async function updateField(
@@ -51,13 +75,14 @@ export async function updateField(
   fieldId: number,
   update: FieldUpdate,
 ): Promise<FieldRow> {
-  return db
+  const updated = await db
     .updateTable('fields')
-    .set(update)
+    .set(ownOptions(update))
     .where('id', '=', fieldId)
     .where('account_id', '=', accountId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  return (await withListOptions(db, [updated]))[0]!;
 }
 
 export async function setLogic(

@@ -13,6 +13,13 @@ export const FieldOption = Type.Object(
   { additionalProperties: false },
 );
 
+const SmartListSetting = Type.Union([Id, Type.Null()], {
+  description:
+    'A smart list of the account that a select, radio or checkbox field takes its options from: the field then shows ' +
+    "the list's current options, and submissions are checked against them. null (the default): the field holds its own " +
+    'options; setting null on a field that used a list keeps the options it showed as its own.',
+});
+
 export const FieldLogic = Type.Object(
   {
     action: StringEnum(['show', 'hide']),
@@ -69,7 +76,11 @@ const fieldProperties = {
   attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), {
     description: 'Type-specific settings, see the field types',
   }),
-  options: Type.Array(FieldOption, { maxItems: 1000, description: 'Choices of select, radio and checkbox fields' }),
+  options: Type.Array(FieldOption, {
+    maxItems: 1000,
+    description: 'Choices of select, radio and checkbox fields; left out (or empty) when smartList gives them',
+  }),
+  smartList: SmartListSetting,
   logic: Type.Union([FieldLogic, Type.Null()]),
 };
 
@@ -108,7 +119,8 @@ export const Field = Type.Object(
     columnSpan: Type.Integer(),
     displayOrder: Type.Integer(),
     attributes: Type.Record(Type.String(), Type.Unknown()),
-    options: Type.Array(FieldOption),
+    options: Type.Array(FieldOption, { description: "The field's own options, or its smart list's current ones" }),
+    smartList: SmartListSetting,
     logic: Type.Union([FieldLogic, Type.Null()]),
     created: Timestamp,
     updated: Timestamp,

@@ -16,6 +16,7 @@ import {
   type Sibling,
 } from './definition.js';
 import * as repo from './repository.js';
+import { withSmartListOptions } from './smart-list.js';
 import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldUpdate } from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
@@ -60,7 +61,11 @@ export async function createField(
     if (existing.length >= MAX_FIELDS_PER_FORM) {
       throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
     }
-    const def = checkDefinition(withDefaults(input), 'body', siblingsOf(existing));
+    const def = checkDefinition(
+      await withSmartListOptions(trx, accountId, withDefaults(input), 'body', (input.options ?? []).length > 0),
+      'body',
+      siblingsOf(existing),
+    );
     const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;
     const now = ctx.clock.now();
     const row = await repo.insertField(trx, toFieldRow(def, { accountId, formId, displayOrder }, now));
@@ -84,9 +89,12 @@ export async function updateField(
     if (input.type !== undefined && input.type !== current.type) {
       merged.attributes = input.attributes ?? {};
       merged.options = input.options ?? [];
+      merged.smartList = input.smartList ?? null;
       merged.defaultValue = input.defaultValue ?? null;
     }
-    const def = checkDefinition(merged, 'body', siblingsOf(all, fieldId), fieldId);
+    // Letting go of a list (smartList: null) keeps the options the field showed, unless others are sent.
+    const withList = await withSmartListOptions(trx, accountId, merged, 'body', (input.options ?? []).length > 0);
+    const def = checkDefinition(withList, 'body', siblingsOf(all, fieldId), fieldId);
     const now = ctx.clock.now();
     const row = await repo.updateField(trx, accountId, fieldId, {
       ...toFieldColumns(def),

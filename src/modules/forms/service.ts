@@ -11,6 +11,7 @@ import { conversionJob } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import type { VersionedCache } from '../../http/versioned-cache.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
+import { withSmartListOptions } from '../fields/smart-list.js';
 import * as fieldsRepo from '../fields/repository.js';
 import type { Field } from '../fields/schemas.js';
 import { requireFolderId } from '../folders/service.js';
@@ -192,8 +193,20 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
   const { accountId } = caller;
   const member = memberOf(caller);
   // Check every field before touching the database, so that a bad field costs no write.
-  const definitions = (input.fields ?? []).map((f, i) =>
-    checkDefinition(withDefaults(f), `body.fields[${i}]`, new Map()),
+  const definitions = await Promise.all(
+    (input.fields ?? []).map(async (f, i) =>
+      checkDefinition(
+        await withSmartListOptions(
+          ctx.db,
+          accountId,
+          withDefaults(f),
+          `body.fields[${i}]`,
+          (f.options ?? []).length > 0,
+        ),
+        `body.fields[${i}]`,
+        new Map(),
+      ),
+    ),
   );
   const viewKey = newKey();
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);

@@ -41,3 +41,9 @@ export interface ClientRef {
 export interface WebhookRef {
   webhookId: number;
 }
+export interface SmartListRef {
+  smartListId: number;
+}
+export interface SmartListOptionRef extends SmartListRef {
+  optionId: number;
+}
