@@ -101,6 +101,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0014_submission_counts',
       '0016_resume_link_mail',
       '0017_smart_lists',
+      '0022_jobs_kind_due',
     ]);
 
     assert.equal(

@@ -195,6 +195,51 @@ describe(`webhooks (${dialectName})`, () => {
       assert.equal((await a.put(`/webhook/${plain.id}`, {})).status, 400, 'an empty update');
     });
 
+    it('acts on webhooks and emails added, changed or removed after the form took submissions', async () => {
+      // Submission writes keep a form's webhooks and emails with its cached definition: each
+      // change to them must move the form's revision, or the next submission would miss it.
+      const form = await makeForm(a);
+      const jobsOfNext = async (note: string) => {
+        await ctx.db.deleteFrom('jobs').execute();
+        await submit(a, form, note);
+        const rows = await ctx.db
+          .selectFrom('jobs')
+          .select('kind')
+          .where('kind', 'in', ['webhooks.deliver', 'emails.send'])
+          .execute();
+        return rows.map((r) => r.kind).sort();
+      };
+      assert.deepEqual(await jobsOfNext('first'), []);
+      const hook = await ok(a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/hook` }), 'create webhook');
+      assert.deepEqual(await jobsOfNext('second'), ['webhooks.deliver']);
+      const created = await a.post(`/forms/${form.id}/notifications`, {
+        recipients: ['team@example.com'],
+        subject: 'New',
+        message: 'New submission',
+      });
+      assert.equal(created.status, 201, created.text);
+      const mail = created.body;
+      assert.deepEqual(await jobsOfNext('third'), ['emails.send', 'webhooks.deliver']);
+      await ok(a.put(`/webhook/${hook.id}`, { events: ['submission.deleted'] }), 'other events');
+      assert.deepEqual(await jobsOfNext('fourth'), ['emails.send']);
+      await ok(a.put(`/webhook/${hook.id}`, { events: ['submission.created'] }), 'created again');
+      const onlySales = {
+        action: 'show',
+        conditional: 'all',
+        checks: [{ field: form.topicId, condition: 'equals', option: 'sales' }],
+      };
+      await ok(a.put(`/notifications/${mail.id}`, { logic: onlySales }), 'only for sales');
+      assert.deepEqual(await jobsOfNext('fifth'), ['webhooks.deliver'], 'the submissions are about support');
+      await ok(a.put(`/notifications/${mail.id}`, { logic: null }), 'always');
+      await ok(a.put(`/webhook/${hook.id}`, { active: false }), 'turn off');
+      assert.deepEqual(await jobsOfNext('sixth'), ['emails.send']);
+      await ok(a.put(`/webhook/${hook.id}`, { active: true }), 'turn on');
+      await ok(a.delete(`/notifications/${mail.id}`), 'delete notification');
+      assert.deepEqual(await jobsOfNext('seventh'), ['webhooks.deliver']);
+      await ok(a.delete(`/webhook/${hook.id}`), 'delete webhook');
+      assert.deepEqual(await jobsOfNext('eighth'), []);
+    });
+
     it('changes, turns off and on, and deletes a webhook', async () => {
       const form = await makeForm(a);
       const hook = await ok(

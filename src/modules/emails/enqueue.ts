@@ -1,6 +1,3 @@
-import type { Transaction } from 'kysely';
-import type { AppContext } from '../../context.js';
-import type { Database } from '../../db/schema.js';
 import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { FieldLogic } from '../fields/schemas.js';
 import type { FieldType } from '../fields/types.js';
@@ -9,7 +6,7 @@ import { logicHolds, type StoredValue } from '../submissions/values.js';
 import { confirmationAddress } from './compose.js';
 import { sendEmailJob } from './jobs.js';
 import type { PayloadEntry } from './payload.js';
-import { emailsToJudge } from './repository.js';
+import type { EmailToJudge } from './repository.js';
 
 /**
  * What this target reads of a submission event (events/publish.ts): declared here, as a part
@@ -26,19 +23,12 @@ export interface EmailEvent {
 
 /**
  * The event target of emails: for a new submission, one emails.send job per confirmation and
- * notification of its form whose conditions hold, in the submission's transaction. Emails go
- * on submission.created only: an edit or a delete is not a new response to confirm or notify.
- * The work here is one indexed query, and nothing else when the form has no emails; rendering
- * waits for the job, off the request.
+ * notification of its form (emailsToJudge) whose conditions hold. Emails go on
+ * submission.created only: an edit or a delete is not a new response to confirm or notify.
+ * Rendering waits for the job, off the request.
  */
-export async function submissionEmailsFor(
-  trx: Transaction<Database>,
-  _ctx: AppContext,
-  event: EmailEvent,
-): Promise<JobRequest[]> {
-  if (event.type !== 'submission.created' || !event.submission) return [];
-  const emails = await emailsToJudge(trx, event.accountId, event.formId);
-  if (emails.length === 0) return [];
+export function submissionEmailsFor(emails: readonly EmailToJudge[], event: EmailEvent): JobRequest[] {
+  if (event.type !== 'submission.created' || !event.submission || emails.length === 0) return [];
 
   // Encrypted forms' events carry no values: their conditions see every field empty.
   const data: PayloadEntry[] = event.sealed

@@ -20,12 +20,10 @@ export async function listEmails(
     .execute();
 }
 
+export type EmailToJudge = Pick<FormEmailRow, 'id' | 'kind' | 'logic' | 'recipient_field_id'>;
+
 /** What a new submission needs to decide which emails it sends: one query on the form's index. */
-export async function emailsToJudge(
-  db: Executor,
-  accountId: number,
-  formId: number,
-): Promise<Pick<FormEmailRow, 'id' | 'kind' | 'logic' | 'recipient_field_id'>[]> {
+export async function emailsToJudge(db: Executor, accountId: number, formId: number): Promise<EmailToJudge[]> {
   return db
     .selectFrom('form_emails')
     .select(['id', 'kind', 'logic', 'recipient_field_id'])

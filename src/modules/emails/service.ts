@@ -5,6 +5,7 @@ import { BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.j
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { logicProblems, toSibling } from '../fields/definition.js';
 import { listFields } from '../fields/repository.js';
+import { reviseForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
 import * as repo from './repository.js';
@@ -171,6 +172,7 @@ export async function createEmail<K extends EmailKind>(
       created_at: now,
       updated_at: now,
     });
+    await reviseForm(trx, accountId, formId);
     return present(kind, row);
   });
 }
@@ -186,6 +188,7 @@ export async function updateEmail<K extends EmailKind>(
     const current = await requireEmail(trx, accountId, kind, id);
     check(input, await listFields(trx, accountId, current.form_id));
     const row = await repo.updateEmail(trx, accountId, id, { ...columns(input), updated_at: ctx.clock.now() });
+    await reviseForm(trx, accountId, current.form_id);
     return present(kind, row);
   });
 }
@@ -199,6 +202,7 @@ export async function deleteEmail(
   return transact(ctx.db, async (trx) => {
     const row = await requireEmail(trx, accountId, kind, id);
     await repo.deleteEmail(trx, accountId, id);
+    await reviseForm(trx, accountId, row.form_id);
     return { id: row.id, formId: row.form_id, name: row.name };
   });
 }

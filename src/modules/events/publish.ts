@@ -1,11 +1,13 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
-import { enqueueAll, type JobRequest } from '../../jobs/outbox.js';
+import { enqueueAll } from '../../jobs/outbox.js';
+import { emailsToJudge, type EmailToJudge } from '../emails/repository.js';
 import { submissionEmailsFor } from '../emails/enqueue.js';
 import type { PartialSubmission } from '../partials/schemas.js';
 import type { Submission } from '../submissions/schemas.js';
 import { webhookDeliveriesFor } from '../webhooks/enqueue.js';
+import { webhooksOfForm, type WebhookTarget } from '../webhooks/repository.js';
 
 export type SubmissionEventType = 'submission.created' | 'submission.updated' | 'submission.deleted';
 
@@ -31,30 +33,38 @@ export interface SubmissionEvent {
 }
 
 /**
- * One kind of thing that acts on events (webhooks, emails): it looks at the form's
- * configuration in the transaction and names the jobs it needs, or none. It must stay cheap
- * when the form has nothing configured, since it runs on every submission write.
+ * What the things that act on events (webhooks, emails) read of a form's configuration. Every
+ * change to it moves the form's revision, so a submission write that has checked the revision
+ * can keep it with the form's cached definition instead of reading it again (see createOnce).
  */
-export type EventTarget = (
-  trx: Transaction<Database>,
-  ctx: AppContext,
-  event: SubmissionEvent,
-) => Promise<JobRequest[]>;
+export interface FormEventConfig {
+  webhooks: WebhookTarget[];
+  emails: EmailToJudge[];
+}
 
-const targets: readonly EventTarget[] = [webhookDeliveriesFor, submissionEmailsFor];
+/** Two indexed reads, usually of no row. */
+export async function loadEventConfig(
+  trx: Transaction<Database>,
+  accountId: number,
+  formId: number,
+): Promise<FormEventConfig> {
+  const [webhooks, emails] = await Promise.all([webhooksOfForm(trx, formId), emailsToJudge(trx, accountId, formId)]);
+  return { webhooks, emails };
+}
 
 /**
- * Called by the submission writes, in their transaction, after the change is made. The jobs
+ * Called by the submission writes, in their transaction, after the change is made, with the
+ * form's configuration when the caller already holds it at the revision it checked. The jobs
  * of every target go into the outbox in one statement.
  */
 export async function publishSubmissionEvent(
   trx: Transaction<Database>,
   ctx: AppContext,
   event: SubmissionEvent,
+  config?: FormEventConfig,
 ): Promise<void> {
-  const jobs: JobRequest[] = [];
-  for (const target of targets) jobs.push(...(await target(trx, ctx, event)));
-  await enqueueAll(trx, jobs);
+  const { webhooks, emails } = config ?? (await loadEventConfig(trx, event.accountId, event.formId));
+  await enqueueAll(trx, [...webhookDeliveriesFor(webhooks, event), ...submissionEmailsFor(emails, event)]);
 }
 
 /**
@@ -75,8 +85,7 @@ export interface PartialEvent {
 
 export async function publishPartialEvent(
   trx: Transaction<Database>,
-  ctx: AppContext,
   event: PartialEvent,
 ): Promise<void> {
-  await enqueueAll(trx, await webhookDeliveriesFor(trx, ctx, event));
+  await enqueueAll(trx, webhookDeliveriesFor(await webhooksOfForm(trx, event.formId), event));
 }

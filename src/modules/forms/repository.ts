@@ -226,6 +226,20 @@ export async function touchForm(db: Executor, accountId: number, formId: number,
     .execute();
 }
 
+/**
+ * A new revision for a change that submission writes act on but the form's record does not
+ * show (its webhooks and emails): every cached definition of the form, and the event
+ * configuration kept with it, is read again.
+ */
+export async function reviseForm(db: Executor, accountId: number, formId: number): Promise<void> {
+  await db
+    .updateTable('forms')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .execute();
+}
+
 const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
   db
     .selectFrom('forms')

@@ -120,7 +120,7 @@ export async function savePartial(
       data: sealForOwner(form, key, json, id),
       resumeData: sealForResume(token, json, id),
     });
-  await publishPartialEvent(trx, ctx, {
+  await publishPartialEvent(trx, {
     type: 'partial.saved',
     accountId: form.account_id,
     formId: form.id,

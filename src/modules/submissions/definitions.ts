@@ -15,6 +15,7 @@ import { sealingKeyOf } from '../encryption/keys.js';
 import * as repo from './repository.js';
 import { isSealed, openData } from './sealing.js';
 import { type FieldForValues, type StoredValue } from './values.js';
+import type { FormEventConfig } from '../events/publish.js';
 import type { AccountScope, FormRef, SubmissionRef } from '../permissions/caller.js';
 
 /** What reading values needs of a form: its fields, and for an encrypted form what sealing needs. */
@@ -40,6 +41,11 @@ export interface Sealing {
 /** A form as submissions see it: the row and its fields, cached per process under the form's revision. */
 export interface FormDefinition extends FormShape {
   form: FormRow;
+  /**
+   * The webhooks and emails that act on its events, once a create has read them: a change to
+   * them moves the form's revision, so they are as current as the definition.
+   */
+  eventConfig?: FormEventConfig;
 }
 
 export interface SubmissionsDeps {

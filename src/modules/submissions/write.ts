@@ -7,7 +7,7 @@ import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
-import { publishSubmissionEvent } from '../events/publish.js';
+import { loadEventConfig, publishSubmissionEvent } from '../events/publish.js';
 import * as repo from './repository.js';
 import { isSealed } from './sealing.js';
 import type { Submission, SubmissionCreate, SubmissionUpdate } from './schemas.js';
@@ -114,15 +114,22 @@ async function createOnce(
       const submission = toSubmission(def, row, data);
       const kept = def.seal ? { ...submission, prettyName: null, data: [] } : submission;
       await onCreated?.(trx, kept);
-      await publishSubmissionEvent(trx, ctx, {
-        type: 'submission.created',
-        accountId,
-        formId,
-        submissionId: row.id,
-        occurredAt: ctx.clock.now(),
-        sealed: def.seal !== undefined,
-        submission: kept,
-      });
+      // The revision was checked above, so what is read now is the configuration of def's revision.
+      def.eventConfig ??= await loadEventConfig(trx, accountId, formId);
+      await publishSubmissionEvent(
+        trx,
+        ctx,
+        {
+          type: 'submission.created',
+          accountId,
+          formId,
+          submissionId: row.id,
+          occurredAt: ctx.clock.now(),
+          sealed: def.seal !== undefined,
+          submission: kept,
+        },
+        def.eventConfig,
+      );
       return submission;
     });
   } catch (error) {

@@ -4,6 +4,7 @@ import type { RetrySchedule } from '../../jobs/kind.js';
 import { RetryAt, scheduledDelay } from '../../jobs/retry.js';
 import type { JobInfo, JobTools } from '../../jobs/types.js';
 import { fsSignature, renderBody, standardSignature, type DeliveryPayload } from './payload.js';
+import { reviseForm } from '../forms/repository.js';
 import * as repo from './repository.js';
 import { openSecret } from './secrets.js';
 import { post, type Response } from './send.js';
@@ -146,6 +147,8 @@ export async function deliver(ctx: AppContext, job: JobInfo<DeliveryPayload>, to
         `The receiver answered 410 Gone to ${event.type} (webhook-id ${messageId}); turn it on again with PUT active: true`,
         now,
       );
+      // New submissions stop making deliveries for it (they keep the form's webhooks under its revision).
+      await reviseForm(trx, webhook.account_id, webhook.form_id);
     });
     return;
   }

@@ -1,10 +1,7 @@
-import type { Transaction } from 'kysely';
-import type { AppContext } from '../../context.js';
-import type { Database } from '../../db/schema.js';
 import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { Submission } from '../submissions/schemas.js';
 import { deliverWebhookJob } from './jobs.js';
-import { webhooksOfForm } from './repository.js';
+import type { WebhookTarget } from './repository.js';
 import type { WebhookEvent } from './schemas.js';
 import { newMessageId } from './secrets.js';
 
@@ -27,16 +24,10 @@ export interface EventForWebhooks {
 }
 
 /**
- * The webhooks' target of submission and partial events: one delivery job per webhook of the form that
- * asks for the event, for the transaction of the change, carrying the event as it is now.
- * A form without webhooks costs one indexed read.
+ * The webhooks' target of submission and partial events: one delivery job per webhook of the
+ * form (webhooksOfForm) that asks for the event, carrying the event as it is now.
  */
-export async function webhookDeliveriesFor(
-  trx: Transaction<Database>,
-  _ctx: AppContext,
-  event: EventForWebhooks,
-): Promise<JobRequest[]> {
-  const webhooks = await webhooksOfForm(trx, event.formId);
+export function webhookDeliveriesFor(webhooks: readonly WebhookTarget[], event: EventForWebhooks): JobRequest[] {
   const jobs: JobRequest[] = [];
   for (const webhook of webhooks) {
     if (!(JSON.parse(webhook.events) as string[]).includes(event.type)) continue;

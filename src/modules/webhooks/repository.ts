@@ -33,11 +33,13 @@ export async function listWebhooks(db: Executor, accountId: number, formId: numb
     .execute();
 }
 
+export type WebhookTarget = Pick<WebhookRow, 'id' | 'events'>;
+
 /**
  * What every submission write reads, in its transaction: the webhooks of the form that may
  * want the event. One indexed read (webhooks_form), usually of no row.
  */
-export async function webhooksOfForm(db: Executor, formId: number): Promise<Pick<WebhookRow, 'id' | 'events'>[]> {
+export async function webhooksOfForm(db: Executor, formId: number): Promise<WebhookTarget[]> {
   return db
     .selectFrom('webhooks')
     .select(['id', 'events'])

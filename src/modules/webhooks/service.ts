@@ -5,6 +5,7 @@ import { transact, type Executor } from '../../db/transaction.js';
 import { ConflictError, invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { enqueue } from '../../jobs/outbox.js';
+import { reviseForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import type { AccountScope, FormRef, WebhookRef } from '../permissions/caller.js';
 import { deliverWebhookJob } from './jobs.js';
@@ -115,6 +116,7 @@ export async function createWebhook(
       created_at: now,
       updated_at: now,
     });
+    await reviseForm(trx, accountId, formId);
     return { ...toWebhook(row), signingSecret };
   });
 }
@@ -145,8 +147,10 @@ export async function updateWebhook(
   if (input.active === true) Object.assign(update, { state: 'active', failure_reason: null, failed_at: null });
   if (input.active === false) Object.assign(update, { state: 'disabled', failure_reason: 'Turned off by the account' });
   return transact(ctx.db, async (trx) => {
-    await requireWebhook(trx, scope, ref);
-    return toWebhook(await repo.updateWebhook(trx, accountId, webhookId, { ...update, updated_at: ctx.clock.now() }));
+    const current = await requireWebhook(trx, scope, ref);
+    const row = await repo.updateWebhook(trx, accountId, webhookId, { ...update, updated_at: ctx.clock.now() });
+    await reviseForm(trx, accountId, current.form_id);
+    return toWebhook(row);
   });
 }
 
@@ -175,8 +179,9 @@ export async function deleteWebhook(
 ): Promise<{ id: number; deleted: true }> {
   const { webhookId } = ref;
   return transact(ctx.db, async (trx) => {
-    await requireWebhook(trx, scope, ref);
+    const current = await requireWebhook(trx, scope, ref);
     await repo.deleteWebhook(trx, scope.accountId, webhookId);
+    await reviseForm(trx, scope.accountId, current.form_id);
     return { id: webhookId, deleted: true as const };
   });
 }
