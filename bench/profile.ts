@@ -127,7 +127,7 @@ export function summarizeProfile(file: string, root: string, window?: Window, to
     lines.push(`  ${pct(us, total).padStart(5)}%  ${key}`);
   }
   lines.push('Inclusive time of src/ functions (with everything they call):');
-  for (const [key, us] of [...ownInclusive].sort((x, y) => y[1] - x[1]).slice(0, 12)) {
+  for (const [key, us] of [...ownInclusive].sort((x, y) => y[1] - x[1]).slice(0, top)) {
     lines.push(`  ${pct(us, total).padStart(5)}%  ${key}`);
   }
   return lines.join('\n');

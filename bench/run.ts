@@ -1507,8 +1507,8 @@ async function main(): Promise<number> {
 }
 
 // Whatever happens, the process ends in bounded time: a watchdog on the whole run.
-// The events section: two POST runs, the fixed-rate run and up to two drains of five minutes.
-const EVENTS_S = 3 * (WARMUP + DURATION + 15) + 2 * 300;
+// The events section: three POST runs, the fixed-rate run and up to two drains of five minutes.
+const EVENTS_S = 4 * (WARMUP + DURATION + 15) + 2 * 300;
 const RUNS = 5 + 6 + (PG_ENABLED ? 6 : 1);
 // The export: at worst 5,000 rows a second.
 const EXPORT_S = SEED_COUNT / 5000;
