@@ -299,7 +299,7 @@ export function eventReport(r: EventResult): string {
     '',
     'Events: submission create on one service child (SQLite; API and worker in one process), webhook receiver and SMTP sink in the benchmark process:',
     '',
-    '| scenario | req/s (mean) | p99 ms | share of the plain runs\' mean |',
+    "| scenario | req/s (mean) | p99 ms | share of the plain runs' mean |",
     '|---|---:|---:|---:|',
     `| POST submissions, nothing configured | ${fmt(r.without.rps)} | ${fmt(r.without.p99, 1)} | ${fmt((100 * r.without.rps) / plain, 1)}% |`,
     `| POST submissions, a webhook and a notification email | ${fmt(r.withEvents.rps)} | ${fmt(r.withEvents.p99, 1)} | ${fmt(share, 1)}% |`,
