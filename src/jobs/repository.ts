@@ -222,6 +222,16 @@ export async function reclaimExpired(db: Kysely<Database>, now: number): Promise
     .executeTakeFirst();
   if (!any) return [];
   return transact(db, async (trx) => {
+    const stale = trx
+      .selectFrom('jobs as stale')
+      .select('stale.id')
+      .where('stale.state', '=', 'running')
+      .where('stale.lease_until', '<', now)
+      .limit(100)
+      .$call(engineOf(trx).claimRows);
+    // With row locks, read apart, as claims are (see SqlEngine.rowLocks).
+    const staleIds = engineOf(trx).rowLocks ? (await stale.execute()).map((r) => r.id) : undefined;
+    if (staleIds?.length === 0) return [];
     const expired = await trx
       .updateTable('jobs')
       .set((eb) => ({
@@ -238,15 +248,7 @@ export async function reclaimExpired(db: Kysely<Database>, now: number): Promise
         lease_token: null,
         lease_until: null,
       }))
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('jobs as stale')
-          .select('stale.id')
-          .where('stale.state', '=', 'running')
-          .where('stale.lease_until', '<', now)
-          .limit(100)
-          .$call(engineOf(trx).claimRows),
-      )
+      .where('id', 'in', staleIds ?? stale)
       .where('state', '=', 'running')
       .returning('id')
       .execute();
