@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Dialect } from './dialect.js';
+import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.js';
 import { attachBulkReader } from './bulk-reader.js';
 import { attachEngine } from './engine.js';
 import { postgresEngine } from './postgres-engine.js';
@@ -84,6 +85,11 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('cache_size = -65536');
+  const checkpointer =
+    file === ':memory:'
+      ? undefined
+      : startCheckpointer(file, (message) => process.emitWarning(`SQLite checkpoint failed: ${message}`));
+  if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   attachEngine(kysely, sqliteEngine);
   const closeBulk =
@@ -105,6 +111,7 @@ export function openDatabase(options: DbOptions): Db {
     dialect: 'sqlite',
     close: async () => {
       await closeBulk();
+      await checkpointer?.stop();
       await kysely.destroy();
     },
   };
