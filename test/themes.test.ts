@@ -202,6 +202,13 @@ describe(`themes (${dialectName})`, () => {
     assert.match(stale.text, /#00aa11/);
     assert.equal((await app.request('GET', '/f/nope/theme.css')).status, 404);
 
+    // The embed HTML links the theme's sheet too.
+    const embed = await a.get(`/forms/${form.id}/html`);
+    assert.equal(embed.status, 200);
+    assert.equal(embed.body.styles.length, 2);
+    assert.equal(embed.body.styles[1], `${app.config.publicUrl}${after.cssUrl}`);
+    assert.ok(embed.body.html.includes(`<link rel="stylesheet" href="${embed.body.styles[1]}">`));
+
     // Another form on the default theme shows the defaults and no logo.
     const plain = (await a.post('/forms', { name: 'Plain page' })).body;
     const other = await page(plain);
