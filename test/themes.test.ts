@@ -286,6 +286,24 @@ describe(`themes (${dialectName})`, () => {
     assert.equal((await a.get(`/forms/${f4.id}`)).body.themeId, def.id);
   });
 
+  it('never leaves a form on a deleted theme when a delete and assignments cross', async () => {
+    const def = await defaultOf(a);
+    const forms = [];
+    for (let i = 0; i < 8; i++) forms.push((await a.post('/forms', { name: `Race ${i}` })).body);
+    for (let round = 0; round < 3; round++) {
+      const theme = await newTheme(a, { name: `Race theme ${round}` });
+      const results = await Promise.all([
+        ...forms.map((f) => a.put(`/forms/${f.id}`, { themeId: theme.id })),
+        a.delete(`/themes/${theme.id}`),
+      ]);
+      for (const r of results.slice(0, -1)) {
+        assert.ok(r.status === 200 || r.body.code === 'invalid_theme', r.text.slice(0, 300));
+      }
+      assert.equal(results.at(-1)!.status, 200, results.at(-1)!.text);
+      for (const f of forms) assert.equal((await a.get(`/forms/${f.id}`)).body.themeId, def.id);
+    }
+  });
+
   it("answers 404 for another account's themes", async () => {
     const theme = await newTheme(a, { name: 'Private' });
     expectError(await b.get(`/themes/${theme.id}`), 404, 'theme_not_found');

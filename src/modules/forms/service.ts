@@ -258,6 +258,8 @@ export async function updateForm(
   const before = await requireForm(ctx.db, { accountId }, { formId });
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
+    // The theme first: a delete of it locks it before its forms, so this locks in the same order.
+    if (input.themeId !== undefined) await themeForForm(trx, { accountId }, input.themeId, 'body.themeId');
     const current = encryption
       ? await repo.lockForm(trx, accountId, formId)
       : await requireForm(trx, { accountId }, { formId });
@@ -269,7 +271,6 @@ export async function updateForm(
       throw new ConflictError('encryption_changed');
     }
     await requireFolderId(trx, { accountId }, input.folder);
-    if (input.themeId !== undefined) await themeForForm(trx, { accountId }, input.themeId, 'body.themeId');
     const row = await repo.updateForm(trx, accountId, formId, {
       ...(input.themeId !== undefined && { theme_id: input.themeId }),
       ...(input.name !== undefined && { name: input.name }),

@@ -1,14 +1,21 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Database, NewThemeRow, ThemeRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
 import type { Executor } from '../../db/transaction.js';
 
-export async function findTheme(db: Executor, accountId: number, themeId: string): Promise<ThemeRow | undefined> {
-  return db
-    .selectFrom('themes')
-    .selectAll()
-    .where('id', '=', themeId)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
+/**
+ * One theme of the account. With lock (in a transaction), its row stays locked until the
+ * commit (PostgreSQL; SQLite has one writer), so that a delete and a form taking the theme
+ * never cross: the one that comes second sees what the first did.
+ */
+export async function findTheme(
+  db: Executor,
+  accountId: number,
+  themeId: string,
+  lock = false,
+): Promise<ThemeRow | undefined> {
+  const query = db.selectFrom('themes').selectAll().where('id', '=', themeId).where('account_id', '=', accountId);
+  return (lock ? query.$call(engineOf(db).lockRows) : query).executeTakeFirst();
 }
 
 export async function findDefaultTheme(db: Executor, accountId: number): Promise<ThemeRow | undefined> {

@@ -50,8 +50,13 @@ export function toTheme(row: ThemeRow, formsCount: number): Theme {
 }
 
 /** One of the account's themes, or 404: another account's answers the same as none. */
-export async function requireTheme(db: Executor, { accountId }: AccountScope, themeId: string): Promise<ThemeRow> {
-  const theme = await repo.findTheme(db, accountId, themeId);
+export async function requireTheme(
+  db: Executor,
+  { accountId }: AccountScope,
+  themeId: string,
+  lock = false,
+): Promise<ThemeRow> {
+  const theme = await repo.findTheme(db, accountId, themeId, lock);
   if (!theme) throw new NotFoundError('theme_not_found');
   return theme;
 }
@@ -66,7 +71,8 @@ export async function themeForForm(
   themeId: string,
   property: string,
 ): Promise<ThemeRow> {
-  const theme = await repo.findTheme(db, accountId, themeId);
+  // Locked: a delete of the theme waits for this form to be on it, and then moves it too.
+  const theme = await repo.findTheme(db, accountId, themeId, true);
   if (!theme) throw invalid('invalid_theme', property, 'is not a theme of this account');
   return theme;
 }
@@ -163,7 +169,7 @@ export async function updateTheme(
 ): Promise<Theme> {
   checkCss(ctx, input.customCss);
   return transact(ctx.db, async (trx) => {
-    const current = await requireTheme(trx, scope, themeId);
+    const current = await requireTheme(trx, scope, themeId, true);
     const style = styleOf(current);
     if (input.colors !== undefined) style.colors = input.colors;
     if (input.fontFamily !== undefined) {
@@ -195,7 +201,7 @@ export async function updateTheme(
  */
 export async function deleteTheme(ctx: AppContext, scope: AccountScope, { themeId }: ThemeRef): Promise<ThemeDeleted> {
   return transact(ctx.db, async (trx) => {
-    const theme = await requireTheme(trx, scope, themeId);
+    const theme = await requireTheme(trx, scope, themeId, true);
     if (theme.is_default === 1) throw new BadRequestError('default_theme');
     if (theme.locked_in_use === 1) {
       const using = await repo.countAllFormsUsing(trx, scope.accountId, theme, true);
