@@ -31,6 +31,10 @@ import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
 import { smartListRoutes } from './modules/smartlists/routes.js';
 import { SmartList, SmartListOption } from './modules/smartlists/schemas.js';
+import { subaccountRoutes } from './modules/subaccounts/routes.js';
+import { Subaccount } from './modules/subaccounts/schemas.js';
+import { themeRoutes } from './modules/themes/routes.js';
+import { Theme } from './modules/themes/schemas.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
 import { tokenRoutes } from './modules/tokens/routes.js';
 import { PersonalToken } from './modules/tokens/schemas.js';
@@ -122,6 +126,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     MailMessage,
     SmartList,
     SmartListOption,
+    Theme,
+    Subaccount,
   ])
     app.addSchema(schema);
 
@@ -240,6 +246,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(tokenRoutes(ctx));
       await api.register(webhookRoutes(ctx));
       await api.register(smartListRoutes(ctx));
+      await api.register(themeRoutes(ctx));
+      await api.register(subaccountRoutes(ctx));
       await api.register(hosted.api);
     },
     { prefix: API_PREFIX },

@@ -93,6 +93,15 @@ export const ERRORS = {
     status: 400,
     message: 'This smart list does not use images; turn useImages on first',
   },
+  invalid_css: {
+    status: 400,
+    message:
+      'The custom CSS uses what themes may not: url() to another host, @import, expression(), javascript: or </style',
+    note: '`details` names the property; docs/themes.md gives the rule',
+  },
+  invalid_theme: { status: 400, message: 'The theme named is not a theme of this account' },
+  invalid_form: { status: 400, message: 'The form cannot take a theme: it is deleted' },
+  default_theme: { status: 400, message: "The account's default theme cannot be deleted" },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
   invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
   encryption_password_required: {
@@ -134,6 +143,8 @@ export const ERRORS = {
   partial_submission_not_found: { status: 404, message: 'Partial submission not found' },
   smart_list_not_found: { status: 404, message: 'Smart list not found' },
   smart_list_option_not_found: { status: 404, message: 'Smart list option not found' },
+  theme_not_found: { status: 404, message: 'Theme not found' },
+  subaccount_not_found: { status: 404, message: 'Subaccount not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },
@@ -164,6 +175,11 @@ export const ERRORS = {
     status: 409,
     message: 'Fields take their options from this smart list; point them elsewhere first',
     note: 'the message names each field and its form',
+  },
+  theme_in_use: {
+    status: 409,
+    message: 'Forms use this theme, which is locked in use (lockedInUse); move them to another theme first',
+    note: 'the message says how many forms',
   },
   webhook_disabled: { status: 409, message: 'This webhook is disabled; turn it on with PUT active: true first' },
   // 408 to 429

@@ -101,6 +101,8 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0014_submission_counts',
       '0016_resume_link_mail',
       '0017_smart_lists',
+      '0018_themes',
+      '0019_subaccounts',
       '0022_jobs_kind_due',
     ]);
 
@@ -357,5 +359,93 @@ describe(`0017: smart lists (${dialectName})`, () => {
       0,
       'options go with the list',
     );
+  });
+});
+
+describe(`0018 and 0019: themes and subaccounts (${dialectName})`, () => {
+  let fresh: Db;
+  let drop: () => Promise<void>;
+
+  before(async () => {
+    ({ db: fresh, drop } = await openFreshDatabase());
+  });
+  after(async () => {
+    await drop();
+  });
+
+  it('gives every existing account a default theme and puts its forms on it; accounts may have a parent', async () => {
+    const k = fresh.kysely;
+    const index = MIGRATION_NAMES.indexOf('0018_themes');
+    assert.ok(index > 0);
+    await migrateUpTo(fresh, MIGRATION_NAMES[index - 1]!);
+    const now = Date.now();
+    const accounts: number[] = [];
+    for (const name of ['One', 'Two'])
+      accounts.push(
+        (await k.insertInto('accounts').values({ name, created_at: now }).returning('id').executeTakeFirstOrThrow()).id,
+      );
+    const forms: number[] = [];
+    for (const [i, account] of [accounts[0]!, accounts[0]!, accounts[1]!].entries())
+      forms.push(
+        (
+          await sql<{
+            id: number;
+          }>`insert into forms (account_id, name, submit_button_title, settings, view_key, created_at, updated_at)
+            values (${account}, ${`F${i}`}, 'Submit', '{}', ${`vk-themes-${i}`}, ${now}, ${now}) returning id`.execute(
+            k,
+          )
+        ).rows[0]!.id,
+      );
+    const revisions = await k.selectFrom('forms').select(['id', 'revision']).orderBy('id').execute();
+
+    const applied = await migrateToLatest(fresh);
+    assert.ok(applied.includes('0018_themes') && applied.includes('0019_subaccounts'));
+
+    const themes = await k.selectFrom('themes').selectAll().orderBy('account_id').execute();
+    assert.deepEqual(
+      themes.map((t) => [t.account_id, t.is_default, t.name]),
+      [
+        [accounts[0], 1, 'Default'],
+        [accounts[1], 1, 'Default'],
+      ],
+    );
+    for (const t of themes) assert.match(t.id, /^th_[A-Za-z0-9_-]{16}$/);
+    const after = await k
+      .selectFrom('forms')
+      .select(['id', 'account_id', 'theme_id', 'revision'])
+      .orderBy('id')
+      .execute();
+    for (const [i, f] of after.entries()) {
+      assert.equal(f.theme_id, themes.find((t) => t.account_id === f.account_id)!.id);
+      assert.equal(Number(f.revision), Number(revisions[i]!.revision) + 1, 'cached reads of the form are built again');
+    }
+    // One default per account; a theme in use is not removed under its forms.
+    await assert.rejects(
+      k
+        .insertInto('themes')
+        .values({
+          id: 'th_AAAAAAAAAAAAAAAA',
+          account_id: accounts[0]!,
+          name: 'Second default',
+          is_default: 1,
+          style: '{}',
+          custom_css: '',
+          created_at: now,
+          updated_at: now,
+        })
+        .execute(),
+    );
+    await assert.rejects(k.deleteFrom('themes').where('id', '=', themes[0]!.id).execute());
+    // A subaccount row points at its parent.
+    const child = (
+      await k
+        .insertInto('accounts')
+        .values({ name: 'Child', created_at: now, parent_account_id: accounts[0]! })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const row = await k.selectFrom('accounts').selectAll().where('id', '=', child).executeTakeFirstOrThrow();
+    assert.equal(row.parent_account_id, accounts[0]);
+    assert.equal(forms.length, 3);
   });
 });

@@ -49,7 +49,8 @@ const accessRules = JSON.parse(readFileSync(new URL('./support/access-rules.json
 >;
 
 /** Values for required query parameters, from the fixture's ids. */
-const QUERIES: Record<string, (ids: Record<string, number>) => string> = {
+type Ids = Record<string, number | string>;
+const QUERIES: Record<string, (ids: Ids) => string> = {
   search: () => 'anything',
   fieldId: (ids) => String(ids.fieldId),
 };
@@ -102,9 +103,9 @@ async function ok<T = any>(promise: Promise<{ status: number; body: T; text: str
  * resources, every member given its level on the form (a call wrongly allowed still fails its
  * own case). /tokens/{tokenId} names the caller's own token, so those keep their own.
  */
-const deniedFixtures = new Map<string, Promise<Record<string, number>>>();
+const deniedFixtures = new Map<string, Promise<Ids>>();
 
-function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Record<string, number>> {
+function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Ids> {
   if (!denied || op.path.startsWith('/tokens/')) return fixture(op, caller, [caller]);
   let shared = deniedFixtures.get(op.key);
   if (!shared) {
@@ -115,7 +116,7 @@ function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Rec
 }
 
 /** Fresh resources for one call on op; each caller of levelled is given its level on the form. */
-async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promise<Record<string, number>> {
+async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promise<Ids> {
   const folder = await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder');
   const form = await ok(
     owner.post('/forms', {
@@ -181,6 +182,8 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
   const emails = await emailFixture(op, form.id, emailField.id, submission.id);
   const partial = op.path.includes('{partialSubmissionId}') ? await savePartialOf(app, owner, form.id) : undefined;
   const lists = op.path.includes('{smartListId}') ? await smartListFixture() : {};
+  const themes =
+    op.path.includes('{themeId}') || op.path.includes('{subaccountId}') ? await themeFixture(op, form.id) : {};
   return {
     ...emails,
     ...lists,
@@ -194,11 +197,41 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     clientId: client.id,
     tokenId: token.tokenId,
     ...hooks,
+    // Last: under /subaccount/{subaccountId}/forms/ and /themes/, formId and themeId are the subaccount's.
+    ...themes,
   };
 }
 
+/**
+ * A theme of the owner's (not the default, not locked) and, for the /subaccount operations, a
+ * subaccount with a copy of the form and of the theme. Under /subaccount/{subaccountId}/themes/
+ * the themeId is the subaccount's copy; under /subaccount/{subaccountId}/forms/ the formId is
+ * the subaccount's copy of the form, and subThemeId the theme its body names.
+ */
+async function themeFixture(op: Operation, formId: number): Promise<Ids> {
+  const theme = await owner.post('/themes', { name: 'Matrix theme' });
+  assert.equal(theme.status, 201, theme.text);
+  if (!op.path.startsWith('/subaccount/')) return { themeId: theme.body.id };
+  const sub = await owner.post('/subaccount', {
+    name: 'Matrix subaccount',
+    email: `matrix-${randomBytes(5).toString('hex')}@example.com`,
+  });
+  assert.equal(sub.status, 201, sub.text);
+  const subaccountId = sub.body.id as number;
+  const subForm = await owner.post(`/subaccount/${subaccountId}/form/${formId}/copy`);
+  assert.equal(subForm.status, 201, subForm.text);
+  const subTheme = await owner.post(`/subaccount/${subaccountId}/theme/${theme.body.id}/copy`);
+  assert.equal(subTheme.status, 201, subTheme.text);
+  const subThemeId = subTheme.body.themeId as string;
+  if (op.path.startsWith('/subaccount/{subaccountId}/themes/'))
+    return { subaccountId, themeId: subThemeId, subThemeId };
+  if (op.path.startsWith('/subaccount/{subaccountId}/forms/'))
+    return { subaccountId, formId: subForm.body.id as number, subThemeId };
+  return { subaccountId, themeId: theme.body.id, subThemeId };
+}
+
 /** A smart list (that uses images) with one option, no field using it, for the operations that address one. */
-async function smartListFixture(): Promise<Record<string, number>> {
+async function smartListFixture(): Promise<Ids> {
   const list = await owner.post('/smartlists', { name: 'Matrix list', useImages: true });
   assert.equal(list.status, 201, list.text);
   const option = await owner.post(`/smartlists/${list.body.id}/options`, { label: 'Matrix option' });
@@ -207,13 +240,8 @@ async function smartListFixture(): Promise<Record<string, number>> {
 }
 
 /** A confirmation, a notification and a message of the mail log, for the operations that address one. */
-async function emailFixture(
-  op: Operation,
-  formId: number,
-  emailFieldId: number,
-  submissionId: number,
-): Promise<Record<string, number>> {
-  const ids: Record<string, number> = {};
+async function emailFixture(op: Operation, formId: number, emailFieldId: number, submissionId: number): Promise<Ids> {
+  const ids: Ids = {};
   if (op.path.includes('{confirmationId}')) {
     const res = await owner.post(`/forms/${formId}/confirmations`, {
       subject: 'Thanks',
@@ -261,7 +289,7 @@ async function emailFixture(
 }
 let mailJobs = 1_000_000;
 
-function urlOf(op: Operation, ids: Record<string, number>): string {
+function urlOf(op: Operation, ids: Ids): string {
   const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const id = ids[name];
     if (id === undefined)

@@ -23,7 +23,8 @@ import { VALID_BODIES } from './support/route-bodies.js';
 import { savePartialOf } from './support/partials.js';
 
 type Schema = Record<string, any>;
-type Ids = Record<string, number>;
+type Id = number | string;
+type Ids = Record<string, Id>;
 
 interface Operation {
   key: string; // "PUT /forms/{formId}"
@@ -61,6 +62,21 @@ const idKindOf = (name: string): string | undefined =>
   ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
 
 const BAD_PATH_IDS = ['abc', '1.5', '0', '-1', '99999999999'];
+
+/**
+ * The kind of id a path parameter takes, where the name alone does not say: under
+ * /subaccount/{subaccountId}/themes/ and /forms/, themeId and formId name the subaccount's
+ * theme and form (elsewhere, the account's own). Fixture ids are kept by kind.
+ */
+function kindOf(op: { path: string }, param: string): string {
+  if (param === 'themeId' && op.path.startsWith('/subaccount/{subaccountId}/themes/')) return 'subThemeId';
+  if (param === 'formId' && op.path.startsWith('/subaccount/{subaccountId}/forms/')) return 'subFormId';
+  return param;
+}
+
+/** Ids of kinds that are strings (themeId), and a well-formed one that exists nowhere; integers use MAX_ID. */
+const NOWHERE_IDS: Record<string, string> = { themeId: 'th_zzzzzzzzzzzzzzzz', subThemeId: 'th_zzzzzzzzzzzzzzzz' };
+const nowhere = (op: Operation, param: string): Id => NOWHERE_IDS[kindOf(op, param)] ?? MAX_ID;
 /** Numbers that JavaScript's Number() reads but that are not written the one plain way. */
 const MISSPELT_NUMBERS = ['0x10', '+1', '1e0', '01', ' 1', '1 ', '1.', '0b1', '\t1'];
 /** Text that no input takes: a NUL, lone surrogates, a reversed pair. */
@@ -202,7 +218,7 @@ const MARK = `secret${randomBytes(4).toString('hex')}`; // in every name of A's:
 let a: TestAccount;
 let b: TestAccount;
 /** Path parameter → A's ids; the first is the one used for A's own requests. */
-const aIds: Record<string, number[]> = {};
+const aIds: Record<string, Id[]> = {};
 /** Path parameter → B's own id. */
 const bIds: Ids = {};
 let revokedToken = '';
@@ -211,12 +227,12 @@ const unknownToken = `${PAT_PREFIX}${randomBytes(32).toString('base64url')}`;
 let baselineA: unknown;
 let baselineB: unknown;
 
-const first = (ids: Record<string, number[]>): Ids =>
-  Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v[0]!]));
+const first = (ids: Record<string, Id[]>): Ids => Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v[0]!]));
 
-function fillPath(op: Operation, values: Record<string, number | string>): string {
+/** The path with values (ids by kind, see kindOf), or overrides (by parameter name) where given. */
+function fillPath(op: Operation, values: Ids, overrides: Ids = {}): string {
   return op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
-    const v = values[name];
+    const v = overrides[name] ?? values[kindOf(op, name)];
     if (v === undefined) {
       throw new Error(
         `No fixture id for path parameter {${name}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`,
@@ -363,6 +379,15 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     for (const o of options.options)
       formDetails.push(await ok(acc.get(`/smartlists/${l.id}/options/${o.id}`), 'read option'));
   }
+  const themes = await ok(acc.get('/themes?pageSize=100'), 'list themes');
+  for (const t of themes.themes) formDetails.push(await ok(acc.get(`/themes/${t.id}`), 'read theme'));
+  const subaccounts = await ok(acc.get('/subaccount?pageSize=100'), 'list subaccounts');
+  for (const s of subaccounts.subaccounts) {
+    const subThemes = await ok(acc.get(`/subaccount/${s.id}/themes?pageSize=100`), 'list subaccount themes');
+    formDetails.push(subThemes);
+    for (const t of subThemes.themes)
+      formDetails.push(await ok(acc.get(`/subaccount/${s.id}/themes/${t.id}/forms?pageSize=100`), 'list theme forms'));
+  }
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
   const walk = async (list: any[]): Promise<void> => {
@@ -372,7 +397,21 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     }
   };
   await walk(folders.folders);
-  return { forms, deleted, formDetails, smartLists, folders, folderDetails, users, permissions, tokens, clients, mail };
+  return {
+    forms,
+    deleted,
+    formDetails,
+    smartLists,
+    themes,
+    subaccounts,
+    folders,
+    folderDetails,
+    users,
+    permissions,
+    tokens,
+    clients,
+    mail,
+  };
 }
 
 /** The last test of each matrix: nothing it sent changed A's or B's data. */
@@ -387,15 +426,15 @@ function crossPathVariants(op: Operation): Ids[] {
   let combos: { ids: Ids; foreign: boolean }[] = [{ ids: {}, foreign: false }];
   for (const p of op.pathParams) {
     const options = [
-      ...(aIds[p] ?? []).map((id) => ({ id, foreign: true })),
-      ...(bIds[p] !== undefined ? [{ id: bIds[p], foreign: false }] : []),
+      ...(aIds[kindOf(op, p)] ?? []).map((id) => ({ id, foreign: true })),
+      ...(bIds[kindOf(op, p)] !== undefined ? [{ id: bIds[kindOf(op, p)]!, foreign: false }] : []),
     ];
     if (options.length === 0)
       throw new Error(
         `No fixture id for path parameter {${p}} of ${op.key}: extend the fixture in test/route-matrix.test.ts`,
       );
     combos = combos.flatMap((c) =>
-      options.map((o) => ({ ids: { ...c.ids, [p]: o.id }, foreign: c.foreign || o.foreign })),
+      options.map((o) => ({ ids: { ...c.ids, [kindOf(op, p)]: o.id }, foreign: c.foreign || o.foreign })),
     );
   }
   return combos.filter((c) => c.foreign).map((c) => c.ids);
@@ -555,7 +594,26 @@ describe(`route matrix (${dialectName})`, () => {
       a.post(`/forms/${form.id}/fields`, { type: 'radio', label: `Colour ${MARK}`, smartList: smartList.id }),
       'create field using the list',
     );
+    // A theme the first form uses; a subaccount holding a copy of the form and of the theme, the one on the other.
+    const theme = await created(
+      a.post('/themes', { name: `Theme ${MARK}`, customCss: `.fw-title::after { content: "${MARK}" }` }),
+      'create theme',
+    );
+    await ok(a.put(`/forms/${form.id}`, { themeId: theme.id }), 'give the form the theme');
+    const sub = await created(
+      a.post('/subaccount', { name: `Sub ${MARK}`, email: `sub-${MARK}@example.com` }),
+      'create subaccount',
+    );
+    const subForm = await created(a.post(`/subaccount/${sub.id}/form/${form.id}/copy`), 'copy form into subaccount');
+    const subTheme = (
+      await created(a.post(`/subaccount/${sub.id}/theme/${theme.id}/copy`), 'copy theme into subaccount')
+    ).themeId;
+    await ok(a.put(`/subaccount/${sub.id}/forms/${subForm.id}/theme`, { themeId: subTheme }), 'assign theme');
     Object.assign(aIds, {
+      themeId: [theme.id],
+      subaccountId: [sub.id],
+      subFormId: [subForm.id],
+      subThemeId: [subTheme],
       smartListId: [smartList.id],
       optionId: [listOption.id],
       emailFieldId: [emailField.id],
@@ -618,7 +676,15 @@ describe(`route matrix (${dialectName})`, () => {
     );
     const bList = await created(b.post('/smartlists', { name: 'B list' }), 'create B list');
     const bOption = await created(b.post(`/smartlists/${bList.id}/options`, { label: 'B option' }), 'create B option');
+    const bTheme = await created(b.post('/themes', { name: 'B theme' }), 'create B theme');
+    const bSub = await created(b.post('/subaccount', { name: 'B sub', email: 'b-sub@example.com' }), 'create B sub');
+    const bSubForm = await created(b.post(`/subaccount/${bSub.id}/form/${bForm.id}/copy`), 'copy B form');
+    const bSubTheme = (await created(b.post(`/subaccount/${bSub.id}/theme/${bTheme.id}/copy`), 'copy B theme')).themeId;
     Object.assign(bIds, {
+      themeId: bTheme.id,
+      subaccountId: bSub.id,
+      subFormId: bSubForm.id,
+      subThemeId: bSubTheme,
       smartListId: bList.id,
       optionId: bOption.id,
       emailFieldId: bForm.fields[1].id,
@@ -681,7 +747,9 @@ describe(`route matrix (${dialectName})`, () => {
 
     it('has a fixture id for every path parameter', () => {
       const missing = operations.flatMap((op) =>
-        op.pathParams.filter((p) => !aIds[p] || bIds[p] === undefined).map((p) => `{${p}} of ${op.key}`),
+        op.pathParams
+          .filter((p) => !aIds[kindOf(op, p)] || bIds[kindOf(op, p)] === undefined)
+          .map((p) => `{${p}} of ${op.key}`),
       );
       assert.deepEqual(missing, [], `extend the fixture of test/route-matrix.test.ts for: ${missing.join(', ')}`);
     });
@@ -759,7 +827,7 @@ describe(`route matrix (${dialectName})`, () => {
           assertError(res, 401, `${op.key} with an ${v.name}`, 'token_invalid');
         }
         // Authentication comes first: bad input says nothing to a caller without a token.
-        const badUrl = `${API_PREFIX}${fillPath(op, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;
+        const badUrl = `${API_PREFIX}${fillPath(op, {}, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;
         const res = await call(op.method, `${badUrl}?bogus=1`, op.body ? { raw: '{bad' } : {}, 'no token, bad input');
         assertError(res, 401, `${op.key} with no token and bad input`, 'token_missing');
       });
@@ -827,7 +895,7 @@ describe(`route matrix (${dialectName})`, () => {
         it(`${op.key} rejects bad path ids`, async () => {
           for (const param of op.pathParams) {
             for (const bad of [...BAD_PATH_IDS, ...MISSPELT_NUMBERS]) {
-              const path = `${API_PREFIX}${fillPath(op, { ...ids(), [param]: bad })}`;
+              const path = `${API_PREFIX}${fillPath(op, ids(), { [param]: bad })}`;
               const res = await call(
                 op.method,
                 path,
@@ -858,7 +926,12 @@ describe(`route matrix (${dialectName})`, () => {
             assertError(res, 404, `${op.key} with ${what}`);
           };
           for (const param of op.pathParams)
-            await expect404(fillPath(op, { ...ids(), [param]: MAX_ID }), '', body, `${param}=${MAX_ID}`);
+            await expect404(
+              fillPath(op, ids(), { [param]: nowhere(op, param) }),
+              '',
+              body,
+              `${param}=${nowhere(op, param)}`,
+            );
           for (const p of idInputs) {
             if (p.in === 'query')
               await expect404(fillPath(op, ids()), `?${p.name}=${MAX_ID}`, body, `query ${p.name}=${MAX_ID}`);
@@ -1002,7 +1075,7 @@ describe(`route matrix (${dialectName})`, () => {
         };
         for (const param of op.pathParams) {
           await refused(
-            `${API_PREFIX}${fillPath(op, { ...ids(), [param]: '\u0000' })}`,
+            `${API_PREFIX}${fillPath(op, ids(), { [param]: '\u0000' })}`,
             { body },
             `NUL as ${param}`,
             `path.${param}`,
@@ -1067,8 +1140,8 @@ describe(`route matrix (${dialectName})`, () => {
   });
 
   describe('legacy /api/v2 aliases', () => {
-    const legacy = (op: Operation, ids: Record<string, number | string>, json: boolean) =>
-      `/api/v2${fillPath(op, ids)}${json ? '.json' : ''}`;
+    const legacy = (op: Operation, ids: Ids, json: boolean, overrides: Ids = {}) =>
+      `/api/v2${fillPath(op, ids, overrides)}${json ? '.json' : ''}`;
 
     it('describes the same operations at /api/v2/openapi.json, with the /api/v2 server', async () => {
       const res = await call('GET', '/api/v2/openapi.json', {}, 'v2 document');
@@ -1123,7 +1196,7 @@ describe(`route matrix (${dialectName})`, () => {
           assertError(res, 404, `${url} by B`);
           assert.ok(!res.text.includes(MARK), `${url} by B shows A's data`);
           for (const param of op.pathParams) {
-            const bad = legacy(op, { ...ids, [param]: 'abc' }, true);
+            const bad = legacy(op, ids, true, { [param]: 'abc' });
             assertError(
               await call(op.method, bad, { token: a.token, body }, 'legacy, bad id'),
               400,

@@ -20,6 +20,8 @@ export const USAGE = `Usage: formwork <command>
   worker                     run only the background worker (for deployments with separate workers)
   migrate                    bring the database schema up to date
   admin create-account --name NAME --email EMAIL [--password PW] [--json]
+  admin create-subaccount --account ID --name NAME --email EMAIL [--password PW] [--json]
+                             (a subaccount of account ID, with its owner, default theme and a first token)
   admin create-token --user ID [--name NAME] [--scope SCOPE ...] [--expires-in-days N] [--json]
   admin list-tokens --user ID [--json]
   admin revoke-token --token-id ID | --token VALUE [--json]
@@ -104,6 +106,18 @@ async function admin(config: Config, args: string[], out: CommandOutput): Promis
       createAccount(ctx, { name: values.name!, email: values.email!, password: values.password }, commandHasher.kdf()),
     );
     print(out, values.json, { ...created });
+  } else if (action === 'create-subaccount') {
+    const parentAccountId = idOption(values.account, '--account', 'the id of the parent account');
+    if (!values.name || !values.email) fail('create-subaccount needs --account, --name and --email');
+    const created = await withDatabase(config, async (ctx) => {
+      if (!(await accountExists(ctx.db, parentAccountId))) fail('Account not found');
+      return createAccount(
+        ctx,
+        { name: values.name!, email: values.email!, password: values.password, parentAccountId },
+        commandHasher.kdf(),
+      );
+    });
+    print(out, values.json, { parentAccountId, ...created });
   } else if (action === 'create-token') {
     const userId = idOption(values.user, '--user', 'a user id');
     const days = values['expires-in-days'];

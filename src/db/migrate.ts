@@ -17,6 +17,8 @@ import * as hostedForms from './migrations/0013_hosted_forms.js';
 import * as submissionCounts from './migrations/0014_submission_counts.js';
 import * as resumeLinkMail from './migrations/0016_resume_link_mail.js';
 import * as smartLists from './migrations/0017_smart_lists.js';
+import * as themes from './migrations/0018_themes.js';
+import * as subaccounts from './migrations/0019_subaccounts.js';
 import * as jobsKindDue from './migrations/0022_jobs_kind_due.js';
 
 interface MigrationModule {
@@ -41,6 +43,8 @@ const migrations: Record<string, MigrationModule> = {
   '0014_submission_counts': submissionCounts,
   '0016_resume_link_mail': resumeLinkMail,
   '0017_smart_lists': smartLists,
+  '0018_themes': themes,
+  '0019_subaccounts': subaccounts,
   '0022_jobs_kind_due': jobsKindDue,
 };
 

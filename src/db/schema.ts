@@ -36,6 +36,7 @@ export interface Database {
   submission_hours: SubmissionHoursTable;
   smart_lists: SmartListsTable;
   smart_list_options: SmartListOptionsTable;
+  themes: ThemesTable;
 }
 
 type Id = Generated<number>;
@@ -45,6 +46,8 @@ export interface AccountsTable {
   id: Id;
   name: string;
   created_at: number;
+  /** The account that owns this one, for subaccounts (src/modules/subaccounts); null otherwise. */
+  parent_account_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface UsersTable {
@@ -156,6 +159,8 @@ export interface FormsTable {
   encryption_key: string | null;
   /** 'encrypting' or 'decrypting' while a job converts the form's submissions. */
   encryption_state: 'encrypting' | 'decrypting' | null;
+  /** The theme of the form's hosted page (src/modules/themes); null only for rows written before 0018. */
+  theme_id: ColumnType<string | null, string | null | undefined, string | null>;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;
@@ -492,3 +497,21 @@ export interface SmartListOptionsTable {
 export type SmartListRow = Selectable<SmartListsTable>;
 export type SmartListOptionRow = Selectable<SmartListOptionsTable>;
 export type NewSmartListOptionRow = Insertable<SmartListOptionsTable>;
+
+/** Themes of an account's hosted forms: see src/modules/themes. */
+export interface ThemesTable {
+  /** th_ and 16 URL-safe characters. */
+  id: string;
+  account_id: number;
+  name: string;
+  is_default: Flag;
+  locked_in_use: Flag;
+  /** JSON: colors, fontFamily, spacing, logoUrl (themes/schemas.ts ThemeStyle). */
+  style: string;
+  custom_css: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export type ThemeRow = Selectable<ThemesTable>;
+export type NewThemeRow = Insertable<ThemesTable>;

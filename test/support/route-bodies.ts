@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-type Ids = Record<string, number>;
+type Ids = Record<string, number | string>;
 
 /**
  * A body each operation accepts. Kept minimal and free of ids so that it is valid for any
@@ -62,4 +62,17 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
       { label: 'Matrix two', value: `m-${randomBytes(6).toString('hex')}` },
     ],
   }),
+  'POST /themes': () => ({
+    name: 'Matrix theme',
+    colors: { primary: '#336699' },
+    customCss: '.fw-title { color: #333 }',
+  }),
+  'PUT /themes/{themeId}': () => ({ name: 'Renamed by the matrix' }),
+  // Owner emails are unique per account, and each subaccount is an account of its own: a new one anyway.
+  'POST /subaccount': () => ({
+    name: 'Matrix subaccount',
+    email: `matrix-sub-${randomBytes(6).toString('hex')}@example.com`,
+  }),
+  // A theme of the subaccount (the fixtures' subThemeId) for a form of it.
+  'PUT /subaccount/{subaccountId}/forms/{formId}/theme': (ids) => ({ themeId: ids.subThemeId }),
 };

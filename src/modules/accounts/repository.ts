@@ -13,10 +13,15 @@ export interface TokenOwner extends Caller {
   clientId: number | null;
 }
 
-export async function insertAccount(db: Executor, name: string, now: number): Promise<number> {
+export async function insertAccount(
+  db: Executor,
+  name: string,
+  now: number,
+  parentAccountId: number | null = null,
+): Promise<number> {
   const row = await db
     .insertInto('accounts')
-    .values({ name, created_at: now })
+    .values({ name, created_at: now, parent_account_id: parentAccountId })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Flag, Id, StringEnum, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
 import { Field, FieldCreate, MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
+import { THEME_ID_PATTERN } from '../themes/schemas.js';
 
 export const FormSettings = Type.Object(
   {
@@ -26,6 +27,12 @@ const name = Type.String({ minLength: 1, maxLength: 200 });
 const folder = Type.Union([Id, Type.Null()], { description: 'Folder id; null for the top level' });
 const submitButtonTitle = Type.String({ minLength: 1, maxLength: 100 });
 const inactive = Type.Boolean({ description: 'An inactive form takes no submissions' });
+const themeId = Type.String({
+  pattern: THEME_ID_PATTERN,
+  maxLength: 19,
+  description:
+    "The theme of the form's hosted page, one of the account's (400 invalid_theme otherwise); new forms take the default theme",
+});
 const password = (description: string) => Type.String({ minLength: 8, maxLength: 1024, writeOnly: true, description });
 const encryption = {
   isEncrypted: Type.Optional(
@@ -48,6 +55,7 @@ export const FormCreate = Type.Object(
     folder: Type.Optional(folder),
     submitButtonTitle: Type.Optional(submitButtonTitle),
     inactive: Type.Optional(inactive),
+    themeId: Type.Optional(themeId),
     ...encryption,
     settings: Type.Optional(FormSettings),
     fields: Type.Optional(
@@ -68,6 +76,7 @@ export const FormUpdate = Type.Object(
     folder: Type.Optional(folder),
     submitButtonTitle: Type.Optional(submitButtonTitle),
     inactive: Type.Optional(inactive),
+    themeId: Type.Optional(themeId),
     ...encryption,
     newEncryptionPassword: Type.Optional(
       password(
@@ -102,6 +111,9 @@ export const Form = Type.Object(
     inactive: Type.Boolean(),
     submissionsCount: Type.Integer(),
     submitButtonTitle: Type.String(),
+    themeId: Type.Union([Type.String(), Type.Null()], {
+      description: "The theme of the hosted page (docs/themes.md); null means the account's default theme",
+    }),
     settings: FormSettings,
     deleted: Type.Optional(
       Type.String({ format: 'date-time', description: 'When the form was deleted; only in listings of deleted forms' }),

@@ -20,6 +20,8 @@ import type { CopyQuery, Form, FormCreate, FormListQuery, FormUpdate } from './s
 import * as emailsRepo from '../emails/repository.js';
 import { copyWebhooks } from '../webhooks/copy.js';
 import { memberOf, type AccountScope, type Caller, type FormRef } from '../permissions/caller.js';
+import { optionsOfLists } from '../smartlists/repository.js';
+import { defaultTheme, themeForForm } from '../themes/service.js';
 
 const DEFAULT_SUBMIT_TITLE = 'Submit';
 
@@ -37,6 +39,7 @@ export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
     inactive: row.inactive === 1,
     submissionsCount: row.submissions_count,
     submitButtonTitle: row.submit_button_title,
+    themeId: row.theme_id,
     settings: JSON.parse(row.settings) as Form['settings'],
   };
   if (row.deleted_at !== null) form.deleted = isoTime(row.deleted_at);
@@ -213,9 +216,14 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, { accountId }, input.folder);
     const now = ctx.clock.now();
+    const theme =
+      input.themeId === undefined
+        ? await defaultTheme(trx, accountId, now)
+        : await themeForForm(trx, { accountId }, input.themeId, 'body.themeId');
     const form = await repo.insertForm(trx, {
       account_id: accountId,
       folder_id: input.folder ?? null,
+      theme_id: theme.id,
       name: input.name,
       submit_button_title: input.submitButtonTitle ?? DEFAULT_SUBMIT_TITLE,
       settings: JSON.stringify(input.settings ?? {}),
@@ -250,6 +258,8 @@ export async function updateForm(
   const before = await requireForm(ctx.db, { accountId }, { formId });
   const encryption = await planEncryptionChange(ctx, before, input);
   return transact(ctx.db, async (trx) => {
+    // The theme first: a delete of it locks it before its forms, so this locks in the same order.
+    if (input.themeId !== undefined) await themeForForm(trx, { accountId }, input.themeId, 'body.themeId');
     const current = encryption
       ? await repo.lockForm(trx, accountId, formId)
       : await requireForm(trx, { accountId }, { formId });
@@ -262,6 +272,7 @@ export async function updateForm(
     }
     await requireFolderId(trx, { accountId }, input.folder);
     const row = await repo.updateForm(trx, accountId, formId, {
+      ...(input.themeId !== undefined && { theme_id: input.themeId }),
       ...(input.name !== undefined && { name: input.name }),
       ...(input.folder !== undefined && { folder_id: input.folder }),
       ...(input.submitButtonTitle !== undefined && { submit_button_title: input.submitButtonTitle }),
@@ -312,51 +323,112 @@ export async function copyForm(ctx: AppContext, caller: Caller, { formId }: Form
     if ((q.includeIntegrations || q.includeEmails) && member !== undefined)
       await requireFormLevel(trx, accountId, member, formId, 'edit');
     const now = ctx.clock.now();
-    const copy = await repo.insertForm(trx, {
-      account_id: accountId,
-      folder_id: q.folder ?? source.folder_id,
-      name: `${source.name} (copy)`.slice(0, 200),
-      submit_button_title: look.submit_button_title,
-      settings: look.settings,
-      view_key: newKey(),
-      inactive: source.inactive,
-      is_encrypted: 0,
-      created_at: now,
-      updated_at: now,
+    const { copy, fields, newIds } = await copyFormRows(ctx, trx, source, look, {
+      accountId,
+      folderId: q.folder ?? source.folder_id,
+      themeId: look.theme_id,
+      includeIntegrations: q.includeIntegrations,
+      now,
     });
     await grantCreator(trx, accountId, copy.id, member, now);
-    // Copy the fields, then point the copies' logic at the copied fields rather than the originals.
-    const originals = await fieldsRepo.listFields(trx, accountId, formId);
-    const newIds = new Map<number, number>();
-    const copies = [];
-    for (const original of originals) {
-      const row = await fieldsRepo.insertField(trx, {
-        ...withoutId(original),
-        form_id: copy.id,
-        logic: null,
-        created_at: now,
-        updated_at: now,
-      });
-      newIds.set(original.id, row.id);
-      copies.push(row);
-    }
-    const fields: Field[] = [];
-    for (const [i, row] of copies.entries()) {
-      const logic = toDefinition(originals[i]!).logic;
-      if (logic) {
-        const remapped = {
-          ...logic,
-          checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })),
-        };
-        row.logic = JSON.stringify(remapped);
-        await fieldsRepo.setLogic(trx, accountId, row.id, row.logic, now);
-      }
-      fields.push(toField(row));
-    }
-    if (q.includeIntegrations) await copyWebhooks(trx, ctx.config.secretKey, accountId, formId, copy.id, now);
     if (q.includeEmails) await emailsRepo.copyEmails(trx, accountId, formId, copy.id, newIds, now);
     return toForm(ctx, copy, fields);
   });
+}
+
+/**
+ * A form of the account copied into another account (a subaccount of it): fields, settings and,
+ * with includeIntegrations, webhooks; at the top level, on that account's default theme. Fields
+ * that take their options from a smart list keep the list's current options as their own (the
+ * list stays with its account). The caller checks that the target is the source's subaccount.
+ */
+export async function copyFormIntoAccount(
+  ctx: AppContext,
+  trx: Executor,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+  targetAccountId: number,
+  includeIntegrations: boolean,
+): Promise<Form> {
+  const source = await requireForm(trx, { accountId }, { formId });
+  const now = ctx.clock.now();
+  const theme = await defaultTheme(trx, targetAccountId, now);
+  const { copy, fields } = await copyFormRows(ctx, trx, source, source, {
+    accountId: targetAccountId,
+    folderId: null,
+    themeId: theme.id,
+    includeIntegrations,
+    now,
+  });
+  return toForm(ctx, copy, fields);
+}
+
+/** The copy's form row, its fields (logic pointed at the copied fields) and, if asked, its webhooks. */
+async function copyFormRows(
+  ctx: AppContext,
+  trx: Executor,
+  source: FormRow,
+  look: FormRow,
+  to: { accountId: number; folderId: number | null; themeId: string | null; includeIntegrations: boolean; now: number },
+): Promise<{ copy: FormRow; fields: Field[]; newIds: Map<number, number> }> {
+  const { now } = to;
+  const across = to.accountId !== source.account_id;
+  const copy = await repo.insertForm(trx, {
+    account_id: to.accountId,
+    folder_id: to.folderId,
+    name: `${source.name} (copy)`.slice(0, 200),
+    submit_button_title: look.submit_button_title,
+    settings: look.settings,
+    view_key: newKey(),
+    inactive: source.inactive,
+    is_encrypted: 0,
+    theme_id: to.themeId,
+    created_at: now,
+    updated_at: now,
+  });
+  // Copy the fields, then point the copies' logic at the copied fields rather than the originals.
+  const originals = await fieldsRepo.listFields(trx, source.account_id, source.id);
+  const lists = across
+    ? await optionsOfLists(trx, [
+        ...new Set(originals.flatMap((f) => (f.smart_list_id === null ? [] : [f.smart_list_id]))),
+      ])
+    : new Map<number, { label: string; value: string }[]>();
+  const newIds = new Map<number, number>();
+  const copies = [];
+  for (const original of originals) {
+    // Another account cannot use this account's smart lists: the copy keeps their options as its own.
+    const detached =
+      across && original.smart_list_id !== null
+        ? { smart_list_id: null, options: JSON.stringify(lists.get(original.smart_list_id) ?? []) }
+        : {};
+    const row = await fieldsRepo.insertField(trx, {
+      ...withoutId(original),
+      ...detached,
+      account_id: to.accountId,
+      form_id: copy.id,
+      logic: null,
+      created_at: now,
+      updated_at: now,
+    });
+    newIds.set(original.id, row.id);
+    copies.push(row);
+  }
+  const fields: Field[] = [];
+  for (const [i, row] of copies.entries()) {
+    const logic = toDefinition(originals[i]!).logic;
+    if (logic) {
+      const remapped = {
+        ...logic,
+        checks: logic.checks.map((c) => ({ ...c, field: newIds.get(c.field) ?? c.field })),
+      };
+      row.logic = JSON.stringify(remapped);
+      await fieldsRepo.setLogic(trx, to.accountId, row.id, row.logic, now);
+    }
+    fields.push(toField(row));
+  }
+  if (to.includeIntegrations)
+    await copyWebhooks(trx, ctx.config.secretKey, source.account_id, source.id, copy.id, now, to.accountId);
+  return { copy, fields, newIds };
 }
 
 function withoutId<T extends { id: number }>(row: T): Omit<T, 'id'> {

@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, Id, idParams } from '../../http/schemas.js';
 import { MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
+import { escapeHtml } from './escape.js';
 import { assetUrls } from './assets.js';
 import * as service from './service.js';
 
@@ -62,7 +63,8 @@ export function hostedApiRoutes(ctx: AppContext, deps: service.HostedDeps): Fast
           operationId: 'getFormHtml',
           summary: "The form's HTML, to embed in another page",
           description:
-            'html is the whole form, ready to place in a page: it links its style sheet and script (also listed in styles and scripts) ' +
+            "html is the whole form, ready to place in a page: it links its style sheets (the page's, then the form's theme) and script " +
+            '(also listed in styles and scripts) ' +
             'and posts to the service. Labels and every other text are escaped. Without the script it still works as a plain HTML form, ' +
             'except for file and signature fields. Each call gives HTML with a new page token (valid 24 hours).',
           params: idParams('formId'),
@@ -83,11 +85,13 @@ export function hostedApiRoutes(ctx: AppContext, deps: service.HostedDeps): Fast
         const base = ctx.config.publicUrl;
         const assets = await assetUrls(base);
         const form = await service.formHtml(deps, def, { base });
+        // The form's theme (docs/themes.md) comes after the page's own sheet.
+        const theme = `${base}${service.themeAssets(def.form.view_key, def.theme).css}`;
         return {
           formId: def.form.id,
           url: `${base}/f/${def.form.view_key}`,
-          html: `<link rel="stylesheet" href="${assets.css}">\n<script src="${assets.js}" defer></script>\n${form}`,
-          styles: [assets.css],
+          html: `<link rel="stylesheet" href="${assets.css}">\n<link rel="stylesheet" href="${escapeHtml(theme)}">\n<script src="${assets.js}" defer></script>\n${form}`,
+          styles: [assets.css, theme],
           scripts: [assets.js],
         };
       },

@@ -5,7 +5,7 @@ import type { Config } from '../../config.js';
  * script or style, no eval); uploads go to the service or, with S3, to the bucket; a form
  * may be framed by any site (forms are meant to be embedded), unlike the sign-in pages.
  */
-export function pagePolicy(config: Pick<Config, 'storage'>, redirectUrl?: string): string {
+export function pagePolicy(config: Pick<Config, 'storage'>, redirectUrl?: string, logoOrigin?: string): string {
   const connect = ["'self'"];
   if (config.storage.driver === 's3') {
     const s3 = config.storage.s3;
@@ -22,7 +22,8 @@ export function pagePolicy(config: Pick<Config, 'storage'>, redirectUrl?: string
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self' data: blob:",
+    // A theme's logo (themes/css.ts) may come from its own site.
+    `img-src 'self' data: blob:${logoOrigin ? ` ${logoOrigin}` : ''}`,
     `connect-src ${connect.join(' ')}`,
     `form-action ${formAction.join(' ')}`,
     "base-uri 'none'",
@@ -31,11 +32,15 @@ export function pagePolicy(config: Pick<Config, 'storage'>, redirectUrl?: string
   ].join('; ');
 }
 
-export function pageHeaders(config: Pick<Config, 'storage'>, redirectUrl?: string): Record<string, string> {
+export function pageHeaders(
+  config: Pick<Config, 'storage'>,
+  redirectUrl?: string,
+  logoOrigin?: string,
+): Record<string, string> {
   return {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'content-security-policy': pagePolicy(config, redirectUrl),
+    'content-security-policy': pagePolicy(config, redirectUrl, logoOrigin),
     // Prefill and resume tokens are in the page's URL: no Referer takes them elsewhere.
     'referrer-policy': 'no-referrer',
   };

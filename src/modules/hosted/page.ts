@@ -7,7 +7,20 @@ export interface Assets {
   js: string;
 }
 
-function document(opts: { title: string; lang?: string; assets: Assets; body: string; script: boolean }): string {
+/** A form's theme on its page (hosted/theme.ts): its style sheet's URL and its logo. */
+export interface ThemeAssets {
+  css: string;
+  logoUrl: string | null;
+}
+
+function document(opts: {
+  title: string;
+  lang?: string;
+  assets: Assets;
+  theme?: ThemeAssets;
+  body: string;
+  script: boolean;
+}): string {
   return `<!doctype html>
 <html lang="${e(opts.lang ?? 'en')}">
 <head>
@@ -16,7 +29,7 @@ function document(opts: { title: string; lang?: string; assets: Assets; body: st
 <meta name="referrer" content="no-referrer">
 <title>${e(opts.title)}</title>
 <link rel="stylesheet" href="${e(opts.assets.css)}">
-${opts.script ? `<script src="${e(opts.assets.js)}" defer></script>` : ''}
+${opts.theme ? `<link rel="stylesheet" href="${e(opts.theme.css)}">\n` : ''}${opts.script ? `<script src="${e(opts.assets.js)}" defer></script>` : ''}
 </head>
 <body class="fw-body">
 <main class="fw-card">
@@ -33,14 +46,17 @@ export function formPage(opts: {
   description?: string;
   lang?: string;
   assets: Assets;
+  theme?: ThemeAssets;
   form: string;
 }): string {
+  const logo = opts.theme?.logoUrl ? `<img class="fw-logo" src="${e(opts.theme.logoUrl)}" alt="">` : '';
   return document({
     title: opts.name,
     lang: opts.lang,
     assets: opts.assets,
+    theme: opts.theme,
     script: true,
-    body: `<h1 class="fw-title">${e(opts.name)}</h1>${opts.description ? `<div class="fw-description">${paragraphs(opts.description)}</div>` : ''}
+    body: `${logo}<h1 class="fw-title">${e(opts.name)}</h1>${opts.description ? `<div class="fw-description">${paragraphs(opts.description)}</div>` : ''}
 ${opts.form}`,
   });
 }

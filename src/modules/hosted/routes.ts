@@ -106,8 +106,11 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
       done(null, new URLSearchParams(body as string)),
     );
 
-    async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string) {
-      return reply.code(status).headers(pageHeaders(ctx.config, redirectUrl)).send(html);
+    async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string, logoOrigin?: string) {
+      return reply
+        .code(status)
+        .headers(pageHeaders(ctx.config, redirectUrl, logoOrigin))
+        .send(html);
     }
 
     async function closed(
@@ -166,8 +169,11 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
           description: def.settings.description,
           lang: def.settings.language,
           assets: await assetUrls(),
+          theme: service.themeAssets(def.viewKey, def.theme),
           form: html,
         }),
+        undefined,
+        def.theme.logoOrigin,
       );
     }
 
@@ -262,6 +268,31 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
       },
     );
 
+    // The form's theme (hosted/theme.ts): cached for good under the hash the page names, fresh otherwise.
+    app.get(
+      '/f/:viewKey/theme.css',
+      {
+        schema: {
+          hide: true,
+          params: ViewKeyParams,
+          querystring: Type.Object({ v: Type.Optional(Type.String({ maxLength: 64 })) }),
+        },
+      },
+      async (req, reply) => {
+        const def = await service.pageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
+        if (!def || def.form.deleted_at !== null)
+          return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+        const current = req.query.v === def.theme.hash;
+        return reply
+          .headers({
+            'content-type': 'text/css; charset=utf-8',
+            'cache-control': current ? 'public, max-age=31536000, immutable' : 'no-cache',
+            'access-control-allow-origin': '*',
+          })
+          .send(def.theme.sheet);
+      },
+    );
+
     app.get(
       '/f/:viewKey',
       // Read by hand rather than through a schema: this is the route that people load most.
@@ -286,8 +317,11 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
             description: def.settings.description,
             lang: def.settings.language,
             assets: await assetUrls(),
+            theme: service.themeAssets(def.viewKey, def.theme),
             form,
           }),
+          undefined,
+          def.theme.logoOrigin,
         );
       },
     );

@@ -18,7 +18,8 @@ import type { PageCounters } from './counters.js';
 import { fieldMessage, type FieldInput, type PageField } from './form-model.js';
 import { assetUrls } from './assets.js';
 import { pageHeaders } from './headers.js';
-import { formPage } from './page.js';
+import { formPage, type ThemeAssets } from './page.js';
+import { pageTheme, type PageTheme } from './theme.js';
 import { renderForm, type RenderedForm, type RenderState } from './render.js';
 import * as repo from './repository.js';
 import { loadedAt, loadToken, prefillId, prefillToken } from './tokens.js';
@@ -38,6 +39,8 @@ export interface PageDefinition extends RenderedForm {
   /** The whole page around plain, as bytes cut where the token goes, and its headers: a page view joins them. */
   document: [Buffer, Buffer];
   headers: Record<string, string>;
+  /** The form's theme: its sheet (served at /f/{viewKey}/theme.css) and logo. */
+  theme: PageTheme;
 }
 
 /** Stands where each page's own load token goes in the cached HTML (no input can produce it: it is escaped). */
@@ -95,11 +98,13 @@ async function definitionOf(deps: HostedDeps, form: FormRow): Promise<PageDefini
     saveAndResume: settings.saveAndResume === true,
   };
   const plain = renderForm(base, { ...emptyState(base), loadToken: TOKEN_SLOT });
+  const theme = await pageTheme(deps.ctx.db, form);
   const whole = formPage({
     name: base.name,
     description: settings.description,
     lang: settings.language,
     assets: await assetUrls(),
+    theme: themeAssets(form.view_key, theme),
     form: plain,
   });
   const cut = whole.indexOf(TOKEN_SLOT);
@@ -108,9 +113,15 @@ async function definitionOf(deps: HostedDeps, form: FormRow): Promise<PageDefini
     Buffer.from(whole.slice(0, cut)),
     Buffer.from(whole.slice(cut + TOKEN_SLOT.length)),
   ];
-  const def = { ...base, form, plain, document, headers: pageHeaders(deps.ctx.config, settings.redirectUrl) };
+  const headers = pageHeaders(deps.ctx.config, settings.redirectUrl, theme.logoOrigin);
+  const def = { ...base, form, plain, document, headers, theme };
   deps.definitions.set(form.view_key, String(form.revision), def);
   return def;
+}
+
+/** What the page links to for the form's theme: the sheet under its hash, so that it is cached until it changes. */
+export function themeAssets(viewKey: string, theme: PageTheme): ThemeAssets {
+  return { css: `/f/${encodeURIComponent(viewKey)}/theme.css?v=${theme.hash}`, logoUrl: theme.logoUrl };
 }
 
 function emptyState(form: RenderedForm): Omit<RenderState, 'loadToken'> {

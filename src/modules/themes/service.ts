@@ -1,0 +1,236 @@
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../context.js';
+import type { ThemeRow } from '../../db/schema.js';
+import { transact, type Executor } from '../../db/transaction.js';
+import { BadRequestError, ConflictError, invalid, NotFoundError } from '../../errors.js';
+import { isoTime, page, type Page } from '../../http/schemas.js';
+import type { AccountScope } from '../permissions/caller.js';
+import { cssProblem } from './css.js';
+import * as repo from './repository.js';
+import {
+  DEFAULT_COLORS,
+  DEFAULT_FONT,
+  DEFAULT_SPACING,
+  type Theme,
+  type ThemeCreate,
+  type ThemeDeleted,
+  type ThemeQuery,
+  type ThemeStyle,
+  type ThemeUpdate,
+} from './schemas.js';
+
+export interface ThemeRef {
+  themeId: string;
+}
+
+export function newThemeId(): string {
+  return `th_${randomBytes(12).toString('base64url')}`;
+}
+
+export function styleOf(row: Pick<ThemeRow, 'style'>): ThemeStyle {
+  return JSON.parse(row.style) as ThemeStyle;
+}
+
+export function toTheme(row: ThemeRow, formsCount: number): Theme {
+  const style = styleOf(row);
+  return {
+    id: row.id,
+    name: row.name,
+    isDefault: row.is_default === 1,
+    lockedInUse: row.locked_in_use === 1,
+    colors: { ...DEFAULT_COLORS, ...style.colors },
+    fontFamily: style.fontFamily ?? DEFAULT_FONT,
+    spacing: style.spacing ?? DEFAULT_SPACING,
+    logoUrl: style.logoUrl ?? null,
+    customCss: row.custom_css,
+    formsCount,
+    created: isoTime(row.created_at),
+    updated: isoTime(row.updated_at),
+  };
+}
+
+/** One of the account's themes, or 404: another account's answers the same as none. */
+export async function requireTheme(
+  db: Executor,
+  { accountId }: AccountScope,
+  themeId: string,
+  lock = false,
+): Promise<ThemeRow> {
+  const theme = await repo.findTheme(db, accountId, themeId, lock);
+  if (!theme) throw new NotFoundError('theme_not_found');
+  return theme;
+}
+
+/**
+ * The theme a form is given in a request body (property names it, for the 400): one of the
+ * account's, or 400 invalid_theme (another account's answers the same as none).
+ */
+export async function themeForForm(
+  db: Executor,
+  { accountId }: AccountScope,
+  themeId: string,
+  property: string,
+): Promise<ThemeRow> {
+  // Locked: a delete of the theme waits for this form to be on it, and then moves it too.
+  const theme = await repo.findTheme(db, accountId, themeId, true);
+  if (!theme) throw invalid('invalid_theme', property, 'is not a theme of this account');
+  return theme;
+}
+
+/**
+ * The account's default theme. Accounts get it when they are made (accounts/service.ts) and
+ * migration 0018 gave one to every account before it; an account without one (written
+ * straight to the database) gets it here.
+ */
+export async function defaultTheme(db: Executor, accountId: number, now: number): Promise<ThemeRow> {
+  const found = await repo.findDefaultTheme(db, accountId);
+  if (found) return found;
+  return insertDefaultTheme(db, accountId, now);
+}
+
+export async function insertDefaultTheme(db: Executor, accountId: number, now: number): Promise<ThemeRow> {
+  return repo.insertTheme(db, {
+    id: newThemeId(),
+    account_id: accountId,
+    name: 'Default',
+    is_default: 1,
+    locked_in_use: 0,
+    style: '{}',
+    custom_css: '',
+    created_at: now,
+    updated_at: now,
+  });
+}
+
+function checkCss(ctx: AppContext, css: string | undefined): void {
+  if (css === undefined) return;
+  const problem = cssProblem(css, ctx.config.publicUrl);
+  if (problem)
+    throw new BadRequestError('invalid_css', `customCss ${problem}`, {
+      details: [{ property: 'body.customCss', message: problem }],
+    });
+}
+
+async function recordOf(db: Executor, accountId: number, row: ThemeRow): Promise<Theme> {
+  return toTheme(row, (await repo.countFormsByTheme(db, accountId, [row])).get(row.id) ?? 0);
+}
+
+export async function listThemes(
+  ctx: AppContext,
+  { accountId }: AccountScope,
+  query: ThemeQuery,
+): Promise<Page & { themes: Theme[] }> {
+  const { rows, total } = await repo.listThemes(ctx.db, accountId, {
+    limit: query.pageSize,
+    offset: (query.pageNumber - 1) * query.pageSize,
+  });
+  const counts = await repo.countFormsByTheme(ctx.db, accountId, rows);
+  return {
+    themes: rows.map((r) => toTheme(r, counts.get(r.id) ?? 0)),
+    ...page(total, query.pageNumber, query.pageSize),
+  };
+}
+
+export async function getTheme(ctx: AppContext, scope: AccountScope, { themeId }: ThemeRef): Promise<Theme> {
+  return recordOf(ctx.db, scope.accountId, await requireTheme(ctx.db, scope, themeId));
+}
+
+export async function createTheme(ctx: AppContext, { accountId }: AccountScope, input: ThemeCreate): Promise<Theme> {
+  checkCss(ctx, input.customCss);
+  const style: ThemeStyle = {};
+  if (input.colors !== undefined) style.colors = input.colors;
+  if (input.fontFamily !== undefined) style.fontFamily = input.fontFamily;
+  if (input.spacing !== undefined) style.spacing = input.spacing;
+  if (input.logoUrl !== undefined) style.logoUrl = input.logoUrl;
+  return transact(ctx.db, async (trx) => {
+    const now = ctx.clock.now();
+    // The account's default exists before any other theme, so it stays the oldest.
+    await defaultTheme(trx, accountId, now);
+    const row = await repo.insertTheme(trx, {
+      id: newThemeId(),
+      account_id: accountId,
+      name: input.name,
+      is_default: 0,
+      locked_in_use: Number(input.lockedInUse ?? false),
+      style: JSON.stringify(style),
+      custom_css: input.customCss ?? '',
+      created_at: now,
+      updated_at: now,
+    });
+    return toTheme(row, 0);
+  });
+}
+
+export async function updateTheme(
+  ctx: AppContext,
+  scope: AccountScope,
+  { themeId }: ThemeRef,
+  input: ThemeUpdate,
+): Promise<Theme> {
+  checkCss(ctx, input.customCss);
+  return transact(ctx.db, async (trx) => {
+    const current = await requireTheme(trx, scope, themeId, true);
+    const style = styleOf(current);
+    if (input.colors !== undefined) style.colors = input.colors;
+    if (input.fontFamily !== undefined) {
+      if (input.fontFamily === null) delete style.fontFamily;
+      else style.fontFamily = input.fontFamily;
+    }
+    if (input.spacing !== undefined) {
+      if (input.spacing === null) delete style.spacing;
+      else style.spacing = input.spacing;
+    }
+    if (input.logoUrl !== undefined) style.logoUrl = input.logoUrl;
+    const row = await repo.updateTheme(trx, scope.accountId, themeId, {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.customCss !== undefined && { custom_css: input.customCss }),
+      ...(input.lockedInUse !== undefined && { locked_in_use: Number(input.lockedInUse) }),
+      style: JSON.stringify(style),
+      updated_at: ctx.clock.now(),
+    });
+    // The hosted pages of its forms show the new look: their cached definitions go.
+    await repo.reviseFormsUsing(trx, scope.accountId, row);
+    return recordOf(trx, scope.accountId, row);
+  });
+}
+
+/**
+ * Deletes a theme of the account: its forms (deleted ones too, which may be restored) move to
+ * the default theme, unless the theme is locked in use and live forms use it (409). The
+ * default theme is never deleted (400).
+ */
+export async function deleteTheme(ctx: AppContext, scope: AccountScope, { themeId }: ThemeRef): Promise<ThemeDeleted> {
+  return transact(ctx.db, async (trx) => {
+    const theme = await requireTheme(trx, scope, themeId, true);
+    if (theme.is_default === 1) throw new BadRequestError('default_theme');
+    if (theme.locked_in_use === 1) {
+      const using = await repo.countAllFormsUsing(trx, scope.accountId, theme, true);
+      if (using > 0)
+        throw new ConflictError(
+          'theme_in_use',
+          `${using} form${using === 1 ? ' uses' : 's use'} this theme, which is locked in use (lockedInUse); move ${using === 1 ? 'it' : 'them'} to another theme or turn lockedInUse off first`,
+        );
+    }
+    const now = ctx.clock.now();
+    const fallback = await defaultTheme(trx, scope.accountId, now);
+    const switchedForms = await repo.moveForms(trx, scope.accountId, themeId, fallback.id, now);
+    await repo.deleteTheme(trx, scope.accountId, themeId);
+    return { themeId, defaultThemeId: fallback.id, switchedForms };
+  });
+}
+
+/** A copy of a theme (never the default one) in another account, under a new id; for subaccounts. */
+export async function copyThemeRow(trx: Executor, source: ThemeRow, accountId: number, now: number): Promise<ThemeRow> {
+  await defaultTheme(trx, accountId, now);
+  return repo.insertTheme(trx, {
+    id: newThemeId(),
+    account_id: accountId,
+    name: source.name,
+    is_default: 0,
+    locked_in_use: source.locked_in_use,
+    style: source.style,
+    custom_css: source.custom_css,
+    created_at: now,
+    updated_at: now,
+  });
+}
