@@ -288,7 +288,7 @@ describe(`themes (${dialectName})`, () => {
 
   it('never leaves a form on a deleted theme when a delete and assignments cross', async () => {
     const def = await defaultOf(a);
-    const forms = [];
+    const forms: { id: number }[] = [];
     for (let i = 0; i < 8; i++) forms.push((await a.post('/forms', { name: `Race ${i}` })).body);
     for (let round = 0; round < 3; round++) {
       const theme = await newTheme(a, { name: `Race theme ${round}` });
