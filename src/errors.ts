@@ -93,6 +93,16 @@ export const ERRORS = {
     status: 400,
     message: 'This smart list does not use images; turn useImages on first',
   },
+  invalid_portal_form: {
+    status: 400,
+    message: 'The form is already in this portal',
+    note: '`details` names the formId',
+  },
+  invalid_portal_user: {
+    status: 400,
+    message: 'A user of this portal already has this email',
+    note: '`details` names the email',
+  },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
   invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
   encryption_password_required: {
@@ -134,6 +144,9 @@ export const ERRORS = {
   partial_submission_not_found: { status: 404, message: 'Partial submission not found' },
   smart_list_not_found: { status: 404, message: 'Smart list not found' },
   smart_list_option_not_found: { status: 404, message: 'Smart list option not found' },
+  portal_not_found: { status: 404, message: 'Portal not found' },
+  portal_form_not_found: { status: 404, message: 'The form is not in this portal' },
+  portal_user_not_found: { status: 404, message: 'Portal user not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },

@@ -1,6 +1,7 @@
 import type { JobKind } from './jobs/kind.js';
 import { pruneJob } from './jobs/prune.js';
 import { sendEmailJob } from './modules/emails/jobs.js';
+import { sendPortalSigninJob } from './modules/emails/portal-signin.js';
 import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
@@ -21,6 +22,7 @@ export const jobKinds: readonly JobKind[] = [
   deliverWebhookJob,
   sendEmailJob,
   sendResumeLinkJob,
+  sendPortalSigninJob,
   expirePartialsJob,
   expirePrefillsJob,
 ];

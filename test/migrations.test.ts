@@ -101,6 +101,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0014_submission_counts',
       '0016_resume_link_mail',
       '0017_smart_lists',
+      '0020_portals',
     ]);
 
     assert.equal(
@@ -172,7 +173,7 @@ describe(`migration 0016 on the mail log (${dialectName})`, () => {
       const id = (await k.insertInto('mail_log').values(message).returning('id').executeTakeFirstOrThrow()).id;
       await migrateToLatest(own);
       const kept = await k.selectFrom('mail_log').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-      assert.deepEqual(kept, { id, ...message, partial_submission_id: null });
+      assert.deepEqual(kept, { id, ...message, partial_submission_id: null, portal_id: null });
       await k
         .insertInto('mail_log')
         .values({

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { PAGE_FRESHNESS_MS } from '../src/modules/hosted/service.js';
-import { drainBytes } from '../src/modules/smartlists/image-part.js';
+import { drainBytes } from '../src/modules/images/part.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';

@@ -17,6 +17,7 @@ import * as hostedForms from './migrations/0013_hosted_forms.js';
 import * as submissionCounts from './migrations/0014_submission_counts.js';
 import * as resumeLinkMail from './migrations/0016_resume_link_mail.js';
 import * as smartLists from './migrations/0017_smart_lists.js';
+import * as portals from './migrations/0020_portals.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -40,6 +41,7 @@ const migrations: Record<string, MigrationModule> = {
   '0014_submission_counts': submissionCounts,
   '0016_resume_link_mail': resumeLinkMail,
   '0017_smart_lists': smartLists,
+  '0020_portals': portals,
 };
 
 /** Every migration's name, in the order they run. */

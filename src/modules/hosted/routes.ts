@@ -7,6 +7,7 @@ import { AppError, BadRequestError, TooManyRequestsError } from '../../errors.js
 import { throttle } from '../../http/rate-limit.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { resumeHash } from '../partials/sealing.js';
+import { sessionCookie } from '../portals/session.js';
 import { EMAIL } from '../submissions/values.js';
 import { issueUploadUrls } from '../uploads/service.js';
 import { clientBundle } from './bundle.js';
@@ -318,7 +319,12 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
           }
           throw error;
         }
-        const outcome = await service.submitPage(deps, def, posted, meta(req));
+        const outcome = await service.submitPage(
+          deps,
+          def,
+          { ...posted, portalSession: sessionCookie(req.headers.cookie) },
+          meta(req),
+        );
         if (outcome.kind === 'closed') {
           if (posted.plain) return closed(reply, def, outcome.state);
           const code = outcome.state === 'full' ? 'form_full' : 'form_inactive';

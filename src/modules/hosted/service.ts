@@ -12,6 +12,7 @@ import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
 import { enqueueResumeLinkEmail } from '../emails/resume-link.js';
 import { acceptedValues, finishPartial, resumePartial, savePartial, type PartialMeta } from '../partials/service.js';
 import type { SubmissionsDeps } from '../submissions/definitions.js';
+import { tieToPortalUser } from '../portals/session.js';
 import { createSubmission } from '../submissions/write.js';
 import { isEmptyInput, readValue, ValueError, visibleFields, type StoredValue } from '../submissions/values.js';
 import type { PageCounters } from './counters.js';
@@ -194,6 +195,8 @@ export interface PageSubmit {
   loadToken: string;
   honeypot: string;
   resumeToken?: string;
+  /** The portal session cookie sent with the submit, if any: ties the submission to its portal user. */
+  portalSession?: string;
 }
 
 const TOKEN_LIFETIME_MS = 24 * 3_600_000;
@@ -309,9 +312,10 @@ export async function submitPage(
           { formId: form.id },
           { fields },
           meta,
-          async (trx) => {
+          async (trx, submission) => {
             await save(trx, { status: 200, body: '{}' });
             if (input.resumeToken) await finishPartial(ctx, trx, form.id, input.resumeToken);
+            await tieToPortalUser(trx, ctx.clock.now(), input.portalSession, form.id, submission.id);
           },
         ),
     );

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
-import { imageTypeOf } from './image-type.js';
+import { requireImageType } from '../images/type.js';
 import * as repo from './repository.js';
 import {
   MAX_OPTIONS_PER_LIST,
@@ -374,8 +374,7 @@ export async function setOptionImage(
   await requireImageTarget(ctx.db, scope, ref);
   const bytes = await read();
   if (bytes === null) return removeOptionImage(ctx, scope, ref).then(() => getOption(ctx, scope, ref));
-  const type = imageTypeOf(bytes);
-  if (!type) throw new BadRequestError('invalid_image', 'The file is not a PNG, JPEG, GIF or WebP image');
+  const type = requireImageType(bytes);
   const key = `smartlists/${scope.accountId}/${ref.smartListId}/${ref.optionId}-${randomBytes(12).toString('hex')}`;
   await ctx.storage.put(key, Readable.from([bytes]), { maxBytes: ctx.config.optionImageMaxBytes, contentType: type });
   try {
