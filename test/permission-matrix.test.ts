@@ -181,6 +181,7 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
   const emails = await emailFixture(op, form.id, emailField.id, submission.id);
   const partial = op.path.includes('{partialSubmissionId}') ? await savePartialOf(app, owner, form.id) : undefined;
   const lists = op.path.includes('{smartListId}') ? await smartListFixture() : {};
+  const portal = op.path.includes('{portalId}') ? await portalFixture(op, form.id) : {};
   return {
     ...emails,
     ...lists,
@@ -194,7 +195,28 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     clientId: client.id,
     tokenId: token.tokenId,
     ...hooks,
+    // Last: a portal route's {userId} is the portal user's.
+    ...portal,
   };
+}
+
+/**
+ * A portal for the operations that address one: with the fixture's form in it when the
+ * operation addresses it (POST .../form adds it, so there it is not in yet), and a portal user.
+ */
+async function portalFixture(op: Operation, formId: number): Promise<Record<string, number>> {
+  const portal = await owner.post('/portal', { name: 'Matrix portal' });
+  assert.equal(portal.status, 201, portal.text);
+  if (op.path.includes('/form/{formId}'))
+    await ok(owner.post(`/portal/${portal.body.id}/form`, { formId }), 'portal form');
+  const withUser = await ok(
+    owner.post(`/portal/${portal.body.id}/user`, {
+      email: `p-${randomBytes(5).toString('hex')}@example.com`,
+      name: 'Matrix portal user',
+    }),
+    'portal user',
+  );
+  return { portalId: portal.body.id, userId: withUser.users[0].id };
 }
 
 /** A smart list (that uses images) with one option, no field using it, for the operations that address one. */

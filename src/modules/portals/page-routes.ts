@@ -6,11 +6,11 @@ import type { PortalRow } from '../../db/schema.js';
 import { TooManyRequestsError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
 import { assetUrls } from '../hosted/assets.js';
+import { imageVersion, sendImage } from '../images/serve.js';
 import { pageHeaders } from '../hosted/headers.js';
 import { EMAIL } from '../submissions/values.js';
 import { messagePage, PORTAL_CSS, PORTAL_CSS_HASH, portalPage, signinPage, type PortalView } from './page.js';
 import * as repo from './repository.js';
-import { versionOf } from './service.js';
 import * as session from './session.js';
 
 const KeyParams = Type.Object({ portalKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
@@ -24,7 +24,8 @@ function view(portal: PortalRow): PortalView {
   return {
     name: portal.name,
     description: portal.description,
-    avatarUrl: portal.avatar_key === null ? null : `/p/${portal.portal_key}/avatar?v=${versionOf(portal.avatar_key)}`,
+    avatarUrl:
+      portal.avatar_key === null ? null : `/p/${portal.portal_key}/avatar?v=${imageVersion(portal.avatar_key)}`,
     path: `/p/${portal.portal_key}`,
   };
 }
@@ -198,32 +199,4 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       },
     );
   };
-}
-
-/**
- * A stored image's bytes, with its type (read from its bytes when it was stored). A URL that
- * names the current version (v) is cached for good: a new image gets a new key, so a new URL.
- */
-export async function sendImage(
-  ctx: Pick<AppContext, 'storage'>,
-  reply: FastifyReply,
-  key: string,
-  type: string | null,
-  version: string | undefined,
-) {
-  const stored = await ctx.storage.get(key).catch(() => undefined);
-  if (!stored)
-    return reply.code(404).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send('Not found');
-  const current = version === versionOf(key);
-  return reply
-    .headers({
-      'content-type': type ?? 'application/octet-stream',
-      'content-length': String(stored.size),
-      'cache-control': current ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
-      etag: `"${versionOf(key)}"`,
-      'x-content-type-options': 'nosniff',
-      'content-security-policy': "default-src 'none'",
-      'cross-origin-resource-policy': 'cross-origin',
-    })
-    .send(stored.stream);
 }

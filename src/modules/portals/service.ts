@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { AppContext } from '../../context.js';
 import { newKey } from '../../crypto/secrets.js';
@@ -8,6 +8,7 @@ import { invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { enqueue } from '../../jobs/outbox.js';
 import * as formsRepo from '../forms/repository.js';
+import { imageVersion } from '../images/serve.js';
 import { requireImageType } from '../images/type.js';
 import type { AccountScope, PortalFormRef, PortalRef, PortalUserRef } from '../permissions/caller.js';
 import { removeFilesJob } from '../uploads/jobs.js';
@@ -28,9 +29,6 @@ import type {
 
 type Ctx = Pick<AppContext, 'db' | 'clock' | 'config' | 'storage'>;
 
-/** A short version of a stored file's key, for URLs that may be cached for good. */
-export const versionOf = (key: string): string => createHash('sha256').update(key).digest('base64url').slice(0, 12);
-
 export const emailKey = (email: string): string => email.trim().toLowerCase();
 
 function toPortal(ctx: Ctx, row: PortalRow, counts: { forms: number; users: number }): Portal {
@@ -45,7 +43,7 @@ function toPortal(ctx: Ctx, row: PortalRow, counts: { forms: number; users: numb
         : {
             contentType: row.avatar_type ?? '',
             size: row.avatar_size ?? 0,
-            url: `${ctx.config.publicUrl}/p/${row.portal_key}/avatar?v=${versionOf(row.avatar_key)}`,
+            url: `${ctx.config.publicUrl}/p/${row.portal_key}/avatar?v=${imageVersion(row.avatar_key)}`,
           },
     formsCount: counts.forms,
     usersCount: counts.users,

@@ -131,6 +131,8 @@ export async function updateList(
       await repo.clearImages(trx, smartListId, now);
     }
     const row = await repo.updateList(trx, scope.accountId, smartListId, update, now);
+    // Hosted pages show a list's images only while it uses them.
+    if (input.useImages !== undefined) await repo.reviseFormsUsingList(trx, scope.accountId, smartListId);
     return recordOf(trx, row);
   });
 }
@@ -381,7 +383,10 @@ export async function setOptionImage(
     return await transact(ctx.db, async (trx) => {
       const option = await requireImageTarget(trx, scope, ref);
       if (option.image_key !== null) await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
-      return toOption(await repo.setOptionImage(trx, option.id, { key, type, size: bytes.length }, ctx.clock.now()));
+      const row = await repo.setOptionImage(trx, option.id, { key, type, size: bytes.length }, ctx.clock.now());
+      // Hosted pages show the image under a URL of its own: the forms that show it get a new page.
+      await repo.reviseFormsUsingList(trx, scope.accountId, ref.smartListId);
+      return toOption(row);
     });
   } catch (error) {
     await ctx.storage.deleteMany([key]).catch(() => undefined);
@@ -399,6 +404,7 @@ export async function removeOptionImage(
     if (option.image_key !== null) {
       await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
       await repo.setOptionImage(trx, option.id, null, ctx.clock.now());
+      await repo.reviseFormsUsingList(trx, scope.accountId, ref.smartListId);
     }
     return { id: option.id };
   });
