@@ -1,11 +1,11 @@
 import type { JobKind } from './jobs/kind.js';
 import { pruneJob } from './jobs/prune.js';
 import { sendEmailJob } from './modules/emails/jobs.js';
-import { sendPortalSigninJob } from './modules/emails/portal-signin.js';
 import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
 import { expirePartialsJob } from './modules/partials/jobs.js';
+import { sendPortalSigninJob } from './modules/portals/jobs.js';
 import { removeFilesJob, sweepUploadsJob } from './modules/uploads/jobs.js';
 import { deliverWebhookJob } from './modules/webhooks/jobs.js';
 

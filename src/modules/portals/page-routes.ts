@@ -12,13 +12,14 @@ import { EMAIL } from '../submissions/values.js';
 import { messagePage, PORTAL_CSS, PORTAL_CSS_HASH, portalPage, signinPage, type PortalView } from './page.js';
 import * as repo from './repository.js';
 import * as session from './session.js';
+import { SIGNIN_LINK_TTL_MS } from './signin-link.js';
 
 const KeyParams = Type.Object({ portalKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
 /** What the sign-in request answers, whoever the address belongs to (or not). */
 export const SIGNIN_SENT =
   'If this address belongs to a user of this portal, a sign-in link is on its way to it. ' +
-  `The link works once, within ${Math.round(session.SIGNIN_LINK_TTL_MS / 60_000)} minutes.`;
+  `The link works once, within ${Math.round(SIGNIN_LINK_TTL_MS / 60_000)} minutes.`;
 
 function view(portal: PortalRow): PortalView {
   return {
@@ -127,9 +128,7 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         reply.header('retry-after', String(error.retryAfterSeconds));
         return html(reply, 429, signinPage(view(portal), assets, { error: error.message, email }));
       }
-      await session.requestSignin(ctx, portal, email, (key) =>
-        throttle(ctx.rateLimiter, key, session.SIGNIN_LINKS_PER_USER_PER_HOUR, 3600),
-      );
+      await session.requestSignin(ctx, portal, email);
       if (!plain) return { status: 'ok', message: SIGNIN_SENT };
       return html(reply, 200, signinPage(view(portal), assets, { message: SIGNIN_SENT }));
     });

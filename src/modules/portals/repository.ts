@@ -257,13 +257,40 @@ export async function useSigninToken(
   return db.selectFrom('portal_users').selectAll().where('id', '=', row.portal_user_id).executeTakeFirst();
 }
 
-/** Links past their expiry, or used, are of no more use. */
-export async function deleteSpentSigninTokens(db: Executor, userId: number, now: number): Promise<void> {
+/** Links past their expiry, or used, are of no more use once they no longer count against the hourly limit. */
+export async function deleteSpentSigninTokens(
+  db: Executor,
+  userId: number,
+  now: number,
+  before: number,
+): Promise<void> {
   await db
     .deleteFrom('portal_signin_tokens')
     .where('portal_user_id', '=', userId)
+    .where('created_at', '<', before)
     .where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', now)]))
     .execute();
+}
+
+export async function hasSigninToken(db: Executor, tokenHash: string): Promise<boolean> {
+  return (
+    (await db
+      .selectFrom('portal_signin_tokens')
+      .select('id')
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst()) !== undefined
+  );
+}
+
+/** The links made for the user since the time (for the hourly limit). */
+export async function countSigninTokensSince(db: Executor, userId: number, since: number): Promise<number> {
+  const row = await db
+    .selectFrom('portal_signin_tokens')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('portal_user_id', '=', userId)
+    .where('created_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export async function insertSession(

@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { PortalRow, PortalUserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { TooManyRequestsError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
-import { enqueuePortalSigninEmail } from '../emails/portal-signin.js';
+import { enqueuePortalSignin } from './jobs.js';
 import * as repo from './repository.js';
-import { emailKey } from './service.js';
 
 /**
  * Signing in to a portal page (docs/portals.md): a portal user asks for a link by email; the
@@ -15,58 +12,22 @@ import { emailKey } from './service.js';
  * hash is the session row's key. Tokens are 256 random bits, kept only as SHA-256 hashes.
  */
 
-/** How long a sign-in link works. */
-export const SIGNIN_LINK_TTL_MS = 30 * 60_000;
 /** How long a session lasts from sign-in. */
 export const SESSION_TTL_MS = 7 * 24 * 3_600_000;
-/** At most this many links are sent to one portal user per hour; past it, requests send nothing (and say the same). */
-export const SIGNIN_LINKS_PER_USER_PER_HOUR = 5;
 
 export const SESSION_COOKIE = 'fw_portal';
 
 type Ctx = Pick<AppContext, 'db' | 'clock' | 'config'>;
 
 /**
- * Sends a sign-in link to the portal user with this email, if there is one. The caller answers
- * the same whether or not there is, and whether or not the link was sent (limit reached), so
- * that the page tells nobody who the portal's users are. limit throws TooManyRequestsError
- * when the user's links are used up.
+ * Asks for a sign-in link to the address: one job, whoever the address belongs to, so that the
+ * request takes the same work and gives the same answer for any address. The job
+ * (portals/jobs.ts) finds the user, if any, and sends the link.
  */
-export async function requestSignin(
-  ctx: Ctx,
-  portal: PortalRow,
-  email: string,
-  limit: (key: string) => Promise<void>,
-): Promise<void> {
-  const user = await repo.findPortalUserByEmail(ctx.db, portal.id, emailKey(email));
-  if (!user) return;
-  try {
-    // Hashed: the limiter's keys (Redis) hold no addresses.
-    await limit(`portal-signin-user:${createHash('sha256').update(`${portal.id}:${user.id}`).digest('base64url')}`);
-  } catch (error) {
-    if (error instanceof TooManyRequestsError) return;
-    throw error;
-  }
-  const token = newToken('');
-  const now = ctx.clock.now();
-  await transact(ctx.db, async (trx) => {
-    await repo.deleteSpentSigninTokens(trx, user.id, now);
-    await repo.insertSigninToken(
-      trx,
-      { token_hash: hashToken(token), portal_user_id: user.id, expires_at: now + SIGNIN_LINK_TTL_MS },
-      now,
-    );
-    await enqueuePortalSigninEmail(trx, ctx.config.secretKey, {
-      accountId: portal.account_id,
-      portalId: portal.id,
-      portalUserId: user.id,
-      to: user.email,
-      url: `${ctx.config.publicUrl}/p/${portal.portal_key}/signin?token=${encodeURIComponent(token)}`,
-      portalName: portal.name,
-      userName: user.name,
-      minutes: Math.round(SIGNIN_LINK_TTL_MS / 60_000),
-    });
-  });
+export async function requestSignin(ctx: Ctx, portal: PortalRow, email: string): Promise<void> {
+  await transact(ctx.db, (trx) =>
+    enqueuePortalSignin(trx, ctx.config.secretKey, { accountId: portal.account_id, portalId: portal.id, email }),
+  );
 }
 
 /**
