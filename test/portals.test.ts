@@ -494,6 +494,8 @@ describe(`the portal page (${dialectName})`, () => {
     const shown = await page(app, 'GET', portalPath(), { cookie });
     assert.equal(shown.status, 200);
     assert.match(shown.headers.get('cache-control') ?? '', /no-store/);
+    assert.match(shown.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+    assert.match(shown.headers.get('content-security-policy') ?? '', /script-src 'self'/);
     assert.match(shown.text, /Signed in as <strong>Ann &#60;Lee&#62;<\/strong>/);
     assert.ok(shown.text.includes(`<a href="${pathOf(form.url)}">Application</a>`), shown.text);
     assert.ok(shown.text.includes(`<a href="${pathOf(other.url)}">Budget</a>`));

@@ -46,8 +46,14 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       done(null, new URLSearchParams(body as string)),
     );
 
+    // The hosted form's headers, but never framed: the page acts for a signed-in person (clickjacking).
+    const headers = pageHeaders(ctx.config);
+    headers['content-security-policy'] = headers['content-security-policy']!.replace(
+      'frame-ancestors *',
+      "frame-ancestors 'none'",
+    );
     async function html(reply: FastifyReply, status: number, body: string) {
-      return reply.code(status).headers(pageHeaders(ctx.config)).header('x-frame-options', 'DENY').send(body);
+      return reply.code(status).headers(headers).header('x-frame-options', 'DENY').send(body);
     }
 
     async function portalOr404(reply: FastifyReply, key: string): Promise<PortalRow | undefined> {
