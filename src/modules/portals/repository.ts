@@ -1,5 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { PortalFormRow, PortalRow, PortalsTable, PortalUserRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
 import type { Executor } from '../../db/transaction.js';
 
 /** A portal form with what the records and the page show of its form. */
@@ -280,6 +281,13 @@ export async function hasSigninToken(db: Executor, tokenHash: string): Promise<b
       .where('token_hash', '=', tokenHash)
       .executeTakeFirst()) !== undefined
   );
+}
+
+/** Locks the user's row until the transaction ends (where rows can be locked): links are counted and made one at a time. */
+export async function lockPortalUser(db: Executor, userId: number): Promise<void> {
+  await engineOf(db)
+    .lockRows(db.selectFrom('portal_users').select('id').where('id', '=', userId))
+    .execute();
 }
 
 /** The links made for the user since the time (for the hourly limit). */

@@ -42,6 +42,8 @@ export async function issueSigninLink(
   const hash = hashToken(token);
   const issued = await transact(ctx.db, async (trx) => {
     const now = ctx.clock.now();
+    // Jobs of one user that run at once count their links one after the other.
+    await repo.lockPortalUser(trx, user.id);
     if (await repo.hasSigninToken(trx, hash)) return true;
     if ((await repo.countSigninTokensSince(trx, user.id, now - HOUR_MS)) >= SIGNIN_LINKS_PER_USER_PER_HOUR)
       return false;
