@@ -29,12 +29,15 @@ import { Form } from './modules/forms/schemas.js';
 import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
 import { OAuthClient } from './modules/oauth-clients/schemas.js';
 import { oauthRoutes } from './modules/oauth/routes.js';
+import { portalPageRoutes } from './modules/portals/page-routes.js';
+import { portalRoutes } from './modules/portals/routes.js';
 import { smartListRoutes } from './modules/smartlists/routes.js';
 import { SmartList, SmartListOption } from './modules/smartlists/schemas.js';
 import { subaccountRoutes } from './modules/subaccounts/routes.js';
 import { Subaccount } from './modules/subaccounts/schemas.js';
 import { themeRoutes } from './modules/themes/routes.js';
 import { Theme } from './modules/themes/schemas.js';
+import { Portal, PortalDetails, PortalForm, PortalUser } from './modules/portals/schemas.js';
 import { submissionRoutes } from './modules/submissions/routes.js';
 import { tokenRoutes } from './modules/tokens/routes.js';
 import { PersonalToken } from './modules/tokens/schemas.js';
@@ -128,6 +131,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     SmartListOption,
     Theme,
     Subaccount,
+    Portal,
+    PortalForm,
+    PortalUser,
+    PortalDetails,
   ])
     app.addSchema(schema);
 
@@ -223,6 +230,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const hosted = hostedForms(ctx, (error) => app.log.warn({ err: error }, 'could not write form page statistics'));
   app.addHook('onClose', () => hosted.close());
   await app.register(hosted.pages);
+  // Portal pages: sign-in by emailed link and the signed-in user's forms (portals/page-routes.ts).
+  await app.register(portalPageRoutes(ctx));
 
   const usage = new TokenUsage(ctx.db, ctx.config.tokenUsageFlushSeconds * 1000, (error) =>
     app.log.warn({ err: error }, 'could not write the last use of tokens'),
@@ -248,6 +257,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(smartListRoutes(ctx));
       await api.register(themeRoutes(ctx));
       await api.register(subaccountRoutes(ctx));
+      await api.register(portalRoutes(ctx));
       await api.register(hosted.api);
     },
     { prefix: API_PREFIX },

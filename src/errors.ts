@@ -102,6 +102,16 @@ export const ERRORS = {
   invalid_theme: { status: 400, message: 'The theme named is not a theme of this account' },
   invalid_form: { status: 400, message: 'The form cannot take a theme: it is deleted' },
   default_theme: { status: 400, message: "The account's default theme cannot be deleted" },
+  invalid_portal_form: {
+    status: 400,
+    message: 'The form is already in this portal',
+    note: '`details` names the formId',
+  },
+  invalid_portal_user: {
+    status: 400,
+    message: 'A user of this portal already has this email',
+    note: '`details` names the email',
+  },
   invalid_idempotency_key: { status: 400, message: 'The Idempotency-Key header is invalid' },
   invalid_reference: { status: 400, message: 'The request refers to a record that does not exist' },
   encryption_password_required: {
@@ -145,6 +155,9 @@ export const ERRORS = {
   smart_list_option_not_found: { status: 404, message: 'Smart list option not found' },
   theme_not_found: { status: 404, message: 'Theme not found' },
   subaccount_not_found: { status: 404, message: 'Subaccount not found' },
+  portal_not_found: { status: 404, message: 'Portal not found' },
+  portal_form_not_found: { status: 404, message: 'The form is not in this portal' },
+  portal_user_not_found: { status: 404, message: 'Portal user not found' },
   // 409
   duplicate: { status: 409, message: 'A record with the same unique value already exists' },
   email_taken: { status: 409, message: 'A user with this email already exists' },

@@ -5,6 +5,7 @@ import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
 import { expirePartialsJob } from './modules/partials/jobs.js';
+import { sendPortalSigninJob } from './modules/portals/jobs.js';
 import { removeFilesJob, sweepUploadsJob } from './modules/uploads/jobs.js';
 import { deliverWebhookJob } from './modules/webhooks/jobs.js';
 
@@ -21,6 +22,7 @@ export const jobKinds: readonly JobKind[] = [
   deliverWebhookJob,
   sendEmailJob,
   sendResumeLinkJob,
+  sendPortalSigninJob,
   expirePartialsJob,
   expirePrefillsJob,
 ];

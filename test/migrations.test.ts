@@ -103,6 +103,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0017_smart_lists',
       '0018_themes',
       '0019_subaccounts',
+      '0020_portals',
       '0022_jobs_kind_due',
     ]);
 
@@ -175,7 +176,7 @@ describe(`migration 0016 on the mail log (${dialectName})`, () => {
       const id = (await k.insertInto('mail_log').values(message).returning('id').executeTakeFirstOrThrow()).id;
       await migrateToLatest(own);
       const kept = await k.selectFrom('mail_log').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-      assert.deepEqual(kept, { id, ...message, partial_submission_id: null });
+      assert.deepEqual(kept, { id, ...message, partial_submission_id: null, portal_id: null });
       await k
         .insertInto('mail_log')
         .values({
@@ -447,5 +448,142 @@ describe(`0018 and 0019: themes and subaccounts (${dialectName})`, () => {
     const row = await k.selectFrom('accounts').selectAll().where('id', '=', child).executeTakeFirstOrThrow();
     assert.equal(row.parent_account_id, accounts[0]);
     assert.equal(forms.length, 3);
+  });
+});
+
+describe(`0020: portals (${dialectName})`, () => {
+  it('keeps the mail logged before it, takes sign-in mail without a form, and ties submissions that go with them', async () => {
+    const { db: own, drop } = await openFreshDatabase();
+    try {
+      const k = own.kysely;
+      const index = MIGRATION_NAMES.indexOf('0020_portals');
+      assert.ok(index > 0);
+      await migrateUpTo(own, MIGRATION_NAMES[index - 1]!);
+      const now = Date.now();
+      const account = (
+        await k
+          .insertInto('accounts')
+          .values({ name: 'Portals', created_at: now })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const message = {
+        account_id: account,
+        form_id: 7,
+        email_id: null,
+        submission_id: null,
+        partial_submission_id: 5,
+        job_id: 42,
+        kind: 'resume_link' as const,
+        sender: 'desk@example.com',
+        recipients: '["someone@example.com"]',
+        reply_to: null,
+        subject: 'Your link',
+        text_body: 'Hello',
+        html_body: null,
+        attachments: '[]',
+        created_at: now,
+      };
+      const id = (await k.insertInto('mail_log').values(message).returning('id').executeTakeFirstOrThrow()).id;
+      assert.ok((await migrateToLatest(own)).includes('0020_portals'));
+      const kept = await k.selectFrom('mail_log').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.deepEqual(kept, { id, ...message, portal_id: null });
+      await k
+        .insertInto('mail_log')
+        .values({
+          ...message,
+          form_id: null,
+          partial_submission_id: null,
+          portal_id: 3,
+          job_id: 43,
+          kind: 'portal_signin',
+        })
+        .execute();
+      assert.ok(
+        (await k.selectFrom('mail_log').select('id').where('job_id', '=', 43).executeTakeFirstOrThrow()).id > id,
+        'ids are not reused',
+      );
+
+      // A submission tied to a portal user goes with the submission, and with the user.
+      const form = (
+        await k
+          .insertInto('forms')
+          .values({
+            account_id: account,
+            name: 'F',
+            submit_button_title: 'Submit',
+            settings: '{}',
+            view_key: 'vk-portals',
+            created_at: now,
+            updated_at: now,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const portal = (
+        await k
+          .insertInto('portals')
+          .values({
+            account_id: account,
+            name: 'P',
+            description: null,
+            portal_key: 'pk',
+            avatar_key: null,
+            avatar_type: null,
+            avatar_size: null,
+            created_at: now,
+            updated_at: now,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      const user = (
+        await k
+          .insertInto('portal_users')
+          .values({
+            portal_id: portal,
+            account_id: account,
+            email: 'A@example.com',
+            email_key: 'a@example.com',
+            name: 'A',
+            last_sign_in_at: null,
+            created_at: now,
+            updated_at: now,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+      await assert.rejects(
+        k
+          .insertInto('portal_users')
+          .values({
+            portal_id: portal,
+            account_id: account,
+            email: 'a@example.com',
+            email_key: 'a@example.com',
+            name: 'Again',
+            created_at: now,
+            updated_at: now,
+          })
+          .execute(),
+        'one user per address in a portal',
+      );
+      const submission = (
+        await sql<{
+          id: number;
+        }>`insert into submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr, data)
+          values (${account}, ${form}, ${now}, ${now}, '', '', '{}') returning id`.execute(k)
+      ).rows[0]!.id;
+      await k
+        .insertInto('portal_submissions')
+        .values({ submission_id: submission, portal_user_id: user, form_id: form, created_at: now })
+        .execute();
+      await k.deleteFrom('submissions').where('id', '=', submission).execute();
+      assert.equal((await k.selectFrom('portal_submissions').selectAll().execute()).length, 0);
+      await k.deleteFrom('portals').where('id', '=', portal).execute();
+      assert.equal((await k.selectFrom('portal_users').selectAll().execute()).length, 0, 'users go with the portal');
+    } finally {
+      await drop();
+    }
   });
 });

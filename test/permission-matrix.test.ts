@@ -184,6 +184,7 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
   const lists = op.path.includes('{smartListId}') ? await smartListFixture() : {};
   const themes =
     op.path.includes('{themeId}') || op.path.includes('{subaccountId}') ? await themeFixture(op, form.id) : {};
+  const portal = op.path.includes('{portalId}') ? await portalFixture(op, form.id) : {};
   return {
     ...emails,
     ...lists,
@@ -199,6 +200,8 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     ...hooks,
     // Last: under /subaccount/{subaccountId}/forms/ and /themes/, formId and themeId are the subaccount's.
     ...themes,
+    // Last: a portal route's {userId} is the portal user's.
+    ...portal,
   };
 }
 
@@ -228,6 +231,25 @@ async function themeFixture(op: Operation, formId: number): Promise<Ids> {
   if (op.path.startsWith('/subaccount/{subaccountId}/forms/'))
     return { subaccountId, formId: subForm.body.id as number, subThemeId };
   return { subaccountId, themeId: theme.body.id, subThemeId };
+}
+
+/**
+ * A portal for the operations that address one: with the fixture's form in it when the
+ * operation addresses it (POST .../form adds it, so there it is not in yet), and a portal user.
+ */
+async function portalFixture(op: Operation, formId: number): Promise<Record<string, number>> {
+  const portal = await owner.post('/portal', { name: 'Matrix portal' });
+  assert.equal(portal.status, 201, portal.text);
+  if (op.path.includes('/form/{formId}'))
+    await ok(owner.post(`/portal/${portal.body.id}/form`, { formId }), 'portal form');
+  const withUser = await ok(
+    owner.post(`/portal/${portal.body.id}/user`, {
+      email: `p-${randomBytes(5).toString('hex')}@example.com`,
+      name: 'Matrix portal user',
+    }),
+    'portal user',
+  );
+  return { portalId: portal.body.id, userId: withUser.users[0].id };
 }
 
 /** A smart list (that uses images) with one option, no field using it, for the operations that address one. */

@@ -388,6 +388,8 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     for (const t of subThemes.themes)
       formDetails.push(await ok(acc.get(`/subaccount/${s.id}/themes/${t.id}/forms?pageSize=100`), 'list theme forms'));
   }
+  const portals = await ok(acc.get('/portal?pageSize=100'), 'list portals');
+  for (const p of portals.portals) formDetails.push(await ok(acc.get(`/portal/${p.id}`), 'read portal'));
   const folders = await ok(acc.get('/folders?perPage=100'), 'list folders');
   const folderDetails: unknown[] = [];
   const walk = async (list: any[]): Promise<void> => {
@@ -404,6 +406,7 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     smartLists,
     themes,
     subaccounts,
+    portals,
     folders,
     folderDetails,
     users,
@@ -614,6 +617,17 @@ describe(`route matrix (${dialectName})`, () => {
       subaccountId: [sub.id],
       subFormId: [subForm.id],
       subThemeId: [subTheme],
+    });
+    // A portal with the first form and a user. Its user's id is not among userId's fixtures (account
+    // users): the portal routes' {userId} answers 404 for an account user's id, which the matrices take.
+    const portal = await created(a.post('/portal', { name: `Portal ${MARK}`, description: `About ${MARK}` }), 'portal');
+    await ok(a.post(`/portal/${portal.id}/form`, { formId: form.id, required: true }), 'portal form');
+    await ok(
+      a.post(`/portal/${portal.id}/user`, { email: `portal-${MARK}@example.com`, name: `P ${MARK}` }),
+      'portal user',
+    );
+    Object.assign(aIds, {
+      portalId: [portal.id],
       smartListId: [smartList.id],
       optionId: [listOption.id],
       emailFieldId: [emailField.id],
@@ -685,6 +699,12 @@ describe(`route matrix (${dialectName})`, () => {
       subaccountId: bSub.id,
       subFormId: bSubForm.id,
       subThemeId: bSubTheme,
+    });
+    const bPortal = await created(b.post('/portal', { name: 'B portal' }), 'create B portal');
+    await ok(b.post(`/portal/${bPortal.id}/form`, { formId: bForm.id }), 'B portal form');
+    await ok(b.post(`/portal/${bPortal.id}/user`, { email: 'b-portal@example.com', name: 'B user' }), 'B portal user');
+    Object.assign(bIds, {
+      portalId: bPortal.id,
       smartListId: bList.id,
       optionId: bOption.id,
       emailFieldId: bForm.fields[1].id,

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { PAGE_FRESHNESS_MS } from '../src/modules/hosted/service.js';
-import { drainBytes } from '../src/modules/smartlists/image-part.js';
+import { drainBytes } from '../src/modules/images/part.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
@@ -526,6 +526,86 @@ describe(`smart lists (${dialectName})`, () => {
       assert.equal((await a.delete(path)).status, 200);
       await runJobs();
       assert.equal(await app.server.ctx.storage.head(key!), undefined);
+    });
+
+    it('shows option images on the hosted page and serves their bytes, cacheable, 404 when none', async () => {
+      const list = await newList(a, 'Fruit pictures', true);
+      const apple = (await a.post(`/smartlists/${list.id}/options`, { label: 'Apple', value: 'apple' })).body;
+      const pear = (await a.post(`/smartlists/${list.id}/options`, { label: 'Pear', value: 'pear' })).body;
+      const unused = await newList(a, 'Unused pictures', true);
+      const other = (await a.post(`/smartlists/${unused.id}/options`, { label: 'Other' })).body;
+      assert.equal(
+        (await upload(`/smartlists/${unused.id}/options/${other.id}/image`, [['image', PNG, 'o.png']])).status,
+        200,
+      );
+      const form = await a.post('/forms', {
+        name: 'Pictures',
+        fields: [
+          { type: 'radio', label: 'Pick one', smartList: list.id },
+          { type: 'select', label: 'Choose one', smartList: list.id },
+        ],
+      });
+      assert.equal(form.status, 200, form.text);
+      const path = new URL(form.body.url).pathname;
+      const pageText = async () => {
+        app.server.ctx.clock.advance(PAGE_FRESHNESS_MS + 1);
+        const res = await app.request('GET', path);
+        assert.equal(res.status, 200);
+        return res.text;
+      };
+      assert.doesNotMatch(await pageText(), /fw-option-image/, 'no image yet');
+
+      assert.equal(
+        (await upload(`/smartlists/${list.id}/options/${apple.id}/image`, [['image', PNG, 'a.png']])).status,
+        200,
+      );
+      const html = await pageText();
+      const src = new RegExp(`src="(${path}/options/${apple.id}/image\\?v=[A-Za-z0-9_-]+)"`).exec(html);
+      assert.ok(src, html);
+      // Beside the radio's label, and in the select's gallery; the image adds nothing for a screen reader.
+      assert.match(
+        html,
+        new RegExp(
+          `<label for="f\\d+-0"><img class="fw-option-image" src="[^"]+" alt="" width="48" height="48" loading="lazy">Apple</label>`,
+        ),
+      );
+      assert.match(
+        html,
+        /<ul class="fw-option-gallery"><li><img class="fw-option-image"[^>]+><span>Apple<\/span><\/li><\/ul>/,
+      );
+      assert.doesNotMatch(html, new RegExp(`options/${pear.id}/image`), 'an option without an image shows none');
+
+      const served = await fetch(`${app.url}${src[1]!.replace(/&#38;/g, '&')}`);
+      assert.equal(served.status, 200);
+      assert.equal(served.headers.get('content-type'), 'image/png');
+      assert.equal(served.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+      assert.equal(served.headers.get('x-content-type-options'), 'nosniff');
+      assert.deepEqual(Buffer.from(await served.arrayBuffer()), PNG);
+      // Without the version it is cached briefly; an old version is not cached for good.
+      const bare = await fetch(`${app.url}${path}/options/${apple.id}/image`);
+      assert.equal(bare.status, 200);
+      assert.equal(bare.headers.get('cache-control'), 'public, max-age=300');
+      await bare.arrayBuffer();
+
+      const missing = async (url: string) => {
+        const res = await fetch(`${app.url}${url}`);
+        assert.equal(res.status, 404, url);
+        await res.arrayBuffer();
+      };
+      await missing(`${path}/options/${pear.id}/image`); // no image
+      await missing(`${path}/options/${other.id}/image`); // a list the form does not use
+      await missing(`${path}/options/2147483647/image`);
+      await missing(`/f/no-such-form/options/${apple.id}/image`);
+
+      // Removed, and a list that stops using images: gone from the page and the route.
+      await upload(`/smartlists/${list.id}/options/${pear.id}/image`, [['image', PNG, 'p.png']]);
+      assert.match(await pageText(), new RegExp(`options/${pear.id}/image`));
+      assert.equal((await a.delete(`/smartlists/${list.id}/options/${pear.id}/image`)).status, 200);
+      assert.doesNotMatch(await pageText(), new RegExp(`options/${pear.id}/image`));
+      await missing(`${path}/options/${pear.id}/image`);
+      await a.put(`/smartlists/${list.id}`, { useImages: false });
+      assert.doesNotMatch(await pageText(), /fw-option-image/);
+      await missing(`${path}/options/${apple.id}/image`);
     });
 
     it('refuses a renamed text file, an oversize file, other parts, and lists without images', async () => {

@@ -19,6 +19,7 @@ import * as resumeLinkMail from './migrations/0016_resume_link_mail.js';
 import * as smartLists from './migrations/0017_smart_lists.js';
 import * as themes from './migrations/0018_themes.js';
 import * as subaccounts from './migrations/0019_subaccounts.js';
+import * as portals from './migrations/0020_portals.js';
 import * as jobsKindDue from './migrations/0022_jobs_kind_due.js';
 
 interface MigrationModule {
@@ -45,6 +46,7 @@ const migrations: Record<string, MigrationModule> = {
   '0017_smart_lists': smartLists,
   '0018_themes': themes,
   '0019_subaccounts': subaccounts,
+  '0020_portals': portals,
   '0022_jobs_kind_due': jobsKindDue,
 };
 

@@ -37,6 +37,12 @@ export interface Database {
   smart_lists: SmartListsTable;
   smart_list_options: SmartListOptionsTable;
   themes: ThemesTable;
+  portals: PortalsTable;
+  portal_forms: PortalFormsTable;
+  portal_users: PortalUsersTable;
+  portal_signin_tokens: PortalSigninTokensTable;
+  portal_sessions: PortalSessionsTable;
+  portal_submissions: PortalSubmissionsTable;
 }
 
 type Id = Generated<number>;
@@ -373,14 +379,17 @@ export interface FormEmailsTable {
 export interface MailLogTable {
   id: Id;
   account_id: number;
-  form_id: number;
+  /** null for a portal sign-in link, which no form sends. */
+  form_id: number | null;
   /** null for a resume link, which no form email sends. */
   email_id: number | null;
   submission_id: number | null;
   /** A resume link's partial submission. */
   partial_submission_id: number | null;
+  /** A portal sign-in link's portal. */
+  portal_id: ColumnType<number | null, number | null | undefined, number | null>;
   job_id: number;
-  kind: 'confirmation' | 'notification' | 'resume_link';
+  kind: 'confirmation' | 'notification' | 'resume_link' | 'portal_signin';
   sender: string;
   /** JSON list of addresses. */
   recipients: string;
@@ -515,3 +524,72 @@ export interface ThemesTable {
 
 export type ThemeRow = Selectable<ThemesTable>;
 export type NewThemeRow = Insertable<ThemesTable>;
+
+export interface PortalsTable {
+  id: Id;
+  account_id: number;
+  name: string;
+  description: string | null;
+  /** The public part of the portal page's address, /p/{portal_key}. */
+  portal_key: string;
+  avatar_key: string | null;
+  /** The avatar's media type, read from its bytes. */
+  avatar_type: string | null;
+  avatar_size: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PortalFormsTable {
+  portal_id: number;
+  form_id: number;
+  account_id: number;
+  /** Epoch ms; null for no due date. */
+  due_at: number | null;
+  required: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PortalUsersTable {
+  id: Id;
+  portal_id: number;
+  account_id: number;
+  email: string;
+  /** The address in lower case: unique within the portal. */
+  email_key: string;
+  name: string;
+  last_sign_in_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PortalSigninTokensTable {
+  id: Id;
+  /** SHA-256 of the link's token, base64url. */
+  token_hash: string;
+  portal_user_id: number;
+  expires_at: number;
+  used_at: number | null;
+  created_at: number;
+}
+
+export interface PortalSessionsTable {
+  id: Id;
+  /** SHA-256 of the cookie's value, base64url. */
+  token_hash: string;
+  portal_user_id: number;
+  expires_at: number;
+  created_at: number;
+}
+
+export interface PortalSubmissionsTable {
+  submission_id: number;
+  portal_user_id: number;
+  form_id: number;
+  created_at: number;
+}
+
+export type PortalRow = Selectable<PortalsTable>;
+export type PortalFormRow = Selectable<PortalFormsTable>;
+export type PortalUserRow = Selectable<PortalUsersTable>;

@@ -75,4 +75,15 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   }),
   // A theme of the subaccount (the fixtures' subThemeId) for a form of it.
   'PUT /subaccount/{subaccountId}/forms/{formId}/theme': (ids) => ({ themeId: ids.subThemeId }),
+  'POST /portal': () => ({ name: 'Matrix portal' }),
+  'PUT /portal/{portalId}': () => ({ name: 'Renamed by the matrix' }),
+  // The form of the account whose ids are given (the permission matrix's portal does not hold it yet).
+  'POST /portal/{portalId}/form': (ids) => ({ formId: ids.formId, dueDate: '2030-01-01T00:00:00Z', required: true }),
+  'PUT /portal/{portalId}/form/{formId}': () => ({ dueDate: '2030-01-01T00:00:00Z' }),
+  // Emails are unique per portal: every body gets a new one.
+  'POST /portal/{portalId}/user': () => ({
+    email: `portal-${randomBytes(6).toString('hex')}@example.com`,
+    name: 'Matrix portal user',
+  }),
+  'PUT /portal/{portalId}/user/{userId}': () => ({ name: 'Renamed by the matrix' }),
 };

@@ -151,8 +151,9 @@ export async function storedFiles(
     .execute();
 }
 
-export type NewMailLogRow = Omit<MailLogRow, 'id' | 'partial_submission_id'> & {
+export type NewMailLogRow = Omit<MailLogRow, 'id' | 'partial_submission_id' | 'portal_id'> & {
   partial_submission_id?: number | null;
+  portal_id?: number | null;
 };
 
 /** Keeps one message; a job that runs again finds its message there and writes nothing. */

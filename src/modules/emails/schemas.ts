@@ -139,16 +139,22 @@ export const MailAttachment = Type.Object({
 export const MailMessage = Type.Object(
   {
     id: Id,
-    formId: Id,
-    emailId: Type.Union([Id, Type.Null()], { description: 'The confirmation or notification; null for a resume link' }),
-    submissionId: Type.Union([Id, Type.Null()], { description: 'null for a resume link' }),
+    formId: Type.Union([Id, Type.Null()], { description: 'null for a portal sign-in link' }),
+    emailId: Type.Union([Id, Type.Null()], {
+      description: 'The confirmation or notification; null for a resume link or a portal sign-in link',
+    }),
+    submissionId: Type.Union([Id, Type.Null()], { description: 'null for a resume link or a portal sign-in link' }),
     partialSubmissionId: Type.Union([Id, Type.Null()], {
       description: 'resume_link: the partial submission whose resume link was asked for',
     }),
-    kind: StringEnum([...EMAIL_KINDS, 'resume_link'], {
+    portalId: Type.Union([Id, Type.Null()], {
+      description: 'portal_signin: the portal whose sign-in link a portal user asked for',
+    }),
+    kind: StringEnum([...EMAIL_KINDS, 'resume_link', 'portal_signin'], {
       description:
-        'resume_link: a respondent asked the hosted page to email them the link to an unfinished entry; the link ' +
-        'itself is withheld from the log',
+        'resume_link: a respondent asked the hosted page to email them the link to an unfinished entry; ' +
+        'portal_signin: a portal user asked for a link to sign in to a portal page. The links themselves are ' +
+        'withheld from the log',
     }),
     from: Type.String(),
     to: Type.Array(Type.String()),

@@ -214,6 +214,7 @@ function toMessage(row: MailLogRow): MailMessage {
     emailId: row.email_id,
     submissionId: row.submission_id,
     partialSubmissionId: row.partial_submission_id,
+    portalId: row.portal_id,
     kind: row.kind,
     from: row.sender,
     to: JSON.parse(row.recipients) as string[],

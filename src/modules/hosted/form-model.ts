@@ -14,6 +14,8 @@ export interface PageField extends FieldForValues {
   hidden: boolean;
   readOnly: boolean;
   defaultValue: unknown;
+  /** Images of the options (by value: their URL under the page), when the field's smart list uses images. */
+  optionImages?: Record<string, string>;
 }
 
 export interface FieldInput {

@@ -134,7 +134,15 @@ function textInput(f: PageField, value: unknown, error: string | undefined, logi
   }
 }
 
-function choices(f: PageField, value: unknown, error: string | undefined, logic: boolean): string {
+/** An option's image, next to its label (which names it: the image itself says nothing more to a screen reader). */
+function optionImage(f: PageField, value: string, base: string): string {
+  const url = f.optionImages?.[value];
+  return url
+    ? `<img class="fw-option-image" src="${e(`${base}${url}`)}" alt="" width="48" height="48" loading="lazy">`
+    : '';
+}
+
+function choices(f: PageField, value: unknown, error: string | undefined, logic: boolean, base: string): string {
   const chosen = new Set(texts(value));
   const type = f.type === 'checkbox' ? 'checkbox' : 'radio';
   const horizontal = f.attributes.layout === 'horizontal' ? ' fw-horizontal' : '';
@@ -143,19 +151,26 @@ function choices(f: PageField, value: unknown, error: string | undefined, logic:
       const id = `${inputName(f.id)}-${i}`;
       // A radio group is required through its inputs; checkboxes through the script and server.
       const required = type === 'radio' && f.required && !logic ? ' required' : '';
-      return `<div class="fw-choice"><input type="${type}" id="${id}" name="${inputName(f.id)}" value="${e(o.value)}"${chosen.has(o.value) ? ' checked' : ''}${required}${f.readOnly ? ' disabled' : ''}><label for="${id}">${e(o.label)}</label></div>`;
+      return `<div class="fw-choice"><input type="${type}" id="${id}" name="${inputName(f.id)}" value="${e(o.value)}"${chosen.has(o.value) ? ' checked' : ''}${required}${f.readOnly ? ' disabled' : ''}><label for="${id}">${optionImage(f, o.value, base)}${e(o.label)}</label></div>`;
     })
     .join('');
   return `<div class="fw-choices${horizontal}"${error ? ' aria-invalid="true"' : ''}>${items}</div>`;
 }
 
-function select(f: PageField, value: unknown, error: string | undefined, logic: boolean): string {
+function select(f: PageField, value: unknown, error: string | undefined, logic: boolean, base: string): string {
   const chosen = new Set(texts(value));
   const placeholder = (f.attributes.placeholder as string | undefined) ?? 'Choose…';
   const options = f.options
     .map((o) => `<option value="${e(o.value)}"${chosen.has(o.value) ? ' selected' : ''}>${e(o.label)}</option>`)
     .join('');
-  return `<select id="${inputName(f.id)}" name="${inputName(f.id)}"${common(f, error, logic)}><option value="">${e(placeholder)}</option>${options}</select>`;
+  // A select cannot show images in its options: they are shown beside it, each with its label.
+  const gallery = f.optionImages
+    ? `<ul class="fw-option-gallery">${f.options
+        .filter((o) => f.optionImages![o.value])
+        .map((o) => `<li>${optionImage(f, o.value, base)}<span>${e(o.label)}</span></li>`)
+        .join('')}</ul>`
+    : '';
+  return `<select id="${inputName(f.id)}" name="${inputName(f.id)}"${common(f, error, logic)}><option value="">${e(placeholder)}</option>${options}</select>${gallery}`;
 }
 
 function parts(f: PageField, keys: readonly string[], value: unknown, error: string | undefined): string {
@@ -203,14 +218,14 @@ function signature(f: PageField): string {
   return `<div class="fw-signature"><canvas class="fw-pad" width="600" height="180" tabindex="0" role="img" aria-label="${e(`Signature pad for ${f.label}: draw with a mouse, a finger or a pen`)}" id="${inputName(f.id)}"${attr('aria-describedby', describedBy(f))}></canvas><div class="fw-pad-tools"><label for="${inputName(f.id, 'typed')}">Or type your name to sign</label><input type="text" id="${inputName(f.id, 'typed')}" autocomplete="name"${attr('aria-describedby', describedBy(f))}><button type="button" class="fw-button fw-secondary fw-pad-clear">Clear signature</button></div><noscript><p class="fw-hint">Signing needs JavaScript.</p></noscript></div>`;
 }
 
-function control(f: PageField, value: unknown, error: string | undefined): string {
+function control(f: PageField, value: unknown, error: string | undefined, base: string): string {
   const logic = f.logic !== null;
   switch (f.type) {
     case 'select':
-      return select(f, value, error, logic);
+      return select(f, value, error, logic, base);
     case 'radio':
     case 'checkbox':
-      return choices(f, value, error, logic);
+      return choices(f, value, error, logic, base);
     case 'name':
     case 'address':
       return parts(f, subfieldsOf(f), value, error);
@@ -262,7 +277,7 @@ function field(f: PageField, state: RenderState): string {
   const mark = f.required ? ' <span class="fw-required" aria-hidden="true">*</span>' : '';
   const hint = f.description ? `<p class="fw-hint" id="f${f.id}-hint">${e(f.description)}</p>` : '';
   const errorSlot = `<p class="fw-error" id="f${f.id}-error" aria-live="polite">${error ? e(error) : ''}</p>`;
-  const body = control(f, state.values.get(f.id), error);
+  const body = control(f, state.values.get(f.id), error, state.base);
   if (GROUPS.has(f.type)) {
     return `${head}<fieldset class="fw-group"${attr('aria-describedby', describedBy(f))}><legend${labelClass}>${e(f.label)}${mark}</legend>${hint}${body}${errorSlot}</fieldset></div>`;
   }

@@ -6,7 +6,10 @@ import type { AppContext } from '../../context.js';
 import { AppError, BadRequestError, TooManyRequestsError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
 import type { FormSettings } from '../forms/schemas.js';
+import { sendImage } from '../images/serve.js';
 import { resumeHash } from '../partials/sealing.js';
+import { sessionCookie } from '../portals/session.js';
+import { optionImageOfForm } from '../smartlists/repository.js';
 import { EMAIL } from '../submissions/values.js';
 import { issueUploadUrls } from '../uploads/service.js';
 import { clientBundle } from './bundle.js';
@@ -352,7 +355,12 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
           }
           throw error;
         }
-        const outcome = await service.submitPage(deps, def, posted, meta(req));
+        const outcome = await service.submitPage(
+          deps,
+          def,
+          { ...posted, portalSession: sessionCookie(req.headers.cookie) },
+          meta(req),
+        );
         if (outcome.kind === 'closed') {
           if (posted.plain) return closed(reply, def, outcome.state);
           const code = outcome.state === 'full' ? 'form_full' : 'form_inactive';
@@ -380,6 +388,35 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
             assets: await assetUrls(),
           }),
         );
+      },
+    );
+
+    // The image of an option of a smart list that a select, radio or checkbox field of the form uses.
+    app.get(
+      '/f/:viewKey/options/:optionId/image',
+      {
+        schema: {
+          hide: true,
+          params: Type.Object(
+            { viewKey: Type.String({ maxLength: 64 }), optionId: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) },
+            { additionalProperties: false },
+          ),
+          querystring: Type.Object({ v: Type.Optional(Type.String({ maxLength: 40 })) }),
+        },
+      },
+      async (req, reply) => {
+        const def = await service.pageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
+        const image =
+          def && def.form.deleted_at === null
+            ? await optionImageOfForm(ctx.db, def.form.account_id, def.form.id, req.params.optionId)
+            : undefined;
+        if (!image)
+          return reply
+            .code(404)
+            .type('text/plain; charset=utf-8')
+            .header('cache-control', 'no-store')
+            .send('Not found');
+        return sendImage(ctx, reply, image.key, image.type, req.query.v);
       },
     );
 

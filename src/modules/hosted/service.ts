@@ -12,6 +12,9 @@ import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
 import { enqueueResumeLinkEmail } from '../emails/resume-link.js';
 import { acceptedValues, finishPartial, resumePartial, savePartial, type PartialMeta } from '../partials/service.js';
 import type { SubmissionsDeps } from '../submissions/definitions.js';
+import { tieToPortalUser } from '../portals/session.js';
+import { imageVersion } from '../images/serve.js';
+import { imagesOfLists } from '../smartlists/repository.js';
 import { createSubmission } from '../submissions/write.js';
 import { isEmptyInput, readValue, ValueError, visibleFields, type StoredValue } from '../submissions/values.js';
 import type { PageCounters } from './counters.js';
@@ -94,7 +97,7 @@ async function definitionOf(deps: HostedDeps, form: FormRow): Promise<PageDefini
     name: form.name,
     submitButtonTitle: form.submit_button_title,
     settings,
-    fields: rows.map((r) => ({ id: r.id, ...toDefinition(r) })),
+    fields: await withOptionImages(deps, form.view_key, rows),
     saveAndResume: settings.saveAndResume === true,
   };
   const plain = renderForm(base, { ...emptyState(base), loadToken: TOKEN_SLOT });
@@ -122,6 +125,36 @@ async function definitionOf(deps: HostedDeps, form: FormRow): Promise<PageDefini
 /** What the page links to for the form's theme: the sheet under its hash, so that it is cached until it changes. */
 export function themeAssets(viewKey: string, theme: PageTheme): ThemeAssets {
   return { css: `/f/${encodeURIComponent(viewKey)}/theme.css?v=${theme.hash}`, logoUrl: theme.logoUrl };
+}
+
+/**
+ * The fields as the page shows them: select, radio and checkbox fields whose smart list uses
+ * images carry their options' image URLs (served by GET /f/{viewKey}/options/{optionId}/image).
+ * An image's URL names its version, so a new image is a new URL: a change to an image gives
+ * the forms that show it a new revision (smartlists/service.ts), and so a new page.
+ */
+async function withOptionImages(
+  deps: HostedDeps,
+  viewKey: string,
+  rows: Awaited<ReturnType<typeof fieldsRepo.listFields>>,
+): Promise<PageField[]> {
+  const fields: PageField[] = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
+  const listIds = rows
+    .filter((r) => r.smart_list_id !== null && ['select', 'radio', 'checkbox'].includes(r.type))
+    .map((r) => r.smart_list_id!);
+  if (listIds.length === 0) return fields;
+  const images = await imagesOfLists(deps.ctx.db, [...new Set(listIds)]);
+  return fields.map((f, i) => {
+    const listed = images.get(rows[i]!.smart_list_id ?? 0);
+    if (!listed || !['select', 'radio', 'checkbox'].includes(f.type)) return f;
+    const optionImages = Object.fromEntries(
+      listed.map((o) => [
+        o.value,
+        `/f/${encodeURIComponent(viewKey)}/options/${o.optionId}/image?v=${imageVersion(o.key)}`,
+      ]),
+    );
+    return { ...f, optionImages };
+  });
 }
 
 function emptyState(form: RenderedForm): Omit<RenderState, 'loadToken'> {
@@ -205,6 +238,8 @@ export interface PageSubmit {
   loadToken: string;
   honeypot: string;
   resumeToken?: string;
+  /** The portal session cookie sent with the submit, if any: ties the submission to its portal user. */
+  portalSession?: string;
 }
 
 const TOKEN_LIFETIME_MS = 24 * 3_600_000;
@@ -320,9 +355,10 @@ export async function submitPage(
           { formId: form.id },
           { fields },
           meta,
-          async (trx) => {
+          async (trx, submission) => {
             await save(trx, { status: 200, body: '{}' });
             if (input.resumeToken) await finishPartial(ctx, trx, form.id, input.resumeToken);
+            await tieToPortalUser(trx, ctx.clock.now(), input.portalSession, form.id, submission.id);
           },
         ),
     );

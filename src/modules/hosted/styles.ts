@@ -28,6 +28,10 @@ export const FORM_CSS = `
 .fw-choice { display: flex; align-items: center; gap: .55rem; }
 .fw-choice input { width: 1.15rem; height: 1.15rem; margin: 0; accent-color: var(--fw-accent); }
 .fw-choice label { font-weight: 400; margin: 0; }
+.fw-choice label { display: inline-flex; align-items: center; gap: .5rem; }
+.fw-option-image { width: 3rem; height: 3rem; object-fit: cover; border-radius: 6px; background: #eef2fd; flex: none; }
+.fw-option-gallery { list-style: none; padding: 0; margin: .6rem 0 0; display: flex; flex-wrap: wrap; gap: .6rem 1rem; }
+.fw-option-gallery li { display: flex; align-items: center; gap: .45rem; font-size: .95rem; color: var(--fw-muted); }
 .fw-parts { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; }
 .fw-parts-creditcard .fw-part:first-child { flex: 2 1 14rem; }
 .fw-part { flex: 1 1 12rem; }

@@ -47,3 +47,13 @@ export interface SmartListRef {
 export interface SmartListOptionRef extends SmartListRef {
   optionId: number;
 }
+export interface PortalRef {
+  portalId: number;
+}
+export interface PortalFormRef extends PortalRef {
+  formId: number;
+}
+export interface PortalUserRef extends PortalRef {
+  /** A portal user's id (not an account user's): the spec names it userId. */
+  userId: number;
+}

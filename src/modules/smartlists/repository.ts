@@ -296,3 +296,67 @@ export async function clearImages(db: Executor, listId: number, now: number): Pr
     .where('image_key', 'is not', null)
     .execute();
 }
+
+/**
+ * The options with an image of those of the lists that use images: by list, each option's
+ * value, id and storage key (for the hosted page, which shows them next to their labels).
+ */
+export async function imagesOfLists(
+  db: Executor,
+  listIds: number[],
+): Promise<Map<number, { value: string; optionId: number; key: string }[]>> {
+  const out = new Map<number, { value: string; optionId: number; key: string }[]>();
+  if (listIds.length === 0) return out;
+  const rows = await db
+    .selectFrom('smart_list_options')
+    .innerJoin('smart_lists', 'smart_lists.id', 'smart_list_options.list_id')
+    .select([
+      'smart_list_options.list_id',
+      'smart_list_options.id',
+      'smart_list_options.value',
+      'smart_list_options.image_key',
+    ])
+    .where('smart_list_options.list_id', 'in', listIds)
+    .where('smart_lists.use_images', '=', 1)
+    .where('smart_list_options.image_key', 'is not', null)
+    .execute();
+  for (const r of rows) {
+    const list = out.get(r.list_id) ?? [];
+    list.push({ value: r.value, optionId: r.id, key: r.image_key! });
+    out.set(r.list_id, list);
+  }
+  return out;
+}
+
+/**
+ * An option's image as a form's hosted page shows it: only when a select, radio or checkbox
+ * field of that form takes its options from the option's list, and the list uses images.
+ */
+export async function optionImageOfForm(
+  db: Executor,
+  accountId: number,
+  formId: number,
+  optionId: number,
+): Promise<{ key: string; type: string | null } | undefined> {
+  const row = await db
+    .selectFrom('smart_list_options')
+    .innerJoin('smart_lists', 'smart_lists.id', 'smart_list_options.list_id')
+    .select(['smart_list_options.image_key', 'smart_list_options.image_type'])
+    .where('smart_list_options.id', '=', optionId)
+    .where('smart_list_options.account_id', '=', accountId)
+    .where('smart_lists.use_images', '=', 1)
+    .where('smart_list_options.image_key', 'is not', null)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('fields')
+          .select('fields.id')
+          .whereRef('fields.smart_list_id', '=', 'smart_list_options.list_id')
+          .where('fields.form_id', '=', formId)
+          .where('fields.account_id', '=', accountId)
+          .where('fields.type', 'in', ['select', 'radio', 'checkbox']),
+      ),
+    )
+    .executeTakeFirst();
+  return row ? { key: row.image_key!, type: row.image_type } : undefined;
+}

@@ -1,12 +1,10 @@
-import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { validatorCompiler } from '../../http/validation.js';
-import { readImagePart } from './image-part.js';
+import { imageBodyValidator, readImage, withMultipart } from '../images/route.js';
 import {
   AllOptionsDeleted,
   BulkAdded,
@@ -243,16 +241,13 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     );
 
     // Multipart bodies are read on this route only: the rest of the API takes JSON alone.
-    await app.register(async (scope) => {
-      // A file past the limit is refused by readImagePart, which reads it to its end while it can.
-      await scope.register(multipart, { throwFileSizeLimit: false });
+    await withMultipart(app, (scope) => {
       const images = scope.withTypeProvider<TypeBoxTypeProvider>();
       images.post(
         '/smartlists/:smartListId/options/:optionId/image',
         {
           config: { access: write, streamedBody: true },
-          // The body is a stream of parts, read (and checked) by readImagePart; the schema describes it.
-          validatorCompiler: (req) => (req.httpPart === 'body' ? () => true : validatorCompiler(req)),
+          validatorCompiler: imageBodyValidator,
           schema: {
             tags,
             operationId: 'setSmartListOptionImage',
@@ -270,14 +265,7 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             response: { 200: Type.Ref(SmartListOption), ...errors(403, 404) },
           },
         },
-        (req) =>
-          service.setOptionImage(ctx, principal(req), req.params, () =>
-            readImagePart(req, {
-              maxBytes: ctx.config.optionImageMaxBytes,
-              bytesPerSecond: ctx.config.uploadMinBytesPerSecond,
-              windowMs: ctx.config.requestTimeoutMs,
-            }),
-          ),
+        (req) => service.setOptionImage(ctx, principal(req), req.params, () => readImage(ctx, req)),
       );
     });
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
-import { imageTypeOf } from './image-type.js';
+import { requireImageType } from '../images/type.js';
 import * as repo from './repository.js';
 import {
   MAX_OPTIONS_PER_LIST,
@@ -131,6 +131,8 @@ export async function updateList(
       await repo.clearImages(trx, smartListId, now);
     }
     const row = await repo.updateList(trx, scope.accountId, smartListId, update, now);
+    // Hosted pages show a list's images only while it uses them.
+    if (input.useImages !== undefined) await repo.reviseFormsUsingList(trx, scope.accountId, smartListId);
     return recordOf(trx, row);
   });
 }
@@ -374,15 +376,17 @@ export async function setOptionImage(
   await requireImageTarget(ctx.db, scope, ref);
   const bytes = await read();
   if (bytes === null) return removeOptionImage(ctx, scope, ref).then(() => getOption(ctx, scope, ref));
-  const type = imageTypeOf(bytes);
-  if (!type) throw new BadRequestError('invalid_image', 'The file is not a PNG, JPEG, GIF or WebP image');
+  const type = requireImageType(bytes);
   const key = `smartlists/${scope.accountId}/${ref.smartListId}/${ref.optionId}-${randomBytes(12).toString('hex')}`;
   await ctx.storage.put(key, Readable.from([bytes]), { maxBytes: ctx.config.optionImageMaxBytes, contentType: type });
   try {
     return await transact(ctx.db, async (trx) => {
       const option = await requireImageTarget(trx, scope, ref);
       if (option.image_key !== null) await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
-      return toOption(await repo.setOptionImage(trx, option.id, { key, type, size: bytes.length }, ctx.clock.now()));
+      const row = await repo.setOptionImage(trx, option.id, { key, type, size: bytes.length }, ctx.clock.now());
+      // Hosted pages show the image under a URL of its own: the forms that show it get a new page.
+      await repo.reviseFormsUsingList(trx, scope.accountId, ref.smartListId);
+      return toOption(row);
     });
   } catch (error) {
     await ctx.storage.deleteMany([key]).catch(() => undefined);
@@ -400,6 +404,7 @@ export async function removeOptionImage(
     if (option.image_key !== null) {
       await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
       await repo.setOptionImage(trx, option.id, null, ctx.clock.now());
+      await repo.reviseFormsUsingList(trx, scope.accountId, ref.smartListId);
     }
     return { id: option.id };
   });

@@ -10,17 +10,19 @@ export interface ImageLimits {
   windowMs: number;
 }
 
-/**
- * The image a request sends: the bytes of its one part named image, or null to remove the
- * image (no body, no part, an empty file part, or an image part that is empty or "null").
- * Every part is read to its end, kept or not, so that a refused request is answered as soon as
- * it has been sent rather than left waiting on a body nobody reads.
- */
 /** How far past the limit a file is still read (and thrown away) so that its sender gets a quick answer. */
 export function drainBytes(maxBytes: number): number {
   return maxBytes * 4 + 1024 * 1024;
 }
 
+/**
+ * The image a request sends: the bytes of its one part named image, or null to remove the
+ * image (no body, no part, an empty file part, or an image part that is empty or "null").
+ * Every part is read to its end, kept or not, so that a refused request is answered as soon as
+ * it has been sent rather than left waiting on a body nobody reads. Shared by the routes that
+ * take an image (smart list option images, portal avatars); the route registers
+ * @fastify/multipart in its own scope and reads its body at its own pace (streamedBody).
+ */
 export async function readImagePart(
   req: FastifyRequest,
   { maxBytes, bytesPerSecond, windowMs }: ImageLimits,

@@ -1,0 +1,612 @@
+/**
+ * Portals (issue 15, points 4 and 5): the API of spec section 4.7 with POST /portal added, the
+ * avatar through the shared image checks, and the portal page: a sign-in link by email
+ * (through a real SMTP server, or into the mail log), single use and expiring, a session
+ * cookie, the user's forms with whether they have submitted each, and submissions made on the
+ * hosted page tied to the signed-in portal user. Cross-account 404s and member 403s of every
+ * operation are in the route and permission matrices.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createPersonalToken } from '../src/modules/accounts/service.js';
+import { drainBytes } from '../src/modules/images/part.js';
+import { SESSION_TTL_MS } from '../src/modules/portals/session.js';
+import { SIGNIN_LINK_TTL_MS } from '../src/modules/portals/signin-link.js';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
+import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { startSmtpSink, type SmtpSink } from './support/smtp.js';
+
+// A real 1×1 PNG.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+function expectError(res: Reply, status: number, code: string): void {
+  assert.equal(res.status, status, res.text.slice(0, 500));
+  assert.equal(res.body.status, 'error');
+  assert.equal(res.body.code, code, res.text.slice(0, 500));
+}
+
+function ok(res: Reply, status = 200): any {
+  assert.equal(res.status, status, res.text.slice(0, 500));
+  return res.body;
+}
+
+async function upload(app: TestApp, path: string, parts: [string, Buffer | string, string?][], token: string) {
+  const form = new FormData();
+  for (const [name, value, filename] of parts) {
+    if (typeof value === 'string') form.append(name, value);
+    else form.append(name, new Blob([value], { type: 'image/png' }), filename);
+  }
+  const res = await fetch(`${app.url}/api/v2025${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: form,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text } as Reply;
+}
+
+/** A request to a public page with a cookie jar of one cookie, never following redirects. */
+async function page(
+  app: TestApp,
+  method: string,
+  path: string,
+  opts: { cookie?: string; form?: Record<string, string>; json?: unknown } = {},
+) {
+  const headers: Record<string, string> = {};
+  if (opts.cookie) headers.cookie = opts.cookie;
+  let body: string | undefined;
+  if (opts.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(opts.form).toString();
+  } else if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  }
+  const res = await fetch(`${app.url}${path}`, { method, headers, body, redirect: 'manual' });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const pathOf = (url: string) => new URL(url).pathname;
+
+describe(`portals (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let b: TestAccount;
+
+  before(async () => {
+    app = await startTestApp({ OPTION_IMAGE_MAX_BYTES: '4096' });
+    a = await app.account();
+    b = await app.account();
+  });
+  after(() => app.close());
+
+  async function newForm(acc: TestAccount, name: string): Promise<any> {
+    return ok(await acc.post('/forms', { name, fields: [{ type: 'text', label: 'Note' }] }));
+  }
+
+  it('creates, lists, reads, updates and deletes portals for good', async () => {
+    const created = ok(await a.post('/portal', { name: 'Clients', description: 'For <our> clients' }), 201);
+    assert.equal(created.name, 'Clients');
+    assert.equal(created.description, 'For <our> clients');
+    assert.match(created.url, /^http:\/\/forms\.test\/p\/[A-Za-z0-9_-]{16,}$/);
+    assert.equal(created.avatar, null);
+    assert.deepEqual([created.formsCount, created.usersCount, created.forms, created.users], [0, 0, [], []]);
+    assert.match(created.created, /Z$/);
+
+    assert.deepEqual(ok(await a.get(`/portal/${created.id}`)), created);
+    const second = ok(await a.post('/portal', { name: 'Staff' }), 201);
+    assert.equal(second.description, null);
+
+    const listed = ok(await a.get('/portal'));
+    assert.deepEqual(
+      listed.portals.map((p: any) => p.name),
+      ['Clients', 'Staff'],
+    );
+    assert.deepEqual([listed.total, listed.pages, listed.pageNumber, listed.pageSize], [2, 1, 1, 25]);
+    assert.equal(listed.portals[0].forms, undefined, 'the listing carries no forms or users');
+    const paged = ok(await a.get('/portal?pageSize=1&pageNumber=2'));
+    assert.deepEqual([paged.portals.length, paged.portals[0].name, paged.pages], [1, 'Staff', 2]);
+    assert.equal(ok(await b.get('/portal')).total, 0, 'B sees none of them');
+
+    const updated = ok(await a.put(`/portal/${created.id}`, { name: 'Customers', description: null }));
+    assert.deepEqual([updated.name, updated.description], ['Customers', null]);
+    expectError(await a.put(`/portal/${created.id}`, {}), 400, 'validation_failed');
+    expectError(await a.put(`/portal/${created.id}`, { name: '' }), 400, 'validation_failed');
+    expectError(await a.post('/portal', { name: 'x', users: [] }), 400, 'validation_failed');
+
+    // The /api/v2 forms.
+    const legacy = await app.request('GET', `/api/v2/portal/${created.id}.json`, { token: a.token });
+    assert.deepEqual(legacy.body, ok(await a.get(`/portal/${created.id}`)));
+
+    for (const res of [
+      await b.get(`/portal/${created.id}`),
+      await b.put(`/portal/${created.id}`, { name: 'Mine' }),
+      await b.delete(`/portal/${created.id}`),
+      await b.post(`/portal/${created.id}/copy`),
+    ])
+      expectError(res, 404, 'portal_not_found');
+
+    assert.deepEqual(ok(await a.delete(`/portal/${created.id}`)), { id: created.id });
+    expectError(await a.get(`/portal/${created.id}`), 404, 'portal_not_found');
+    expectError(await a.delete(`/portal/${created.id}`), 404, 'portal_not_found');
+    assert.equal((await app.request('GET', pathOf(created.url))).status, 404, 'its page is gone');
+  });
+
+  it('adds, changes and removes portal forms, refusing other accounts’ and repeated ones', async () => {
+    const portal = ok(await a.post('/portal', { name: 'Forms' }), 201);
+    const form = await newForm(a, 'Intake');
+    const other = await newForm(a, 'Survey');
+    const bForm = await newForm(b, 'B form');
+
+    const added = ok(
+      await a.post(`/portal/${portal.id}/form`, {
+        formId: form.id,
+        dueDate: '2026-12-01T17:00:00-05:00',
+        required: true,
+      }),
+    );
+    assert.deepEqual(
+      { ...added, created: undefined, updated: undefined },
+      {
+        portalId: portal.id,
+        formId: form.id,
+        name: 'Intake',
+        url: form.url,
+        dueDate: '2026-12-01T22:00:00.000Z',
+        required: true,
+        created: undefined,
+        updated: undefined,
+      },
+    );
+    const plain = ok(await a.post(`/portal/${portal.id}/form`, { formId: other.id }));
+    assert.deepEqual([plain.dueDate, plain.required], [null, false]);
+
+    expectError(await a.post(`/portal/${portal.id}/form`, { formId: form.id }), 400, 'invalid_portal_form');
+    expectError(await a.post(`/portal/${portal.id}/form`, { formId: bForm.id }), 404, 'form_not_found');
+    expectError(await a.post(`/portal/${portal.id}/form`, { formId: 2147483647 }), 404, 'form_not_found');
+    expectError(
+      await a.post(`/portal/${portal.id}/form`, { formId: form.id, dueDate: 'soon' }),
+      400,
+      'validation_failed',
+    );
+    expectError(await a.post(`/portal/${portal.id}/form`, {}), 400, 'validation_failed');
+    expectError(await b.post(`/portal/${portal.id}/form`, { formId: bForm.id }), 404, 'portal_not_found');
+
+    const changed = ok(await a.put(`/portal/${portal.id}/form/${form.id}`, { dueDate: null, required: false }));
+    assert.deepEqual([changed.dueDate, changed.required], [null, false]);
+    const dated = ok(await a.put(`/portal/${portal.id}/form/${other.id}`, { dueDate: '2027-01-02T03:04:05Z' }));
+    assert.deepEqual([dated.dueDate, dated.required], ['2027-01-02T03:04:05.000Z', false]);
+    expectError(await a.put(`/portal/${portal.id}/form/${form.id}`, {}), 400, 'validation_failed');
+    const outside = await newForm(a, 'Outside');
+    expectError(
+      await a.put(`/portal/${portal.id}/form/${outside.id}`, { required: true }),
+      404,
+      'portal_form_not_found',
+    );
+    expectError(await a.delete(`/portal/${portal.id}/form/${outside.id}`), 404, 'portal_form_not_found');
+
+    const read = ok(await a.get(`/portal/${portal.id}`));
+    assert.deepEqual(
+      read.forms.map((f: any) => f.formId),
+      [form.id, other.id],
+    );
+    assert.equal(read.formsCount, 2);
+
+    // A deleted form leaves the portal's records; adding one is a 404.
+    ok(await a.delete(`/forms/${other.id}`));
+    assert.deepEqual(
+      ok(await a.get(`/portal/${portal.id}`)).forms.map((f: any) => f.formId),
+      [form.id],
+    );
+    const gone = await newForm(a, 'Gone');
+    ok(await a.delete(`/forms/${gone.id}`));
+    expectError(await a.post(`/portal/${portal.id}/form`, { formId: gone.id }), 404, 'form_not_found');
+
+    assert.deepEqual(ok(await a.delete(`/portal/${portal.id}/form/${form.id}`)), {
+      portalId: portal.id,
+      formId: form.id,
+    });
+    expectError(await a.delete(`/portal/${portal.id}/form/${form.id}`), 404, 'portal_form_not_found');
+    ok(await a.get(`/forms/${form.id}`));
+  });
+
+  it('adds, changes and removes portal users, one per address', async () => {
+    const portal = ok(await a.post('/portal', { name: 'People' }), 201);
+    const withUser = ok(await a.post(`/portal/${portal.id}/user`, { email: 'Ann@Example.com', name: 'Ann' }));
+    assert.equal(withUser.usersCount, 1);
+    const [ann] = withUser.users;
+    assert.deepEqual(
+      { email: ann.email, name: ann.name, portalId: ann.portalId, lastSignIn: ann.lastSignIn },
+      { email: 'Ann@Example.com', name: 'Ann', portalId: portal.id, lastSignIn: null },
+    );
+    expectError(
+      await a.post(`/portal/${portal.id}/user`, { email: 'ann@example.COM', name: 'Ann again' }),
+      400,
+      'invalid_portal_user',
+    );
+    expectError(
+      await a.post(`/portal/${portal.id}/user`, { email: 'not an address', name: 'X' }),
+      400,
+      'validation_failed',
+    );
+    expectError(await a.post(`/portal/${portal.id}/user`, { email: 'x@example.com' }), 400, 'validation_failed');
+    const bob = ok(await a.post(`/portal/${portal.id}/user`, { email: 'bob@example.com', name: 'Bob' })).users.find(
+      (u: any) => u.name === 'Bob',
+    );
+
+    const renamed = ok(
+      await a.put(`/portal/${portal.id}/user/${ann.id}`, { name: 'Ann Lee', email: 'ann@example.org' }),
+    );
+    assert.deepEqual([renamed.id, renamed.name, renamed.email], [ann.id, 'Ann Lee', 'ann@example.org']);
+    expectError(
+      await a.put(`/portal/${portal.id}/user/${ann.id}`, { email: 'BOB@example.com' }),
+      400,
+      'invalid_portal_user',
+    );
+    expectError(await a.put(`/portal/${portal.id}/user/${ann.id}`, {}), 400, 'validation_failed');
+    // Another portal's user, and another account's.
+    const otherPortal = ok(await a.post('/portal', { name: 'Other' }), 201);
+    expectError(await a.put(`/portal/${otherPortal.id}/user/${ann.id}`, { name: 'X' }), 404, 'portal_user_not_found');
+    expectError(await b.put(`/portal/${portal.id}/user/${ann.id}`, { name: 'X' }), 404, 'portal_not_found');
+    expectError(await b.delete(`/portal/${portal.id}/user/${ann.id}`), 404, 'portal_not_found');
+
+    assert.deepEqual(ok(await a.delete(`/portal/${portal.id}/user/${bob.id}`)), {
+      portalId: portal.id,
+      userId: bob.id,
+    });
+    expectError(await a.delete(`/portal/${portal.id}/user/${bob.id}`), 404, 'portal_user_not_found');
+    assert.deepEqual(
+      ok(await a.get(`/portal/${portal.id}`)).users.map((u: any) => u.email),
+      ['ann@example.org'],
+    );
+  });
+
+  it('takes a PNG avatar told by its bytes, serves it, and refuses a renamed text file and an oversize file', async () => {
+    const portal = ok(await a.post('/portal', { name: 'Avatar' }), 201);
+    const path = `/portal/${portal.id}/avatar`;
+    const set = ok(await upload(app, path, [['image', PNG, 'logo.png']], a.token));
+    assert.deepEqual({ ...set.avatar, url: undefined }, { contentType: 'image/png', size: PNG.length, url: undefined });
+    assert.match(set.avatar.url, /^http:\/\/forms\.test\/p\/[^/]+\/avatar\?v=/);
+
+    const served = await fetch(`${app.url}${pathOf(set.avatar.url)}${new URL(set.avatar.url).search}`);
+    assert.equal(served.status, 200);
+    assert.equal(served.headers.get('content-type'), 'image/png');
+    assert.match(served.headers.get('cache-control') ?? '', /immutable/);
+    assert.deepEqual(Buffer.from(await served.arrayBuffer()), PNG);
+
+    const keyOf = async () =>
+      (
+        await app.server.ctx.db
+          .selectFrom('portals')
+          .select('avatar_key')
+          .where('id', '=', portal.id)
+          .executeTakeFirstOrThrow()
+      ).avatar_key;
+    const first = await keyOf();
+
+    expectError(
+      await upload(app, path, [['image', Buffer.from('just some text\n'), 'notes.png']], a.token),
+      400,
+      'invalid_image',
+    );
+    expectError(
+      await upload(app, path, [['image', Buffer.concat([PNG, Buffer.alloc(8 * 1024)]), 'big.png']], a.token),
+      400,
+      'invalid_image',
+    );
+    expectError(
+      await upload(
+        app,
+        path,
+        [['image', Buffer.concat([PNG, Buffer.alloc(drainBytes(4096) + 1024)]), 'huge.png']],
+        a.token,
+      ),
+      400,
+      'invalid_image',
+    );
+    expectError(await upload(app, path, [['picture', PNG, 'logo.png']], a.token), 400, 'invalid_image');
+    expectError(await upload(app, path, [['image', PNG, 'x.png']], b.token), 404, 'portal_not_found');
+    assert.equal(await keyOf(), first, 'refused uploads changed nothing');
+
+    // A copy has its own file of the avatar, the forms, and no users.
+    const form = await newForm(a, 'Copied form');
+    ok(await a.post(`/portal/${portal.id}/form`, { formId: form.id, required: true }));
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'kept@example.com', name: 'Kept' }));
+    const copy = ok(await a.post(`/portal/${portal.id}/copy`));
+    assert.equal(copy.name, 'Avatar (copy)');
+    assert.notEqual(copy.id, portal.id);
+    assert.notEqual(copy.url, portal.url);
+    assert.deepEqual(
+      copy.forms.map((f: any) => [f.formId, f.required]),
+      [[form.id, true]],
+    );
+    assert.deepEqual(copy.users, []);
+    assert.equal(copy.avatar.size, PNG.length);
+    assert.notEqual(copy.avatar.url, set.avatar.url);
+
+    // No body removes the avatar, as DELETE does; the old files go once the worker runs.
+    const removed = ok(await upload(app, path, [], a.token));
+    assert.equal(removed.avatar, null);
+    const gone = await fetch(`${app.url}${pathOf(set.avatar.url)}`);
+    assert.equal(gone.status, 404);
+    await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+    assert.equal(await app.server.ctx.storage.head(first!), undefined);
+    assert.deepEqual(ok(await a.delete(`/portal/${copy.id}/avatar`)), { id: copy.id });
+    assert.deepEqual(ok(await a.delete(`/portal/${copy.id}/avatar`)), { id: copy.id }, 'also when there is none');
+    expectError(await b.delete(`/portal/${copy.id}/avatar`), 404, 'portal_not_found');
+  });
+
+  it('lets members read portals and refuses them changes', async () => {
+    const portal = ok(await a.post('/portal', { name: 'Read only' }), 201);
+    const member = ok(await a.post('/users', { email: `m-${Date.now()}@example.com`, name: 'M', role: 'member' }));
+    const token = (await createPersonalToken(app.server.ctx, member.id)).token;
+    assert.equal((await app.request('GET', `/api/v2025/portal/${portal.id}`, { token })).status, 200);
+    expectError(
+      await app.request('PUT', `/api/v2025/portal/${portal.id}`, { token, body: { name: 'No' } }),
+      403,
+      'admin_required',
+    );
+  });
+});
+
+describe(`the portal page (${dialectName})`, () => {
+  let smtp: SmtpSink;
+  let app: TestApp;
+  let a: TestAccount;
+  let portal: any;
+  let form: any;
+  let other: any;
+  const runJobs = () => createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+
+  before(async () => {
+    smtp = await startSmtpSink();
+    app = await startTestApp({
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Portal Desk <desk@forms.test>',
+      PUBLIC_SUBMIT_MIN_SECONDS: '0',
+    });
+    a = await app.account();
+    portal = ok(await a.post('/portal', { name: 'Grants <2026>', description: 'Forms for applicants' }), 201);
+    form = ok(await a.post('/forms', { name: 'Application', fields: [{ type: 'text', label: 'Note' }] }));
+    other = ok(await a.post('/forms', { name: 'Budget', fields: [{ type: 'text', label: 'Note' }] }));
+    ok(await a.post(`/portal/${portal.id}/form`, { formId: form.id, dueDate: '2026-01-15T12:00:00Z', required: true }));
+    ok(await a.post(`/portal/${portal.id}/form`, { formId: other.id }));
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'ann@example.com', name: 'Ann <Lee>' }));
+  });
+  after(async () => {
+    await app.close();
+    await smtp.close();
+  });
+
+  const portalPath = () => pathOf(portal.url);
+
+  /** Asks for a link as a form post and returns the link the email carries. */
+  async function linkFor(email: string): Promise<string | undefined> {
+    const before = smtp.messages.length;
+    const res = await page(app, 'POST', `${portalPath()}/signin`, { form: { email } });
+    assert.equal(res.status, 200, res.text);
+    assert.match(res.text, /a sign-in link is on its way/);
+    await runJobs();
+    const mail = smtp.messages.slice(before);
+    if (mail.length === 0) return undefined;
+    assert.equal(mail.length, 1);
+    const found = /http:\/\/forms\.test(\/p\/[^\s"<]+\/signin\?token=[A-Za-z0-9_%-]+)/.exec(mail[0]!.decoded);
+    assert.ok(found, mail[0]!.decoded);
+    return found[1]!.replace(/&amp;/g, '&');
+  }
+
+  async function signIn(): Promise<string> {
+    const link = (await linkFor('ANN@example.com'))!;
+    const opened = await page(app, 'GET', link);
+    assert.equal(opened.status, 303, opened.text);
+    assert.equal(opened.headers.get('location'), portalPath());
+    const cookie = opened.headers.get('set-cookie')!;
+    return cookie.split(';')[0]!;
+  }
+
+  it('shows a sign-in form, and answers the same for an address that is no user', async () => {
+    const first = await page(app, 'GET', portalPath());
+    assert.equal(first.status, 200);
+    assert.match(first.text, /<h1 class="fw-title">Grants &#60;2026&#62;<\/h1>/);
+    assert.match(first.text, /<label for="fwp-email">Email address<\/label>/);
+    assert.match(first.text, /<html lang="en">/);
+    assert.doesNotMatch(first.text, /Application/, 'no forms before signing in');
+
+    const before = smtp.messages.length;
+    const jobs = async () =>
+      (await app.server.ctx.db.selectFrom('jobs').select(['kind', 'payload']).execute()).filter(
+        (j) => j.kind === 'emails.portal_signin',
+      );
+    const jobsBefore = (await jobs()).length;
+    const stranger = await page(app, 'POST', `${portalPath()}/signin`, { form: { email: 'nobody@example.com' } });
+    const afterStranger = await jobs();
+    const known = await page(app, 'POST', `${portalPath()}/signin`, { form: { email: 'ann@example.com' } });
+    // The same work for any address: one job each, which finds out who it is for; no address in the clear.
+    assert.equal(afterStranger.length, jobsBefore + 1);
+    assert.equal((await jobs()).length, jobsBefore + 2);
+    assert.ok(!JSON.stringify(await jobs()).includes('example.com'));
+    assert.equal(stranger.status, known.status);
+    assert.equal(stranger.text, known.text, 'the page tells nothing about who is a user');
+    const json = [
+      await page(app, 'POST', `${portalPath()}/signin`, { json: { email: 'nobody@example.com' } }),
+      await page(app, 'POST', `${portalPath()}/signin`, { json: { email: 'ann@example.com' } }),
+    ];
+    assert.deepEqual(
+      json.map((r) => [r.status, r.text]),
+      [json[0]!.status, json[0]!.text].map(() => [json[0]!.status, json[0]!.text]),
+    );
+    assert.equal(json[0]!.status, 200);
+    await runJobs();
+    const sent = smtp.messages.slice(before);
+    assert.equal(sent.length, 2, 'two links to ann, none to nobody');
+    assert.ok(sent.every((m) => m.to[0] === 'ann@example.com'));
+    assert.match(sent[0]!.from, /desk@forms\.test/);
+    assert.ok(sent[0]!.decoded.includes('Grants &lt;2026&gt;'), 'the portal name is escaped in HTML');
+
+    const bad = await page(app, 'POST', `${portalPath()}/signin`, { form: { email: 'not an address' } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /aria-invalid="true"/);
+    const unknown = await page(app, 'GET', '/p/no-such-portal-key');
+    assert.equal(unknown.status, 404);
+  });
+
+  it('signs in once per link, within its time, and shows the forms with due dates and what was submitted', async () => {
+    const link = (await linkFor('ann@example.com'))!;
+    const opened = await page(app, 'GET', link);
+    assert.equal(opened.status, 303);
+    const setCookie = opened.headers.get('set-cookie')!;
+    assert.match(setCookie, /^fw_portal=[A-Za-z0-9_-]{40,};/);
+    assert.match(setCookie, /; HttpOnly/);
+    assert.match(setCookie, /; SameSite=Lax/);
+    assert.match(setCookie, /; Path=\//);
+    const cookie = setCookie.split(';')[0]!;
+
+    // Single use: the same link again, a wrong token, and no token.
+    const again = await page(app, 'GET', link);
+    assert.equal(again.status, 400);
+    assert.match(again.text, /expired or was already used/);
+    assert.equal(again.headers.get('set-cookie'), null);
+    assert.equal((await page(app, 'GET', `${portalPath()}/signin?token=${'x'.repeat(43)}`)).status, 400);
+    assert.equal((await page(app, 'GET', `${portalPath()}/signin`)).status, 400);
+    // A link of this portal does not open another.
+    const elsewhere = ok(await a.post('/portal', { name: 'Elsewhere' }), 201);
+    const token = new URL(link, 'http://x').searchParams.get('token')!;
+    const fresh = (await linkFor('ann@example.com'))!;
+    assert.equal(
+      (
+        await page(
+          app,
+          'GET',
+          `${pathOf(elsewhere.url)}/signin?token=${new URL(fresh, 'http://x').searchParams.get('token')}`,
+        )
+      ).status,
+      400,
+    );
+    assert.notEqual(token, '');
+    // Only hashes are stored.
+    const stored = JSON.stringify(await app.server.ctx.db.selectFrom('portal_signin_tokens').selectAll().execute());
+    assert.ok(!stored.includes(token));
+
+    const shown = await page(app, 'GET', portalPath(), { cookie });
+    assert.equal(shown.status, 200);
+    assert.match(shown.headers.get('cache-control') ?? '', /no-store/);
+    assert.match(shown.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+    assert.match(shown.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+    assert.match(shown.text, /Signed in as <strong>Ann &#60;Lee&#62;<\/strong>/);
+    assert.ok(shown.text.includes(`<a href="${pathOf(form.url)}">Application</a>`), shown.text);
+    assert.ok(shown.text.includes(`<a href="${pathOf(other.url)}">Budget</a>`));
+    assert.match(shown.text, /<time datetime="2026-01-15T12:00:00.000Z">15 Jan 2026, 12:00 UTC<\/time>/);
+    assert.match(shown.text, /Required/);
+    assert.equal((shown.text.match(/Not submitted yet|Overdue/g) ?? []).length, 2);
+
+    // A submission on the hosted page while signed in is the user's; one without the cookie is not.
+    const submit = async (f: any, withCookie: boolean) => {
+      const { loadToken } = JSON.parse((await page(app, 'GET', `${pathOf(f.url)}/token`)).text);
+      const res = await page(app, 'POST', pathOf(f.url), {
+        cookie: withCookie ? cookie : undefined,
+        json: { fields: [{ id: f.fields[0].id, value: 'hello' }], _fw: loadToken, website: '' },
+      });
+      assert.equal(res.status, 200, res.text);
+    };
+    await submit(other, false);
+    let now = await page(app, 'GET', portalPath(), { cookie });
+    assert.equal((now.text.match(/fwp-done/g) ?? []).length, 0);
+    await submit(form, true);
+    now = await page(app, 'GET', portalPath(), { cookie });
+    assert.equal((now.text.match(/class="fwp-tag fwp-done"/g) ?? []).length, 1);
+    assert.match(now.text, /Application<\/a><\/h2><ul class="fwp-facts"><li><span class="fwp-tag fwp-done">Submitted/);
+    const ties = await app.server.ctx.db.selectFrom('portal_submissions').selectAll().execute();
+    assert.equal(ties.length, 1);
+    assert.equal(ties[0]!.form_id, form.id);
+    // Deleting the submission unties it.
+    ok(await a.delete(`/submissions/${ties[0]!.submission_id}`));
+    now = await page(app, 'GET', portalPath(), { cookie });
+    assert.equal((now.text.match(/class="fwp-tag fwp-done"/g) ?? []).length, 0);
+
+    // The owner sees when the user last signed in.
+    const users = ok(await a.get(`/portal/${portal.id}`)).users;
+    assert.match(users[0].lastSignIn, /Z$/);
+
+    // Signing out ends the session.
+    const out = await page(app, 'POST', `${portalPath()}/signout`, { cookie });
+    assert.equal(out.status, 303);
+    assert.match(out.headers.get('set-cookie') ?? '', /fw_portal=; .*Max-Age=0/);
+    assert.match((await page(app, 'GET', portalPath(), { cookie })).text, /Email me a sign-in link/);
+  });
+
+  it('lets links expire, and sessions end with time, with the user, and with a new address', async () => {
+    // The tests above used up the hour's links of this user.
+    app.server.ctx.clock.advance(3_600_000);
+    const link = (await linkFor('ann@example.com'))!;
+    app.server.ctx.clock.advance(SIGNIN_LINK_TTL_MS + 1);
+    assert.equal((await page(app, 'GET', link)).status, 400, 'expired');
+
+    const cookie = await signIn();
+    assert.match((await page(app, 'GET', portalPath(), { cookie })).text, /Signed in as/);
+    app.server.ctx.clock.advance(SESSION_TTL_MS + 1);
+    assert.doesNotMatch((await page(app, 'GET', portalPath(), { cookie })).text, /Signed in as/, 'session over');
+
+    const again = await signIn();
+    const ann = ok(await a.get(`/portal/${portal.id}`)).users[0];
+    ok(await a.put(`/portal/${portal.id}/user/${ann.id}`, { email: 'ann@example.org' }));
+    assert.doesNotMatch((await page(app, 'GET', portalPath(), { cookie: again })).text, /Signed in as/, 'new address');
+    ok(await a.put(`/portal/${portal.id}/user/${ann.id}`, { email: 'ann@example.com' }));
+
+    const last = await signIn();
+    ok(await a.delete(`/portal/${portal.id}/user/${ann.id}`));
+    assert.doesNotMatch((await page(app, 'GET', portalPath(), { cookie: last })).text, /Signed in as/, 'user removed');
+    // A link asked for before the user was removed sends nothing.
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'ann@example.com', name: 'Ann' }));
+    const before = smtp.messages.length;
+    await page(app, 'POST', `${portalPath()}/signin`, { form: { email: 'ann@example.com' } });
+    const ann2 = ok(await a.get(`/portal/${portal.id}`)).users[0];
+    ok(await a.delete(`/portal/${portal.id}/user/${ann2.id}`));
+    await runJobs();
+    assert.equal(smtp.messages.length, before);
+  });
+
+  it('sends at most a few links per user an hour, and says the same past that', async () => {
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'busy@example.com', name: 'Busy' }));
+    const before = smtp.messages.length;
+    const answers = new Set<string>();
+    for (let i = 0; i < 7; i++) {
+      const res = await page(app, 'POST', `${portalPath()}/signin`, { form: { email: 'busy@example.com' } });
+      assert.equal(res.status, 200);
+      answers.add(res.text);
+    }
+    assert.equal(answers.size, 1);
+    await runJobs();
+    assert.equal(smtp.messages.slice(before).filter((m) => m.to[0] === 'busy@example.com').length, 5);
+  });
+});
+
+describe(`portal sign-in links into the mail log (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account();
+  });
+  after(() => app.close());
+
+  it('logs the message with the link withheld, under the portal', async () => {
+    const portal = ok(await a.post('/portal', { name: 'Logged' }), 201);
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'log@example.com', name: 'Log' }));
+    const res = await page(app, 'POST', `${pathOf(portal.url)}/signin`, { form: { email: 'log@example.com' } });
+    assert.equal(res.status, 200);
+    await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+    const log = ok(await a.get('/mail-log'));
+    assert.equal(log.total, 1);
+    const [m] = log.messages;
+    assert.deepEqual(
+      [m.kind, m.formId, m.portalId, m.emailId, m.submissionId, m.to],
+      ['portal_signin', null, portal.id, null, null, ['log@example.com']],
+    );
+    assert.ok(m.text.includes('[the sign-in link is withheld from the mail log]'));
+    assert.ok(!m.text.includes('token='));
+  });
+});
