@@ -85,9 +85,24 @@ export function sqliteChangeEpoch(sqlite: SQLite.Database): {
 } {
   const counter = { writes: 0 };
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+  // The pragma costs a read transaction's file locks (four fcntl calls), so it is read once
+  // per turn of the event loop and reused until the loop's check phase. That is still
+  // immediate: the requests served in one turn are those whose sockets the poll that
+  // started the turn found readable, so each had reached the server before the pragma was
+  // read, and a commit the read did not see cannot have been made before they were sent.
+  let seen: string | undefined;
+  const forget = () => {
+    seen = undefined;
+  };
   return {
     wrap: (sql, statement) =>
       statement.readonly && !TRANSACTION_CONTROL.test(sql) ? statement : new CountedStatement(statement, counter),
-    epoch: () => `${String(dataVersion.get())}.${counter.writes}`,
+    epoch: () => {
+      if (seen === undefined) {
+        seen = `${String(dataVersion.get())}.`;
+        setImmediate(forget);
+      }
+      return seen + String(counter.writes);
+    },
   };
 }
