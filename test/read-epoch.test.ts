@@ -128,6 +128,19 @@ describe(`reads kept under the change epoch (${dialectName})`, () => {
     assert.equal(list.body.total, 0);
   });
 
+  it('shows a hosted page as changed through the other server at once (SQLite; PostgreSQL views may lag a second)', async () => {
+    const made = await owner.post<FormBody & { url: string }>('/forms', {
+      name: 'Page before',
+      fields: [{ type: 'text', label: 'Name' }],
+    });
+    const path = new URL(made.body.url).pathname;
+    for (let i = 0; i < 2; i++) assert.match((await b.request('GET', path)).text, /Page before/);
+    assert.equal((await owner.put(`/forms/${made.body.id}`, { name: 'Page after' })).status, 200);
+    if (dialectName === 'sqlite') assert.match((await b.request('GET', path)).text, /Page after/);
+    assert.equal((await owner.delete(`/forms/${made.body.id}`)).status, 200);
+    if (dialectName === 'sqlite') assert.notEqual((await b.request('GET', path)).status, 200);
+  });
+
   it('drops a deleted form from the read and the list at once', async () => {
     const made = await owner.post<FormBody>('/forms', { name: 'Short-lived form' });
     await warm(`/forms/${made.body.id}`);
