@@ -21,7 +21,8 @@ const TOKEN_CACHE_ENTRIES = 10_000;
 
 /**
  * Token look-ups kept per process under the database's change epoch (src/db/change-epoch.ts),
- * keyed by the token's hash. An entry is used only while the epoch is the one it was read
+ * keyed by the token itself (the process holds each request's token anyway; a hit so costs
+ * no SHA-256). An entry is used only while the epoch is the one it was read
  * at: no write of any kind (a revocation, a user's removal or new role, a grant's end, in
  * this process or another) has happened since, so the token is exactly as the database
  * says. Expiry needs no write, so it is checked against the clock on every use. Where the
@@ -30,14 +31,14 @@ const TOKEN_CACHE_ENTRIES = 10_000;
 class TokenCache {
   private readonly entries = new Map<string, { epoch: string; owner: TokenOwner; expiresAt: number | null }>();
 
-  get(hash: string, epoch: string): { owner: TokenOwner; expiresAt: number | null } | undefined {
-    const entry = this.entries.get(hash);
+  get(token: string, epoch: string): { owner: TokenOwner; expiresAt: number | null } | undefined {
+    const entry = this.entries.get(token);
     return entry && entry.epoch === epoch ? entry : undefined;
   }
 
-  set(hash: string, epoch: string, found: { owner: TokenOwner; expiresAt: number | null }): void {
-    if (this.entries.size >= TOKEN_CACHE_ENTRIES && !this.entries.has(hash)) this.entries.clear();
-    this.entries.set(hash, { epoch, ...found });
+  set(token: string, epoch: string, found: { owner: TokenOwner; expiresAt: number | null }): void {
+    if (this.entries.size >= TOKEN_CACHE_ENTRIES && !this.entries.has(token)) this.entries.clear();
+    this.entries.set(token, { epoch, ...found });
   }
 }
 
@@ -55,13 +56,13 @@ export function requireBearerToken(scope: FastifyInstance, ctx: AppContext, usag
     const match = BEARER.exec(header);
     if (!match?.[1]) throw new UnauthorizedError('token_malformed');
     const now = ctx.clock.now();
-    const hash = hashToken(match[1]);
+    const token = match[1];
     // Read before the database is: a write in between moves the epoch, and the entry kept is never used.
     const epoch = changeEpoch(ctx.db);
-    let found = epoch === undefined ? undefined : cache.get(hash, epoch);
+    let found = epoch === undefined ? undefined : cache.get(token, epoch);
     if (!found) {
-      found = await findUnrevokedToken(ctx.db, hash);
-      if (found && epoch !== undefined) cache.set(hash, epoch, found);
+      found = await findUnrevokedToken(ctx.db, hashToken(token));
+      if (found && epoch !== undefined) cache.set(token, epoch, found);
     }
     if (!found || (found.expiresAt !== null && found.expiresAt <= now)) {
       // A token that was looked up and not found is a guess or a stale token: counted per address.
