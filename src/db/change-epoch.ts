@@ -73,6 +73,9 @@ class CountedStatement {
   }
 }
 
+/** How long one reading of PRAGMA data_version may be reused, at most (see sqliteChangeEpoch). */
+const MAX_READING_AGE_MS = 1;
+
 export type PreparedStatement = Pick<SQLite.Statement, 'reader' | 'all' | 'run' | 'iterate'> | CountedStatement;
 
 /**
@@ -85,12 +88,16 @@ export function sqliteChangeEpoch(sqlite: SQLite.Database): {
 } {
   const counter = { writes: 0 };
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
-  // The pragma costs a read transaction's file locks (four fcntl calls), so it is read once
-  // per turn of the event loop and reused until the loop's check phase. That is still
-  // immediate: the requests served in one turn are those whose sockets the poll that
-  // started the turn found readable, so each had reached the server before the pragma was
-  // read, and a commit the read did not see cannot have been made before they were sent.
+  // The pragma costs a read transaction's file locks (four fcntl calls), so a reading is
+  // reused until the loop's check phase, and for at most a millisecond. Requests are read in
+  // the poll phase, so those served with one reading are, as a rule, those whose sockets the
+  // poll that started the turn found readable: each reached the server before the pragma was
+  // read, and a commit the reading missed cannot have been made before they were sent. Where
+  // a reading is made outside the poll phase (a request resumed in the check phase), a
+  // request that arrived after it may be served with it: at most 1 ms after the reading,
+  // which bounds how late another process's commit can be seen.
   let seen: string | undefined;
+  let seenAt = 0;
   const forget = () => {
     seen = undefined;
   };
@@ -98,9 +105,11 @@ export function sqliteChangeEpoch(sqlite: SQLite.Database): {
     wrap: (sql, statement) =>
       statement.readonly && !TRANSACTION_CONTROL.test(sql) ? statement : new CountedStatement(statement, counter),
     epoch: () => {
-      if (seen === undefined) {
+      const now = performance.now();
+      if (seen === undefined || now - seenAt > MAX_READING_AGE_MS) {
+        if (seen === undefined) setImmediate(forget);
         seen = `${String(dataVersion.get())}.`;
-        setImmediate(forget);
+        seenAt = now;
       }
       return seen + String(counter.writes);
     },
