@@ -70,12 +70,6 @@ export interface ListSerializers {
 }
 
 /**
- * A page of the account's forms as JSON. The page itself (ids, versions, total) is read on
- * every request; each form's record comes from the cache when its version still matches,
- * and the rest in one read. So no process serves a stale record, and a page costs a narrow
- * read rather than materializing and serializing every column of every form.
- */
-/**
  * What the form read and the list keep per process: records as bytes under the version of
  * the form they were built from (checked with one indexed read per request), and whole
  * answers under the database's change epoch (src/db/change-epoch.ts), served with no
@@ -94,6 +88,13 @@ export function formReadCaches(bytes: number): FormReadCaches {
   };
 }
 
+/**
+ * A page of the account's forms as JSON. On SQLite the whole page is kept under the change
+ * epoch and served again while nothing has been written. Otherwise the page itself (ids,
+ * versions, total) is read; each form's record comes from the cache when its version still
+ * matches, and the rest in one read. So no process serves a stale record, and a page costs a
+ * narrow read rather than materializing and serializing every column of every form.
+ */
 export async function listFormsJson(
   ctx: AppContext,
   caches: FormReadCaches,
