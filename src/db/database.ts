@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Dialect } from './dialect.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.js';
 import { attachBulkReader } from './bulk-reader.js';
+import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './change-epoch.js';
 import { attachEngine } from './engine.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
@@ -41,8 +42,12 @@ const pgTypes = {
  * Kysely runs one query at a time on this single connection, so a statement is never in
  * use twice at once, and SQLite re-prepares a reused statement itself after a schema change.
  */
-function withStatementCache(sqlite: SQLite.Database, limit = 500) {
-  const statements = new Map<string, SQLite.Statement>();
+function withStatementCache(
+  sqlite: SQLite.Database,
+  limit = 500,
+  wrap: (sql: string, statement: SQLite.Statement) => PreparedStatement = (_sql, statement) => statement,
+) {
+  const statements = new Map<string, PreparedStatement>();
   return {
     close: () => sqlite.close(),
     prepare(sql: string) {
@@ -50,7 +55,7 @@ function withStatementCache(sqlite: SQLite.Database, limit = 500) {
       if (statement) {
         statements.delete(sql); // re-insert below: the map's order is least recently used first
       } else {
-        statement = sqlite.prepare(sql);
+        statement = wrap(sql, sqlite.prepare(sql));
         if (statements.size >= limit) statements.delete(statements.keys().next().value as string);
       }
       statements.set(sql, statement);
@@ -90,8 +95,12 @@ export function openDatabase(options: DbOptions): Db {
       ? undefined
       : startCheckpointer(file, (message) => process.emitWarning(`SQLite checkpoint failed: ${message}`));
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const epoch = sqliteChangeEpoch(sqlite);
+  const kysely = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(sqlite, 500, epoch.wrap) }),
+  });
   attachEngine(kysely, sqliteEngine);
+  attachChangeEpoch(kysely, epoch.epoch);
   const closeBulk =
     file === ':memory:'
       ? async () => {}

@@ -111,16 +111,29 @@ const selectToken = hotQuery(1, (db, hash: string) =>
 
 /** The live token with this hash and whom it acts for, or undefined. Runs on every request. */
 export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
+  const found = await findUnrevokedToken(db, hash);
+  if (!found || (found.expiresAt !== null && found.expiresAt <= now)) return undefined;
+  return found.owner;
+}
+
+/** The unrevoked token with this hash, whom it acts for and when it expires (null: never), or undefined. */
+export async function findUnrevokedToken(
+  db: Executor,
+  hash: string,
+): Promise<{ owner: TokenOwner; expiresAt: number | null } | undefined> {
   const [row] = await selectToken(db, hash);
-  if (!row || (row.expiresAt !== null && row.expiresAt <= now)) return undefined;
+  if (!row) return undefined;
   return {
-    tokenId: row.tokenId,
-    tokenHash: hash,
-    accountId: row.accountId,
-    userId: row.userId,
-    role: row.role,
-    scopes: row.scope === null ? null : row.scope.split(' ').filter((s) => s !== ''),
-    clientId: row.clientId,
+    owner: {
+      tokenId: row.tokenId,
+      tokenHash: hash,
+      accountId: row.accountId,
+      userId: row.userId,
+      role: row.role,
+      scopes: row.scope === null ? null : row.scope.split(' ').filter((s) => s !== ''),
+      clientId: row.clientId,
+    },
+    expiresAt: row.expiresAt,
   };
 }
 

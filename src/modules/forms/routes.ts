@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
-import { etagMatches, VersionedCache } from '../../http/versioned-cache.js';
+import { etagMatches } from '../../http/versioned-cache.js';
 import {
   CopyQuery,
   Form,
@@ -27,7 +27,7 @@ const HASHING =
   'answers while the service is hashing as many passwords as it can queue.';
 
 export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const readCache = new VersionedCache<Buffer>(ctx.config.readCacheBytes, (body) => body.length);
+  const readCache = service.formReadCaches(ctx.config.readCacheBytes);
   return async (app) => {
     app.get(
       '/forms',

@@ -9,7 +9,8 @@ import { enqueue } from '../../jobs/outbox.js';
 import { encryptionOfNewForm, planEncryptionChange } from '../encryption/service.js';
 import { conversionJob } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
-import type { VersionedCache } from '../../http/versioned-cache.js';
+import { VersionedCache } from '../../http/versioned-cache.js';
+import { changeEpoch } from '../../db/change-epoch.js';
 import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
 import { withSmartListOptions } from '../fields/smart-list.js';
 import * as fieldsRepo from '../fields/repository.js';
@@ -72,20 +73,68 @@ export interface ListSerializers {
 }
 
 /**
- * A page of the account's forms as JSON. The page itself (ids, versions, total) is read on
- * every request; each form's record comes from the cache when its version still matches,
- * and the rest in one read. So no process serves a stale record, and a page costs a narrow
- * read rather than materializing and serializing every column of every form.
+ * What the form read and the list keep per process: records as bytes under the version of
+ * the form they were built from (checked with one indexed read per request), and whole
+ * answers under the database's change epoch (src/db/change-epoch.ts), served with no
+ * statement at all while nothing has been written since they were made (SQLite only).
+ */
+export interface FormReadCaches {
+  records: VersionedCache<Buffer>;
+  answers: VersionedCache<{ etag: string; body: Buffer }>;
+}
+
+export function formReadCaches(bytes: number): FormReadCaches {
+  return {
+    records: new VersionedCache<Buffer>(bytes, (body) => body.length),
+    // Its bodies are mostly the records' own buffers (the form read) or pages made of them.
+    answers: new VersionedCache<{ etag: string; body: Buffer }>(bytes, (a) => 64 + a.body.length),
+  };
+}
+
+/**
+ * A page of the account's forms as JSON. On SQLite the whole page is kept under the change
+ * epoch and served again while nothing has been written. Otherwise the page itself (ids,
+ * versions, total) is read; each form's record comes from the cache when its version still
+ * matches, and the rest in one read. So no process serves a stale record, and a page costs a
+ * narrow read rather than materializing and serializing every column of every form.
  */
 export async function listFormsJson(
   ctx: AppContext,
-  cache: VersionedCache<Buffer>,
+  caches: FormReadCaches,
   caller: Caller,
   q: FormListQuery,
   serialize: ListSerializers,
 ): Promise<Buffer> {
-  const { accountId } = caller;
+  const epoch = changeEpoch(ctx.db);
   const visibleTo = memberOf(caller);
+  // Everything the page depends on: the account, the member's permissions, the query.
+  const key = JSON.stringify([
+    'list',
+    caller.accountId,
+    visibleTo ?? null,
+    q.search ?? null,
+    q.folder ?? null,
+    q.deleted,
+    q.orderBy,
+    q.order,
+    q.pageSize,
+    q.pageNumber,
+  ]);
+  const kept = epoch === undefined ? undefined : caches.answers.get(key, epoch);
+  if (kept) return kept.body;
+  const body = await buildListJson(ctx, caches.records, caller, visibleTo, q, serialize);
+  if (epoch !== undefined) caches.answers.set(key, epoch, { etag: '', body });
+  return body;
+}
+
+async function buildListJson(
+  ctx: AppContext,
+  cache: VersionedCache<Buffer>,
+  { accountId }: Caller,
+  visibleTo: number | undefined,
+  q: FormListQuery,
+  serialize: ListSerializers,
+): Promise<Buffer> {
   if (q.folder !== undefined) await requireFolderId(ctx.db, { accountId }, q.folder);
   const { rows, total } = await repo.listFormVersions(ctx.db, accountId, {
     search: q.search,
@@ -153,9 +202,27 @@ async function readForm(
  */
 export async function readFormJson(
   ctx: AppContext,
-  cache: VersionedCache<Buffer>,
+  caches: FormReadCaches,
   { accountId }: AccountScope,
   { formId }: FormRef,
+  withFields: boolean,
+  serialize: (form: Form) => string,
+): Promise<{ etag: string; body: Buffer }> {
+  const epoch = changeEpoch(ctx.db);
+  // The account is part of the key: another account's form is read (and answers 404) as ever.
+  const key = `form:${accountId}:${formId}:${withFields ? 'f' : ''}`;
+  const kept = epoch === undefined ? undefined : caches.answers.get(key, epoch);
+  if (kept) return kept;
+  const answer = await buildFormJson(ctx, caches.records, accountId, formId, withFields, serialize);
+  if (epoch !== undefined) caches.answers.set(key, epoch, answer);
+  return answer;
+}
+
+async function buildFormJson(
+  ctx: AppContext,
+  cache: VersionedCache<Buffer>,
+  accountId: number,
+  formId: number,
   withFields: boolean,
   serialize: (form: Form) => string,
 ): Promise<{ etag: string; body: Buffer }> {

@@ -1,3 +1,4 @@
+import { changeEpoch } from '../../db/change-epoch.js';
 import type { AppContext } from '../../context.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
@@ -54,14 +55,15 @@ export interface HostedDeps {
   submissions: SubmissionsDeps;
   counters: PageCounters;
   definitions: VersionedCache<PageDefinition>;
-  /** Forms as page views last read them, by view key, with when (see pageForm). */
-  recent: Map<string, { at: number; def: PageDefinition | undefined }>;
+  /** Forms as pages last read them, by view key, with when and at which change epoch (see pageForm). */
+  recent: Map<string, { at: number; epoch: string | undefined; def: PageDefinition | undefined }>;
 }
 
 /**
- * How long a page view may show a form as this process last read it: a second. Reading the
- * form costs as much as the rest of the view, and a form's page can bear being a second
- * late; submits, partial saves and upload URLs always read the form anew.
+ * On PostgreSQL, how long a page view may show a form as this process last read it: a
+ * second. Reading the form costs as much as the rest of the view, and a form's page can bear
+ * being a second late; submits, partial saves and upload URLs always read the form anew. On
+ * SQLite every page is exact: a form read is kept only while nothing has been written.
  */
 export const PAGE_FRESHNESS_MS = 1000;
 
@@ -167,18 +169,23 @@ function emptyState(form: RenderedForm): Omit<RenderState, 'loadToken'> {
 
 /**
  * The form behind a hosted URL: undefined for none; a deleted one too (its page says so).
- * With maxAgeMs, as this process read it within that long, if it did.
+ * On SQLite, as this process last read it while nothing has been written since (the change
+ * epoch); on PostgreSQL, with maxAgeMs, as this process read it within that long, if it did.
  */
 export async function pageForm(deps: HostedDeps, viewKey: string, maxAgeMs = 0): Promise<PageDefinition | undefined> {
   const now = deps.ctx.clock.now();
-  const seen = maxAgeMs > 0 ? deps.recent.get(viewKey) : undefined;
-  if (seen && now - seen.at < maxAgeMs && now >= seen.at) return seen.def;
+  // Read before the form is: a write in between moves it, and what is kept is not used again.
+  const epoch = changeEpoch(deps.ctx.db);
+  const seen = deps.recent.get(viewKey);
+  // Exact where the database has a change epoch (SQLite: nothing written since, so the same
+  // form); otherwise (PostgreSQL), for views only, as read within maxAgeMs.
+  const kept =
+    epoch !== undefined ? seen?.epoch === epoch : maxAgeMs > 0 && seen && now - seen.at < maxAgeMs && now >= seen.at;
+  if (seen && kept) return seen.def;
   const form = await repo.findFormByViewKey(deps.ctx.db, viewKey);
   const def = form && (await definitionOf(deps, form));
-  if (maxAgeMs > 0) {
-    if (deps.recent.size >= 10_000) deps.recent.clear();
-    deps.recent.set(viewKey, { at: now, def });
-  }
+  if (deps.recent.size >= 10_000) deps.recent.clear();
+  deps.recent.set(viewKey, { at: now, epoch, def });
   return def;
 }
 
