@@ -6,8 +6,8 @@ import { defineJob } from '../../jobs/kind.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { findPartial } from '../partials/repository.js';
 import * as repo from './repository.js';
+import { sendLinkMail } from './link-mail.js';
 import { escapeHtml } from './template.js';
-import { sendSmtp } from './transport.js';
 
 /**
  * The resume link of a partial submission, emailed to the address the respondent gave on the
@@ -77,36 +77,19 @@ async function sendResumeLink(ctx: AppContext, jobId: number, p: ResumeLinkPaylo
   if (!partial) return;
   const formName = (await repo.formName(ctx.db, p.accountId, p.formId)) ?? '';
   const { to, url } = open(ctx.config.secretKey, p);
-  const { config } = ctx;
-  const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
-  if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, {
-      ...compose(formName, url),
-      from,
-      to: [to],
-      replyTo: undefined,
-      attachments: [],
-      messageId: `<formwork-resume-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
-    });
-    return;
-  }
-  const logged = compose(formName, WITHHELD_LINK);
-  await repo.insertMail(ctx.db, {
-    account_id: p.accountId,
-    form_id: p.formId,
-    email_id: null,
-    submission_id: null,
-    partial_submission_id: p.partialSubmissionId,
-    job_id: jobId,
-    kind: 'resume_link',
-    sender: from.name ? `${from.name} <${from.address}>` : from.address,
-    recipients: JSON.stringify([to]),
-    reply_to: null,
-    subject: logged.subject,
-    text_body: logged.text,
-    html_body: logged.html,
-    attachments: '[]',
-    created_at: ctx.clock.now(),
+  await sendLinkMail(ctx, {
+    jobId,
+    to,
+    tag: 'resume',
+    compose: (link) => compose(formName, link),
+    link: url,
+    withheld: WITHHELD_LINK,
+    log: {
+      account_id: p.accountId,
+      form_id: p.formId,
+      kind: 'resume_link',
+      partial_submission_id: p.partialSubmissionId,
+    },
   });
 }
 

@@ -4,9 +4,8 @@ import { decryptWith, encryptWith, serviceKey } from '../../crypto/envelope.js';
 import type { Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
 import { enqueue } from '../../jobs/outbox.js';
-import { insertMail } from '../emails/repository.js';
+import { sendLinkMail } from '../emails/link-mail.js';
 import { escapeHtml } from '../emails/template.js';
-import { sendSmtp } from '../emails/transport.js';
 import { issueSigninLink, type SigninLink } from './signin-link.js';
 
 /**
@@ -59,36 +58,14 @@ async function sendPortalSignin(ctx: AppContext, jobId: number, p: PortalSigninP
   ) as { email: string };
   const link = await issueSigninLink(ctx, jobId, { accountId: p.accountId, portalId: p.portalId, email });
   if (!link) return;
-  const { config } = ctx;
-  const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
-  if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, {
-      ...compose(link, link.url),
-      from,
-      to: [link.to],
-      replyTo: undefined,
-      attachments: [],
-      messageId: `<formwork-portal-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
-    });
-    return;
-  }
-  const logged = compose(link, WITHHELD_SIGNIN_LINK);
-  await insertMail(ctx.db, {
-    account_id: p.accountId,
-    form_id: null,
-    email_id: null,
-    submission_id: null,
-    portal_id: p.portalId,
-    job_id: jobId,
-    kind: 'portal_signin',
-    sender: from.name ? `${from.name} <${from.address}>` : from.address,
-    recipients: JSON.stringify([link.to]),
-    reply_to: null,
-    subject: logged.subject,
-    text_body: logged.text,
-    html_body: logged.html,
-    attachments: '[]',
-    created_at: ctx.clock.now(),
+  await sendLinkMail(ctx, {
+    jobId,
+    to: link.to,
+    tag: 'portal',
+    compose: (url) => compose(link, url),
+    link: link.url,
+    withheld: WITHHELD_SIGNIN_LINK,
+    log: { account_id: p.accountId, form_id: null, kind: 'portal_signin', portal_id: p.portalId },
   });
 }
 
