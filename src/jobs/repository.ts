@@ -105,19 +105,21 @@ export interface ClaimGroup {
  */
 function dueOfEachKind(trx: Transaction<Database>, now: number, kinds: readonly string[], limit: number) {
   const ofKind = (kind: string) =>
-    trx.selectFrom((eb) =>
-      eb
-        .selectFrom('jobs')
-        .select(['id', 'run_at'])
-        .where('kind', '=', kind)
-        .where('state', '=', 'queued')
-        .where('run_at', '<=', now)
-        .orderBy('run_at')
-        .orderBy('id')
-        .limit(limit)
-        .$call(engineOf(trx).claimRows)
-        .as('due'),
-    ).select(['due.id', 'due.run_at']);
+    trx
+      .selectFrom((eb) =>
+        eb
+          .selectFrom('jobs')
+          .select(['id', 'run_at'])
+          .where('kind', '=', kind)
+          .where('state', '=', 'queued')
+          .where('run_at', '<=', now)
+          .orderBy('run_at')
+          .orderBy('id')
+          .limit(limit)
+          .$call(engineOf(trx).claimRows)
+          .as('due'),
+      )
+      .select(['due.id', 'due.run_at']);
   const [first, ...rest] = kinds;
   const all = rest.reduce((union, kind) => union.unionAll(ofKind(kind)), ofKind(first!));
   return trx

@@ -83,9 +83,6 @@ export interface PartialEvent {
   partial: PartialSubmission;
 }
 
-export async function publishPartialEvent(
-  trx: Transaction<Database>,
-  event: PartialEvent,
-): Promise<void> {
+export async function publishPartialEvent(trx: Transaction<Database>, event: PartialEvent): Promise<void> {
   await enqueueAll(trx, webhookDeliveriesFor(await webhooksOfForm(trx, event.formId), event));
 }
