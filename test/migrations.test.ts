@@ -19,6 +19,16 @@ after(async () => {
   await cleanup();
 });
 
+/**
+ * Brings target up to whichever migration comes just before `name`, so that renumbering the
+ * others changes nothing in the test of `name`.
+ */
+async function migrateUpToBefore(target: Db, name: string): Promise<void> {
+  const index = MIGRATION_NAMES.indexOf(name);
+  assert.ok(index > 0, `${name} is not a migration after the first`);
+  await migrateUpTo(target, MIGRATION_NAMES[index - 1]!);
+}
+
 describe(`migrations on existing data (${dialectName})`, () => {
   it('0007 to 0009: clients come to require PKCE; users keep their ids, tokens, grants and permissions, and emails become unique per account', async () => {
     const k = db.kysely;
@@ -280,10 +290,7 @@ describe(`0017: smart lists (${dialectName})`, () => {
 
   it('keeps the fields written before it with their own options, and lets fields point at a list', async () => {
     const k = fresh.kysely;
-    // Whichever migration comes just before this one, so that renumbering the others changes nothing here.
-    const index = MIGRATION_NAMES.indexOf('0017_smart_lists');
-    assert.ok(index > 0);
-    await migrateUpTo(fresh, MIGRATION_NAMES[index - 1]!);
+    await migrateUpToBefore(fresh, '0017_smart_lists');
     const now = Date.now();
     const account = (
       await k
@@ -376,9 +383,7 @@ describe(`0018 and 0019: themes and subaccounts (${dialectName})`, () => {
 
   it('gives every existing account a default theme and puts its forms on it; accounts may have a parent', async () => {
     const k = fresh.kysely;
-    const index = MIGRATION_NAMES.indexOf('0018_themes');
-    assert.ok(index > 0);
-    await migrateUpTo(fresh, MIGRATION_NAMES[index - 1]!);
+    await migrateUpToBefore(fresh, '0018_themes');
     const now = Date.now();
     const accounts: number[] = [];
     for (const name of ['One', 'Two'])
@@ -456,9 +461,7 @@ describe(`0020: portals (${dialectName})`, () => {
     const { db: own, drop } = await openFreshDatabase();
     try {
       const k = own.kysely;
-      const index = MIGRATION_NAMES.indexOf('0020_portals');
-      assert.ok(index > 0);
-      await migrateUpTo(own, MIGRATION_NAMES[index - 1]!);
+      await migrateUpToBefore(own, '0020_portals');
       const now = Date.now();
       const account = (
         await k
