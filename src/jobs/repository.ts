@@ -84,10 +84,14 @@ export interface Lease {
  * PostgreSQL skips rows that another worker is claiming at this moment; SQLite runs the
  * conditional UPDATE under its single write lock, so two claimers can never both match a row.
  */
-export interface ClaimGroup {
-  /** Only jobs of these kinds; or, with except, of any kind but these. */
-  kinds?: readonly string[];
-  except?: readonly string[];
+export type ClaimGroup = ClaimSlots &
+  (
+    | { kinds: readonly string[]; except?: undefined }
+    /** Any kind but these (the kinds a worker does not know, to fail them). */
+    | { kinds?: undefined; except: readonly string[] }
+  );
+
+interface ClaimSlots {
   /** The key in `limits` of the slots that this group's jobs take: groups may share a pool. */
   pool: string;
   /**
@@ -130,6 +134,24 @@ function dueOfEachKind(trx: Transaction<Database>, now: number, kinds: readonly 
     .limit(limit);
 }
 
+/**
+ * Every kind in the jobs table, by a loose scan of jobs_kind_due: one index seek per kind (a
+ * handful), however many jobs wait. Finding jobs of kinds a worker does not know by reading
+ * the due jobs instead (`kind NOT IN (…)`) reads past every waiting job of the known kinds,
+ * which behind a backlog of deliveries costs tens of milliseconds a claim, and on SQLite
+ * sweeps the page cache that the writes of the API need.
+ */
+async function kindsInTable(trx: Transaction<Database>): Promise<string[]> {
+  const { rows } = await sql<{ kind: string | null }>`
+    with recursive seen(kind) as (
+      select (select min(kind) from jobs)
+      union all
+      select (select min(later.kind) from jobs as later where later.kind > seen.kind) from seen where seen.kind is not null
+    )
+    select kind from seen where kind is not null`.execute(trx);
+  return rows.map((r) => r.kind!);
+}
+
 export async function claimDue(
   db: Kysely<Database>,
   now: number,
@@ -143,23 +165,27 @@ export async function claimDue(
   return transact(db, async (trx) => {
     const jobs = [];
     let drained = true;
-    for (const { kinds, except, pool, onlyIfDrained } of wanted) {
+    for (const group of wanted) {
+      const { pool, onlyIfDrained } = group;
       const limit = free[pool] ?? 0;
       if (onlyIfDrained && !drained) continue;
       if (limit <= 0) {
         drained = false;
         continue;
       }
+      const { except } = group;
+      const kinds =
+        except === undefined ? group.kinds : (await kindsInTable(trx)).filter((kind) => !except.includes(kind));
+      if (kinds.length === 0) continue;
       const candidates =
-        kinds !== undefined && kinds.length > 1
+        kinds.length > 1
           ? dueOfEachKind(trx, now, kinds, limit)
           : trx
               .selectFrom('jobs as candidate')
               .select('candidate.id')
+              .where('candidate.kind', '=', kinds[0]!)
               .where('candidate.state', '=', 'queued')
               .where('candidate.run_at', '<=', now)
-              .$if(kinds !== undefined, (q) => q.where('candidate.kind', '=', kinds![0]!))
-              .$if(except !== undefined && except.length > 0, (q) => q.where('candidate.kind', 'not in', except!))
               .orderBy('candidate.run_at')
               .orderBy('candidate.id')
               .limit(limit)
