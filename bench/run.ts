@@ -27,6 +27,8 @@
  *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
+ *   BENCH_KEEP_PROFILES     a directory to copy the .cpuprofile files into (one section alone),
+ *                           to open them in a profiler afterwards
  *   BENCH_FILE_MB           size of the file of the file section (default 20)
  *   BENCH_LARGE_FILE_MB     the larger file that shows memory does not follow file size (default 100)
  *
@@ -53,7 +55,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -888,6 +890,8 @@ async function sectionOnly<R extends { problems: string[] }>(
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
     if (CPU_PROF) process.stdout.write(`\n${profileOf(services, measured)}\n`);
     await dropPgDatabases();
+    if (CPU_PROF && process.env.BENCH_KEEP_PROFILES)
+      cpSync(profDir, process.env.BENCH_KEEP_PROFILES, { recursive: true });
     rmSync(tmp, { recursive: true, force: true });
   }
 }
