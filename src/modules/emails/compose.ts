@@ -1,5 +1,5 @@
 import type { FormEmailRow } from '../../db/schema.js';
-import type { PayloadEntry, SendEmailPayload } from './payload.js';
+import type { PayloadEntry, SubmissionEmail } from './payload.js';
 import { escapeHtml, htmlToText, render } from './template.js';
 
 const ADDRESS = /^[^\s@<>",;]+@[^\s@<>",;.]+(\.[^\s@<>",;.]+)+$/;
@@ -39,7 +39,7 @@ function allFields(data: PayloadEntry[], html: boolean): string {
  * The merge tags (docs/emails.md). In HTML every value is escaped here, once, so a template
  * cannot forget to; `all_fields` is the one piece of markup, built from escaped values.
  */
-export function mergeVariables(p: SendEmailPayload, formName: string, html: boolean): Record<string, unknown> {
+export function mergeVariables(p: SubmissionEmail, formName: string, html: boolean): Record<string, unknown> {
   const esc = html ? escapeHtml : (s: string) => s;
   const data = p.sealed ? [] : p.data;
   const byId = data.map((e) => [`field_${e.field}`, esc(e.displayValue)] as const);
@@ -59,7 +59,7 @@ export function mergeVariables(p: SendEmailPayload, formName: string, html: bool
   };
 }
 
-export async function composeEmail(email: FormEmailRow, p: SendEmailPayload, formName: string): Promise<Composed> {
+export async function composeEmail(email: FormEmailRow, p: SubmissionEmail, formName: string): Promise<Composed> {
   const data = p.sealed ? [] : p.data;
   const to =
     email.kind === 'confirmation'

@@ -1,6 +1,7 @@
 import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { FieldLogic } from '../fields/schemas.js';
 import type { FieldType } from '../fields/types.js';
+import { packEntry } from '../submissions/packed-entries.js';
 import type { Submission } from '../submissions/schemas.js';
 import { logicHolds, type StoredValue } from '../submissions/values.js';
 import { confirmationAddress } from './compose.js';
@@ -60,7 +61,7 @@ export function submissionEmailsFor(emails: readonly EmailToJudge[], event: Emai
         submissionId: event.submissionId,
         timestamp: event.submission.timestamp,
         sealed: event.sealed,
-        data,
+        data: data.map(packEntry),
       }),
     );
   }

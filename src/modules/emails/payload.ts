@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PackedEntry, unpackEntry } from '../submissions/packed-entries.js';
 
 /** One value of the submission, as the email shows it. */
 const Entry = Type.Object({
@@ -24,7 +25,15 @@ export const SendEmailPayload = Type.Object({
   /** ISO 8601: when the submission was made. */
   timestamp: Type.String(),
   sealed: Type.Boolean(),
-  data: Type.Array(Entry),
+  /** Packed (submissions/packed-entries.ts); jobs written before packing hold whole entries. */
+  data: Type.Array(Type.Union([PackedEntry, Entry])),
 });
 export type SendEmailPayload = Static<typeof SendEmailPayload>;
 export type PayloadEntry = Static<typeof Entry>;
+
+/** A send job's payload with its values unpacked: what composing an email reads. */
+export type SubmissionEmail = Omit<SendEmailPayload, 'data'> & { data: PayloadEntry[] };
+
+export function unpackEmailPayload(stored: SendEmailPayload): SubmissionEmail {
+  return { ...stored, data: stored.data.map(unpackEntry) };
+}

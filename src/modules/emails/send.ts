@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { AppContext } from '../../context.js';
 import { fileRefs, type FileRef } from '../submissions/values.js';
 import { composeEmail, type Composed } from './compose.js';
-import type { SendEmailPayload } from './payload.js';
+import { unpackEmailPayload, type SendEmailPayload, type SubmissionEmail } from './payload.js';
 import * as repo from './repository.js';
 import { escapeHtml } from './template.js';
 import { sendSmtp, type OutgoingMail } from './transport.js';
@@ -24,7 +24,7 @@ async function bytes(stream: Readable): Promise<Buffer> {
  * (it was edited or deleted since) are named too. The bytes are read only for SMTP: the mail
  * log names the files, which stay with the submission.
  */
-async function attachmentsOf(ctx: AppContext, p: SendEmailPayload, read: boolean): Promise<Attachments> {
+async function attachmentsOf(ctx: AppContext, p: SubmissionEmail, read: boolean): Promise<Attachments> {
   const refs: FileRef[] = p.data.flatMap((e) => fileRefs(e.value) ?? []);
   const stored = new Map(
     (
@@ -67,7 +67,8 @@ function noteLeftFiles(mail: Composed, left: string[]): Composed {
  * else into the mail log. Runs at least once: the log keeps one message per job, and SMTP
  * messages carry a Message-ID per job.
  */
-export async function sendSubmissionEmail(ctx: AppContext, jobId: number, p: SendEmailPayload): Promise<void> {
+export async function sendSubmissionEmail(ctx: AppContext, jobId: number, stored: SendEmailPayload): Promise<void> {
+  const p = unpackEmailPayload(stored);
   const email = await repo.findEmail(ctx.db, p.accountId, p.kind, p.emailId);
   if (!email) return; // deleted since the submission: the owner no longer wants it sent
   const formName = (await repo.formName(ctx.db, p.accountId, p.formId)) ?? '';

@@ -1,4 +1,5 @@
 import { jobOf, type JobRequest } from '../../jobs/outbox.js';
+import { packSubmission } from '../submissions/packed-entries.js';
 import type { Submission } from '../submissions/schemas.js';
 import { deliverWebhookJob } from './jobs.js';
 import type { WebhookTarget } from './repository.js';
@@ -42,7 +43,7 @@ export function webhookDeliveriesFor(webhooks: readonly WebhookTarget[], event: 
           ...(event.partialSubmissionId !== undefined && { partialSubmissionId: event.partialSubmissionId }),
           occurredAt: event.occurredAt,
           sealed: event.sealed,
-          submission: event.submission ?? null,
+          submission: event.submission ? packSubmission(event.submission) : null,
           ...(event.partial !== undefined && { partial: event.partial }),
         },
       }),

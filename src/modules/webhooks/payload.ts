@@ -1,13 +1,14 @@
 import { createHmac } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
+import { unpackSubmission, type PackedSubmission } from '../submissions/packed-entries.js';
 import type { Submission } from '../submissions/schemas.js';
 import { WEBHOOK_EVENTS } from './schemas.js';
 
 /**
  * One event as a delivery job carries it: snapshotted when the change was made, so that
  * every attempt (and a redelivery) sends what the change left, not what is there later.
- * The submission is the detailed record (values left out on encrypted forms), or null when
- * the submission was deleted.
+ * The submission is the detailed record (values left out on encrypted forms) with its
+ * entries packed (submissions/packed-entries.ts), or null when the submission was deleted.
  */
 export const DeliveryPayload = Type.Object({
   webhookId: Type.Integer(),
@@ -41,8 +42,9 @@ export interface RenderedBody {
 }
 
 function submissionOf(event: DeliveryEvent): Submission | null {
-  // Written by enqueueWebhookDeliveries from the service's own record.
-  return event.submission as Submission | null;
+  // Written by webhookDeliveriesFor from the service's own record (whole, in jobs written before packing).
+  const stored = event.submission as PackedSubmission | Submission | null;
+  return stored && unpackSubmission(stored);
 }
 
 interface PartialRecord {
