@@ -1,0 +1,194 @@
+/**
+ * The original service's v2 API (docs/v2.md): its paths, parameters, bodies and answers,
+ * translated onto the services of the v2025 routes. One resource per file; this file holds
+ * what they share: the body parsers, the oauth_token parameter, the .xml refusal and the
+ * route declaration.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type TObject } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { AppError, UnauthorizedError } from '../../errors.js';
+import type { RouteAccess } from '../../http/access.js';
+import { requireAccessRules } from '../../http/access.js';
+import { requireBearerToken } from '../../http/auth.js';
+import { decodeBody, parseFormBody } from '../../http/characters.js';
+import { registerRateLimits } from '../../http/rate-limit.js';
+import { errors } from '../../http/schemas.js';
+import { validatorCompiler } from '../../http/validation.js';
+import type { TokenUsage } from '../tokens/usage.js';
+import { v2EmailRoutes } from './emails.js';
+import { v2FieldRoutes } from './fields.js';
+import { v2FolderRoutes } from './folders.js';
+import { v2FormRoutes } from './forms.js';
+import { v2PartialRoutes } from './partials.js';
+import { V2_PREFIX, V2_XML_PATH } from './paths.js';
+import { v2SubmissionRoutes } from './submissions.js';
+import { v2WebhookRoutes } from './webhooks.js';
+import { nestParameters, type Params } from './wire.js';
+
+export const V2_TAG = 'v2 (original service)';
+
+/** Whatever v2 parameters the request carries: documented per operation in docs/v2.md. */
+const V2Query = Type.Object(
+  {},
+  { additionalProperties: true, description: 'v2 parameters (docs/v2.md); they may come in the body too' },
+);
+const V2Body = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'v2 parameters, form-encoded (the default, with bracket notation such as field_12[first]=Ada) or JSON; ' +
+      'docs/v2.md lists them per operation',
+  },
+);
+const V2Answer = (description: string) => Type.Object({}, { additionalProperties: true, description });
+
+type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export interface V2Operation {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  access: RouteAccess;
+  operationId: string;
+  summary: string;
+  params?: TObject;
+  /** Takes parameters in a body (POST, PUT). */
+  body?: boolean;
+  /** The answer: its v2 shape, for the OpenAPI document. */
+  answer: string;
+  created?: boolean;
+  handler: Handler;
+}
+
+/** Declares a v2 operation: access rule, OpenAPI entry under the v2 tag, lenient parameters. */
+export function v2Route(app: FastifyInstance, op: V2Operation): void {
+  const ok = op.created ? 201 : 200;
+  app.route({
+    method: op.method,
+    url: op.url,
+    config: { access: op.access },
+    schema: {
+      tags: [V2_TAG],
+      operationId: op.operationId,
+      summary: op.summary,
+      ...(op.params ? { params: op.params } : {}),
+      querystring: V2Query,
+      ...(op.body
+        ? {
+            body: V2Body,
+            consumes: ['application/x-www-form-urlencoded', 'application/json'],
+            'x-formwork-body-optional': true,
+          }
+        : {}),
+      response: { [ok]: V2Answer(op.answer), ...errors(400, 404) },
+    },
+    handler: async (req, reply) => {
+      const answer = await op.handler(req, reply);
+      if (op.created) reply.code(201);
+      return answer;
+    },
+  });
+}
+
+function isLoopback(ip: string): boolean {
+  return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
+}
+
+/**
+ * Bodies as v2 clients send them: form-encoded (the default), JSON, form-encoded labelled
+ * application/json (as the original's own examples do), or with no content type at all.
+ */
+function parseV2Body(bytes: Buffer): unknown {
+  const text = decodeBody(bytes).trim();
+  if (text === '') return undefined;
+  if (text.startsWith('{') || text.startsWith('[')) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new AppError('invalid_json');
+    }
+  }
+  return nestParameters(parseFormBody(bytes));
+}
+
+/** A GET's body, which Fastify leaves unread: v2 clients may put their parameters there. */
+async function readGetBody(req: FastifyRequest, limit: number): Promise<void> {
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (req.method !== 'GET' || (length === 0 && req.headers['transfer-encoding'] === undefined)) return;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req.raw) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new AppError('payload_too_large');
+    chunks.push(chunk as Buffer);
+  }
+  req.body = parseV2Body(Buffer.concat(chunks));
+}
+
+function acceptV2Bodies(api: FastifyInstance, bodyLimit: number): void {
+  api.removeAllContentTypeParsers();
+  api.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, raw, done) => {
+    try {
+      done(null, parseV2Body(raw as Buffer));
+    } catch (error) {
+      done(error as Error);
+    }
+  });
+  api.addHook('preValidation', (req) => readGetBody(req, bodyLimit));
+  // Bodies are read by the handlers (wire.ts) and checked against the v2025 schemas there.
+  api.setValidatorCompiler((route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)));
+}
+
+/**
+ * `oauth_token` in the query string, as v2 clients may send it, is taken as the bearer token.
+ * When PUBLIC_URL is https, only over HTTPS or from this machine: a token in a URL over
+ * plain HTTP is readable on the way.
+ */
+function acceptOauthTokenParameter(api: FastifyInstance, ctx: AppContext): void {
+  const httpsOnly = ctx.config.publicUrl.startsWith('https:');
+  api.addHook('onRequest', async (req) => {
+    const token = (req.query as Params | undefined)?.oauth_token;
+    if (token === undefined || req.headers.authorization !== undefined) return;
+    if (httpsOnly && req.protocol !== 'https' && !isLoopback(req.ip)) throw new UnauthorizedError('token_in_query_refused');
+    if (typeof token !== 'string') throw new UnauthorizedError('token_malformed');
+    req.headers.authorization = `Bearer ${token}`;
+  });
+}
+
+export function v2Api(ctx: AppContext, usage: TokenUsage): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    // An .xml path: the original answered XML there; this service answers JSON only.
+    app.route({
+      method: ['GET', 'POST', 'PUT', 'DELETE'],
+      url: V2_XML_PATH,
+      schema: { hide: true },
+      handler: () => {
+        throw new AppError('not_acceptable');
+      },
+    });
+
+    await app.register(
+      async (api) => {
+        acceptV2Bodies(api, ctx.config.bodyLimit);
+        acceptOauthTokenParameter(api, ctx);
+        requireBearerToken(api, ctx, usage);
+        registerRateLimits(api, ctx.rateLimiter, ctx.config);
+        requireAccessRules(api, ctx.db);
+        // The original knows no 422: a request it cannot take is a 400.
+        api.addHook('onSend', async (_req, reply) => {
+          if (reply.statusCode === 422) reply.code(400);
+        });
+        await api.register(v2FormRoutes(ctx));
+        await api.register(v2FieldRoutes(ctx));
+        await api.register(v2SubmissionRoutes(ctx));
+        await api.register(v2FolderRoutes(ctx));
+        await api.register(v2WebhookRoutes(ctx));
+        await api.register(v2EmailRoutes(ctx));
+        await api.register(v2PartialRoutes(ctx));
+      },
+      { prefix: V2_PREFIX },
+    );
+  };
+}
