@@ -192,7 +192,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 export function v2Record(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => v2Record(v, key));
   if (typeof value === 'string' && ISO.test(value)) return v2Time(value);
-  if (typeof value === 'number' && /^(id|form|field|folder|parent)$|Id$/.test(key)) return String(value);
+  if (typeof value === 'number' && /^(id|form|field|folder|parent)$|(Id|Field)$/.test(key)) return String(value);
   if (typeof value !== 'object' || value === null) return value;
   const out: Params = {};
   for (const [k, v] of Object.entries(value as Params)) out[snake(k)] = v2Record(v, k);
