@@ -12,7 +12,7 @@ describe(`v2 submissions (${dialectName})`, () => {
   let b: TestAccount;
   let call: ReturnType<typeof v2>;
   let formId: number;
-  const f: Record<string, number> = {};
+  const f = { Name: 0, Note: 0, Extras: 0, File: 0 };
 
   before(async () => {
     app = await startTestApp();
@@ -30,7 +30,7 @@ describe(`v2 submissions (${dialectName})`, () => {
       }),
     );
     formId = form.id;
-    for (const field of form.fields) f[field.label] = field.id;
+    for (const field of form.fields) (f as Record<string, number>)[field.label] = field.id;
   });
   after(() => app.close());
 

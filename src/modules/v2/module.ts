@@ -22,6 +22,8 @@ import { v2FieldRoutes } from './fields.js';
 import { v2FolderRoutes } from './folders.js';
 import { v2FormRoutes } from './forms.js';
 import { v2PartialRoutes } from './partials.js';
+import { v2PortalRoutes } from './portals.js';
+import { v2SmartListRoutes } from './smartlists.js';
 import { V2_PREFIX, V2_XML_PATH } from './paths.js';
 import { v2SubmissionRoutes } from './submissions.js';
 import { v2WebhookRoutes } from './webhooks.js';
@@ -187,6 +189,8 @@ export function v2Api(ctx: AppContext, usage: TokenUsage): FastifyPluginAsyncTyp
         await api.register(v2WebhookRoutes(ctx));
         await api.register(v2EmailRoutes(ctx));
         await api.register(v2PartialRoutes(ctx));
+        await api.register(v2PortalRoutes(ctx));
+        await api.register(v2SmartListRoutes(ctx));
       },
       { prefix: V2_PREFIX },
     );

@@ -36,6 +36,7 @@ export function v2PartialRoutes(ctx: AppContext): FastifyPluginAsync {
             sort: ['order'],
             min_time: ['minTime'],
             max_time: ['maxTime'],
+            keyword: ['keyword'],
             data: ['data', bool],
             expand_data: ['expandData', bool],
           }),

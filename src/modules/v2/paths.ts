@@ -30,6 +30,19 @@ const SHAPES = [
   '/partialsubmission/*',
   '/download/*/*',
   '/download/*/*/*',
+  '/portal',
+  '/portal/*',
+  '/portal/*/copy',
+  '/portal/*/form',
+  '/portal/*/form/*',
+  '/portal/*/user',
+  '/portal/*/user/*',
+  '/smartlist',
+  '/smartlist/*',
+  '/smartlist/*/option',
+  '/smartlist/*/option/*',
+  '/smartlist/*/bulkoptions',
+  '/smartlist/*/alloptions',
 ];
 
 const PATTERN = new RegExp(
