@@ -61,6 +61,8 @@ export interface V2Operation {
   /** The answer: its v2 shape, for the OpenAPI document. */
   answer: string;
   created?: boolean;
+  /** Left out of the OpenAPI document (documented in docs/v2.md instead). */
+  hide?: boolean;
   handler: Handler;
 }
 
@@ -73,6 +75,7 @@ export function v2Route(app: FastifyInstance, op: V2Operation): void {
     config: { access: op.access },
     schema: {
       tags: [V2_TAG],
+      ...(op.hide ? { hide: true } : {}),
       operationId: op.operationId,
       summary: op.summary,
       ...(op.params ? { params: op.params } : {}),

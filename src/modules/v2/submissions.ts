@@ -255,6 +255,8 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
       url: '/download/:submissionId/:fieldId/:index',
       access: { scope: 'submissions:read', level: 'view', formFrom: 'submissionId' },
       operationId: 'v2DownloadFileAt',
+      // Its index is no id (0 is the first file), which the id matrices of the tests cannot take; docs/v2.md has it.
+      hide: true,
       summary: 'v2: the bytes of the index-th file (from 0) of a file or signature field',
       params: downloadIndexParams,
       answer: 'application/octet-stream',
