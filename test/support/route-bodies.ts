@@ -89,7 +89,7 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   // The original service's v2 operations (docs/v2.md), with their snake_case names, sent as JSON here.
   'POST /api/v2/form': () => ({ name: 'Matrix form', db: '1' }),
   'PUT /api/v2/form/{formId}': () => ({ name: 'Renamed by the matrix' }),
-  'POST /api/v2/form/{formId}/copy': () => ({}),
+  'POST /api/v2/form/{formId}/copy': () => ({ folder: '0' }),
   'POST /api/v2/form/{formId}/field': () => ({ field_type: 'text', label: 'Matrix field' }),
   'PUT /api/v2/field/{fieldId}': () => ({ label: 'Relabelled by the matrix' }),
   'POST /api/v2/form/{formId}/submission': (ids) => ({ [`field_${ids.fieldId}`]: 'note.txt;aGVsbG8=' }),
