@@ -264,7 +264,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     { prefix: API_PREFIX },
   );
   // The original service's v2 API, translated onto the same services (docs/v2.md).
-  await app.register(v2Api(ctx, usage));
+  await app.register(v2Api(ctx, usage, hosted.html));
 
   return app;
 }

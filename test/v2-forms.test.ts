@@ -138,6 +138,37 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     assertV2Error(await call('GET', `/field/${comma.id}`), 404);
   });
 
+  it("answers a form's embed HTML", async () => {
+    const embed = ok(await call('GET', `/form/${formId}/html.json`));
+    assert.equal(embed.id, formId);
+    assert.match(embed.html, /<form/);
+    assert.equal(embed.url, ok(await a.get(`/forms/${formId}`)).url);
+  });
+
+  it('serves the OAuth endpoints under /api/v2/oauth2 as at /oauth2', async () => {
+    const body = 'grant_type=authorization_code&code=nothing&client_id=nobody';
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    const old = await app.request('POST', '/api/v2/oauth2/token', { raw: body, headers });
+    const current = await app.request('POST', '/oauth2/token', { raw: body, headers });
+    assert.equal(old.status, current.status);
+    assert.deepEqual(old.body, current.body);
+    const authorize = await app.request('GET', '/api/v2/oauth2/authorize?client_id=nobody');
+    assert.equal(authorize.status, (await app.request('GET', '/oauth2/authorize?client_id=nobody')).status);
+    assert.notEqual(authorize.status, 404);
+  });
+
+  it('lists the v2 operations in the OpenAPI document under their own tag', async () => {
+    const doc = ok(await app.request('GET', '/api/v2025/openapi.json'));
+    const v2Paths = Object.keys(doc.paths).filter((p) => p.startsWith('/api/v2/'));
+    for (const p of ['/api/v2/form', '/api/v2/form/{formId}/submission', '/api/v2/field/{fieldId}', '/api/v2/smartlist'])
+      assert.ok(v2Paths.includes(p), p);
+    for (const p of v2Paths) {
+      for (const op of Object.values(doc.paths[p]) as any[])
+        if (op.operationId) assert.deepEqual(op.tags, ['v2 (original service)'], p);
+      assert.deepEqual(doc.paths[p].servers, [{ url: app.config.publicUrl }]);
+    }
+  });
+
   it('copies a form with its fields', async () => {
     const copy = ok(await call('POST', `/form/${formId}/copy.json`), 201);
     assert.notEqual(copy.id, formId);

@@ -16,7 +16,7 @@ import {
 } from '../forms/schemas.js';
 import * as service from '../forms/service.js';
 import { toV2Field } from './fields.js';
-import { v2Route } from './module.js';
+import { v2Route, type EmbedHtml } from './module.js';
 import {
   bool,
   checked,
@@ -117,7 +117,7 @@ async function folderNames(ctx: AppContext, caller: Caller): Promise<Map<number,
   return names;
 }
 
-export function v2FormRoutes(ctx: AppContext): FastifyPluginAsync {
+export function v2FormRoutes(ctx: AppContext, embedHtml: EmbedHtml): FastifyPluginAsync {
   const caches = service.formReadCaches(Math.min(ctx.config.readCacheBytes, 4 * 1024 * 1024));
   const serializers: service.ListSerializers = { form: (f) => JSON.stringify(f), page: (p) => JSON.stringify(p) };
 
@@ -194,6 +194,20 @@ export function v2FormRoutes(ctx: AppContext): FastifyPluginAsync {
       params: formParams,
       answer: 'The form, without fields',
       handler: (req) => read(req, principal(req), false),
+    });
+    v2Route(app, {
+      method: 'GET',
+      url: '/form/:formId/html',
+      access: { scope: 'forms:read', level: 'view', formFrom: 'formId' },
+      operationId: 'v2GetFormHtml',
+      summary: "v2: the form's HTML, to embed in another page",
+      params: formParams,
+      answer: '{"id": "<form id>", "url": "<hosted page>", "html": "<the form>"}',
+      handler: async (req) => {
+        const { formId } = req.params as { formId: number };
+        const embed = await embedHtml(principal(req), formId);
+        return { id: str(formId), url: embed.url, html: embed.html };
+      },
     });
     v2Route(app, {
       method: 'PUT',

@@ -16,6 +16,7 @@ import { decodeBody, parseFormBody } from '../../http/characters.js';
 import { registerRateLimits } from '../../http/rate-limit.js';
 import { errors } from '../../http/schemas.js';
 import { validatorCompiler } from '../../http/validation.js';
+import type { Caller } from '../permissions/caller.js';
 import type { TokenUsage } from '../tokens/usage.js';
 import { v2EmailRoutes } from './emails.js';
 import { v2FieldRoutes } from './fields.js';
@@ -162,7 +163,10 @@ function acceptOauthTokenParameter(api: FastifyInstance, ctx: AppContext): void 
   });
 }
 
-export function v2Api(ctx: AppContext, usage: TokenUsage): FastifyPluginAsyncTypebox {
+/** What the v2 module takes from the hosted-forms module: a form's embed HTML. */
+export type EmbedHtml = (caller: Caller, formId: number) => Promise<{ html: string; url: string }>;
+
+export function v2Api(ctx: AppContext, usage: TokenUsage, embedHtml: EmbedHtml): FastifyPluginAsyncTypebox {
   return async (app) => {
     // An .xml path: the original answered XML there; this service answers JSON only.
     app.route({
@@ -185,7 +189,7 @@ export function v2Api(ctx: AppContext, usage: TokenUsage): FastifyPluginAsyncTyp
         api.addHook('onSend', async (_req, reply) => {
           if (reply.statusCode === 422) reply.code(400);
         });
-        await api.register(v2FormRoutes(ctx));
+        await api.register(v2FormRoutes(ctx, embedHtml));
         await api.register(v2FieldRoutes(ctx));
         await api.register(v2SubmissionRoutes(ctx));
         await api.register(v2FolderRoutes(ctx));
