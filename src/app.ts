@@ -48,7 +48,8 @@ import { userRoutes } from './modules/users/routes.js';
 import { User } from './modules/users/schemas.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { rewriteV2Url } from './modules/v2/paths.js';
-import { v2Api, V2_TAG } from './modules/v2/module.js';
+import { v2Api } from './modules/v2/module.js';
+import { V2_TAG } from './modules/v2/route.js';
 import { Webhook } from './modules/webhooks/schemas.js';
 
 export const API_PREFIX = '/api/v2025';

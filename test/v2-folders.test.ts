@@ -25,8 +25,14 @@ describe(`v2 folders (${dialectName})`, () => {
     assert.equal(child.parent, top.id);
     const list = ok(await call('GET', '/folder.json'));
     assertShape(list, LIST_SHAPE, 'list');
-    assert.deepEqual(list.folders.map((x: any) => x.name), ['Top']);
-    assert.deepEqual(list.folders[0].subfolders.map((x: any) => x.id), [child.id]);
+    assert.deepEqual(
+      list.folders.map((x: any) => x.name),
+      ['Top'],
+    );
+    assert.deepEqual(
+      list.folders[0].subfolders.map((x: any) => x.id),
+      [child.id],
+    );
     // Round trip with v2025.
     assert.equal(ok(await a.get(`/folders/${child.id}`)).parent, Number(top.id));
     const moved = ok(await call('PUT', `/folder/${child.id}.json`, { parent: '0', name: 'Moved' }));

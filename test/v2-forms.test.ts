@@ -2,16 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import {
-  assertDeleted,
-  assertShape,
-  assertV2Error,
-  FIELD_SHAPE,
-  FORM_SHAPE,
-  ok,
-  v2,
-  V2_TIME,
-} from './support/v2.js';
+import { assertDeleted, assertShape, assertV2Error, FIELD_SHAPE, FORM_SHAPE, ok, v2, V2_TIME } from './support/v2.js';
 
 describe(`v2 forms and fields (${dialectName})`, () => {
   let app: TestApp;
@@ -26,11 +17,17 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     call = v2(app, a.token);
     // Form-encoded, as v2 clients send by default; meaningless settings accepted and ignored.
     const created = ok(
-      await call(
-        'POST',
-        '/form.json',
-        { name: 'Contact', label_position: 'left', timezone: 'Europe/Lisbon', language: 'pt', active: '1', db: '1', use_ssl: '1', num_columns: '2', submit_button_title: 'Send' },
-      ),
+      await call('POST', '/form.json', {
+        name: 'Contact',
+        label_position: 'left',
+        timezone: 'Europe/Lisbon',
+        language: 'pt',
+        active: '1',
+        db: '1',
+        use_ssl: '1',
+        num_columns: '2',
+        submit_button_title: 'Send',
+      }),
       201,
     );
     formId = created.id;
@@ -79,7 +76,10 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     ok(await call('PUT', `/form/${formId}`, { folder: folder.id }));
     const grouped = ok(await call('GET', '/form.json?folders=1'));
     assert.equal(grouped.forms[folder.id].name, 'Sales');
-    assert.deepEqual(grouped.forms[folder.id].forms.map((f: any) => f.id), [formId]);
+    assert.deepEqual(
+      grouped.forms[folder.id].forms.map((f: any) => f.id),
+      [formId],
+    );
     assert.equal(grouped.forms['0'].forms.length, 3);
     ok(await call('PUT', `/form/${formId}`, { folder: '0' }));
   });
@@ -114,16 +114,34 @@ describe(`v2 forms and fields (${dialectName})`, () => {
       { label: 'Small', value: 's' },
       { label: 'Large', value: 'l' },
     ]);
-    const text = ok(await call('POST', `/form/${formId}/field`, { field_type: 'text', label: 'Note', hidden: 'true', colspan: 6 }, 'json'), 201);
+    const text = ok(
+      await call(
+        'POST',
+        `/form/${formId}/field`,
+        { field_type: 'text', label: 'Note', hidden: 'true', colspan: 6 },
+        'json',
+      ),
+      201,
+    );
     assert.equal(text.hidden, '1');
     assert.equal(text.colspan, '6');
-    const comma = ok(await call('POST', `/form/${formId}/field`, { field_type: 'checkbox', label: 'Extras', options: 'Bag,Card' }), 201);
-    assert.deepEqual(comma.options.map((o: any) => o.value), ['Bag', 'Card']);
+    const comma = ok(
+      await call('POST', `/form/${formId}/field`, { field_type: 'checkbox', label: 'Extras', options: 'Bag,Card' }),
+      201,
+    );
+    assert.deepEqual(
+      comma.options.map((o: any) => o.value),
+      ['Bag', 'Card'],
+    );
 
     const list = ok(await call('GET', `/form/${formId}/field`));
-    assert.deepEqual(list.fields.map((f: any) => f.id), [field.id, text.id, comma.id]);
+    assert.deepEqual(
+      list.fields.map((f: any) => f.id),
+      [field.id, text.id, comma.id],
+    );
     assert.equal(list.total, 3);
-    for (const path of [`/field/${field.id}`, `/field/${field.id}.json`]) assertShape(ok(await call('GET', path)), FIELD_SHAPE, path);
+    for (const path of [`/field/${field.id}`, `/field/${field.id}.json`])
+      assertShape(ok(await call('GET', path)), FIELD_SHAPE, path);
     const changed = ok(await call('PUT', `/field/${text.id}.json`, { label: 'Notes', readonly: '1' }));
     assert.equal(changed.label, 'Notes');
     assert.equal(changed.readonly, '1');
@@ -160,7 +178,12 @@ describe(`v2 forms and fields (${dialectName})`, () => {
   it('lists the v2 operations in the OpenAPI document under their own tag', async () => {
     const doc = ok(await app.request('GET', '/api/v2025/openapi.json'));
     const v2Paths = Object.keys(doc.paths).filter((p) => p.startsWith('/api/v2/'));
-    for (const p of ['/api/v2/form', '/api/v2/form/{formId}/submission', '/api/v2/field/{fieldId}', '/api/v2/smartlist'])
+    for (const p of [
+      '/api/v2/form',
+      '/api/v2/form/{formId}/submission',
+      '/api/v2/field/{fieldId}',
+      '/api/v2/smartlist',
+    ])
       assert.ok(v2Paths.includes(p), p);
     for (const p of v2Paths) {
       for (const op of Object.values(doc.paths[p]) as any[])

@@ -2,7 +2,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import { assertDeleted, assertShape, assertV2Error, LIST_SHAPE, ok, SUBMISSION_SHAPE, v2, V2_TIME } from './support/v2.js';
+import {
+  assertDeleted,
+  assertShape,
+  assertV2Error,
+  LIST_SHAPE,
+  ok,
+  SUBMISSION_SHAPE,
+  v2,
+  V2_TIME,
+} from './support/v2.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -24,7 +33,14 @@ describe(`v2 submissions (${dialectName})`, () => {
         fields: [
           { type: 'name', label: 'Name' },
           { type: 'text', label: 'Note' },
-          { type: 'checkbox', label: 'Extras', options: [{ label: 'Bag', value: 'bag' }, { label: 'Card', value: 'card' }] },
+          {
+            type: 'checkbox',
+            label: 'Extras',
+            options: [
+              { label: 'Bag', value: 'bag' },
+              { label: 'Card', value: 'card' },
+            ],
+          },
           { type: 'file', label: 'File' },
         ],
       }),
@@ -37,16 +53,12 @@ describe(`v2 submissions (${dialectName})`, () => {
   let made: any;
   it('submits form-encoded field_<id> values, subfields in brackets, a checkbox comma-separated', async () => {
     made = ok(
-      await call(
-        'POST',
-        `/form/${formId}/submission.json`,
-        {
-          [`field_${f.Name}`]: { first: 'Ada', last: 'Lovelace' },
-          [`field_${f.Note}`]: 'first note',
-          [`field_${f.Extras}`]: 'bag,card',
-          [`field_${f.File}`]: `note.txt;${Buffer.from('hello').toString('base64')}`,
-        },
-      ),
+      await call('POST', `/form/${formId}/submission.json`, {
+        [`field_${f.Name}`]: { first: 'Ada', last: 'Lovelace' },
+        [`field_${f.Note}`]: 'first note',
+        [`field_${f.Extras}`]: 'bag,card',
+        [`field_${f.File}`]: `note.txt;${Buffer.from('hello').toString('base64')}`,
+      }),
       201,
     );
     assertShape(made, SUBMISSION_SHAPE, 'submission');
@@ -61,12 +73,22 @@ describe(`v2 submissions (${dialectName})`, () => {
 
   it('submits JSON with subfields as an object and a checkbox as a list; labelled JSON but form-encoded too', async () => {
     const json = ok(
-      await call('POST', `/form/${formId}/submission`, { [`field_${f.Name}`]: { first: 'Grace', last: 'Hopper' }, [`field_${f.Extras}`]: ['card'] }, 'json'),
+      await call(
+        'POST',
+        `/form/${formId}/submission`,
+        { [`field_${f.Name}`]: { first: 'Grace', last: 'Hopper' }, [`field_${f.Extras}`]: ['card'] },
+        'json',
+      ),
       201,
     );
     assert.deepEqual(json.data[f.Extras].value, ['card']);
     const labelled = ok(
-      await call('POST', `/form/${formId}/submission`, { [`field_${f.Note}`]: 'labelled', [`field_${f.Extras}`]: ['bag'] }, 'form-as-json'),
+      await call(
+        'POST',
+        `/form/${formId}/submission`,
+        { [`field_${f.Note}`]: 'labelled', [`field_${f.Extras}`]: ['bag'] },
+        'form-as-json',
+      ),
       201,
     );
     assert.equal(labelled.data[f.Note].value, 'labelled');
@@ -83,7 +105,9 @@ describe(`v2 submissions (${dialectName})`, () => {
       assert.equal(list.submissions[0].data[f.Note].value, 'first note');
       assert.match(list.submissions[0].timestamp, V2_TIME);
     }
-    const found = ok(await call('GET', `/form/${formId}/submission.json?search_field_0=${f.Note}&search_value_0=labelled`));
+    const found = ok(
+      await call('GET', `/form/${formId}/submission.json?search_field_0=${f.Note}&search_value_0=labelled`),
+    );
     assert.equal(found.total, 1);
     const none = ok(await call('GET', `/form/${formId}/submission.json?min_time=2999-01-01%2000:00:00`));
     assert.equal(none.total, 0);
@@ -94,7 +118,8 @@ describe(`v2 submissions (${dialectName})`, () => {
   });
 
   it('reads, edits and deletes a submission; edits through v2025 show in v2', async () => {
-    for (const path of [`/submission/${made.id}`, `/submission/${made.id}.json`]) assertShape(ok(await call('GET', path)), SUBMISSION_SHAPE, path);
+    for (const path of [`/submission/${made.id}`, `/submission/${made.id}.json`])
+      assertShape(ok(await call('GET', path)), SUBMISSION_SHAPE, path);
     const edited = ok(await call('PUT', `/submission/${made.id}.json`, { [`field_${f.Note}`]: 'edited in v2' }));
     assert.equal(edited.data[f.Note].value, 'edited in v2');
     ok(await a.put(`/submissions/${made.id}`, { fields: [{ id: f.Note, value: 'edited in v2025' }] }));
@@ -112,13 +137,26 @@ describe(`v2 submissions (${dialectName})`, () => {
   });
 
   it('reads an encrypted form with encryption_password as a parameter or the header', async () => {
-    const form = ok(await call('POST', '/form', { name: 'Sealed', encrypted: '1', encryption_password: PASSWORD }), 201);
+    const form = ok(
+      await call('POST', '/form', { name: 'Sealed', encrypted: '1', encryption_password: PASSWORD }),
+      201,
+    );
     assert.equal(form.encrypted, true);
     const field = ok(await call('POST', `/form/${form.id}/field`, { field_type: 'text', label: 'Secret' }), 201);
     const s = ok(await call('POST', `/form/${form.id}/submission`, { [`field_${field.id}`]: 'hidden' }), 201);
     assertV2Error(await call('GET', `/submission/${s.id}`), 401);
-    assert.equal(ok(await call('GET', `/submission/${s.id}.json?encryption_password=${encodeURIComponent(PASSWORD)}`)).data[field.id].value, 'hidden');
-    assert.equal(ok(await call('GET', `/submission/${s.id}`, undefined, 'form', { 'x-fs-encryption-password': PASSWORD })).data[field.id].value, 'hidden');
+    assert.equal(
+      ok(await call('GET', `/submission/${s.id}.json?encryption_password=${encodeURIComponent(PASSWORD)}`)).data[
+        field.id
+      ].value,
+      'hidden',
+    );
+    assert.equal(
+      ok(await call('GET', `/submission/${s.id}`, undefined, 'form', { 'x-fs-encryption-password': PASSWORD })).data[
+        field.id
+      ].value,
+      'hidden',
+    );
     assertV2Error(await call('GET', `/submission/${s.id}?encryption_password=wrong-password`), 401);
   });
 });

@@ -21,7 +21,11 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
 
   it('adds, lists, reads, changes and deletes a webhook; secrets never shown again', async () => {
     const hook = ok(
-      await call('POST', `/form/${form.id}/webhook.json`, { url: 'https://example.com/hook', include_field_type: '1', handshake_key: 'k3y-value-xyz' }),
+      await call('POST', `/form/${form.id}/webhook.json`, {
+        url: 'https://example.com/hook',
+        include_field_type: '1',
+        handshake_key: 'k3y-value-xyz',
+      }),
       201,
     );
     assert.equal(hook.form, String(form.id));
@@ -29,10 +33,20 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
     assert.equal(hook.handshake_key_set, true);
     assert.equal(typeof hook.id, 'string');
     const list = ok(await call('GET', `/form/${form.id}/webhook`));
-    assert.deepEqual(list.webhooks.map((w: any) => w.id), [hook.id]);
+    assert.deepEqual(
+      list.webhooks.map((w: any) => w.id),
+      [hook.id],
+    );
     const read = await call('GET', `/webhook/${hook.id}.json`);
     assert.ok(!read.text.includes('k3y-value-xyz'));
-    const changed = ok(await call('PUT', `/webhook/${hook.id}`, { url: 'https://example.com/other', content_type: 'urlencoded' }, 'json'));
+    const changed = ok(
+      await call(
+        'PUT',
+        `/webhook/${hook.id}`,
+        { url: 'https://example.com/other', content_type: 'urlencoded' },
+        'json',
+      ),
+    );
     assert.equal(changed.content_type, 'urlencoded');
     assert.equal(ok(await a.get(`/webhook/${hook.id}`)).url, 'https://example.com/other');
     assertV2Error(await v2(app, b.token)('GET', `/webhook/${hook.id}`), 404);
@@ -41,14 +55,22 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
 
   it('adds, reads, changes and deletes confirmation and notification emails', async () => {
     const confirmation = ok(
-      await call('POST', `/form/${form.id}/confirmation`, { subject: 'Thanks', message: 'Got it', recipient_field: form.fields[0].id }),
+      await call('POST', `/form/${form.id}/confirmation`, {
+        subject: 'Thanks',
+        message: 'Got it',
+        recipient_field: form.fields[0].id,
+      }),
       201,
     );
     assert.equal(confirmation.recipient_field, String(form.fields[0].id));
     assert.equal(ok(await call('PUT', `/confirmation/${confirmation.id}.json`, { name: 'Renamed' })).name, 'Renamed');
     assert.equal(ok(await call('GET', `/form/${form.id}/confirmation.json`)).confirmations.length, 1);
     const notification = ok(
-      await call('POST', `/form/${form.id}/notification.json`, { subject: 'New', message: 'See', recipients: 'team@example.com,boss@example.com' }),
+      await call('POST', `/form/${form.id}/notification.json`, {
+        subject: 'New',
+        message: 'See',
+        recipients: 'team@example.com,boss@example.com',
+      }),
       201,
     );
     assert.deepEqual(notification.recipients, ['team@example.com', 'boss@example.com']);

@@ -37,7 +37,8 @@ export interface RouteAccess {
   scope: Scope;
   role?: 'admin';
   level?: Level;
-  formFrom?: 'formId' | 'fieldId' | 'submissionId' | 'webhookId' | 'confirmationId' | 'notificationId' | 'partialSubmissionId';
+  formFrom?:
+    'formId' | 'fieldId' | 'submissionId' | 'webhookId' | 'confirmationId' | 'notificationId' | 'partialSubmissionId';
 }
 
 /** How the form of a request is found from the path parameter that formFrom names, when it is not formId. */

@@ -96,7 +96,10 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'PUT /api/v2/submission/{submissionId}': (ids) => ({ [`field_${ids.fieldId}`]: 'note.txt;aGVsbG8=' }),
   'POST /api/v2/folder': () => ({ name: 'Matrix folder', parent: '0' }),
   'PUT /api/v2/folder/{folderId}': () => ({ name: 'Renamed by the matrix' }),
-  'POST /api/v2/form/{formId}/webhook': () => ({ url: 'https://example.com/matrix-hook', hmac_secret: 'matrix secret' }),
+  'POST /api/v2/form/{formId}/webhook': () => ({
+    url: 'https://example.com/matrix-hook',
+    hmac_secret: 'matrix secret',
+  }),
   'PUT /api/v2/webhook/{webhookId}': () => ({ url: 'https://example.com/matrix-hook-2' }),
   'POST /api/v2/form/{formId}/confirmation': (ids) => ({
     subject: 'Thanks',

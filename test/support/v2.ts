@@ -27,7 +27,14 @@ export function v2(app: TestApp, token: string) {
   return (method: string, path: string, values?: Record<string, unknown>, style: V2Style = 'form', headers = {}) => {
     if (values === undefined) return app.request(method, `/api/v2${path}`, { token, headers });
     if (style === 'none' || method === 'GET')
-      return rawV2(app, token, method, path, formEncode(values), style === 'none' ? undefined : 'application/x-www-form-urlencoded');
+      return rawV2(
+        app,
+        token,
+        method,
+        path,
+        formEncode(values),
+        style === 'none' ? undefined : 'application/x-www-form-urlencoded',
+      );
     const raw = style === 'json' ? JSON.stringify(values) : formEncode(values);
     const h: Record<string, string> = {
       ...headers,
@@ -47,7 +54,10 @@ export function rawV2(
   contentType?: string,
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-length': String(Buffer.byteLength(raw)) };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${token}`,
+      'content-length': String(Buffer.byteLength(raw)),
+    };
     if (contentType) headers['content-type'] = contentType;
     const req = httpRequest(`${app.url}/api/v2${path}`, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -73,7 +83,11 @@ export function ok(res: Reply, status = 200): any {
 }
 
 /** Every documented key is there, with the documented kind of value. */
-export function assertShape(value: any, shape: Record<string, 'id' | 'string' | 'time' | 'flag' | 'boolean' | 'array' | 'object' | 'any'>, what: string) {
+export function assertShape(
+  value: any,
+  shape: Record<string, 'id' | 'string' | 'time' | 'flag' | 'boolean' | 'array' | 'object' | 'any'>,
+  what: string,
+) {
   for (const [key, kind] of Object.entries(shape)) {
     assert.ok(key in value, `${what}: ${key} missing in ${JSON.stringify(value).slice(0, 300)}`);
     const v = value[key];

@@ -4,14 +4,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
-import {
-  ConfirmationCreate,
-  ConfirmationUpdate,
-  NotificationCreate,
-  NotificationUpdate,
-} from '../emails/schemas.js';
+import { ConfirmationCreate, ConfirmationUpdate, NotificationCreate, NotificationUpdate } from '../emails/schemas.js';
 import * as service from '../emails/service.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { checked, deleted, fromV2, parametersOf, v2List, v2Record } from './wire.js';
 
 export function toV2Email(e: object): Record<string, unknown> {
@@ -56,7 +51,9 @@ export function v2EmailRoutes(ctx: AppContext): FastifyPluginAsync {
         answer: `The ${kind} email`,
         handler: async (req) => {
           const input = checked<Parameters<typeof service.createEmail>[4]>(create, fromV2(parametersOf(req), create));
-          return toV2Email(await service.createEmail(ctx, principal(req), req.params as { formId: number }, kind, input));
+          return toV2Email(
+            await service.createEmail(ctx, principal(req), req.params as { formId: number }, kind, input),
+          );
         },
       });
       v2Route(app, {

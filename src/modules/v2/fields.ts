@@ -7,7 +7,7 @@ import { idParams } from '../../http/schemas.js';
 import { FieldCreate, FieldUpdate, type Field } from '../fields/schemas.js';
 import * as service from '../fields/service.js';
 import { formOfField } from '../permissions/repository.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { bool, checked, deleted, flag, int, list, parametersOf, pick, str, v2List, type Params } from './wire.js';
 
 /** A field as v2 writes it. */

@@ -5,7 +5,7 @@ import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
 import { FolderCreate, FolderListQuery, FolderUpdate, type Folder } from '../folders/schemas.js';
 import * as service from '../folders/service.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { checked, deleted, fromV2, int, parametersOf, pick, str, v2List, v2Time } from './wire.js';
 
 interface V2Folder {

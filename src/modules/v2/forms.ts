@@ -6,17 +6,11 @@ import { idParams } from '../../http/schemas.js';
 import type { Caller } from '../permissions/caller.js';
 import { listFolders } from '../folders/service.js';
 import type { Folder } from '../folders/schemas.js';
-import {
-  CopyQuery,
-  FormCreate,
-  FormListQuery,
-  FormSettings,
-  FormUpdate,
-  type Form,
-} from '../forms/schemas.js';
+import type { FormSettings } from '../forms/schemas.js';
+import { CopyQuery, FormCreate, FormListQuery, FormUpdate, type Form } from '../forms/schemas.js';
 import * as service from '../forms/service.js';
 import { toV2Field } from './fields.js';
-import { v2Route, type EmbedHtml } from './module.js';
+import { v2Route, type EmbedHtml } from './route.js';
 import {
   bool,
   checked,

@@ -1,22 +1,18 @@
 /**
  * The original service's v2 API (docs/v2.md): its paths, parameters, bodies and answers,
  * translated onto the services of the v2025 routes. One resource per file; this file holds
- * what they share: the body parsers, the oauth_token parameter, the .xml refusal and the
- * route declaration.
+ * what they share: the body parsers, the oauth_token parameter and the .xml refusal
+ * (route.ts: how an operation is declared; wire.ts: how values are read and written).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TObject } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, UnauthorizedError } from '../../errors.js';
-import type { RouteAccess } from '../../http/access.js';
 import { requireAccessRules } from '../../http/access.js';
 import { requireBearerToken } from '../../http/auth.js';
 import { decodeBody, parseFormBody } from '../../http/characters.js';
 import { registerRateLimits } from '../../http/rate-limit.js';
-import { errors } from '../../http/schemas.js';
 import { validatorCompiler } from '../../http/validation.js';
-import type { Caller } from '../permissions/caller.js';
 import type { TokenUsage } from '../tokens/usage.js';
 import { v2EmailRoutes } from './emails.js';
 import { v2FieldRoutes } from './fields.js';
@@ -26,77 +22,10 @@ import { v2PartialRoutes } from './partials.js';
 import { v2PortalRoutes } from './portals.js';
 import { v2SmartListRoutes } from './smartlists.js';
 import { V2_PREFIX, V2_XML_PATH } from './paths.js';
+import type { EmbedHtml } from './route.js';
 import { v2SubmissionRoutes } from './submissions.js';
 import { v2WebhookRoutes } from './webhooks.js';
 import { nestParameters, type Params } from './wire.js';
-
-export const V2_TAG = 'v2 (original service)';
-
-/** Whatever v2 parameters the request carries: documented per operation in docs/v2.md. */
-const V2Query = Type.Object(
-  {},
-  { additionalProperties: true, description: 'v2 parameters (docs/v2.md); they may come in the body too' },
-);
-const V2Body = Type.Object(
-  {},
-  {
-    additionalProperties: true,
-    description:
-      'v2 parameters, form-encoded (the default, with bracket notation such as field_12[first]=Ada) or JSON; ' +
-      'docs/v2.md lists them per operation',
-  },
-);
-const V2Answer = (description: string) => Type.Object({}, { additionalProperties: true, description });
-
-type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-
-export interface V2Operation {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  url: string;
-  access: RouteAccess;
-  operationId: string;
-  summary: string;
-  params?: TObject;
-  /** Takes parameters in a body (POST, PUT). */
-  body?: boolean;
-  /** The answer: its v2 shape, for the OpenAPI document. */
-  answer: string;
-  created?: boolean;
-  /** Left out of the OpenAPI document (documented in docs/v2.md instead). */
-  hide?: boolean;
-  handler: Handler;
-}
-
-/** Declares a v2 operation: access rule, OpenAPI entry under the v2 tag, lenient parameters. */
-export function v2Route(app: FastifyInstance, op: V2Operation): void {
-  const ok = op.created ? 201 : 200;
-  app.route({
-    method: op.method,
-    url: op.url,
-    config: { access: op.access },
-    schema: {
-      tags: [V2_TAG],
-      ...(op.hide ? { hide: true } : {}),
-      operationId: op.operationId,
-      summary: op.summary,
-      ...(op.params ? { params: op.params } : {}),
-      querystring: V2Query,
-      ...(op.body
-        ? {
-            body: V2Body,
-            consumes: ['application/x-www-form-urlencoded', 'application/json'],
-            'x-formwork-body-optional': true,
-          }
-        : {}),
-      response: { [ok]: V2Answer(op.answer), ...errors(400, 404) },
-    },
-    handler: async (req, reply) => {
-      const answer = await op.handler(req, reply);
-      if (op.created) reply.code(201);
-      return answer;
-    },
-  });
-}
 
 function isLoopback(ip: string): boolean {
   return ip === '::1' || ip.startsWith('127.') || ip.startsWith('::ffff:127.');
@@ -157,14 +86,12 @@ function acceptOauthTokenParameter(api: FastifyInstance, ctx: AppContext): void 
   api.addHook('onRequest', async (req) => {
     const token = (req.query as Params | undefined)?.oauth_token;
     if (token === undefined || req.headers.authorization !== undefined) return;
-    if (httpsOnly && req.protocol !== 'https' && !isLoopback(req.ip)) throw new UnauthorizedError('token_in_query_refused');
+    if (httpsOnly && req.protocol !== 'https' && !isLoopback(req.ip))
+      throw new UnauthorizedError('token_in_query_refused');
     if (typeof token !== 'string') throw new UnauthorizedError('token_malformed');
     req.headers.authorization = `Bearer ${token}`;
   });
 }
-
-/** What the v2 module takes from the hosted-forms module: a form's embed HTML. */
-export type EmbedHtml = (caller: Caller, formId: number) => Promise<{ html: string; url: string }>;
 
 export function v2Api(ctx: AppContext, usage: TokenUsage, embedHtml: EmbedHtml): FastifyPluginAsyncTypebox {
   return async (app) => {

@@ -5,7 +5,7 @@ import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
 import * as service from '../partials/service.js';
 import { SubmissionListQuery } from '../submissions/schemas.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { bool, checked, deleted, encryptionPassword, int, parametersOf, pick, v2List, v2Record } from './wire.js';
 
 function toV2Partial(p: object): Record<string, unknown> {

@@ -45,9 +45,7 @@ const SHAPES = [
   '/smartlist/*/alloptions',
 ];
 
-const PATTERN = new RegExp(
-  `^(?:${SHAPES.map((s) => s.replace(/\*/g, '[^/]+')).join('|')})/?$`,
-);
+const PATTERN = new RegExp(`^(?:${SHAPES.map((s) => s.replace(/\*/g, '[^/]+')).join('|')})/?$`);
 
 /** Whether a path below /api/v2 (without .json) is one of v2's own. */
 export function isV2Path(path: string): boolean {

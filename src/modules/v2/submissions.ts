@@ -21,8 +21,20 @@ import {
 } from '../submissions/schemas.js';
 import { createSubmission, deleteSubmission, updateSubmission } from '../submissions/write.js';
 import { contentDisposition } from '../uploads/routes.js';
-import { v2Route } from './module.js';
-import { bool, checked, deleted, encryptionPassword, int, parametersOf, pick, str, v2List, v2Time, type Params } from './wire.js';
+import { v2Route } from './route.js';
+import {
+  bool,
+  checked,
+  deleted,
+  encryptionPassword,
+  int,
+  parametersOf,
+  pick,
+  str,
+  v2List,
+  v2Time,
+  type Params,
+} from './wire.js';
 
 interface Entry {
   field: number;
@@ -82,7 +94,8 @@ async function fieldValues(
   return given.map(([k, v]) => {
     const id = Number(k.slice(6));
     let value = v;
-    if (typeof v === 'string' && MULTIPLE.has(types.get(id) ?? '')) value = v === '' ? [] : v.split(',').map((s) => s.trim());
+    if (typeof v === 'string' && MULTIPLE.has(types.get(id) ?? ''))
+      value = v === '' ? [] : v.split(',').map((s) => s.trim());
     if (Array.isArray(value)) value = { subvalues: value.map((subvalue) => ({ subvalue })) };
     return { id, value };
   });
@@ -102,7 +115,11 @@ function searchOf(params: Params): Params | undefined {
 const formParams = idParams('formId');
 const submissionParams = idParams('submissionId');
 const downloadParams = Type.Object({ submissionId: Id, fieldId: Id });
-const downloadIndexParams = Type.Object({ submissionId: Id, fieldId: Id, index: Type.Integer({ minimum: 0, maximum: 1000 }) });
+const downloadIndexParams = Type.Object({
+  submissionId: Id,
+  fieldId: Id,
+  index: Type.Integer({ minimum: 0, maximum: 1000 }),
+});
 
 export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
   const deps = submissionsDeps(ctx);
@@ -112,7 +129,8 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
       url: '/form/:formId/submission',
       access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' },
       operationId: 'v2ListSubmissions',
-      summary: 'v2: list submissions (page, per_page, sort, min_time, max_time, search_field_n/search_value_n, data, expand_data)',
+      summary:
+        'v2: list submissions (page, per_page, sort, min_time, max_time, search_field_n/search_value_n, data, expand_data)',
       params: formParams,
       answer: '{"submissions": [submission, …], "total": n, "pages": n}',
       handler: async (req) => {

@@ -10,7 +10,7 @@ import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import type { Caller } from '../permissions/caller.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { checked, deleted, fromV2, parametersOf, v2Record } from './wire.js';
 
 /** Page parameters of v2 lists, as the v2025 names. */

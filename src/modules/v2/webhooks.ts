@@ -5,7 +5,7 @@ import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
 import { WebhookCreate, WebhookUpdate } from '../webhooks/schemas.js';
 import * as service from '../webhooks/service.js';
-import { v2Route } from './module.js';
+import { v2Route } from './route.js';
 import { checked, deleted, fromV2, parametersOf, v2List, v2Record } from './wire.js';
 
 /** A webhook as v2 writes it: snake_case, string ids, the form as `form`. Secrets are never shown but once, on creation. */
