@@ -91,6 +91,11 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     assert.equal(updated.label_position, 'left');
     const back = ok(await call('PUT', `/form/${formId}`, { inactive: false }, 'json'));
     assert.equal(back.inactive, false);
+    // Only meaningless settings: nothing changes, and the form is answered.
+    assert.equal(
+      ok(await call('PUT', `/form/${formId}`, { use_ssl: '1', num_columns: '3' })).timezone,
+      'America/Chicago',
+    );
     // Bad values get the v2025 rule's 400 in the error body.
     assertV2Error(await call('PUT', `/form/${formId}`, { label_position: 'middle' }), 400);
   });

@@ -216,8 +216,10 @@ export function v2FormRoutes(ctx: AppContext, embedHtml: EmbedHtml): FastifyPlug
         const { formId } = req.params as { formId: number };
         const caller = principal(req);
         const current = await service.getForm(ctx, caller, { formId }, false);
-        const input = checked<FormUpdate>(FormUpdate, formInput(parametersOf(req), current.settings));
-        await service.updateForm(ctx, caller, { formId }, input);
+        const given = formInput(parametersOf(req), current.settings);
+        // Only settings that mean nothing here (db, use_ssl, …): nothing to change, as the original saw it.
+        if (Object.keys(given).length > 0)
+          await service.updateForm(ctx, caller, { formId }, checked<FormUpdate>(FormUpdate, given));
         return read(req, caller, true);
       },
     });

@@ -112,10 +112,6 @@ export function v2Api(ctx: AppContext, usage: TokenUsage, embedHtml: EmbedHtml):
         requireBearerToken(api, ctx, usage);
         registerRateLimits(api, ctx.rateLimiter, ctx.config);
         requireAccessRules(api, ctx.db);
-        // The original knows no 422: a request it cannot take is a 400.
-        api.addHook('onSend', async (_req, reply) => {
-          if (reply.statusCode === 422) reply.code(400);
-        });
         await api.register(v2FormRoutes(ctx, embedHtml));
         await api.register(v2FieldRoutes(ctx));
         await api.register(v2SubmissionRoutes(ctx));
