@@ -23,6 +23,8 @@ function listify(value: unknown): unknown {
   const out: Params = {};
   for (const [k, v] of entries) out[k] = listify(v);
   const keys = Object.keys(out);
+  // name[]=a&name[]=b as the query string parser leaves it: {"": [a, b]}.
+  if (keys.length === 1 && keys[0] === '') return Array.isArray(out['']) ? out[''] : [out['']];
   if (keys.length > 0 && keys.every((k) => /^(0|[1-9][0-9]{0,3})$/.test(k))) {
     return keys.sort((x, y) => Number(x) - Number(y)).map((k) => out[k]);
   }
