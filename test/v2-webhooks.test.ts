@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import { assertDeleted, assertV2Error, ok, v2 } from './support/v2.js';
+import { savePartialOf } from './support/partials.js';
+import { assertDeleted, assertV2Error, ok, v2, V2_TIME } from './support/v2.js';
 
 describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
   let app: TestApp;
@@ -80,10 +81,22 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
     assertDeleted(await call('DELETE', `/confirmation/${confirmation.id}.json`), confirmation.id);
   });
 
-  it('lists partial submissions in their wrapper', async () => {
-    const list = ok(await call('GET', `/form/${form.id}/partialsubmission.json`));
-    assert.deepEqual(list.partial_submissions, []);
-    assert.equal(list.total, 0);
-    assertV2Error(await call('GET', '/partialsubmission/2147483647'), 404);
+  it('lists, reads and deletes partial submissions', async () => {
+    assert.deepEqual(ok(await call('GET', `/form/${form.id}/partialsubmission.json`)).partial_submissions, []);
+    const saved = await savePartialOf(app, a, form.id, [{ id: form.fields[0].id, value: 'ann@example.com' }]);
+    const list = ok(await call('GET', `/form/${form.id}/partialsubmission?per_page=5`));
+    assert.equal(list.total, 1);
+    assert.deepEqual(
+      list.partial_submissions.map((p: any) => [p.id, p.form]),
+      [[String(saved.id), String(form.id)]],
+    );
+    const one = ok(await call('GET', `/partialsubmission/${saved.id}.json`));
+    assert.equal(one.id, String(saved.id));
+    assert.match(one.timestamp, V2_TIME);
+    assert.match(one.expires, V2_TIME);
+    assert.equal(one.data[form.fields[0].id].value, 'ann@example.com');
+    assertV2Error(await v2(app, b.token)('GET', `/partialsubmission/${saved.id}`), 404);
+    assertDeleted(await call('DELETE', `/partialsubmission/${saved.id}.json`), saved.id);
+    assertV2Error(await call('GET', `/partialsubmission/${saved.id}`), 404);
   });
 });

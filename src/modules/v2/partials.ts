@@ -6,11 +6,12 @@ import { idParams } from '../../http/schemas.js';
 import * as service from '../partials/service.js';
 import { SubmissionListQuery } from '../submissions/schemas.js';
 import { v2Route } from './route.js';
-import { bool, checked, deleted, encryptionPassword, int, parametersOf, pick, v2List, v2Record } from './wire.js';
+import { toV2Submission } from './submissions.js';
+import { bool, checked, deleted, encryptionPassword, int, parametersOf, pick, v2List, v2Time } from './wire.js';
 
-function toV2Partial(p: object): Record<string, unknown> {
-  const { form_id: form, ...rest } = v2Record(p) as Record<string, unknown>;
-  return { ...rest, form };
+/** A partial submission as v2 writes a submission (data keyed by field id), with when it expires. */
+function toV2Partial(p: Parameters<typeof toV2Submission>[0] & { expires: string }) {
+  return { ...toV2Submission(p), expires: v2Time(p.expires) };
 }
 
 const partialParams = idParams('partialSubmissionId');

@@ -58,9 +58,16 @@ function v2Data(data: Entry[] | Record<string, Entry>): Record<string, unknown> 
   return out;
 }
 
+/** What a submission, a listed one and a partial one share. */
+type SubmissionLike = Omit<Submission | SubmissionListItem, 'latitude' | 'longitude' | 'data'> & {
+  latitude?: number | null;
+  longitude?: number | null;
+  data?: unknown;
+};
+
 /** A submission as v2 writes it: data keyed by field id. */
-export function toV2Submission(s: Submission | SubmissionListItem) {
-  const coord = (n: number | null) => (n === null ? null : String(n));
+export function toV2Submission(s: SubmissionLike) {
+  const coord = (n: number | null | undefined) => (n === null || n === undefined ? null : String(n));
   return {
     id: str(s.id),
     form: str(s.formId),
