@@ -47,20 +47,16 @@ import { Submission, SubmissionListItem } from './modules/submissions/schemas.js
 import { userRoutes } from './modules/users/routes.js';
 import { User } from './modules/users/schemas.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { rewriteV2Url } from './modules/v2/paths.js';
+import { v2Api } from './modules/v2/module.js';
+import { V2_TAG } from './modules/v2/route.js';
 import { Webhook } from './modules/webhooks/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
-/**
- * Older clients call /api/v2/... and may end any path in .json; both are served by the
- * v2025 routes, so there is one implementation and one OpenAPI document.
- */
+/** See rewriteV2Url: v2's own paths, .json and .xml, and the older alias of the v2025 routes. */
 export function rewriteLegacyUrl(url: string): string {
-  if (!/^\/api\/v2(\/|$|\?|\.json)/.test(url) || /^\/api\/v2\/openapi\.json(\?|$)/.test(url)) return url;
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  const rest = q === -1 ? '' : url.slice(q);
-  return `${path.replace(/\.json$/, '').replace(/^\/api\/v2/, API_PREFIX)}${rest}`;
+  return rewriteV2Url(url, API_PREFIX);
 }
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -154,7 +150,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         license: { name: 'MIT', identifier: 'MIT' },
         description:
           'Forms, fields, folders and submissions. Every operation needs `Authorization: Bearer <token>`. ' +
-          'The same operations answer under /api/v2, where any path may end in .json.',
+          'The same operations answer under /api/v2, where any path may end in .json. The operations tagged ' +
+          `"${V2_TAG}" are the original service's v2 API (its paths, form-encoded bodies and answers; docs/v2.md), ` +
+          'at the absolute paths shown.',
       },
       servers: [{ url: `${ctx.config.publicUrl}${API_PREFIX}` }],
       components: {
@@ -197,8 +195,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     transformObject: (documents) => {
       const doc = (documents as { openapiObject?: Record<string, unknown> }).openapiObject ?? {};
       const paths = (doc.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
+      // v2's operations keep their full /api/v2 path: they are served from the host itself.
+      for (const [path, item] of Object.entries(paths))
+        if (path.startsWith('/api/v2/')) (item as Record<string, unknown>).servers = [{ url: ctx.config.publicUrl }];
       for (const item of Object.values(paths))
         for (const op of Object.values(item)) {
+          if (typeof op !== 'object' || op === null || Array.isArray(op)) continue;
           const body = op.requestBody as { required?: boolean } | undefined;
           if (op['x-formwork-body-optional'] === true && body) body.required = false;
         }
@@ -262,6 +264,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     { prefix: API_PREFIX },
   );
+  // The original service's v2 API, translated onto the same services (docs/v2.md).
+  await app.register(v2Api(ctx, usage, hosted.html));
 
   return app;
 }

@@ -124,6 +124,11 @@ export const ERRORS = {
   token_missing: { status: 401, message: 'Send an access token as Authorization: Bearer <token>' },
   token_malformed: { status: 401, message: 'The Authorization header is not a bearer token' },
   token_invalid: { status: 401, message: 'The access token is unknown, expired or revoked' },
+  token_in_query_refused: {
+    status: 401,
+    message: 'An oauth_token query parameter is taken only over HTTPS; send the token as Authorization: Bearer <token>',
+    note: '/api/v2 only, when PUBLIC_URL is https and the request came neither over HTTPS nor from this machine',
+  },
   encryption_password_invalid: { status: 401, message: 'The encryption password of this form is wrong' },
   // 403
   insufficient_scope: { status: 403, message: 'The access token was not granted the scope this needs' },
@@ -199,6 +204,11 @@ export const ERRORS = {
   body_timeout: { status: 408, message: 'The request body did not arrive in time; the connection is closed' },
   upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },
   payload_too_large: { status: 413, message: 'The request body is larger than this service accepts' },
+  not_acceptable: {
+    status: 406,
+    message: 'This service answers in JSON only: end the path in .json or in nothing',
+    note: '/api/v2 paths ending in .xml',
+  },
   uri_too_long: { status: 414, message: 'A part of the request path is too long' },
   file_too_large: { status: 413, message: 'The file is larger than this field allows' },
   unsupported_media_type: { status: 415, message: 'Send the request body as application/json' },

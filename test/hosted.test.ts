@@ -347,15 +347,14 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
         bySearch.body.partialSubmissions.map((p: any) => p.id),
         [first.id],
       );
-      const legacy = await app.request(
-        'GET',
-        `/api/v2/form/${form.id}/partialsubmission.json?pageSize=1&pageNumber=2`,
-        {
-          token: owner.token,
-        },
-      );
+      // The v2 path answers in v2's names and shape (docs/v2.md).
+      const legacy = await app.request('GET', `/api/v2/form/${form.id}/partialsubmission.json?per_page=1&page=2`, {
+        token: owner.token,
+      });
       assert.equal(legacy.status, 200);
       assert.equal(legacy.body.pages, 2);
+      assert.equal(legacy.body.partial_submissions.length, 1);
+      assert.equal(typeof legacy.body.partial_submissions[0].id, 'string');
       const one = await owner.get(`/partialsubmission/${first.id}`);
       assert.equal(one.status, 200);
       assert.equal(one.body.data[0].displayValue, 'Ann Able');

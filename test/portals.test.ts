@@ -118,9 +118,10 @@ describe(`portals (${dialectName})`, () => {
     expectError(await a.put(`/portal/${created.id}`, { name: '' }), 400, 'validation_failed');
     expectError(await a.post('/portal', { name: 'x', users: [] }), 400, 'validation_failed');
 
-    // The /api/v2 forms.
+    // The /api/v2 path answers the same portal in v2's manner (docs/v2.md).
     const legacy = await app.request('GET', `/api/v2/portal/${created.id}.json`, { token: a.token });
-    assert.deepEqual(legacy.body, ok(await a.get(`/portal/${created.id}`)));
+    assert.equal(legacy.body.id, String(created.id));
+    assert.equal(legacy.body.name, ok(await a.get(`/portal/${created.id}`)).name);
 
     for (const res of [
       await b.get(`/portal/${created.id}`),

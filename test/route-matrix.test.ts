@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { API_PREFIX } from '../src/app.js';
+import { isV2Path } from '../src/modules/v2/paths.js';
 import { hashToken, newToken } from '../src/crypto/secrets.js';
 import { insertToken, revokeToken } from '../src/modules/accounts/repository.js';
 import { createPersonalToken, PAT_PREFIX } from '../src/modules/accounts/service.js';
@@ -60,6 +61,15 @@ const ID_PROPERTIES: Record<string, string> = {
 };
 const idKindOf = (name: string): string | undefined =>
   ID_PROPERTIES[name] ?? (/^[a-z]\w*Id$/.test(name) ? name : undefined);
+
+/**
+ * The original service's v2 operations (tag "v2 (original service)", docs/v2.md) sit at their
+ * full /api/v2 paths. They read form-encoded or JSON bodies and ignore names they do not know,
+ * as the original did, so the checks of strict JSON bodies and query strings are not theirs;
+ * every other matrix is.
+ */
+const isV2 = (op: { path: string }) => op.path.startsWith('/api/v2/');
+const base = (op: { path: string }) => (isV2(op) ? '' : API_PREFIX);
 
 const BAD_PATH_IDS = ['abc', '1.5', '0', '-1', '99999999999'];
 
@@ -836,7 +846,7 @@ describe(`route matrix (${dialectName})`, () => {
 
     for (const op of operations) {
       it(`${op.key} answers 401 without a live token`, async () => {
-        const url = `${API_PREFIX}${fillPath(op, first(aIds))}`;
+        const url = `${base(op)}${fillPath(op, first(aIds))}`;
         const body = validBody(op, first(aIds));
         for (const v of variants) {
           const res = await call(op.method, url, { headers: v.headers, body }, v.name);
@@ -847,7 +857,7 @@ describe(`route matrix (${dialectName})`, () => {
           assertError(res, 401, `${op.key} with an ${v.name}`, 'token_invalid');
         }
         // Authentication comes first: bad input says nothing to a caller without a token.
-        const badUrl = `${API_PREFIX}${fillPath(op, {}, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;
+        const badUrl = `${base(op)}${fillPath(op, {}, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;
         const res = await call(op.method, `${badUrl}?bogus=1`, op.body ? { raw: '{bad' } : {}, 'no token, bad input');
         assertError(res, 401, `${op.key} with no token and bad input`, 'token_missing');
       });
@@ -861,7 +871,7 @@ describe(`route matrix (${dialectName})`, () => {
       it(`${op.key} with A's ids answers 404 to B`, async (t) => {
         let checked = 0;
         const expect404 = async (ids: Ids, query: string, body: unknown, what: string) => {
-          const url = `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`;
+          const url = `${base(op)}${fillPath(op, ids)}${withQuery(op, query)}`;
           const res = await call(op.method, url, { token: b.token, body }, what);
           assertError(res, 404, `${op.key} by B ${what} (${url})`);
           assert.ok(!res.text.includes(MARK), `${op.key} by B ${what} shows A's data`);
@@ -890,7 +900,7 @@ describe(`route matrix (${dialectName})`, () => {
           for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
             const res = await call(
               'GET',
-              `${API_PREFIX}${op.path}${withQuery(op, query)}`,
+              `${base(op)}${op.path}${withQuery(op, query)}`,
               { token: b.token },
               'B lists',
             );
@@ -909,13 +919,13 @@ describe(`route matrix (${dialectName})`, () => {
   describe('bad input', () => {
     for (const op of operations) {
       const ids = () => first(aIds);
-      const url = () => `${API_PREFIX}${fillPath(op, ids())}`;
+      const url = () => `${base(op)}${fillPath(op, ids())}`;
 
       if (op.pathParams.length > 0) {
         it(`${op.key} rejects bad path ids`, async () => {
           for (const param of op.pathParams) {
             for (const bad of [...BAD_PATH_IDS, ...MISSPELT_NUMBERS]) {
-              const path = `${API_PREFIX}${fillPath(op, ids(), { [param]: bad })}`;
+              const path = `${base(op)}${fillPath(op, ids(), { [param]: bad })}`;
               const res = await call(
                 op.method,
                 path,
@@ -939,7 +949,7 @@ describe(`route matrix (${dialectName})`, () => {
           const expect404 = async (path: string, query: string, sent: unknown, what: string) => {
             const res = await call(
               op.method,
-              `${API_PREFIX}${path}${withQuery(op, query)}`,
+              `${base(op)}${path}${withQuery(op, query)}`,
               { token: a.token, body: sent },
               what,
             );
@@ -960,7 +970,7 @@ describe(`route matrix (${dialectName})`, () => {
         });
       }
 
-      if (op.body) {
+      if (op.body && !isV2(op)) {
         it(`${op.key} rejects bodies that are not a valid JSON object`, async () => {
           const valid = JSON.stringify(validBody(op, ids()));
           const cases: {
@@ -1049,7 +1059,7 @@ describe(`route matrix (${dialectName})`, () => {
         }
       }
 
-      if (op.query.length > 0) {
+      if (op.query.length > 0 && !isV2(op)) {
         it(`${op.key} rejects unknown query values`, async () => {
           const body = validBody(op, ids());
           const send = async (query: string, what: string, property: string) => {
@@ -1095,7 +1105,7 @@ describe(`route matrix (${dialectName})`, () => {
         };
         for (const param of op.pathParams) {
           await refused(
-            `${API_PREFIX}${fillPath(op, ids(), { [param]: '\u0000' })}`,
+            `${base(op)}${fillPath(op, ids(), { [param]: '\u0000' })}`,
             { body },
             `NUL as ${param}`,
             `path.${param}`,
@@ -1170,7 +1180,9 @@ describe(`route matrix (${dialectName})`, () => {
       assert.deepEqual({ ...res.body, servers: doc.servers }, doc);
     });
 
-    for (const op of operations.filter((o) => o.method === 'GET')) {
+    // v2025 operations whose path v2 has too (/form/{formId}/webhook, /portal/{portalId}, …) answer there in v2's manner.
+    const aliased = operations.filter((o) => !isV2(o) && !isV2Path(o.path.replace(/\{\w+\}/g, '1')));
+    for (const op of aliased.filter((o) => o.method === 'GET')) {
       it(`${op.key} reads the same under /api/v2, with and without .json`, async () => {
         const ids = first(aIds);
         const flags = op.query.filter(
@@ -1179,7 +1191,7 @@ describe(`route matrix (${dialectName})`, () => {
         for (const query of ['', ...flags.map((f) => `?${f.name}=true`)]) {
           const current = await call(
             'GET',
-            `${API_PREFIX}${fillPath(op, ids)}${withQuery(op, query)}`,
+            `${base(op)}${fillPath(op, ids)}${withQuery(op, query)}`,
             { token: a.token },
             'v2025',
           );
@@ -1194,7 +1206,7 @@ describe(`route matrix (${dialectName})`, () => {
       });
     }
 
-    for (const op of operations) {
+    for (const op of aliased) {
       it(`${op.key} under /api/v2 checks tokens, accounts and ids too`, async () => {
         const ids = first(aIds);
         const body = validBody(op, ids);

@@ -305,18 +305,19 @@ describe(`webhooks (${dialectName})`, () => {
       assert.equal((await ok(a.get(`/webhook/${hook.id}`), 'back with its form')).id, hook.id);
     });
 
-    it('answers under /api/v2 with .json too', async () => {
+    it('answers under /api/v2 with .json too, in v2 shapes (docs/v2.md)', async () => {
       const form = await makeForm(a);
       const created = await app.request('POST', `/api/v2/form/${form.id}/webhook.json`, {
         token: a.token,
         body: { url: 'https://example.com/legacy' },
       });
-      assert.equal(created.status, 200, created.text);
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.body.form, String(form.id));
       const read = await app.request('GET', `/api/v2/webhook/${created.body.id}.json`, { token: a.token });
       assert.equal(read.status, 200, read.text);
       assert.equal(read.body.url, 'https://example.com/legacy');
       const gone = await app.request('DELETE', `/api/v2/webhook/${created.body.id}.json`, { token: a.token });
-      assert.equal(gone.status, 200, gone.text);
+      assert.deepEqual(gone.body, { success: '1', id: created.body.id });
     });
 
     it('needs the edit level on the form for a member, even to read', async () => {

@@ -6,6 +6,7 @@ import { ForbiddenError } from '../errors.js';
 import { isAdminRole, LEVEL_MEANINGS, levelAtLeast, type Level } from '../modules/permissions/levels.js';
 import {
   formOfEmail,
+  formOfField,
   formOfPartial,
   formOfSubmission,
   formOfWebhook,
@@ -36,11 +37,13 @@ export interface RouteAccess {
   scope: Scope;
   role?: 'admin';
   level?: Level;
-  formFrom?: 'formId' | 'submissionId' | 'webhookId' | 'confirmationId' | 'notificationId' | 'partialSubmissionId';
+  formFrom?:
+    'formId' | 'fieldId' | 'submissionId' | 'webhookId' | 'confirmationId' | 'notificationId' | 'partialSubmissionId';
 }
 
 /** How the form of a request is found from the path parameter that formFrom names, when it is not formId. */
 const FORM_OF: Record<Exclude<NonNullable<RouteAccess['formFrom']>, 'formId'>, FormLookup> = {
+  fieldId: formOfField,
   submissionId: formOfSubmission,
   webhookId: formOfWebhook,
   confirmationId: (db, accountId, id) => formOfEmail(db, accountId, 'confirmation', id),

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
+import type { Caller } from '../permissions/caller.js';
 import { errors, Id, idParams } from '../../http/schemas.js';
 import { MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
 import { escapeHtml } from './escape.js';
@@ -52,6 +53,23 @@ const PrefillBody = Type.Object(
 );
 
 /** The token API's side of hosted forms: embed HTML, prefill URLs and page statistics. */
+/** A form's HTML to embed in another page (GET /forms/{formId}/html, and the v2 /form/{id}/html). */
+export async function embedHtml(ctx: AppContext, deps: service.HostedDeps, caller: Caller, formId: number) {
+  const def = await service.apiForm(deps, caller, { formId });
+  const base = ctx.config.publicUrl;
+  const assets = await assetUrls(base);
+  const form = await service.formHtml(deps, def, { base });
+  // The form's theme (docs/themes.md) comes after the page's own sheet.
+  const theme = `${base}${service.themeAssets(def.form.view_key, def.theme).css}`;
+  return {
+    formId: def.form.id,
+    url: `${base}/f/${def.form.view_key}`,
+    html: `<link rel="stylesheet" href="${assets.css}">\n<link rel="stylesheet" href="${escapeHtml(theme)}">\n<script src="${assets.js}" defer></script>\n${form}`,
+    styles: [assets.css, theme],
+    scripts: [assets.js],
+  };
+}
+
 export function hostedApiRoutes(ctx: AppContext, deps: service.HostedDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
@@ -80,21 +98,7 @@ export function hostedApiRoutes(ctx: AppContext, deps: service.HostedDeps): Fast
           },
         },
       },
-      async (req) => {
-        const def = await service.apiForm(deps, principal(req), { formId: req.params.formId });
-        const base = ctx.config.publicUrl;
-        const assets = await assetUrls(base);
-        const form = await service.formHtml(deps, def, { base });
-        // The form's theme (docs/themes.md) comes after the page's own sheet.
-        const theme = `${base}${service.themeAssets(def.form.view_key, def.theme).css}`;
-        return {
-          formId: def.form.id,
-          url: `${base}/f/${def.form.view_key}`,
-          html: `<link rel="stylesheet" href="${assets.css}">\n<link rel="stylesheet" href="${escapeHtml(theme)}">\n<script src="${assets.js}" defer></script>\n${form}`,
-          styles: [assets.css, theme],
-          scripts: [assets.js],
-        };
-      },
+      (req) => embedHtml(ctx, deps, principal(req), req.params.formId),
     );
 
     app.post(

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { partialRoutes } from '../partials/routes.js';
 import { submissionsDeps } from '../submissions/definitions.js';
-import { hostedApiRoutes } from './api-routes.js';
+import { embedHtml, hostedApiRoutes } from './api-routes.js';
+import type { Caller } from '../permissions/caller.js';
 import { PageCounters } from './counters.js';
 import { hostedPageRoutes } from './routes.js';
 import { hostedDeps } from './service.js';
@@ -18,5 +19,11 @@ export function hostedForms(ctx: AppContext, onError: (error: unknown) => void) 
     await app.register(hostedApiRoutes(ctx, deps));
     await app.register(partialRoutes(ctx));
   };
-  return { pages: hostedPageRoutes(ctx, deps), api, close: () => counters.close() };
+  return {
+    pages: hostedPageRoutes(ctx, deps),
+    api,
+    /** The embed HTML of a form, for the v2 /form/{id}/html. */
+    html: (caller: Caller, formId: number) => embedHtml(ctx, deps, caller, formId),
+    close: () => counters.close(),
+  };
 }

@@ -121,3 +121,14 @@ export async function deletePermission(
     .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
+
+/** The form a field of the account belongs to (the v2 paths /field/{id} name no form). */
+export async function formOfField(db: Executor, accountId: number, fieldId: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('fields')
+    .select('form_id')
+    .where('id', '=', fieldId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.form_id;
+}

@@ -116,3 +116,9 @@ export function easternDay(utcMs: number): Pick<WallTime, 'year' | 'month' | 'da
   const local = new Date(utcMs + offsetMinutes(utcMs) * 60_000);
   return { year: local.getUTCFullYear(), month: local.getUTCMonth() + 1, day: local.getUTCDate() };
 }
+
+/** An instant as the original service's v2 API writes times: `YYYY-MM-DD HH:MM:SS` in Eastern Time. */
+export function easternDateTime(utcMs: number): string {
+  const local = new Date(Math.floor(utcMs / 1000) * 1000 + offsetMinutes(utcMs) * 60_000);
+  return local.toISOString().slice(0, 19).replace('T', ' ');
+}

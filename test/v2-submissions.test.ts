@@ -1,0 +1,162 @@
+/** The v2 submission paths, the count and the file download (docs/v2.md). */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import {
+  assertDeleted,
+  assertShape,
+  assertV2Error,
+  LIST_SHAPE,
+  ok,
+  SUBMISSION_SHAPE,
+  v2,
+  V2_TIME,
+} from './support/v2.js';
+
+const PASSWORD = 'correct horse battery';
+
+describe(`v2 submissions (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let b: TestAccount;
+  let call: ReturnType<typeof v2>;
+  let formId: number;
+  const f = { Name: 0, Note: 0, Extras: 0, File: 0 };
+
+  before(async () => {
+    app = await startTestApp();
+    [a, b] = await Promise.all([app.account('A'), app.account('B')]);
+    call = v2(app, a.token);
+    const form = ok(
+      await a.post('/forms', {
+        name: 'Order',
+        fields: [
+          { type: 'name', label: 'Name' },
+          { type: 'text', label: 'Note' },
+          {
+            type: 'checkbox',
+            label: 'Extras',
+            options: [
+              { label: 'Bag', value: 'bag' },
+              { label: 'Card', value: 'card' },
+            ],
+          },
+          { type: 'file', label: 'File' },
+        ],
+      }),
+    );
+    formId = form.id;
+    for (const field of form.fields) (f as Record<string, number>)[field.label] = field.id;
+  });
+  after(() => app.close());
+
+  let made: any;
+  it('submits form-encoded field_<id> values, subfields in brackets, a checkbox comma-separated', async () => {
+    made = ok(
+      await call('POST', `/form/${formId}/submission.json`, {
+        [`field_${f.Name}`]: { first: 'Ada', last: 'Lovelace' },
+        [`field_${f.Note}`]: 'first note',
+        [`field_${f.Extras}`]: 'bag,card',
+        [`field_${f.File}`]: `note.txt;${Buffer.from('hello').toString('base64')}`,
+      }),
+      201,
+    );
+    assertShape(made, SUBMISSION_SHAPE, 'submission');
+    assert.equal(made.form, String(formId));
+    assert.equal(made.data[f.Name].value.first, 'Ada');
+    assert.equal(made.data[f.Note].value, 'first note');
+    assert.deepEqual(made.data[f.Extras].value, ['bag', 'card']);
+    // Round trip: the same data through v2025.
+    const same = ok(await a.get(`/submissions/${made.id}`));
+    assert.deepEqual(same.data.find((d: any) => d.field === f.Name).value, { first: 'Ada', last: 'Lovelace' });
+  });
+
+  it('submits JSON with subfields as an object and a checkbox as a list; labelled JSON but form-encoded too', async () => {
+    const json = ok(
+      await call(
+        'POST',
+        `/form/${formId}/submission`,
+        { [`field_${f.Name}`]: { first: 'Grace', last: 'Hopper' }, [`field_${f.Extras}`]: ['card'] },
+        'json',
+      ),
+      201,
+    );
+    assert.deepEqual(json.data[f.Extras].value, ['card']);
+    const labelled = ok(
+      await call(
+        'POST',
+        `/form/${formId}/submission`,
+        { [`field_${f.Note}`]: 'labelled', [`field_${f.Extras}`]: ['bag'] },
+        'form-as-json',
+      ),
+      201,
+    );
+    assert.equal(labelled.data[f.Note].value, 'labelled');
+    assertV2Error(await call('POST', `/form/${formId}/submission`, { [`field_${f.Extras}`]: 'nothing-like-it' }), 400);
+  });
+
+  it('lists with the submissions wrapper, data keyed by field id, search, sort and times', async () => {
+    for (const path of [`/form/${formId}/submission`, `/form/${formId}/submission.json`]) {
+      const list = ok(await call('GET', `${path}?per_page=2&page=1&sort=ASC&data=1`));
+      assertShape(list, LIST_SHAPE, 'list');
+      assert.equal(list.total, 3);
+      assert.equal(list.pages, 2);
+      assert.equal(list.submissions[0].id, made.id);
+      assert.equal(list.submissions[0].data[f.Note].value, 'first note');
+      assert.match(list.submissions[0].timestamp, V2_TIME);
+    }
+    const found = ok(
+      await call('GET', `/form/${formId}/submission.json?search_field_0=${f.Note}&search_value_0=labelled`),
+    );
+    assert.equal(found.total, 1);
+    const none = ok(await call('GET', `/form/${formId}/submission.json?min_time=2999-01-01%2000:00:00`));
+    assert.equal(none.total, 0);
+    const plain = ok(await call('GET', `/form/${formId}/submission.json`));
+    assert.equal('data' in plain.submissions[0], false);
+    const count = ok(await call('GET', `/form/${formId}/count.json`));
+    assert.deepEqual(count, { id: String(formId), count: 3 });
+  });
+
+  it('reads, edits and deletes a submission; edits through v2025 show in v2', async () => {
+    for (const path of [`/submission/${made.id}`, `/submission/${made.id}.json`])
+      assertShape(ok(await call('GET', path)), SUBMISSION_SHAPE, path);
+    const edited = ok(await call('PUT', `/submission/${made.id}.json`, { [`field_${f.Note}`]: 'edited in v2' }));
+    assert.equal(edited.data[f.Note].value, 'edited in v2');
+    ok(await a.put(`/submissions/${made.id}`, { fields: [{ id: f.Note, value: 'edited in v2025' }] }));
+    assert.equal(ok(await call('GET', `/submission/${made.id}`)).data[f.Note].value, 'edited in v2025');
+    const file = await app.request('GET', `/api/v2/download/${made.id}/${f.File}`, { token: a.token });
+    assert.equal(file.status, 200);
+    assert.equal(file.text, 'hello');
+    assertV2Error(await call('GET', `/download/${made.id}/${f.File}/1`), 404);
+    const theirs = v2(app, b.token);
+    assertV2Error(await theirs('GET', `/submission/${made.id}`), 404);
+    assertV2Error(await theirs('GET', `/download/${made.id}/${f.File}`), 404);
+    assertV2Error(await theirs('GET', `/form/${formId}/submission`), 404);
+    assertDeleted(await call('DELETE', `/submission/${made.id}.json`), made.id);
+    assertV2Error(await call('GET', `/submission/${made.id}`), 404);
+  });
+
+  it('reads an encrypted form with encryption_password as a parameter or the header', async () => {
+    const form = ok(
+      await call('POST', '/form', { name: 'Sealed', encrypted: '1', encryption_password: PASSWORD }),
+      201,
+    );
+    assert.equal(form.encrypted, true);
+    const field = ok(await call('POST', `/form/${form.id}/field`, { field_type: 'text', label: 'Secret' }), 201);
+    const s = ok(await call('POST', `/form/${form.id}/submission`, { [`field_${field.id}`]: 'hidden' }), 201);
+    assertV2Error(await call('GET', `/submission/${s.id}`), 401);
+    assert.equal(
+      ok(await call('GET', `/submission/${s.id}.json?encryption_password=${encodeURIComponent(PASSWORD)}`)).data[
+        field.id
+      ].value,
+      'hidden',
+    );
+    assert.equal(
+      ok(await call('GET', `/submission/${s.id}`, undefined, 'form', { 'x-fs-encryption-password': PASSWORD })).data[
+        field.id
+      ].value,
+      'hidden',
+    );
+    assertV2Error(await call('GET', `/submission/${s.id}?encryption_password=wrong-password`), 401);
+  });
+});
