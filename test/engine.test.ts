@@ -33,6 +33,7 @@ const OPERATIONS = [
   'clearFullText',
   'matchFullText',
   'pageFullText',
+  'insertedIds',
   'notifies',
   'notify',
   'listen',

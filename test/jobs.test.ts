@@ -444,6 +444,27 @@ describe(`background jobs (${dialectName})`, () => {
     }
   });
 
+  it('answers the ids of jobs enqueued together in the order given, each the id of its own row', async () => {
+    const first = testJob('test.ids-first');
+    const second = testJob('test.ids-second');
+    const before = await enqueue(ctx.db, first, 'alone');
+    const ids = await transact(ctx.db, (trx) =>
+      enqueueAll(trx, [jobOf(second, 'a'), jobOf(first, 'b'), jobOf(second, 'c')]),
+    );
+    assert.equal(ids.length, 3);
+    assert.ok(ids[0]! > before);
+    const rows = await Promise.all(ids.map((id) => jobRow(ctx, id)));
+    assert.deepEqual(
+      rows.map((r) => [r.kind, JSON.parse(r.payload)]),
+      [
+        ['test.ids-second', 'a'],
+        ['test.ids-first', 'b'],
+        ['test.ids-second', 'c'],
+      ],
+    );
+    assert.equal((await jobRow(ctx, before)).payload, '"alone"');
+  });
+
   it('claims no more jobs than it asks for, on either database', async () => {
     const many = testJob('test.many');
     await enqueueAll(

@@ -1,4 +1,12 @@
-import type { Expression, Kysely, RawBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
+import type {
+  Expression,
+  InsertQueryBuilder,
+  InsertResult,
+  Kysely,
+  RawBuilder,
+  SelectQueryBuilder,
+  SqlBool,
+} from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor } from './transaction.js';
 
@@ -75,6 +83,14 @@ export interface SqlEngine {
     terms: SearchTerm[],
     page: SearchPage,
   ): Promise<{ ids: number[]; total: number } | undefined>;
+  /**
+   * Runs an INSERT of `count` rows into a table whose `id` the database assigns, and answers
+   * their ids in the order given.
+   */
+  insertedIds<T extends keyof Database>(
+    query: InsertQueryBuilder<Database, T, InsertResult>,
+    count: number,
+  ): Promise<number[]>;
   /** Whether listen delivers anything: notifications that cross processes. */
   readonly notifies: boolean;
   /** Sends payload on channel when the transaction commits (nothing where there are no notifications). */

@@ -45,6 +45,12 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     clearFullText: async () => {},
     matchFullText: (terms) => sql<SqlBool>`submissions.search_vector @@ ${tsQuery(terms)}::tsquery`,
     pageFullText: async () => undefined,
+    async insertedIds(query, count) {
+      const rows = await query.returning(sql<number>`id`.as('id')).execute();
+      if (rows.length !== count) throw new Error(`INSERT wrote ${rows.length} rows, not ${count}`);
+      // Ids grow with the rows' order in one INSERT (a serial); RETURNING's own order is not promised.
+      return rows.map((r) => r.id).sort((a, b) => a - b);
+    },
     notifies: true,
     rowLocks: true,
     // Delivered when the transaction commits and dropped when it rolls back.

@@ -49,6 +49,14 @@ export const sqliteEngine: SqlEngine = {
     ]);
     return { ids: ids.rows.map((r) => r.id), total };
   },
+  // Counted back from the last row's id: one statement's rows take consecutive ids under the
+  // one writer. RETURNING would make the INSERT a statement transaction, and opening one
+  // flushes FTS5's pending terms of the whole write transaction inside it: an event's outbox
+  // INSERT after a submission's index write cost about 50 µs that way against 10 without.
+  async insertedIds(query, count) {
+    const last = Number((await query.executeTakeFirstOrThrow()).insertId);
+    return Array.from({ length: count }, (_, i) => last - count + 1 + i);
+  },
   // Its one connection makes a worker's claim wait for the enqueuing transaction to end: polling finds the job.
   notifies: false,
   rowLocks: false,

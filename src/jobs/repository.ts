@@ -14,25 +14,17 @@ export interface NewJobRow {
 }
 
 export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
-  const row = await db
-    .insertInto('jobs')
-    .values({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
+  return (await insertJobs(db, [job]))[0]!;
 }
 
 /** Several jobs in one statement; their ids in the order given. */
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
-  const rows = await db
+  const insert = db
     .insertInto('jobs')
     .values(
       jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
-    )
-    .returning('id')
-    .execute();
-  // Ids grow with the rows' order in one INSERT (an autoincrement key and a serial alike); RETURNING's own order is not promised.
-  return rows.map((r) => r.id).sort((a, b) => a - b);
+    );
+  return engineOf(db).insertedIds(insert, jobs.length);
 }
 
 /**
