@@ -33,7 +33,7 @@ const OPERATIONS = [
   'clearFullText',
   'matchFullText',
   'pageFullText',
-  'insertedIds',
+  'insertRows',
   'notifies',
   'notify',
   'listen',

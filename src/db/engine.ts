@@ -1,12 +1,4 @@
-import type {
-  Expression,
-  InsertQueryBuilder,
-  InsertResult,
-  Kysely,
-  RawBuilder,
-  SelectQueryBuilder,
-  SqlBool,
-} from 'kysely';
+import type { Expression, Insertable, Kysely, RawBuilder, SelectQueryBuilder, SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor } from './transaction.js';
 
@@ -23,6 +15,9 @@ export interface SearchPage {
   offset: number;
   knownTotal?: number;
 }
+
+/** The tables whose rows the database numbers (an autoincrement key, a serial). */
+export type TableWithId = 'jobs';
 
 /** A connection that receives notifications until closed. */
 export interface Listener {
@@ -83,13 +78,11 @@ export interface SqlEngine {
     terms: SearchTerm[],
     page: SearchPage,
   ): Promise<{ ids: number[]; total: number } | undefined>;
-  /**
-   * Runs an INSERT of `count` rows into a table whose `id` the database assigns, and answers
-   * their ids in the order given.
-   */
-  insertedIds<T extends keyof Database>(
-    query: InsertQueryBuilder<Database, T, InsertResult>,
-    count: number,
+  /** Inserts rows into a table whose `id` the database assigns; answers their ids in the order given. */
+  insertRows<T extends TableWithId>(
+    db: Executor,
+    table: T,
+    rows: readonly Insertable<Database[T]>[],
   ): Promise<number[]>;
   /** Whether listen delivers anything: notifications that cross processes. */
   readonly notifies: boolean;

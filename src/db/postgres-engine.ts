@@ -45,11 +45,10 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     clearFullText: async () => {},
     matchFullText: (terms) => sql<SqlBool>`submissions.search_vector @@ ${tsQuery(terms)}::tsquery`,
     pageFullText: async () => undefined,
-    async insertedIds(query, count) {
-      const rows = await query.returning(sql<number>`id`.as('id')).execute();
-      if (rows.length !== count) throw new Error(`INSERT wrote ${rows.length} rows, not ${count}`);
+    async insertRows(db, table, rows) {
+      const inserted = await db.insertInto(table).values(rows).returning('id').execute();
       // Ids grow with the rows' order in one INSERT (a serial); RETURNING's own order is not promised.
-      return rows.map((r) => r.id).sort((a, b) => a - b);
+      return inserted.map((r) => r.id).sort((a, b) => a - b);
     },
     notifies: true,
     rowLocks: true,

@@ -49,13 +49,15 @@ export const sqliteEngine: SqlEngine = {
     ]);
     return { ids: ids.rows.map((r) => r.id), total };
   },
-  // Counted back from the last row's id: one statement's rows take consecutive ids under the
-  // one writer. RETURNING would make the INSERT a statement transaction, and opening one
-  // flushes FTS5's pending terms of the whole write transaction inside it: an event's outbox
-  // INSERT after a submission's index write cost about 50 µs that way against 10 without.
-  async insertedIds(query, count) {
-    const last = Number((await query.executeTakeFirstOrThrow()).insertId);
-    return Array.from({ length: count }, (_, i) => last - count + 1 + i);
+  // One single-row INSERT per row, without RETURNING: either a multi-row INSERT or RETURNING
+  // makes the statement a statement transaction, and opening one flushes FTS5's pending terms
+  // of the write transaction inside it. An event's two outbox rows after a submission's index
+  // write cost about 50 µs that way against 20 (the write batcher's savepoints flush them anyway).
+  async insertRows(db, table, rows) {
+    const ids: number[] = [];
+    for (const row of rows)
+      ids.push(Number((await db.insertInto(table).values(row).executeTakeFirstOrThrow()).insertId));
+    return ids;
   },
   // Its one connection makes a worker's claim wait for the enqueuing transaction to end: polling finds the job.
   notifies: false,

@@ -17,14 +17,13 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
   return (await insertJobs(db, [job]))[0]!;
 }
 
-/** Several jobs in one statement; their ids in the order given. */
+/** Several jobs; their ids in the order given. */
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
-  const insert = db
-    .insertInto('jobs')
-    .values(
-      jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
-    );
-  return engineOf(db).insertedIds(insert, jobs.length);
+  return engineOf(db).insertRows(
+    db,
+    'jobs',
+    jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
+  );
 }
 
 /**
