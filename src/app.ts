@@ -47,7 +47,9 @@ import { Submission, SubmissionListItem } from './modules/submissions/schemas.js
 import { userRoutes } from './modules/users/routes.js';
 import { User } from './modules/users/schemas.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { docmergeRoutes } from './modules/docmerge/routes.js';
 import { Webhook } from './modules/webhooks/schemas.js';
+import { Docmerge } from './modules/docmerge/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
@@ -124,6 +126,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     OAuthClient,
     PersonalToken,
     Webhook,
+    Docmerge,
     Confirmation,
     Notification,
     MailMessage,
@@ -254,6 +257,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(oauthClientRoutes(ctx));
       await api.register(tokenRoutes(ctx));
       await api.register(webhookRoutes(ctx));
+      await api.register(docmergeRoutes(ctx));
       await api.register(smartListRoutes(ctx));
       await api.register(themeRoutes(ctx));
       await api.register(subaccountRoutes(ctx));
