@@ -456,6 +456,10 @@ describe(`document merge (${dialectName})`, () => {
     await worker.runDue();
     const [document] = await documents(submission.id, withPassword);
     assert.ok(document);
+    assert.deepEqual(
+      (await runs(sealed.id, integration.id)).map((r: any) => r.outcome),
+      ['made'],
+    );
     const row = await ctx.db
       .selectFrom('docmerge_documents')
       .selectAll()

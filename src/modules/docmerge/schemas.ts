@@ -2,8 +2,10 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Id, PageNumber, PageSize, StringEnum, Timestamp, listBody } from '../../http/schemas.js';
 import { FieldLogic } from '../fields/schemas.js';
 
-/** The largest template accepted, in bytes (before base64). */
+/** The largest template accepted, in bytes (before base64), by fileKey. */
 export const MAX_TEMPLATE_BYTES = 5 * 1024 * 1024;
+/** Base64 characters of an inline template: it must fit in the default BODY_LIMIT (1 MiB) with the rest of the body. */
+export const MAX_INLINE_TEMPLATE_CHARS = 1_000_000;
 /** Integrations one form may hold. */
 export const MAX_INTEGRATIONS_PER_FORM = 20;
 
@@ -18,8 +20,10 @@ const TemplateInput = Type.Object(
     content: Type.Optional(
       Type.String({
         minLength: 1,
-        maxLength: Math.ceil(MAX_TEMPLATE_BYTES / 3) * 4 + 64,
-        description: `The template's bytes in base64 (at most ${MAX_TEMPLATE_BYTES} bytes); give this or fileKey`,
+        maxLength: MAX_INLINE_TEMPLATE_CHARS,
+        description:
+          `The template's bytes in base64 (at most ${MAX_INLINE_TEMPLATE_CHARS} characters, within BODY_LIMIT); ` +
+          `give this or fileKey, which takes templates up to ${MAX_TEMPLATE_BYTES} bytes`,
       }),
     ),
     fileKey: Type.Optional(
@@ -127,8 +131,16 @@ export const DocmergeList = listBody('integrations', Type.Ref(Docmerge));
 export const DocmergeDeleted = Type.Object({ id: Id, deleted: Type.Literal(true) });
 
 export const PreviewBody = Type.Object(
-  { submissionId: Id },
-  { additionalProperties: false, description: 'The submission of this form whose values are merged' },
+  {
+    submissionId: Id,
+    template: Type.Optional(TemplateInput),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'submissionId: the submission of this form whose values are merged. template: another template to merge ' +
+      "instead of the integration's, checked as on create, to try a new template before a PUT",
+  },
 );
 export type PreviewBody = Static<typeof PreviewBody>;
 

@@ -371,8 +371,28 @@ export async function previewIntegration(
   password: string | undefined,
 ): Promise<DocumentDownload> {
   const { ctx } = deps;
-  await requireIntegration(ctx.db, scope, ref);
-  const integration = (await repo.findIntegrationWithTemplate(ctx.db, ref.integrationId))!;
+  const info = await requireIntegration(ctx.db, scope, ref);
+  let integration = (await repo.findIntegrationWithTemplate(ctx.db, ref.integrationId))!;
+  if (body.template) {
+    const template = await readTemplate(ctx, scope.accountId, ref.formId, body.template);
+    const to = JSON.parse(info.email_to) as string[];
+    await check(ctx, scope.accountId, ref.formId, {
+      name: info.name,
+      template,
+      tags: template.tags,
+      mapping: JSON.parse(info.mapping) as Mapping,
+      fileName: info.file_name,
+      logic: null,
+      email: to.length === 0 ? null : { to, ...(info.email_subject !== null && { subject: info.email_subject }) },
+    });
+    integration = {
+      ...integration,
+      template_kind: template.kind,
+      template_name: template.filename,
+      template: template.bytes.toString('base64'),
+      tags: JSON.stringify(template.tags),
+    };
+  }
   const { row, def } = await requireSubmission(deps, scope, { submissionId: body.submissionId });
   if (row.form_id !== ref.formId) throw new NotFoundError('submission_not_found');
   const values = parseData(def, row, await keysFor(deps, def, password));
