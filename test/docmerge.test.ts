@@ -578,6 +578,72 @@ describe(`document merge (${dialectName})`, () => {
     expectStatus(await a.delete(`/forms/${form.id}/integrations/${integration.id}`), 200, 'delete');
   });
 
+  it('copies its integrations with a form, pointed at the copied fields, and previews a replacement template', async () => {
+    const created = expectStatus(
+      await a.post(`/forms/${form.id}/integrations/docmerge`, {
+        template: {
+          filename: 'copy.docx',
+          content: b64(makeDocx([`{Full name} / {field_${form.ids.Email}} / {Chosen}`])),
+        },
+        mapping: { Chosen: form.ids.Topic },
+        logic: {
+          action: 'show',
+          conditional: 'all',
+          checks: [{ field: form.ids.Topic, condition: 'equals', option: 'sales' }],
+        },
+      }),
+      201,
+      'create',
+    );
+    const copy = expectStatus(await a.post(`/forms/${form.id}/copy?includeIntegrations=true`), 200, 'copy form');
+    const copyIds: Record<string, number> = Object.fromEntries(copy.fields.map((f: any) => [f.label, f.id]));
+    const [copied] = expectStatus(await a.get(`/forms/${copy.id}/integrations`), 200, 'list').integrations;
+    assert.notEqual(copied.id, created.id);
+    assert.equal(copied.mapping.Chosen, copyIds.Topic);
+    assert.equal(copied.mapping[`field_${form.ids.Email}`], copyIds.Email);
+    assert.equal(copied.logic.checks[0].field, copyIds.Topic);
+    const submission = expectStatus(
+      await a.post(`/forms/${copy.id}/submissions`, {
+        fields: [
+          { id: copyIds['Full name'], value: 'Copied Cora' },
+          { id: copyIds.Email, value: 'cora@example.com' },
+          { id: copyIds.Topic, value: 'sales' },
+        ],
+      }),
+      200,
+      'submit to the copy',
+    );
+    await worker.runDue();
+    const [document] = await documents(submission.id);
+    assert.equal(document.integrationId, copied.id);
+    const file = await download(app, a, `/submissions/${submission.id}/documents/${document.id}`);
+    assert.equal(readDocx(file.bytes).text, 'Copied Cora / cora@example.com / Sales');
+
+    // A replacement template, tried against the submission without changing the integration.
+    const tried = await fetch(`${app.url}/api/v2025/forms/${copy.id}/integrations/${copied.id}/preview`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        submissionId: submission.id,
+        template: { filename: 'next.docx', content: b64(makeDocx(['Next: {Full name} ({Chosen})'])) },
+      }),
+    });
+    assert.equal(tried.status, 200);
+    assert.equal(readDocx(Buffer.from(await tried.arrayBuffer())).text, 'Next: Copied Cora (Sales)');
+    const refused = await a.post(`/forms/${copy.id}/integrations/${copied.id}/preview`, {
+      submissionId: submission.id,
+      template: { filename: 'next.docx', content: b64(makeDocx(['{Unknown tag}'])) },
+    });
+    expectStatus(refused, 400, 'a replacement naming no field', 'invalid_integration');
+    // A submission of another form: 404.
+    const elsewhere = await a.post(`/forms/${copy.id}/integrations/${copied.id}/preview`, { submissionId: 1 });
+    expectStatus(elsewhere, 404, 'another form', 'submission_not_found');
+    assert.equal(
+      expectStatus(await a.get(`/forms/${copy.id}/integrations/${copied.id}`), 200, 'unchanged').template.filename,
+      'copy.docx',
+    );
+  });
+
   it('reads a template from the upload flow by fileKey, and previews a PDF', async () => {
     const upload = expectStatus(
       await a.post(`/forms/${form.id}/fields/${form.ids.Photo}/upload-urls`, { filenames: ['template.docx'] }),

@@ -376,11 +376,16 @@ export async function previewIntegration(
   if (body.template) {
     const template = await readTemplate(ctx, scope.accountId, ref.formId, body.template);
     const to = JSON.parse(info.email_to) as string[];
+    // The mapping of the tags the replacement still has, as a PUT with it would keep.
+    const names = new Set([...template.tags, ...patternTags(info.file_name), ...patternTags(info.email_subject ?? '')]);
+    const mapping = Object.fromEntries(
+      Object.entries(JSON.parse(info.mapping) as Mapping).filter(([tag]) => names.has(tag)),
+    );
     await check(ctx, scope.accountId, ref.formId, {
       name: info.name,
       template,
       tags: template.tags,
-      mapping: JSON.parse(info.mapping) as Mapping,
+      mapping,
       fileName: info.file_name,
       logic: null,
       email: to.length === 0 ? null : { to, ...(info.email_subject !== null && { subject: info.email_subject }) },
@@ -391,6 +396,7 @@ export async function previewIntegration(
       template_name: template.filename,
       template: template.bytes.toString('base64'),
       tags: JSON.stringify(template.tags),
+      mapping: JSON.stringify(mapping),
     };
   }
   const { row, def } = await requireSubmission(deps, scope, { submissionId: body.submissionId });
