@@ -132,6 +132,7 @@ describe(`document merge (${dialectName})`, () => {
       'Email: {field_' + form.ids.Email + '}',
       'Toppings: {Toppings}',
       '{#Toppings}* {value}{/Toppings}',
+      '{#Toppings}[{value} for {Email}]{/Toppings}',
       '{#Photo}File {name} ({size} bytes){/Photo}',
       '{#Rate}{row}={value};{/Rate}',
       'Chosen: {Subject}',
@@ -164,6 +165,9 @@ describe(`document merge (${dialectName})`, () => {
       ].sort(),
     );
     assert.equal(created.mapping.Subject, form.ids.Topic);
+    assert.equal(created.mapping['Full name'], form.ids['Full name'], 'a tag named after a label');
+    assert.equal(created.mapping[`field_${form.ids.Email}`], form.ids.Email, 'a tag named after an id');
+    assert.equal(created.mapping.submission_id, null, 'a built-in tag');
     assert.equal(created.active, true);
     expectStatus(await a.get(`/forms/${form.id}/integrations/${created.id}`), 200, 'read');
     const list = expectStatus(await a.get(`/forms/${form.id}/integrations`), 200, 'list');
@@ -198,6 +202,7 @@ describe(`document merge (${dialectName})`, () => {
       'Email: buyer@example.com',
       'Toppings: Ham & eggs, Olives',
       '* Ham & eggs* Olives',
+      '[Ham & eggs for buyer@example.com][Olives for buyer@example.com]',
       'File pic <1>.png (16 bytes)',
       'Speed=Good;Price=Bad;',
       'Chosen: Sales',
@@ -442,7 +447,8 @@ describe(`document merge (${dialectName})`, () => {
     const integration = expectStatus(
       await a.post(`/forms/${sealed.id}/integrations/docmerge`, {
         template: { filename: 'sealed.docx', content: b64(template) },
-        email: { to: ['office@example.com'] },
+        fileName: 'Secret {Secret} of {submission_id}',
+        email: { to: ['office@example.com'], subject: 'About {Secret}' },
       }),
       201,
       'create',
@@ -466,6 +472,7 @@ describe(`document merge (${dialectName})`, () => {
       .where('id', '=', document.id)
       .executeTakeFirstOrThrow();
     assert.equal(row.sealed, 1);
+    assert.equal(document.name, `Secret of ${submission.id}.docx`, "no value in an encrypted form's file name");
     const object = (await import('node:fs')).readFileSync(join(app.config.dataDir, 'files', row.storage_key));
     assert.notEqual(object.subarray(0, 2).toString('latin1'), 'PK', 'the stored object is no zip');
     assert.throws(() => new PizZip(object));

@@ -63,6 +63,29 @@ export interface MergeSubject {
   values: ReadonlyMap<number, StoredValue>;
 }
 
+/** What one tag merges for a submission; undefined when it names nothing. */
+export function mergeValueFor(
+  tag: string,
+  fields: readonly FieldLike[],
+  mapping: Mapping,
+  subject: MergeSubject,
+): MergeValue | undefined {
+  const target = resolveTag(tag, fields, mapping);
+  if (!target || 'none' in target) return undefined;
+  if ('field' in target) {
+    const field = fields.find((f) => f.id === target.field);
+    return field && mergeValueOf(field, subject.values.get(field.id));
+  }
+  const text = {
+    submission_id: String(subject.submissionId),
+    form_id: String(subject.formId),
+    form_name: subject.formName,
+    timestamp: subject.timestamp,
+    date: subject.timestamp.slice(0, 10),
+  }[target.builtIn];
+  return new MergeValue(text, [{ value: text }]);
+}
+
 /** The values of every tag, for a template's tags plus the tags of its file name and subject. */
 export function mergeDataFor(
   tags: readonly string[],
@@ -70,24 +93,10 @@ export function mergeDataFor(
   mapping: Mapping,
   subject: MergeSubject,
 ): MergeData {
-  const byId = new Map(fields.map((f) => [f.id, f]));
   const data: MergeData = new Map();
   for (const tag of new Set(tags)) {
-    const target = resolveTag(tag, fields, mapping);
-    if (!target || 'none' in target) continue;
-    if ('field' in target) {
-      const field = byId.get(target.field);
-      if (field) data.set(tag, mergeValueOf(field, subject.values.get(field.id)));
-      continue;
-    }
-    const text = {
-      submission_id: String(subject.submissionId),
-      form_id: String(subject.formId),
-      form_name: subject.formName,
-      timestamp: subject.timestamp,
-      date: subject.timestamp.slice(0, 10),
-    }[target.builtIn];
-    data.set(tag, new MergeValue(text, [{ value: text }]));
+    const value = mergeValueFor(tag, fields, mapping, subject);
+    if (value) data.set(tag, value);
   }
   return data;
 }

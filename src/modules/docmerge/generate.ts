@@ -16,7 +16,7 @@ import * as formsRepo from '../forms/repository.js';
 import * as submissionsRepo from '../submissions/repository.js';
 import { isSealed } from '../submissions/sealing.js';
 import { logicHolds, type FieldForValues, type StoredValue } from '../submissions/values.js';
-import { BUILT_IN_TAGS, mergeDataFor, type Mapping } from './data.js';
+import { BUILT_IN_TAGS, mergeDataFor, mergeValueFor, type Mapping } from './data.js';
 import { emailDocumentJob } from './email.js';
 import type { GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
@@ -95,13 +95,16 @@ export async function render(
   const data = mergeDataFor(tags, fields, mapping, subject);
   const bytes = await merge(kind, Buffer.from(integration.template, 'base64'), data, {
     flatten: integration.flatten === 1,
+    // Tags inside DOCX loops that are no item property name fields too.
+    fallback: (tag) => mergeValueFor(tag, fields, mapping, subject),
   });
   // An encrypted form's subject goes into the mail log and the job's payload: no values in it.
   const subjectData =
     form.is_encrypted === 1 ? mergeDataFor([...BUILT_IN_TAGS], fields, {}, { ...subject, values: new Map() }) : data;
   return {
     bytes,
-    fileName: fileNameOf(integration.file_name, data, kind),
+    // Likewise its file name, which is kept in the clear with the document's row.
+    fileName: fileNameOf(integration.file_name, form.is_encrypted === 1 ? subjectData : data, kind),
     contentType: CONTENT_TYPES[kind],
     kind,
     subject: fillPattern(subjectPattern, subjectData).slice(0, 300),

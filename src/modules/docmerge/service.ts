@@ -37,7 +37,9 @@ export interface IntegrationRef extends FormRef {
 
 const DEFAULT_FILE_NAME = '{form_name} {submission_id}';
 
-export function toDocmerge(row: IntegrationInfo): Docmerge {
+type FieldList = Awaited<ReturnType<typeof mergeFieldsOf>>;
+
+export function toDocmerge(row: IntegrationInfo, fields: FieldList): Docmerge {
   const tags = JSON.parse(row.tags) as string[];
   const mapping = JSON.parse(row.mapping) as Mapping;
   const to = JSON.parse(row.email_to) as string[];
@@ -49,7 +51,12 @@ export function toDocmerge(row: IntegrationInfo): Docmerge {
     template: { kind: row.template_kind, filename: row.template_name, size: row.template_size },
     tags,
     // What each tag merges, as worked out now (labels may have changed since it was made).
-    mapping: Object.fromEntries(tags.map((t) => [t, mapping[t] ?? null])),
+    mapping: Object.fromEntries(
+      tags.map((t) => {
+        const target = resolveTag(t, fields, mapping);
+        return [t, target && 'field' in target ? target.field : null];
+      }),
+    ),
     fileName: row.file_name,
     logic: row.logic === null ? null : (JSON.parse(row.logic) as Docmerge['logic']),
     email: to.length === 0 ? null : { to, ...(row.email_subject !== null && { subject: row.email_subject }) },
@@ -158,7 +165,7 @@ interface Effective {
  * names a tag of them and a field of this form; the logic checks fields of this form. 400
  * naming each problem.
  */
-async function check(ctx: AppContext, accountId: number, formId: number, e: Effective): Promise<void> {
+async function check(ctx: AppContext, accountId: number, formId: number, e: Effective): Promise<FieldList> {
   const fieldRows = await listFields(ctx.db, accountId, formId);
   const fields = await mergeFieldsOf(ctx, accountId, formId);
   const fieldIds = new Set(fields.map((f) => f.id));
@@ -190,6 +197,7 @@ async function check(ctx: AppContext, accountId: number, formId: number, e: Effe
     problems.push(...logicProblems(e.logic, 'body', siblings, undefined));
   }
   if (problems.length > 0) fail(problems);
+  return fields;
 }
 
 async function requireIntegration(db: Executor, scope: AccountScope, ref: IntegrationRef): Promise<IntegrationInfo> {
@@ -205,12 +213,14 @@ export async function listIntegrations(
   { formId }: FormRef,
 ): Promise<Page & { integrations: Docmerge[] }> {
   await requireForm(ctx.db, scope, { formId });
-  const integrations = (await repo.listIntegrations(ctx.db, scope.accountId, formId)).map(toDocmerge);
+  const fields = await mergeFieldsOf(ctx, scope.accountId, formId);
+  const integrations = (await repo.listIntegrations(ctx.db, scope.accountId, formId)).map((r) => toDocmerge(r, fields));
   return { integrations, ...page(integrations.length, 1, MAX_INTEGRATIONS_PER_FORM) };
 }
 
 export async function getIntegration(ctx: AppContext, scope: AccountScope, ref: IntegrationRef): Promise<Docmerge> {
-  return toDocmerge(await requireIntegration(ctx.db, scope, ref));
+  const row = await requireIntegration(ctx.db, scope, ref);
+  return toDocmerge(row, await mergeFieldsOf(ctx, scope.accountId, ref.formId));
 }
 
 export async function createIntegration(
@@ -231,7 +241,7 @@ export async function createIntegration(
     logic: input.logic ?? null,
     email: input.email ?? null,
   };
-  await check(ctx, accountId, formId, e);
+  const fields = await check(ctx, accountId, formId, e);
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, scope, { formId });
     if ((await repo.countIntegrations(trx, formId)) >= MAX_INTEGRATIONS_PER_FORM)
@@ -261,7 +271,7 @@ export async function createIntegration(
     });
     // New submissions read the form's integrations with its definition, under its revision.
     await reviseForm(trx, accountId, formId);
-    return toDocmerge(row);
+    return toDocmerge(row, fields);
   });
 }
 
@@ -294,7 +304,7 @@ export async function updateIntegration(
     const names = new Set([...template.tags, ...patternTags(e.fileName), ...patternTags(e.email?.subject ?? '')]);
     e.mapping = Object.fromEntries(Object.entries(e.mapping).filter(([tag]) => names.has(tag)));
   }
-  await check(ctx, accountId, ref.formId, e);
+  const fields = await check(ctx, accountId, ref.formId, e);
   const update: Updateable<DocmergeIntegrationsTable> = {
     name: e.name,
     mapping: JSON.stringify(e.mapping),
@@ -318,7 +328,7 @@ export async function updateIntegration(
     await requireIntegration(trx, scope, ref);
     const row = await repo.updateIntegration(trx, ref.integrationId, update);
     await reviseForm(trx, accountId, ref.formId);
-    return toDocmerge(row);
+    return toDocmerge(row, fields);
   });
 }
 

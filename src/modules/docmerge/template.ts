@@ -40,6 +40,20 @@ export class MergeValue {
 /** Values by tag (or PDF field name); a tag missing here merges as empty. */
 export type MergeData = Map<string, MergeValue>;
 
+/** What a tag that MergeData does not hold merges (tags inside DOCX loops are not listed ahead). */
+export type MergeFallback = (tag: string) => MergeValue | undefined;
+
+/** The outermost scope of a DOCX merge: the values, then the fallback. */
+class RootScope {
+  constructor(
+    readonly data: MergeData,
+    readonly fallback: MergeFallback | undefined,
+  ) {}
+  get(tag: string): MergeValue | undefined {
+    return this.data.get(tag) ?? this.fallback?.(tag);
+  }
+}
+
 export function kindOf(bytes: Buffer): TemplateKind | undefined {
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') return 'pdf';
   if (bytes.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) return 'docx';
@@ -74,7 +88,11 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
           get(scope: unknown, context: { meta?: { part?: { module?: string } } }) {
             if (name === '.') return scope;
             const value =
-              typeof scope === 'object' && scope !== null ? (scope as Record<string, unknown>)[name] : undefined;
+              scope instanceof RootScope
+                ? scope.get(name)
+                : typeof scope === 'object' && scope !== null
+                  ? (scope as Record<string, unknown>)[name]
+                  : undefined;
             if (value instanceof MergeValue) return context?.meta?.part?.module === 'loop' ? value.items : value.text;
             return value;
           },
@@ -118,10 +136,10 @@ export async function templateTags(kind: TemplateKind, bytes: Buffer): Promise<s
   return names;
 }
 
-function mergeDocx(bytes: Buffer, data: MergeData): Buffer {
+function mergeDocx(bytes: Buffer, data: MergeData, fallback: MergeFallback | undefined): Buffer {
   const doc = openDocx(bytes);
   try {
-    doc.render(Object.fromEntries(data));
+    doc.render(new RootScope(data, fallback));
   } catch (error) {
     throw new TemplateError(`could not be merged: ${explain(error)}`);
   }
@@ -178,9 +196,9 @@ export async function merge(
   kind: TemplateKind,
   bytes: Buffer,
   data: MergeData,
-  options: { flatten: boolean } = { flatten: true },
+  options: { flatten: boolean; fallback?: MergeFallback } = { flatten: true },
 ): Promise<Buffer> {
-  return kind === 'docx' ? mergeDocx(bytes, data) : mergePdf(bytes, data, options.flatten);
+  return kind === 'docx' ? mergeDocx(bytes, data, options.fallback) : mergePdf(bytes, data, options.flatten);
 }
 
 /** The tags of a file-name pattern or subject: `{tag}`. */
