@@ -506,6 +506,42 @@ describe(`document merge (${dialectName})`, () => {
     assert.ok(!mail.text.includes(secret) && !mail.subject.includes(secret));
   });
 
+  it('retries a failed generation on its schedule, logging each attempt', async () => {
+    const created = expectStatus(
+      await a.post(`/forms/${form.id}/integrations/docmerge`, {
+        template: { filename: 'retry.docx', content: b64(makeDocx(['Retried for {Full name}'])) },
+      }),
+      201,
+      'create',
+    );
+    // The stored template damaged behind the service's back: each attempt fails until it is put right.
+    const good = await ctx.db
+      .selectFrom('docmerge_integrations')
+      .select('template')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    const setTemplate = (template: string) =>
+      ctx.db.updateTable('docmerge_integrations').set({ template }).where('id', '=', created.id).execute();
+    await setTemplate(b64(Buffer.from('no longer a zip')));
+    const submission = await submit({ name: 'Retried Rita' });
+    await worker.runDue();
+    let [run] = await runs(form.id, created.id);
+    assert.equal(run.outcome, 'failed');
+    assert.match(run.error, /is not a DOCX file/);
+    assert.ok(run.nextAttempt, 'a next attempt is scheduled');
+    assert.deepEqual(await documents(submission.id), []);
+
+    await setTemplate(good.template);
+    await worker.runDue();
+    assert.deepEqual(await documents(submission.id), [], 'not before the next attempt is due');
+    ctx.clock.advance(Date.parse(run.nextAttempt) - ctx.clock.now() + 1000);
+    await worker.runDue();
+    [run] = await runs(form.id, created.id);
+    assert.equal(run.outcome, 'made');
+    assert.equal(run.attempt, 2);
+    assert.equal((await documents(submission.id)).length, 1);
+  });
+
   it('makes the document once when the worker is killed in the middle of the job', async () => {
     const integration = expectStatus(
       await a.post(`/forms/${form.id}/integrations/docmerge`, {

@@ -6,7 +6,7 @@ import type { DocmergeIntegrationRow, FormRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import type { RetrySchedule } from '../../jobs/kind.js';
 import { enqueue } from '../../jobs/outbox.js';
-import { scheduledDelay } from '../../jobs/retry.js';
+import { RetryAt, scheduledDelay } from '../../jobs/retry.js';
 import type { JobInfo, JobTools } from '../../jobs/types.js';
 import { sealingKeyOf } from '../encryption/keys.js';
 import { toDefinition } from '../fields/definition.js';
@@ -175,7 +175,9 @@ export async function generateDocument(
     await repo.insertRun(trx, { ...log, outcome: 'failed', error: error!, document_id: null, next_attempt_at: nextAt });
     if (last && p.values !== undefined) await tools.replacePayload({ ...p, values: undefined }, trx);
   });
-  throw new Error(error);
+  // The time the log shows is the time the worker retries at.
+  if (nextAt === null) throw new Error(error);
+  throw new RetryAt(error!, nextAt);
 }
 
 async function attempt(
