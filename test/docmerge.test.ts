@@ -9,6 +9,7 @@ import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { bytesUnder } from './support/disk.js';
 import { makeDocx, makePdf, pdfHex, readDocx, readFlattenedPdf, readPdfFields } from './support/docmerge-templates.js';
+import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 
 const PASSWORD = 'documents are sealed too';
@@ -728,5 +729,62 @@ describe(`document merge (${dialectName})`, () => {
     assert.equal((await PDFDocument.load(pdfPreview.bytes)).getPageCount(), 1);
     for (const id of [created.id, pdf.id])
       expectStatus(await a.delete(`/forms/${form.id}/integrations/${id}`), 200, 'delete');
+  });
+});
+
+describe(`document merge emails over SMTP (${dialectName})`, () => {
+  let smtp: SmtpSink;
+  let app: TestApp;
+  let a: TestAccount;
+
+  before(async () => {
+    smtp = await startSmtpSink();
+    app = await startTestApp({ SMTP_URL: smtp.url, MAIL_FROM: 'Forms Desk <desk@forms.test>' });
+    a = await app.account();
+  });
+  after(async () => {
+    await app.close();
+    await smtp.close();
+  });
+
+  it('sends the document as an attachment, once per job', async () => {
+    const form = expectStatus(
+      await a.post('/forms', { name: 'Mailed', fields: [{ type: 'text', label: 'Full name' }] }),
+      200,
+      'form',
+    );
+    const integration = expectStatus(
+      await a.post(`/forms/${form.id}/integrations/docmerge`, {
+        template: { filename: 'mailed.docx', content: b64(makeDocx(['Hello {Full name}'])) },
+        fileName: 'Letter {submission_id}',
+        email: { to: ['office@example.com', 'boss@example.com'], subject: 'Letter for {Full name}' },
+      }),
+      201,
+      'create',
+    );
+    assert.ok(integration.id);
+    const submission = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'Mailed Mo' }] }),
+      200,
+      'submit',
+    );
+    const worker = createWorker(app.server.ctx, { kinds: jobKinds });
+    await worker.runDue();
+    await worker.runDue();
+    for (let i = 0; i < 100 && smtp.messages.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(smtp.messages.length, 1);
+    const [message] = smtp.messages;
+    assert.deepEqual(message!.to.sort(), ['boss@example.com', 'office@example.com']);
+    assert.match(message!.raw, /Subject: Letter for Mailed Mo/);
+    // The attachment: its base64 part, decoded and opened.
+    const part = message!.raw
+      .split(/\r?\n--/)
+      .find(
+        (p) =>
+          p.includes(`filename=Letter ${submission.id}.docx`) || p.includes(`filename="Letter ${submission.id}.docx"`),
+      );
+    assert.ok(part, message!.raw.slice(0, 2000));
+    const body = part.slice(part.search(/\r?\n\r?\n/)).replace(/\s+/g, '');
+    assert.equal(readDocx(Buffer.from(body, 'base64')).text, 'Hello Mailed Mo');
   });
 });
