@@ -38,7 +38,8 @@ export async function getSubmission(
   const { row, def } = await requireSubmission(deps, { accountId }, { submissionId: id });
   const submission = toSubmission(def, row, parseData(def, row, await keysFor(deps, def, password)));
   const documents = await documentsOfSubmission(deps.ctx.db, id);
-  return { ...submission, documents: documents.map(toGeneratedDocument) };
+  // Listed only when there are some, so that the record is the create's and the lists' otherwise.
+  return documents.length === 0 ? submission : { ...submission, documents: documents.map(toGeneratedDocument) };
 }
 
 export function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {

@@ -72,8 +72,8 @@ export const Submission = Type.Object(
     documents: Type.Optional(
       Type.Array(GeneratedDocument, {
         description:
-          'GET /submissions/{id} only: the documents that document-merge integrations made from it, each ' +
-          'downloaded at /submissions/{id}/documents/{documentId}',
+          'GET /submissions/{id} only, and only when there are some: the documents that document-merge ' +
+          'integrations made from it, each downloaded at /submissions/{id}/documents/{documentId}',
       }),
     ),
   },
