@@ -543,6 +543,54 @@ describe(`document merge (${dialectName})`, () => {
     assert.equal((await documents(submission.id)).length, 1);
   });
 
+  it("converts a form's documents with its submissions when encryption is turned on and off", async () => {
+    const plain = expectStatus(
+      await a.post('/forms', { name: 'Turned', fields: [{ type: 'text', label: 'Word' }] }),
+      200,
+      'form',
+    );
+    expectStatus(
+      await a.post(`/forms/${plain.id}/integrations/docmerge`, {
+        template: { filename: 'turned.docx', content: b64(makeDocx(['The word is {Word}.'])) },
+      }),
+      201,
+      'create',
+    );
+    const word = 'Pangolin-Word-4471';
+    const submission = expectStatus(
+      await a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: plain.fields[0].id, value: word }] }),
+      200,
+      'submit',
+    );
+    await worker.runDue();
+    const [document] = await documents(submission.id);
+    const row = () =>
+      ctx.db.selectFrom('docmerge_documents').selectAll().where('id', '=', document.id).executeTakeFirstOrThrow();
+    const plainKey = (await row()).storage_key;
+    const path = `/submissions/${submission.id}/documents/${document.id}`;
+
+    expectStatus(await a.put(`/forms/${plain.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 200, 'on');
+    await worker.runDue(); // the conversion
+    await worker.runDue(); // the removal of the plain object
+    const sealedRow = await row();
+    assert.equal(sealedRow.sealed, 1);
+    assert.notEqual(sealedRow.storage_key, plainKey);
+    assert.equal(await ctx.storage.head(plainKey), undefined, 'the plain object is gone');
+    const stored = (await import('node:fs')).readFileSync(join(app.config.dataDir, 'files', sealedRow.storage_key));
+    assert.throws(() => new PizZip(stored), 'the stored object is sealed');
+    assert.equal((await download(app, a, path)).status, 401);
+    const opened = await download(app, a, path, withPassword.headers);
+    assert.equal(readDocx(opened.bytes).text, `The word is ${word}.`);
+
+    expectStatus(await a.put(`/forms/${plain.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 200, 'off');
+    await worker.runDue();
+    await worker.runDue();
+    assert.equal((await row()).sealed, 0);
+    const again = await download(app, a, path);
+    assert.equal(again.status, 200);
+    assert.equal(readDocx(again.bytes).text, `The word is ${word}.`);
+  });
+
   it('makes the document once when the worker is killed in the middle of the job', async () => {
     const integration = expectStatus(
       await a.post(`/forms/${form.id}/integrations/docmerge`, {

@@ -20,6 +20,7 @@ import { BUILT_IN_TAGS, mergeDataFor, mergeValueFor, type Mapping } from './data
 import { emailDocumentJob } from './email.js';
 import type { GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
+import { documentAad, documentStorageKey } from './keys.js';
 import * as repo from './repository.js';
 import { CONTENT_TYPES, fileNameOf, fillPattern, merge, patternTags, type TemplateKind } from './template.js';
 
@@ -34,20 +35,6 @@ export const RETRY_SCHEDULE: RetrySchedule = {
 export const MAX_ATTEMPTS = RETRY_SCHEDULE.delaysMs.length + 1;
 
 const MAX_ERROR_LENGTH = 500;
-
-/** Where a document is kept: one key per submission and integration, so a repeated run writes the same object. */
-export function documentStorageKey(
-  row: Pick<DocmergeIntegrationRow, 'account_id' | 'form_id' | 'id'>,
-  submissionId: number,
-  kind: TemplateKind,
-): string {
-  return `a${row.account_id}/f${row.form_id}/documents/s${submissionId}-i${row.id}-${kind}`;
-}
-
-/** Binds a sealed document to its storage key, so that objects swapped between documents do not open. */
-export function documentAad(storageKey: string): string {
-  return `formwork document ${storageKey}`;
-}
 
 /** The fields of a form as merging reads them. */
 export async function mergeFieldsOf(ctx: Pick<AppContext, 'db'>, accountId: number, formId: number) {

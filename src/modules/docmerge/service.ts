@@ -16,7 +16,8 @@ import { keysFor, parseData, requireSubmission, type SubmissionsDeps } from '../
 import * as uploadsRepo from '../uploads/repository.js';
 import { FILE_KEY_PATTERN } from '../uploads/rules.js';
 import { resolveTag, type Mapping } from './data.js';
-import { documentAad, mergeFieldsOf, render } from './generate.js';
+import { mergeFieldsOf, render } from './generate.js';
+import { documentAad } from './keys.js';
 import * as repo from './repository.js';
 import type { IntegrationInfo } from './repository.js';
 import {
