@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { AppContext } from '../../context.js';
 import { seal } from '../../crypto/envelope.js';
-import type { DocmergeIntegrationRow, FormRow } from '../../db/schema.js';
-import { transact } from '../../db/transaction.js';
+import type { Insertable } from 'kysely';
+import type { DocmergeDocumentsTable, DocmergeIntegrationRow, FormRow } from '../../db/schema.js';
 import type { RetrySchedule } from '../../jobs/kind.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { RetryAt, scheduledDelay } from '../../jobs/retry.js';
@@ -18,7 +18,7 @@ import { isSealed } from '../submissions/sealing.js';
 import { logicHolds, type FieldForValues, type StoredValue } from '../submissions/values.js';
 import { BUILT_IN_TAGS, mergeDataFor, mergeValueFor, type Mapping } from './data.js';
 import { emailDocumentJob } from './email.js';
-import type { GeneratePayload } from './payload.js';
+import type { EmailPayload, GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
 import { documentAad, documentStorageKey } from './keys.js';
 import * as repo from './repository.js';
@@ -103,13 +103,21 @@ function message(error: unknown): string {
   return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text;
 }
 
-type Outcome = { outcome: 'made' | 'exists'; documentId: number } | { outcome: 'skipped'; why: string };
+/** A document written to storage, to record (with its email) when the run ends. */
+interface Made {
+  outcome: 'made';
+  row: Insertable<DocmergeDocumentsTable>;
+  email: Omit<EmailPayload, 'documentId'> | undefined;
+}
+
+type Outcome = Made | { outcome: 'exists'; documentId: number } | { outcome: 'skipped'; why: string };
 
 /**
  * One run of docmerge.generate: reads the integration, the form and the submission's values,
  * judges the conditions, merges, keeps the document (sealed to the form's key when the form
- * is encrypted) under its one storage key, and records it in one transaction with the email
- * job and, for an encrypted form, the payload without its values. A run that finds the
+ * is encrypted) under its one storage key, and records it in the transaction that ends the run
+ * (tools.atEnd), with the email job, the run log and, for an encrypted form, the payload
+ * without its values. A run that finds the
  * document made (an earlier run's worker died before the job was marked done) does nothing
  * more; a run killed after the object was written and before the row was writes the same
  * object again. Each run leaves a row in the integration's run log.
@@ -128,7 +136,7 @@ export async function generateDocument(
   let result: Outcome | undefined;
   let error: string | undefined;
   try {
-    result = await attempt(ctx, integration, p, tools);
+    result = await attempt(ctx, integration, p);
   } catch (cause) {
     error = message(cause);
   }
@@ -143,15 +151,29 @@ export async function generateDocument(
   };
   if (result) {
     const done = result;
+    // One write at the end of the run (with the ends of other runs): the document's row, its email
+    // job, the run log and, for an encrypted form, the payload without its values.
     tools.atEnd(async (trx) => {
+      let outcome = done.outcome;
+      let documentId: number | null = done.outcome === 'exists' ? done.documentId : null;
+      if (done.outcome === 'made') {
+        const document = await repo.insertDocument(trx, done.row);
+        if (document) {
+          documentId = document.id;
+          if (done.email) await enqueue(trx, emailDocumentJob, { ...done.email, documentId: document.id });
+        } else {
+          // Another run made it meanwhile; its object is the one just written again, the same document.
+          outcome = 'exists';
+          documentId = (await repo.findDocumentOf(trx, done.row.submission_id, done.row.integration_id))!.id;
+        }
+      }
       await repo.insertRun(trx, {
         ...log,
-        outcome: done.outcome,
+        outcome,
         error: done.outcome === 'skipped' ? done.why : null,
-        document_id: done.outcome === 'skipped' ? null : done.documentId,
+        document_id: documentId,
         next_attempt_at: null,
       });
-      // A skipped run of an encrypted form keeps no values behind either.
       if (p.values !== undefined) await tools.replacePayload({ ...p, values: undefined }, trx);
     });
     return;
@@ -167,12 +189,7 @@ export async function generateDocument(
   throw new RetryAt(error!, nextAt);
 }
 
-async function attempt(
-  ctx: AppContext,
-  integration: DocmergeIntegrationRow,
-  p: GeneratePayload,
-  tools: JobTools<GeneratePayload>,
-): Promise<Outcome> {
+async function attempt(ctx: AppContext, integration: DocmergeIntegrationRow, p: GeneratePayload): Promise<Outcome> {
   const existing = await repo.findDocumentOf(ctx.db, p.submissionId, integration.id);
   if (existing) return { outcome: 'exists', documentId: existing.id };
   const [form, row] = await Promise.all([
@@ -209,8 +226,9 @@ async function attempt(
     contentType: publicKey ? 'application/octet-stream' : rendered.contentType,
   });
   const to = JSON.parse(integration.email_to) as string[];
-  return transact(ctx.db, async (trx): Promise<Outcome> => {
-    const document = await repo.insertDocument(trx, {
+  return {
+    outcome: 'made',
+    row: {
       account_id: p.accountId,
       form_id: p.formId,
       submission_id: row.id,
@@ -221,22 +239,10 @@ async function attempt(
       storage_key: storageKey,
       sealed: publicKey ? 1 : 0,
       created_at: ctx.clock.now(),
-    });
-    if (!document) {
-      // Another run made it meanwhile (its object is the one just overwritten, the same document).
-      const other = await repo.findDocumentOf(trx, row.id, integration.id);
-      return { outcome: 'exists', documentId: other!.id };
-    }
-    if (to.length > 0)
-      await enqueue(trx, emailDocumentJob, {
-        accountId: p.accountId,
-        formId: p.formId,
-        submissionId: row.id,
-        documentId: document.id,
-        to,
-        subject: rendered.subject,
-      });
-    if (p.values !== undefined) await tools.replacePayload({ ...p, values: undefined }, trx);
-    return { outcome: 'made', documentId: document.id };
-  });
+    },
+    email:
+      to.length === 0
+        ? undefined
+        : { accountId: p.accountId, formId: p.formId, submissionId: row.id, to, subject: rendered.subject },
+  };
 }
