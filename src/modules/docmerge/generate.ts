@@ -17,6 +17,7 @@ import * as submissionsRepo from '../submissions/repository.js';
 import { isSealed } from '../submissions/sealing.js';
 import { logicHolds, type FieldForValues, type StoredValue } from '../submissions/values.js';
 import { BUILT_IN_TAGS, mergeDataFor, mergeValueFor, type Mapping } from './data.js';
+import { removeFilesJob } from '../uploads/jobs.js';
 import { emailDocumentJob } from './email.js';
 import type { EmailPayload, GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
@@ -117,10 +118,9 @@ type Outcome = Made | { outcome: 'exists'; documentId: number } | { outcome: 'sk
  * judges the conditions, merges, keeps the document (sealed to the form's key when the form
  * is encrypted) under its one storage key, and records it in the transaction that ends the run
  * (tools.atEnd), with the email job, the run log and, for an encrypted form, the payload
- * without its values. A run that finds the
- * document made (an earlier run's worker died before the job was marked done) does nothing
- * more; a run killed after the object was written and before the row was writes the same
- * object again. Each run leaves a row in the integration's run log.
+ * without its values. A run that finds the document made (an earlier run's worker died before
+ * the job was marked done) does nothing more; a run killed after the object was written and
+ * before the row was writes the same object again. Each run leaves a row in the run log.
  */
 export async function generateDocument(
   ctx: AppContext,
@@ -162,9 +162,13 @@ export async function generateDocument(
           documentId = document.id;
           if (done.email) await enqueue(trx, emailDocumentJob, { ...done.email, documentId: document.id });
         } else {
-          // Another run made it meanwhile; its object is the one just written again, the same document.
+          // Another run made it meanwhile: its object is the one just written again, the same document,
+          // unless a conversion has moved it since (encryption turned on or off): then this copy goes.
           outcome = 'exists';
-          documentId = (await repo.findDocumentOf(trx, done.row.submission_id, done.row.integration_id))!.id;
+          const existing = (await repo.findDocumentOf(trx, done.row.submission_id, done.row.integration_id))!;
+          documentId = existing.id;
+          if (existing.storage_key !== done.row.storage_key)
+            await enqueue(trx, removeFilesJob, { keys: [done.row.storage_key] });
         }
       }
       await repo.insertRun(trx, {
