@@ -759,6 +759,13 @@ describe(`document merge (${dialectName})`, () => {
     const shown = await preview(app, a, form.id, created.id, submission.id);
     assert.equal(shown.status, 200);
     assert.equal(readDocx(shown.bytes).text, 'From an upload: Uploaded Una');
+    // The original service's clients: /api/v2 with .json.
+    const v2 = await app.request('POST', `/api/v2/forms/${form.id}/integrations/docmerge.json`, {
+      token: a.token,
+      body: { template: { filename: 'v2.docx', content: b64(makeDocx(['v2 {Full name}'])) }, active: false },
+    });
+    assert.equal(v2.status, 201, v2.text);
+    expectStatus(await a.delete(`/forms/${form.id}/integrations/${v2.body.id}`), 200, 'delete v2');
     const unknown = await a.post(`/forms/${form.id}/integrations/docmerge`, {
       template: { filename: 'template.docx', fileKey: 'fk_nothing' },
     });
