@@ -48,6 +48,9 @@
  *    against its RSS once started (idle).
  * `npm run bench -- forms` runs section 1 alone (the form read, the forms list and the constant
  * routes of their sizes).
+ * 8. Document merge (bench/docmerge.ts; `npm run bench -- docmerge`, alone): documents generated
+ *    per second by one `formwork worker` for a one-page DOCX and a one-page PDF, with the
+ *    worker's peak RSS, over BENCH_DOCMERGE_COUNT queued submissions (default 500).
  * 6. Public (`npm run bench -- public`, alone): the hosted page of the 10-field form
  *    (GET /f/{viewKey}) and its plain HTML post (urlencoded, a new page token per request:
  *    each one a real submission), next to the constant route of the same run.
@@ -77,6 +80,7 @@ import {
   type PgbenchResult,
 } from './pgbench.js';
 import { fileTable, runFileBench, type FileRow } from './files.js';
+import { docmergeTable, runDocmergeBench } from './docmerge.js';
 import { plainPost } from './public.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
@@ -127,6 +131,8 @@ const ONLY_PUBLIC = process.argv.slice(2).includes('public');
 const ONLY_FORMS = process.argv.slice(2).includes('forms');
 const ONLY_EXPORT = process.argv.slice(2).includes('export');
 const ONLY_PG = process.argv.slice(2).includes('pg');
+const ONLY_DOCMERGE = process.argv.slice(2).includes('docmerge');
+const DOCMERGE_COUNT = intEnv('BENCH_DOCMERGE_COUNT', 500, 10);
 /** The page target of the hosted-forms issue: the page at least this share of the constant route. */
 const PAGE_TARGET_SHARE = 50;
 
@@ -1308,8 +1314,67 @@ function exportProfile(e: ExportResult): string {
   return `[${e.child.name}] ${summarizeProfile(join(e.child.profDir!, file), ROOT, e.window)}`;
 }
 
+/** Section 8: document merge, alone (bench/docmerge.ts). */
+async function docmergeOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const profDir = join(tmp, 'profile');
+  mkdirSync(profDir);
+  // The API child and the worker child share the database, the files and SECRET_KEY.
+  const secretKey = randomBytes(32).toString('hex');
+  let n = 0;
+  try {
+    const rows = await runDocmergeBench(
+      {
+        log,
+        async startService(name) {
+          const dataDir = join(tmp, `docmerge-${++n}`);
+          const token = await createBenchAccount(dataDir);
+          const child = await startService(
+            name,
+            dataDir,
+            '',
+            profDir,
+            { SECRET_KEY: secretKey },
+            { serve: ['--no-worker'] },
+          );
+          return { url: child.url, token, dataDir };
+        },
+        async startWorker(name, dataDir) {
+          const child = startChild(
+            name,
+            ['--import', 'tsx', 'src/cli.ts', 'worker'],
+            { DATA_DIR: dataDir, LOG_LEVEL: 'warn', SECRET_KEY: secretKey, WORKER_POLL_MS: '100' },
+            await freePort(),
+          );
+          return {
+            async stop() {
+              const peak = peakRss(child.proc.pid);
+              child.peak = peak;
+              await stopChild(child, stopGrace());
+              return peak;
+            },
+          };
+        },
+      },
+      DOCMERGE_COUNT,
+    );
+    process.stdout.write(
+      `\nDocument merge: ${DOCMERGE_COUNT} submissions queued per template, then one \`formwork worker\` (WORKER_CONCURRENCY 4, SQLite); documents/s between the first and the last document made:\n\n${docmergeTable(rows)}\n`,
+    );
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
+  if (ONLY_DOCMERGE) return docmergeOnly();
   if (ONLY_EVENTS) return sectionOnly(eventsSection, eventReport);
   if (ONLY_PUBLIC) return publicOnly();
   if (ONLY_PG) return sectionOnly(pgSection, pgReport);

@@ -50,7 +50,9 @@ import { webhookRoutes } from './modules/webhooks/routes.js';
 import { rewriteV2Url } from './modules/v2/paths.js';
 import { v2Api } from './modules/v2/module.js';
 import { V2_TAG } from './modules/v2/route.js';
+import { docmergeRoutes } from './modules/docmerge/routes.js';
 import { Webhook } from './modules/webhooks/schemas.js';
+import { Docmerge } from './modules/docmerge/schemas.js';
 
 export const API_PREFIX = '/api/v2025';
 
@@ -120,6 +122,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     OAuthClient,
     PersonalToken,
     Webhook,
+    Docmerge,
     Confirmation,
     Notification,
     MailMessage,
@@ -256,6 +259,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(oauthClientRoutes(ctx));
       await api.register(tokenRoutes(ctx));
       await api.register(webhookRoutes(ctx));
+      await api.register(docmergeRoutes(ctx));
       await api.register(smartListRoutes(ctx));
       await api.register(themeRoutes(ctx));
       await api.register(subaccountRoutes(ctx));

@@ -53,6 +53,12 @@ export const ERRORS = {
     note: '`details` names it and says where it fails to parse',
   },
   too_many_emails: { status: 400, message: 'The form holds the most confirmation or notification emails it may' },
+  invalid_integration: {
+    status: 400,
+    message: 'The document-merge integration is invalid',
+    note: '`details` names each problem: a template that cannot be read, a tag that names no field, a mapping to a field of no use',
+  },
+  too_many_integrations: { status: 400, message: 'The form holds the most document-merge integrations it may' },
   invalid_submission: {
     status: 400,
     message: 'A submitted value is invalid',
@@ -152,6 +158,8 @@ export const ERRORS = {
   token_not_found: { status: 404, message: 'Token not found' },
   webhook_not_found: { status: 404, message: 'Webhook not found' },
   webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found' },
+  integration_not_found: { status: 404, message: 'Integration not found' },
+  document_not_found: { status: 404, message: 'Document not found' },
   confirmation_not_found: { status: 404, message: 'Confirmation email not found' },
   notification_not_found: { status: 404, message: 'Notification email not found' },
   mail_not_found: { status: 404, message: 'Message not found in the mail log' },

@@ -1,5 +1,6 @@
 import type { JobKind } from './jobs/kind.js';
 import { pruneJob } from './jobs/prune.js';
+import { emailDocumentJob, generateDocumentJob } from './modules/docmerge/jobs.js';
 import { sendEmailJob } from './modules/emails/jobs.js';
 import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
@@ -25,4 +26,6 @@ export const jobKinds: readonly JobKind[] = [
   sendPortalSigninJob,
   expirePartialsJob,
   expirePrefillsJob,
+  generateDocumentJob,
+  emailDocumentJob,
 ];

@@ -24,7 +24,7 @@ import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { insertMail } from '../src/modules/emails/repository.js';
 import { LEVELS, levelAtLeast, type Level } from '../src/modules/permissions/levels.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
-import { VALID_BODIES } from './support/route-bodies.js';
+import { MATRIX_TEMPLATE, VALID_BODIES } from './support/route-bodies.js';
 import { savePartialOf } from './support/partials.js';
 
 interface Operation {
@@ -174,6 +174,24 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
       await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
       const log = await ok(owner.get(`/webhook/${webhook.id}/deliveries`), 'deliveries');
       hooks.deliveryId = log.deliveries[0].id;
+    }
+  }
+  if (op.path.includes('{integrationId}') || op.path.includes('{documentId}')) {
+    const integration = await owner.post(`/forms/${form.id}/integrations/docmerge`, {
+      template: { filename: 'matrix.docx', content: MATRIX_TEMPLATE },
+    });
+    assert.equal(integration.status, 201, `integration: ${integration.text}`);
+    hooks.integrationId = integration.body.id;
+    if (op.path.includes('{documentId}')) {
+      // The fixture's submission was made before the integration: the document is made from a new one.
+      const made = await ok(
+        owner.post(`/forms/${form.id}/submissions`, { fields: [{ id: select.id, value: 'support' }] }),
+        'submission with a document',
+      );
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      const record = await ok(owner.get(`/submissions/${made.id}`), 'its record');
+      hooks.documentId = record.documents[0].id;
+      hooks.submissionId = made.id;
     }
   }
   // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.

@@ -20,7 +20,7 @@ import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { insertMail } from '../src/modules/emails/repository.js';
 import { dialectName, startTestApp, type Reply, type RequestOptions, type TestAccount } from './support/helpers.js';
-import { VALID_BODIES } from './support/route-bodies.js';
+import { MATRIX_TEMPLATE, VALID_BODIES } from './support/route-bodies.js';
 import { savePartialOf } from './support/partials.js';
 
 type Schema = Record<string, any>;
@@ -367,6 +367,12 @@ async function snapshot(acc: TestAccount): Promise<unknown> {
     formDetails.push(submissions);
     for (const s of submissions.submissions)
       formDetails.push(await ok(acc.get(`/submissions/${s.id}`), 'read submission'));
+    const integrations = await ok(acc.get(`/forms/${f.id}/integrations`), 'list integrations');
+    formDetails.push(integrations);
+    for (const i of integrations.integrations) {
+      formDetails.push(await ok(acc.get(`/forms/${f.id}/integrations/${i.id}`), 'read integration'));
+      formDetails.push(await ok(acc.get(`/forms/${f.id}/integrations/${i.id}/runs`), 'list runs'));
+    }
     const webhooks = await ok(acc.get(`/form/${f.id}/webhook`), 'list webhooks');
     formDetails.push(webhooks);
     for (const w of webhooks.webhooks) {
@@ -535,6 +541,15 @@ describe(`route matrix (${dialectName})`, () => {
       a.post(`/form/${form.id}/webhook`, { url: `http://localhost:9/${MARK}`, handshakeKey: MARK }),
       'create webhook',
     );
+    // A document-merge integration on the first form: the worker makes a document of the submission below.
+    const integration = await created(
+      a.post(`/forms/${form.id}/integrations/docmerge`, {
+        name: `Merge ${MARK}`,
+        template: { filename: 'matrix.docx', content: MATRIX_TEMPLATE },
+        fileName: `Doc ${MARK} {submission_id}`,
+      }),
+      'create integration',
+    );
     // A submission in each form (the deleted form's one made before it was deleted).
     const [nameField, emailField, , ageField] = form.fields;
     const submission = await ok(
@@ -652,6 +667,7 @@ describe(`route matrix (${dialectName})`, () => {
       folderId: [folder.id, subfolder.id],
       submissionId: [submission.id, secondSubmission.id, goneSubmission.id],
       webhookId: [webhook.id],
+      integrationId: [integration.id],
       partialSubmissionId: [(await savePartialOf(app, a, form.id)).id],
     });
 
@@ -669,6 +685,12 @@ describe(`route matrix (${dialectName})`, () => {
       'create B form',
     );
     const bWebhook = await ok(b.post(`/form/${bForm.id}/webhook`, { url: 'http://localhost:9/b' }), 'create B webhook');
+    const bIntegration = await created(
+      b.post(`/forms/${bForm.id}/integrations/docmerge`, {
+        template: { filename: 'b.docx', content: MATRIX_TEMPLATE },
+      }),
+      'create B integration',
+    );
     const bSubmission = await ok(
       b.post(`/forms/${bForm.id}/submissions`, { fields: [{ id: bForm.fields[0].id, value: 'B note' }] }),
       'create B submission',
@@ -730,6 +752,7 @@ describe(`route matrix (${dialectName})`, () => {
       userId: bMember.id,
       clientId: bClient.id,
       webhookId: bWebhook.id,
+      integrationId: bIntegration.id,
     });
     // One logged (refused) attempt for each webhook.
     await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
@@ -740,6 +763,14 @@ describe(`route matrix (${dialectName})`, () => {
     };
     aIds.deliveryId = [await deliveryOf(a, webhook.id)];
     bIds.deliveryId = await deliveryOf(b, bWebhook.id);
+    // The document each integration made.
+    const documentOf = async (acc: TestAccount, submissionId: number): Promise<number> => {
+      const record = await ok(acc.get(`/submissions/${submissionId}`), 'read submission');
+      assert.equal(record.documents.length, 1, JSON.stringify(record.documents));
+      return record.documents[0].id;
+    };
+    aIds.documentId = [await documentOf(a, submission.id)];
+    bIds.documentId = await documentOf(b, bSubmission.id);
 
     // A revoked and an expired token of A's; each worked before.
     const extra = await createPersonalToken(app.server.ctx, a.userId, 'to revoke');

@@ -43,6 +43,9 @@ export interface Database {
   portal_signin_tokens: PortalSigninTokensTable;
   portal_sessions: PortalSessionsTable;
   portal_submissions: PortalSubmissionsTable;
+  docmerge_integrations: DocmergeIntegrationsTable;
+  docmerge_documents: DocmergeDocumentsTable;
+  docmerge_runs: DocmergeRunsTable;
 }
 
 type Id = Generated<number>;
@@ -314,6 +317,66 @@ export interface WebhookDeliveriesTable {
   next_attempt_at: number | null;
 }
 
+/** A document-merge integration of a form (src/modules/docmerge). */
+export interface DocmergeIntegrationsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  name: string;
+  template_kind: 'docx' | 'pdf';
+  template_name: string;
+  /** base64 */
+  template: string;
+  template_size: number;
+  /** JSON list of tag or PDF field names. */
+  tags: string;
+  /** JSON object: tag → field id. */
+  mapping: string;
+  file_name: string;
+  /** JSON rule of the shape of field logic, or null. */
+  logic: string | null;
+  /** JSON list of addresses. */
+  email_to: string;
+  email_subject: string | null;
+  active: Flag;
+  flatten: Flag;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A document made by an integration from one submission. */
+export interface DocmergeDocumentsTable {
+  id: Id;
+  account_id: number;
+  form_id: number;
+  submission_id: number;
+  integration_id: number;
+  file_name: string;
+  content_type: string;
+  size: number;
+  storage_key: string;
+  sealed: Flag;
+  created_at: number;
+}
+
+/** One attempt of a generation job: the integration's run log. */
+export interface DocmergeRunsTable {
+  id: Id;
+  integration_id: number;
+  job_id: number;
+  submission_id: number;
+  attempt: number;
+  attempted_at: number;
+  duration_ms: number;
+  outcome: 'made' | 'exists' | 'skipped' | 'failed';
+  error: string | null;
+  document_id: number | null;
+  next_attempt_at: number | null;
+}
+
+export type DocmergeIntegrationRow = Selectable<DocmergeIntegrationsTable>;
+export type DocmergeDocumentRow = Selectable<DocmergeDocumentsTable>;
+export type DocmergeRunRow = Selectable<DocmergeRunsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type JobRow = Selectable<JobsTable>;
@@ -389,7 +452,7 @@ export interface MailLogTable {
   /** A portal sign-in link's portal. */
   portal_id: ColumnType<number | null, number | null | undefined, number | null>;
   job_id: number;
-  kind: 'confirmation' | 'notification' | 'resume_link' | 'portal_signin';
+  kind: 'confirmation' | 'notification' | 'resume_link' | 'portal_signin' | 'document';
   sender: string;
   /** JSON list of addresses. */
   recipients: string;

@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { makeDocx } from './docmerge-templates.js';
 
 type Ids = Record<string, number | string>;
+
+/** A DOCX template with only built-in tags: valid on any form. */
+export const MATRIX_TEMPLATE = makeDocx(['Matrix document {submission_id} of {form_name}']).toString('base64');
 
 /**
  * A body each operation accepts. Kept minimal and free of ids so that it is valid for any
@@ -35,6 +39,15 @@ export const VALID_BODIES: Record<string, (ids: Ids) => Record<string, unknown>>
   'PUT /oauth-clients/{clientId}': () => ({ name: 'Matrix app, renamed', requirePkce: false }),
   'POST /form/{formId}/webhook': () => ({ url: 'https://example.com/matrix-hook', hmacSecret: 'matrix secret' }),
   'PUT /webhook/{webhookId}': () => ({ url: 'https://example.com/matrix-hook-2' }),
+  'POST /forms/{formId}/integrations/docmerge': () => ({
+    template: { filename: 'matrix.docx', content: MATRIX_TEMPLATE },
+  }),
+  'PUT /forms/{formId}/integrations/{integrationId}': () => ({ name: 'Renamed by the matrix' }),
+  // A submission of the form of the account whose ids are given.
+  'POST /forms/{formId}/integrations/{integrationId}/preview': (ids) => ({
+    submissionId: ids.submissionId,
+    template: { filename: 'other.docx', content: MATRIX_TEMPLATE },
+  }),
   // A confirmation goes to an email field of the form: the fixtures' emailFieldId.
   'POST /forms/{formId}/confirmations': (ids) => ({
     subject: 'Thanks, {{ field_1 }}',

@@ -150,11 +150,11 @@ export const MailMessage = Type.Object(
     portalId: Type.Union([Id, Type.Null()], {
       description: 'portal_signin: the portal whose sign-in link a portal user asked for',
     }),
-    kind: StringEnum([...EMAIL_KINDS, 'resume_link', 'portal_signin'], {
+    kind: StringEnum([...EMAIL_KINDS, 'resume_link', 'portal_signin', 'document'], {
       description:
         'resume_link: a respondent asked the hosted page to email them the link to an unfinished entry; ' +
         'portal_signin: a portal user asked for a link to sign in to a portal page. The links themselves are ' +
-        'withheld from the log',
+        'withheld from the log. document: a document made by a document-merge integration (docs/docmerge.md)',
     }),
     from: Type.String(),
     to: Type.Array(Type.String()),

@@ -2,10 +2,13 @@ import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
 import { enqueueAll } from '../../jobs/outbox.js';
+import { documentJobsFor } from '../docmerge/enqueue.js';
+import { activeIntegrationsOf } from '../docmerge/repository.js';
 import { emailsToJudge, type EmailToJudge } from '../emails/repository.js';
 import { submissionEmailsFor } from '../emails/enqueue.js';
 import type { PartialSubmission } from '../partials/schemas.js';
 import type { Submission } from '../submissions/schemas.js';
+import type { StoredValue } from '../submissions/values.js';
 import { webhookDeliveriesFor } from '../webhooks/enqueue.js';
 import { webhooksOfForm, type WebhookTarget } from '../webhooks/repository.js';
 
@@ -30,6 +33,11 @@ export interface SubmissionEvent {
    * null when the submission is gone (deleted).
    */
   submission: Submission | null;
+  /**
+   * An encrypted form's create only: the values as they were before sealing, for the targets
+   * that must act on them later without the password (document merge wraps them in its job).
+   */
+  plainValues?: ReadonlyMap<number, StoredValue>;
 }
 
 /**
@@ -40,16 +48,22 @@ export interface SubmissionEvent {
 export interface FormEventConfig {
   webhooks: WebhookTarget[];
   emails: EmailToJudge[];
+  /** The form's active document-merge integrations. */
+  integrations: { id: number }[];
 }
 
-/** Two indexed reads, usually of no row. */
+/** Three indexed reads, usually of no row. */
 export async function loadEventConfig(
   trx: Transaction<Database>,
   accountId: number,
   formId: number,
 ): Promise<FormEventConfig> {
-  const [webhooks, emails] = await Promise.all([webhooksOfForm(trx, formId), emailsToJudge(trx, accountId, formId)]);
-  return { webhooks, emails };
+  const [webhooks, emails, integrations] = await Promise.all([
+    webhooksOfForm(trx, formId),
+    emailsToJudge(trx, accountId, formId),
+    activeIntegrationsOf(trx, formId),
+  ]);
+  return { webhooks, emails, integrations };
 }
 
 /**
@@ -63,8 +77,12 @@ export async function publishSubmissionEvent(
   event: SubmissionEvent,
   config?: FormEventConfig,
 ): Promise<void> {
-  const { webhooks, emails } = config ?? (await loadEventConfig(trx, event.accountId, event.formId));
-  await enqueueAll(trx, [...webhookDeliveriesFor(webhooks, event), ...submissionEmailsFor(emails, event)]);
+  const { webhooks, emails, integrations } = config ?? (await loadEventConfig(trx, event.accountId, event.formId));
+  await enqueueAll(trx, [
+    ...webhookDeliveriesFor(webhooks, event),
+    ...submissionEmailsFor(emails, event),
+    ...documentJobsFor(integrations, event, ctx.config.secretKey),
+  ]);
 }
 
 /**

@@ -20,6 +20,7 @@ import * as repo from './repository.js';
 import type { CopyQuery, Form, FormCreate, FormListQuery, FormUpdate } from './schemas.js';
 import * as emailsRepo from '../emails/repository.js';
 import { copyWebhooks } from '../webhooks/copy.js';
+import { copyIntegrations } from '../docmerge/copy.js';
 import { memberOf, type AccountScope, type Caller, type FormRef } from '../permissions/caller.js';
 import { optionsOfLists } from '../smartlists/repository.js';
 import { defaultTheme, themeForForm } from '../themes/service.js';
@@ -493,8 +494,10 @@ async function copyFormRows(
     }
     fields.push(toField(row));
   }
-  if (to.includeIntegrations)
+  if (to.includeIntegrations) {
     await copyWebhooks(trx, ctx.config.secretKey, source.account_id, source.id, copy.id, now, to.accountId);
+    await copyIntegrations(trx, source.account_id, source.id, copy.id, newIds, now, to.accountId);
+  }
   return { copy, fields, newIds };
 }
 

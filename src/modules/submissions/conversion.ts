@@ -7,6 +7,9 @@ import { noteSubmissionChange } from '../forms/counts.js';
 import * as formsRepo from '../forms/repository.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { commitFileMoves, convertFiles, discardCopies } from '../uploads/service.js';
+import { commitDocumentMoves, convertDocuments, documentsToConvert } from '../docmerge/convert.js';
+import { enqueue } from '../../jobs/outbox.js';
+import { removeFilesJob } from '../uploads/jobs.js';
 import * as repo from './repository.js';
 import { isSealed } from './sealing.js';
 import { type SubmissionsDeps, buildDefinition, parseData } from './definitions.js';
@@ -46,12 +49,22 @@ export async function convertBatch(
     rows.map((r) => r.id),
     sealing,
   );
-  const moves =
-    files.length === 0
-      ? []
-      : await convertFiles(deps.ctx, files, sealing ? { publicKey: def.seal!.publicKey } : { keys: keys! });
+  const to = sealing ? { publicKey: def.seal!.publicKey } : { keys: keys! };
+  const moves = files.length === 0 ? [] : await convertFiles(deps.ctx, files, to);
+  // Documents made by document-merge integrations are converted with their submissions, like files.
+  const documents = await documentsToConvert(
+    db,
+    rows.map((r) => r.id),
+    sealing,
+  );
+  const documentMoves = await convertDocuments(deps.ctx, documents, to).catch(async (error: unknown) => {
+    await discardCopies(deps.ctx, moves);
+    throw error;
+  });
   await transact(db, async (trx) => {
     await commitFileMoves(trx, moves, sealing);
+    const unused = await commitDocumentMoves(trx, documentMoves, sealing);
+    if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
     let changed = false;
     for (const row of rows) {
       if (isSealed(row.data) === (direction === 'encrypt')) continue;
@@ -63,6 +76,10 @@ export async function convertBatch(
     if (rows.length > 0) await commit(trx, rows[rows.length - 1]!.id);
   }).catch(async (error: unknown) => {
     await discardCopies(deps.ctx, moves);
+    await discardCopies(
+      deps.ctx,
+      documentMoves.map((m) => ({ fileKey: '', from: m.from, to: m.to })),
+    );
     throw error;
   });
   return rows.length < batch ? undefined : rows[rows.length - 1]!.id;

@@ -1,3 +1,5 @@
+import { documentsOfSubmission } from '../docmerge/repository.js';
+import { toGeneratedDocument } from '../docmerge/documents.js';
 import { type FormKeys } from '../../crypto/envelope.js';
 import type { SubmissionRow } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
@@ -34,7 +36,10 @@ export async function getSubmission(
   password?: string,
 ): Promise<Submission> {
   const { row, def } = await requireSubmission(deps, { accountId }, { submissionId: id });
-  return toSubmission(def, row, parseData(def, row, await keysFor(deps, def, password)));
+  const submission = toSubmission(def, row, parseData(def, row, await keysFor(deps, def, password)));
+  const documents = await documentsOfSubmission(deps.ctx.db, id);
+  // Listed only when there are some, so that the record is the create's and the lists' otherwise.
+  return documents.length === 0 ? submission : { ...submission, documents: documents.map(toGeneratedDocument) };
 }
 
 export function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {

@@ -38,7 +38,7 @@ const IdempotencyHeaders = Type.Object({
   ),
 });
 
-const PasswordHeaders = Type.Object({
+export const PasswordHeaders = Type.Object({
   'x-formwork-encryption-password': Type.Optional(
     Type.String({
       description:

@@ -1,3 +1,4 @@
+import { GeneratedDocument } from '../docmerge/schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { Flag, Id, PageNumber, PageSize, StringEnum, Timestamp, listBody } from '../../http/schemas.js';
 import { MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
@@ -68,6 +69,13 @@ export const Submission = Type.Object(
     ...submissionProperties,
     prettyName: Type.Union([Type.String(), Type.Null()]),
     data: Type.Array(SubmissionDataEntry),
+    documents: Type.Optional(
+      Type.Array(GeneratedDocument, {
+        description:
+          'GET /submissions/{id} only, and only when there are some: the documents that document-merge ' +
+          'integrations made from it, each downloaded at /submissions/{id}/documents/{documentId}',
+      }),
+    ),
   },
   { $id: 'Submission', title: 'Submission' },
 );

@@ -8,6 +8,7 @@ import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import { loadEventConfig, publishSubmissionEvent } from '../events/publish.js';
+import { documentKeysOf } from '../docmerge/repository.js';
 import * as repo from './repository.js';
 import { isSealed } from './sealing.js';
 import type { Submission, SubmissionCreate, SubmissionUpdate } from './schemas.js';
@@ -127,6 +128,7 @@ async function createOnce(
           occurredAt: ctx.clock.now(),
           sealed: def.seal !== undefined,
           submission: kept,
+          ...(def.seal && { plainValues: data }),
         },
         def.eventConfig,
       );
@@ -195,6 +197,8 @@ export async function deleteSubmission(
       trx,
       uploads.map((u) => u.file_key),
     );
+    // Documents made from it go with its row (ON DELETE CASCADE); their objects with its files.
+    objects.push(...(await documentKeysOf(trx, id)));
     await repo.deleteSubmission(trx, accountId, id);
     await noteSubmissionChange(trx, accountId, row.form_id, -1, row.created_at);
     // The objects go once this commits, through the outbox.
