@@ -115,6 +115,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0019_subaccounts',
       '0020_portals',
       '0022_jobs_kind_due',
+      '0029_job_request_id',
     ]);
 
     assert.equal(

@@ -21,6 +21,7 @@ import * as themes from './migrations/0018_themes.js';
 import * as subaccounts from './migrations/0019_subaccounts.js';
 import * as portals from './migrations/0020_portals.js';
 import * as jobsKindDue from './migrations/0022_jobs_kind_due.js';
+import * as jobRequestId from './migrations/0029_job_request_id.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -48,6 +49,7 @@ const migrations: Record<string, MigrationModule> = {
   '0019_subaccounts': subaccounts,
   '0020_portals': portals,
   '0022_jobs_kind_due': jobsKindDue,
+  '0029_job_request_id': jobRequestId,
 };
 
 /** Every migration's name, in the order they run. */

@@ -11,26 +11,28 @@ export interface NewJobRow {
   payload: string;
   runAt: number;
   maxAttempts: number;
+  /** The x-request-id of the request that enqueues it, if any. */
+  requestId?: string | undefined;
+}
+
+function jobRow(job: NewJobRow) {
+  return {
+    kind: job.kind,
+    payload: job.payload,
+    run_at: job.runAt,
+    max_attempts: job.maxAttempts,
+    request_id: job.requestId ?? null,
+  };
 }
 
 export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
-  const row = await db
-    .insertInto('jobs')
-    .values({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+  const row = await db.insertInto('jobs').values(jobRow(job)).returning('id').executeTakeFirstOrThrow();
   return row.id;
 }
 
 /** Several jobs in one statement; their ids in the order given. */
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
-  const rows = await db
-    .insertInto('jobs')
-    .values(
-      jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
-    )
-    .returning('id')
-    .execute();
+  const rows = await db.insertInto('jobs').values(jobs.map(jobRow)).returning('id').execute();
   // Ids grow with the rows' order in one INSERT (an autoincrement key and a serial alike); RETURNING's own order is not promised.
   return rows.map((r) => r.id).sort((a, b) => a - b);
 }
@@ -65,6 +67,8 @@ export interface ClaimedJob {
   progress: string | null;
   attempts: number;
   max_attempts: number;
+  /** The x-request-id of the request that enqueued it, or null. */
+  request_id: string | null;
   runId: number;
   /** The lease token of this claim, which fences every later write of the run. */
   token: string;
@@ -180,7 +184,7 @@ export async function claimDue(
               }))
               .where('id', 'in', ids ?? candidates)
               .where('state', '=', 'queued')
-              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
+              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at', 'request_id'])
               .execute();
       free[pool] = limit - claimed.length;
       if (claimed.length === limit) drained = false;
@@ -412,4 +416,69 @@ export async function deleteFinishedBefore(db: Executor, before: number): Promis
     total += deleted;
     if (deleted < 1000) return total;
   }
+}
+
+export interface OutboxKindStats {
+  kind: string;
+  /** Queued and due now. */
+  due: number;
+  /** Queued for later (a retry's backoff, a scheduled chore). */
+  scheduled: number;
+  /** Claimed by a worker. */
+  running: number;
+  /** Epoch ms of the oldest due job's run_at (0 means as soon as it was written: then its created_at), or null. */
+  oldestDueAt: number | null;
+}
+
+/**
+ * The outbox's depth per kind, for /metrics: one grouped read of the queued and running
+ * jobs (finished ones are not read). A due job with run_at 0 counts from when it was written.
+ */
+export async function outboxStats(db: Executor, now: number): Promise<OutboxKindStats[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select((eb) => [
+      'kind',
+      eb.fn
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('due'),
+      eb.fn
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '>', now)]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('scheduled'),
+      eb.fn.sum<number>(eb.case().when('state', '=', 'running').then(1).else(0).end()).as('running'),
+      eb.fn
+        .min<number | null>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
+            .then(eb.case().when('run_at', '=', 0).then(eb.ref('created_at')).else(eb.ref('run_at')).end())
+            .else(null)
+            .end(),
+        )
+        .as('oldest_due_at'),
+    ])
+    .where('state', 'in', ['queued', 'running'])
+    .groupBy('kind')
+    .execute();
+  return rows.map((r) => ({
+    kind: r.kind,
+    due: Number(r.due),
+    scheduled: Number(r.scheduled),
+    running: Number(r.running),
+    oldestDueAt: r.oldest_due_at === null ? null : Number(r.oldest_due_at),
+  }));
 }
