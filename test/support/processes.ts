@@ -69,9 +69,9 @@ export class ProcessSet {
     return (JSON.parse(created.stdout) as { token: string }).token;
   }
 
-  /** `formwork serve` (with args such as --no-worker) on a port of its own, once /healthz answers. */
+  /** `formwork serve` (with args such as --no-worker) on a port of its own (or extra.PORT), once /healthz answers. */
   async serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
-    const port = await freePort();
+    const port = extra.PORT ? Number(extra.PORT) : await freePort();
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], {
       env: { ...this.env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: url, LOG_LEVEL: 'silent', ...extra },
