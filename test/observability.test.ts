@@ -75,9 +75,15 @@ describe('observability', () => {
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
     const body = res.text;
     assert.ok(
-      (sample(body, 'formwork_http_requests_total', { method: 'GET', route: '/api/v2025/forms/:formId', status: '200' }) ??
-        0) >= 3,
-      body.split('\n').filter((l) => l.startsWith('formwork_http_requests_total')).join('\n'),
+      (sample(body, 'formwork_http_requests_total', {
+        method: 'GET',
+        route: '/api/v2025/forms/:formId',
+        status: '200',
+      }) ?? 0) >= 3,
+      body
+        .split('\n')
+        .filter((l) => l.startsWith('formwork_http_requests_total'))
+        .join('\n'),
     );
     assert.equal(
       sample(body, 'formwork_http_requests_total', { method: 'GET', route: '/api/v2025/forms/:formId', status: '404' }),
@@ -119,7 +125,10 @@ describe('observability', () => {
     assert.equal(
       sample(before, 'formwork_outbox_jobs', { kind: 'webhooks.deliver', state: 'due' }),
       1,
-      before.split('\n').filter((l) => l.includes('outbox')).join('\n'),
+      before
+        .split('\n')
+        .filter((l) => l.includes('outbox'))
+        .join('\n'),
     );
     assert.ok((sample(before, 'formwork_outbox_oldest_due_age_seconds', { kind: 'webhooks.deliver' }) ?? -1) >= 0);
 
