@@ -36,7 +36,7 @@ export class Metrics {
   }) {
     const { registry } = this;
     registry.setDefaultLabels({ role: options.role });
-    collectDefaultMetrics({ register: registry, prefix: 'formwork_' });
+    processRegistry(options.role);
     this.requests = new Counter({
       name: 'formwork_http_requests_total',
       help: 'HTTP requests answered, by method, route pattern and status code',
@@ -142,10 +142,27 @@ export class Metrics {
     this.runSeconds.observe({ kind }, seconds);
   }
 
-  /** The text a scrape gets. */
+  /** The text a scrape gets: this context's series, then the process's. */
   async text(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const own = await this.registry.metrics();
+    return { contentType: this.registry.contentType, body: `${own}\n${await processRegistry().metrics()}` };
   }
+}
+
+let processWide: Registry | undefined;
+
+/**
+ * prom-client's default series (CPU, memory, event loop, GC) belong to the process, not to one
+ * context: collected once per process (tests start many contexts in one), with the role of
+ * the first.
+ */
+function processRegistry(role = 'serve'): Registry {
+  if (!processWide) {
+    processWide = new Registry();
+    processWide.setDefaultLabels({ role });
+    collectDefaultMetrics({ register: processWide, prefix: 'formwork_' });
+  }
+  return processWide;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
