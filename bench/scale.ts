@@ -99,6 +99,35 @@ async function waitFor(url: string, proc: Proc): Promise<void> {
 const percentile = (sorted: number[], q: number) =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 
+/** Busy and total jiffies of the whole machine (/proc/stat), and CPU jiffies of each process (/proc/<pid>/stat). */
+function cpuSample(pids: Record<string, number | undefined>): {
+  busy: number;
+  total: number;
+  procs: Record<string, number>;
+} {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = fields[3]! + (fields[4] ?? 0);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const procs: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs[name] = Number(rest[11]) + Number(rest[12]);
+    } catch {
+      procs[name] = 0;
+    }
+  }
+  return { busy: total - idle, total, procs };
+}
+
+/** The machine's busy share over a run, and each process's CPU in cores. */
+function cpuUse(a: ReturnType<typeof cpuSample>, b: ReturnType<typeof cpuSample>, seconds: number, hz = 100): string {
+  const machine = (b.busy - a.busy) / (b.total - a.total);
+  const parts = Object.keys(b.procs).map((k) => `${k} ${((b.procs[k]! - a.procs[k]!) / hz / seconds).toFixed(2)}`);
+  return `machine ${(100 * machine).toFixed(0)}% busy of ${cpus().length} cores; cores used: ${parts.join(', ')}`;
+}
+
 interface PostRun {
   rps: number;
   p50: number;
@@ -106,6 +135,7 @@ interface PostRun {
   ok: number;
   failed: number;
   answered: Map<number, number>;
+  cpu?: string;
 }
 
 async function postLoad(
@@ -266,7 +296,12 @@ export async function runScaleBench(): Promise<number> {
       // Each measured run starts on a drained outbox, so that one run's deliveries do not load the next.
       await drain(databaseUrl, 300_000);
       log(`${balancer.name}: measuring ${DURATION} s with ${CONNECTIONS} connections`);
+      const pids = Object.fromEntries(
+        procs.filter((p) => !p.name.startsWith('nginx')).map((p) => [p.name, p.child.pid]),
+      );
+      const before = cpuSample(pids);
       const run = await postLoad(balancer.url, token, form.id, ids, DURATION, next, counter);
+      run.cpu = cpuUse(before, cpuSample(pids), DURATION);
       if (run.failed > 0) problems.push(`${balancer.name}: ${run.failed} failed requests`);
       runs.push({ name: balancer.name, run });
     }
@@ -308,6 +343,7 @@ export async function runScaleBench(): Promise<number> {
       `two / mean of the two one-process runs: ${ratio.toFixed(2)}x (target >= 1.6x: ${ratio >= 1.6 ? 'met' : 'MISSED'})`,
       `outbox lag, 200 -> first webhook attempt, two-process run (${lags.length} events): p50 ${percentile(lags, 0.5).toFixed(0)} ms, ` +
         `p99 ${percentile(lags, 0.99).toFixed(0)} ms, max ${percentile(lags, 1).toFixed(0)} ms (target p99 < 1000 ms: ${percentile(lags, 0.99) < 1000 ? 'met' : 'MISSED'})`,
+      ...runs.map((r, i) => `CPU during run ${i + 1} (${r.name}): ${r.run.cpu}`),
       `deliveries ${receiver.deliveries}, emails ${sink.messages}, submissions answered 200: ${counter.ok}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
