@@ -13,6 +13,8 @@ declare module 'autocannon' {
       body?: string;
       /** Called before each request is sent; returns the request to send (a fresh body, say). */
       setupRequest?: (request: Request, context: Record<string, unknown>) => Request | undefined;
+      /** Called with each response's status and body. */
+      onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
     }
 
     interface Options {

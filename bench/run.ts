@@ -46,6 +46,9 @@
  * 7. Export (`npm run bench -- export` runs it alone, after seeding the form): the CSV export of
  *    the seeded form on a fresh service child, with rows per second and the service's peak RSS
  *    against its RSS once started (idle).
+ * 8. Scale (bench/scale.ts; `npm run bench -- scale`, alone): the POST through nginx to one API
+ *    process and to two (two worker processes, PostgreSQL, Redis), next to pgbench, and the
+ *    outbox lag from a submission's 200 to its webhook's first attempt.
  * `npm run bench -- forms` runs section 1 alone (the form read, the forms list and the constant
  * routes of their sizes).
  * 8. Document merge (bench/docmerge.ts; `npm run bench -- docmerge`, alone): documents generated
@@ -82,6 +85,7 @@ import {
 import { fileTable, runFileBench, type FileRow } from './files.js';
 import { docmergeTable, runDocmergeBench } from './docmerge.js';
 import { plainPost } from './public.js';
+import { runScaleBench } from './scale.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
@@ -133,6 +137,7 @@ const ONLY_EXPORT = process.argv.slice(2).includes('export');
 const ONLY_PG = process.argv.slice(2).includes('pg');
 const ONLY_DOCMERGE = process.argv.slice(2).includes('docmerge');
 const DOCMERGE_COUNT = intEnv('BENCH_DOCMERGE_COUNT', 500, 10);
+const ONLY_SCALE = process.argv.slice(2).includes('scale');
 /** The page target of the hosted-forms issue: the page at least this share of the constant route. */
 const PAGE_TARGET_SHARE = 50;
 
@@ -1378,6 +1383,7 @@ async function main(): Promise<number> {
   if (ONLY_EVENTS) return sectionOnly(eventsSection, eventReport);
   if (ONLY_PUBLIC) return publicOnly();
   if (ONLY_PG) return sectionOnly(pgSection, pgReport);
+  if (ONLY_SCALE) return runScaleBench();
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const dataDir = join(tmp, 'data');

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
@@ -14,6 +14,7 @@ import { queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
 import { registerReadiness } from './http/readiness.js';
+import { registerMetrics, registerRequestId, requestIdOf } from './http/observability.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { validatorCompiler } from './http/validation.js';
@@ -76,6 +77,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       },
       ...queryRedaction,
     },
+    // x-request-id from the balancer when sane, else a new one; in every log line as requestId.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: ctx.config.bodyLimit,
     ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.
@@ -92,6 +97,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  registerRequestId(app);
+  registerMetrics(app, ctx);
   registerErrorHandling(app);
   registerBodyTimeout(app, ctx.config.requestTimeoutMs);
   registerSecurityHeaders(app, ctx.config.publicUrl);

@@ -37,6 +37,11 @@ async function runService(command: 'serve' | 'worker', rest: string[]): Promise<
   const { startWorkerProcess } = await import('./server.js');
   const running = await startWorkerProcess(config);
   const stop = async () => {
+    // The worker lets claimed jobs finish for SHUTDOWN_TIMEOUT_MS, then aborts them; this bounds the rest.
+    setTimeout(() => {
+      process.stderr.write('formwork: the stop did not finish in time; exiting\n');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 10_000).unref();
     await running.close();
     process.exit(0);
   };

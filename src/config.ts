@@ -42,8 +42,18 @@ export interface Config {
   uploadMinBytesPerSecond: number;
   /** How long an idle keep-alive connection stays open, in ms. */
   keepAliveTimeoutMs: number;
-  /** How long a stop waits for requests in flight before it closes their connections, in ms. */
+  /**
+   * How long a stop (SIGTERM) may take, in ms: requests in flight are waited for this long,
+   * then their connections are closed; claimed jobs get the same time to finish.
+   */
   shutdownTimeoutMs: number;
+  /**
+   * The bearer token that GET /metrics asks for. Unset: /metrics answers only to a client on
+   * loopback whose request came through no proxy (no X-Forwarded-For or Forwarded header).
+   */
+  metricsToken: string | undefined;
+  /** `formwork worker` only: a port on which it serves GET /metrics (it has no API); unset, none. */
+  workerMetricsPort: number | undefined;
   /** Failed authentications (unknown, expired or revoked bearer tokens, wrong client credentials) per client address per 15 minutes. */
   authFailureAttempts: number;
   /** How often each process writes the last use of personal access tokens, in seconds. */
@@ -194,6 +204,13 @@ function storage(env: NodeJS.ProcessEnv): Config['storage'] {
   };
 }
 
+function metricsToken(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 printable characters without spaces');
+  return raw;
+}
+
 const ADDRESS = /^[^\s@<>",;]+@[^\s@<>",;.]+(\.[^\s@<>",;.]+)+$/;
 
 function mailFrom(raw: string | undefined, publicUrl: string): Config['mailFrom'] {
@@ -255,6 +272,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Longer than the 60 s idle timeout of common load balancers, so that they close first.
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    metricsToken: metricsToken(env.METRICS_TOKEN),
+    workerMetricsPort: env.WORKER_METRICS_PORT ? integer(env, 'WORKER_METRICS_PORT', 0, 0, 65535) : undefined,
     // A client with a valid token never fails; 100 leaves room for one that keeps retrying a
     // revoked token for a while, and no 0 for the same reason as above.
     authFailureAttempts: integer(env, 'AUTH_FAILURE_ATTEMPTS', 100, 1, 1_000_000),

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Hasher } from './crypto/hasher.js';
 import type { Database } from './db/schema.js';
 import type { RateLimiter } from './http/rate-limiter.js';
+import type { Metrics } from './metrics.js';
 import type { FormKeyCache } from './modules/encryption/keys.js';
 import type { Presence } from './modules/processes/service.js';
 import type { Storage } from './storage/types.js';
@@ -24,4 +25,6 @@ export interface AppContext {
   storage: Storage;
   /** This process's registration, and which others have stopped (whose work may be taken over). */
   presence: Presence;
+  /** This process's Prometheus metrics (GET /metrics). */
+  metrics: Metrics;
 }

@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
@@ -12,6 +13,7 @@ import { queryRedaction } from './http/logging.js';
 import { throttle } from './http/rate-limit.js';
 import { createRateLimiter } from './http/rate-limiter.js';
 import { jobKinds } from './job-kinds.js';
+import { Metrics, metricsAllowed } from './metrics.js';
 import type { JobKind } from './jobs/kind.js';
 import { startWorker, type Worker } from './jobs/worker.js';
 import { FormKeyCache } from './modules/encryption/keys.js';
@@ -40,7 +42,11 @@ export interface OpenContext {
  * modules/processes) and makes the context that services share; then clears what
  * processes that died left behind.
  */
-export async function openContext(config: Config, sqliteFile?: string): Promise<OpenContext> {
+export async function openContext(
+  config: Config,
+  sqliteFile?: string,
+  role: 'serve' | 'worker' = 'serve',
+): Promise<OpenContext> {
   const db = openDatabase({
     databaseUrl: config.databaseUrl,
     poolSize: config.databasePoolSize,
@@ -78,6 +84,13 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
     chargeAccount: (accountId) => throttle(rateLimiter, `hash:account:${accountId}`, config.accountHashAttempts, 900),
   });
   const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
+  const metrics = new Metrics({
+    db: db.kysely,
+    clock,
+    role,
+    pool: db.poolStats,
+    onCollectError: (error) => log.warn({ err: error }, 'metrics: could not read the outbox'),
+  });
   const ctx: AppContext = {
     db: db.kysely,
     config,
@@ -87,6 +100,7 @@ export async function openContext(config: Config, sqliteFile?: string): Promise<
     hasher,
     storage,
     presence,
+    metrics,
   };
   try {
     await presence.reap();
@@ -116,7 +130,13 @@ export async function startServer(
         res.once('close', () => inFlight--);
       });
     const worker = options.worker
-      ? startWorker(ctx, { kinds: jobKinds, log: app.log, yieldTo: { inFlight: () => inFlight } })
+      ? startWorker(ctx, {
+          kinds: jobKinds,
+          log: app.log,
+          yieldTo: { inFlight: () => inFlight },
+          graceMs: config.shutdownTimeoutMs,
+          onRun: (kind, outcome, seconds) => ctx.metrics.jobRun(kind, outcome, seconds),
+        })
       : undefined;
     return {
       app,
@@ -154,7 +174,33 @@ export async function startServer(
 export interface RunningWorker {
   ctx: AppContext;
   worker: Worker;
+  /** Where GET /metrics answers (WORKER_METRICS_PORT), if anywhere. */
+  metricsPort: number | undefined;
   close(): Promise<void>;
+}
+
+/** GET /metrics of a worker process, on HOST and port, with the API's protection (metricsAllowed). */
+async function serveMetrics(ctx: AppContext, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (
+      req.method !== 'GET' ||
+      path !== '/metrics' ||
+      !metricsAllowed(ctx.config.metricsToken, req.headers, req.socket.remoteAddress)
+    ) {
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ status: 'error', error: `No route ${req.method} ${path}`, code: 'route_not_found' }));
+      return;
+    }
+    ctx.metrics.text().then(
+      ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  server.listen(port, ctx.config.host);
+  await once(server, 'listening');
+  return server;
 }
 
 /** A process that only runs jobs (`formwork worker`), of the application's kinds (job-kinds.ts) unless given others. */
@@ -162,14 +208,32 @@ export async function startWorkerProcess(
   config: Config,
   options: { kinds?: readonly JobKind[] } = {},
 ): Promise<RunningWorker> {
-  const { ctx, close } = await openContext(config);
+  const { ctx, close } = await openContext(config, undefined, 'worker');
   const log = pino({ level: config.logLevel, ...queryRedaction });
-  const worker = startWorker(ctx, { kinds: options.kinds ?? jobKinds, log });
-  log.info({ worker: worker.id }, 'worker started');
+  const worker = startWorker(ctx, {
+    kinds: options.kinds ?? jobKinds,
+    log,
+    graceMs: config.shutdownTimeoutMs,
+    onRun: (kind, outcome, seconds) => ctx.metrics.jobRun(kind, outcome, seconds),
+  });
+  let metricsServer: Server | undefined;
+  try {
+    if (config.workerMetricsPort !== undefined) metricsServer = await serveMetrics(ctx, config.workerMetricsPort);
+  } catch (error) {
+    await worker.stop();
+    await close();
+    throw error;
+  }
+  const address = metricsServer?.address();
+  const metricsPort = typeof address === 'object' && address ? address.port : undefined;
+  log.info({ worker: worker.id, metricsPort }, 'worker started');
   return {
     ctx,
     worker,
+    metricsPort,
     async close() {
+      metricsServer?.close();
+      metricsServer?.closeAllConnections();
       await worker.stop();
       await close();
     },

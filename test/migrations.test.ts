@@ -116,6 +116,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0020_portals',
       '0022_jobs_kind_due',
       '0024_docmerge',
+      '0029_job_request_id',
     ]);
 
     assert.equal(

@@ -18,6 +18,8 @@ export interface Db {
   /** For migrations, which branch where a column type differs. */
   dialect: Dialect;
   close(): Promise<void>;
+  /** PostgreSQL: the pool's connections now (for /metrics); SQLite has no pool. */
+  poolStats?: () => { total: number; idle: number; waiting: number; max: number };
 }
 
 export interface DbOptions {
@@ -79,7 +81,13 @@ export function openDatabase(options: DbOptions): Db {
     pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     attachEngine(kysely, postgresEngine(options.databaseUrl));
-    return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
+    const max = options.poolSize ?? 10;
+    return {
+      kysely,
+      dialect: 'postgres',
+      close: () => kysely.destroy(),
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
+    };
   }
 
   const file = options.sqliteFile ?? join(options.dataDir, 'formwork.db');

@@ -22,6 +22,7 @@ import * as subaccounts from './migrations/0019_subaccounts.js';
 import * as portals from './migrations/0020_portals.js';
 import * as jobsKindDue from './migrations/0022_jobs_kind_due.js';
 import * as docmerge from './migrations/0024_docmerge.js';
+import * as jobRequestId from './migrations/0029_job_request_id.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -50,6 +51,7 @@ const migrations: Record<string, MigrationModule> = {
   '0020_portals': portals,
   '0022_jobs_kind_due': jobsKindDue,
   '0024_docmerge': docmerge,
+  '0029_job_request_id': jobRequestId,
 };
 
 /** Every migration's name, in the order they run. */

@@ -265,6 +265,8 @@ export interface JobsTable {
   last_error: string | null;
   created_at: ColumnType<number, undefined, never>;
   finished_at: number | null;
+  /** x-request-id of the request that enqueued the job (0029), or null. */
+  request_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One row per attempt to run a job: the delivery log. */

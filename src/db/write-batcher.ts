@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import { transact, translateDbError } from './transaction.js';
@@ -27,7 +28,8 @@ export class WriteBatcher {
 
   run<T>(job: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ run: job, resolve: resolve as (value: unknown) => void, reject });
+      // Each job runs in its caller's async context (its request id: src/request-context.ts), not the batch's.
+      this.queue.push({ run: AsyncResource.bind(job), resolve: resolve as (value: unknown) => void, reject });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());

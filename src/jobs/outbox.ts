@@ -1,4 +1,5 @@
 import type { Executor } from '../db/transaction.js';
+import { currentRequestId } from '../request-context.js';
 import type { JobKind } from './kind.js';
 import { insertJob, insertJobs, notifyEnqueued } from './repository.js';
 
@@ -33,6 +34,7 @@ export async function enqueue<P>(
     payload: JSON.stringify(payload ?? null),
     runAt: options.runAt ?? 0,
     maxAttempts: kind.maxAttempts,
+    requestId: currentRequestId(),
   });
   await notifyEnqueued(db, id);
   for (const listener of wakeListeners) listener();
@@ -55,6 +57,7 @@ export function jobOf<P>(kind: JobKind<P>, payload: NoInfer<P>): JobRequest {
  */
 export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Promise<number[]> {
   if (jobs.length === 0) return [];
+  const requestId = currentRequestId();
   const ids = await insertJobs(
     db,
     jobs.map((j) => ({
@@ -62,6 +65,7 @@ export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Pro
       payload: JSON.stringify(j.payload ?? null),
       runAt: 0,
       maxAttempts: j.kind.maxAttempts,
+      requestId,
     })),
   );
   // One notification wakes the listening workers; each claim takes every due job.

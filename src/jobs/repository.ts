@@ -11,6 +11,18 @@ export interface NewJobRow {
   payload: string;
   runAt: number;
   maxAttempts: number;
+  /** The x-request-id of the request that enqueues it, if any. */
+  requestId?: string | undefined;
+}
+
+function jobRow(job: NewJobRow) {
+  return {
+    kind: job.kind,
+    payload: job.payload,
+    run_at: job.runAt,
+    max_attempts: job.maxAttempts,
+    request_id: job.requestId ?? null,
+  };
 }
 
 export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
@@ -19,11 +31,7 @@ export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
 
 /** Several jobs; their ids in the order given. */
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
-  return engineOf(db).insertRows(
-    db,
-    'jobs',
-    jobs.map((job) => ({ kind: job.kind, payload: job.payload, run_at: job.runAt, max_attempts: job.maxAttempts })),
-  );
+  return engineOf(db).insertRows(db, 'jobs', jobs.map(jobRow));
 }
 
 /**
@@ -56,6 +64,8 @@ export interface ClaimedJob {
   progress: string | null;
   attempts: number;
   max_attempts: number;
+  /** The x-request-id of the request that enqueued it, or null. */
+  request_id: string | null;
   runId: number;
   /** The lease token of this claim, which fences every later write of the run. */
   token: string;
@@ -200,7 +210,7 @@ export async function claimDue(
               // lead SQLite's planner, without statistics, to walk every queued job in jobs_due
               // and test it against the candidates: milliseconds a claim behind a backlog.
               .where('id', 'in', ids ?? candidates)
-              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at'])
+              .returning(['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at', 'request_id'])
               .execute();
       free[pool] = limit - claimed.length;
       if (claimed.length === limit) drained = false;
@@ -432,4 +442,69 @@ export async function deleteFinishedBefore(db: Executor, before: number): Promis
     total += deleted;
     if (deleted < 1000) return total;
   }
+}
+
+export interface OutboxKindStats {
+  kind: string;
+  /** Queued and due now. */
+  due: number;
+  /** Queued for later (a retry's backoff, a scheduled chore). */
+  scheduled: number;
+  /** Claimed by a worker. */
+  running: number;
+  /** Epoch ms of the oldest due job's run_at (0 means as soon as it was written: then its created_at), or null. */
+  oldestDueAt: number | null;
+}
+
+/**
+ * The outbox's depth per kind, for /metrics: one grouped read of the queued and running
+ * jobs (finished ones are not read). A due job with run_at 0 counts from when it was written.
+ */
+export async function outboxStats(db: Executor, now: number): Promise<OutboxKindStats[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select((eb) => [
+      'kind',
+      eb.fn
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('due'),
+      eb.fn
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '>', now)]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('scheduled'),
+      eb.fn.sum<number>(eb.case().when('state', '=', 'running').then(1).else(0).end()).as('running'),
+      eb.fn
+        .min<number | null>(
+          eb
+            .case()
+            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
+            .then(eb.case().when('run_at', '=', 0).then(eb.ref('created_at')).else(eb.ref('run_at')).end())
+            .else(null)
+            .end(),
+        )
+        .as('oldest_due_at'),
+    ])
+    .where('state', 'in', ['queued', 'running'])
+    .groupBy('kind')
+    .execute();
+  return rows.map((r) => ({
+    kind: r.kind,
+    due: Number(r.due),
+    scheduled: Number(r.scheduled),
+    running: Number(r.running),
+    oldestDueAt: r.oldest_due_at === null ? null : Number(r.oldest_due_at),
+  }));
 }

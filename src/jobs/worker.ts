@@ -19,6 +19,7 @@ import {
   type RunEnd,
   type RunEnding,
 } from './repository.js';
+import { withRequestId } from '../request-context.js';
 import { RetryAt, scheduledDelay } from './retry.js';
 import type { JobTools } from './types.js';
 
@@ -27,6 +28,8 @@ export interface WorkerLog {
   info(details: object, message: string): void;
   warn(details: object, message: string): void;
   error(details: object, message: string): void;
+  /** Every run's end, when the log takes debug lines (pino does). */
+  debug?(details: object, message: string): void;
 }
 
 export interface WorkerOptions {
@@ -54,6 +57,8 @@ export interface WorkerOptions {
    * (`formwork worker`) has none and never holds back.
    */
   yieldTo?: { inFlight(): number };
+  /** Told of every run's end (for metrics): its kind, outcome and how long the handler took. */
+  onRun?: (kind: string, outcome: RunEnd['outcome'], seconds: number) => void;
 }
 
 export interface Worker {
@@ -165,6 +170,7 @@ class JobWorker implements Worker {
   /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
   private runDueMode = false;
   private readonly yieldTo: { inFlight(): number } | undefined;
+  private readonly onRun: WorkerOptions['onRun'];
   private loadSample: EventLoopUtilization = performance.eventLoopUtilization();
   private loadSampledAt = performance.now();
   private saturated = false;
@@ -188,6 +194,7 @@ class JobWorker implements Worker {
     this.backoff = options.backoff ?? { baseMs: 10_000, maxMs: 60 * 60 * 1000 };
     this.log = options.log ?? silentLog;
     this.yieldTo = options.yieldTo;
+    this.onRun = options.onRun;
   }
 
   /** yieldTo: whether the API is saturated (the loop's business read at most once a window). */
@@ -440,7 +447,10 @@ class JobWorker implements Worker {
     } catch (error) {
       if (ending.writes.length === 0) {
         // The lease brings the job back if its end cannot be written (the database is gone).
-        this.log.error({ worker: this.id, job: job.id, err: error }, 'could not record the end of a job run');
+        this.log.error(
+          { worker: this.id, job: job.id, requestId: job.request_id ?? undefined, err: error },
+          'could not record the end of a job run',
+        );
         return true;
       }
       const message = `could not write what the run did: ${errorMessage(error)}`;
@@ -451,7 +461,10 @@ class JobWorker implements Worker {
         error: message,
         retryAt: final ? null : this.nextAttemptAt(kind, job.attempts, error, now),
       };
-      this.log.warn({ worker: this.id, job: job.id, kind: job.kind, err: error }, 'job failed: its end writes failed');
+      this.log.warn(
+        { worker: this.id, job: job.id, kind: job.kind, requestId: job.request_id ?? undefined, err: error },
+        'job failed: its end writes failed',
+      );
       return this.recordAlone({ ending: { job, now, end, writes: [] }, kind });
     }
   }
@@ -475,8 +488,16 @@ class JobWorker implements Worker {
     return now + retryDelay(attempt, kind?.backoff ?? this.backoff);
   }
 
-  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+    // The handler runs under the request id of the request that enqueued the job, so that
+    // what it enqueues carries it too.
+    return withRequestId(job.request_id ?? undefined, () => this.executeRun(job, controller));
+  }
+
+  private async executeRun(job: ClaimedJob, controller: AbortController): Promise<void> {
     const { ctx, leaseMs } = this;
+    const requestId = job.request_id ?? undefined;
+    const started = performance.now();
     const { signal } = controller;
     // The lease is the longest a handler may go without a checkpoint: past it, another
     // worker may take the job, so this run is told to give up.
@@ -537,7 +558,7 @@ class JobWorker implements Worker {
         const final = error instanceof PayloadRefused || job.attempts >= job.max_attempts;
         const retryAt = final ? null : this.nextAttemptAt(kind, job.attempts, error, endedAt());
         end = { outcome: 'failed', error: message, retryAt };
-        const details = { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, err: error };
+        const details = { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, requestId, err: error };
         if (retryAt === null) this.log.error(details, 'job failed for good');
         else this.log.warn({ ...details, retryAt: new Date(retryAt).toISOString() }, 'job failed; it will be retried');
       }
@@ -545,10 +566,16 @@ class JobWorker implements Worker {
       clearTimeout(leaseTimer);
     }
 
+    const seconds = (performance.now() - started) / 1000;
+    this.onRun?.(job.kind, end.outcome, seconds);
+    this.log.debug?.(
+      { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, outcome: end.outcome, seconds, requestId },
+      'job run ended',
+    );
     const recorded = await this.recordEnd({ job, now: endedAt(), end, writes }, kind);
     if (!recorded)
       this.log.warn(
-        { worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome },
+        { worker: this.id, job: job.id, kind: job.kind, outcome: end.outcome, requestId },
         'job run ended after its lease was taken over; its outcome is not recorded',
       );
   }

@@ -69,9 +69,9 @@ export class ProcessSet {
     return (JSON.parse(created.stdout) as { token: string }).token;
   }
 
-  /** `formwork serve` (with args such as --no-worker) on a port of its own, once /healthz answers. */
+  /** `formwork serve` (with args such as --no-worker) on a port of its own (or extra.PORT), once /healthz answers. */
   async serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
-    const port = await freePort();
+    const port = extra.PORT ? Number(extra.PORT) : await freePort();
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], {
       env: { ...this.env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: url, LOG_LEVEL: 'silent', ...extra },
@@ -95,6 +95,38 @@ export class ProcessSet {
         // not listening yet
       }
       if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * `formwork worker`, with its GET /metrics on a port of its own (WORKER_METRICS_PORT), once
+   * that answers: url is where /metrics is.
+   */
+  async worker(extra: Record<string, string> = {}): Promise<Served> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+      env: { ...this.env, HOST: '127.0.0.1', WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'silent', ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const served: Served = { child, port, url, output: () => output, exited };
+    this.served.push(served);
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode}: ${output}`);
+      try {
+        if ((await fetch(`${url}/metrics`)).ok) return served;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`worker on ${port} did not start: ${output}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
