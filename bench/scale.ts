@@ -23,12 +23,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer as createNetServer } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { redisAnswers } from '../test/support/redis.js';
 import { call, MailSink, Receiver } from './events.js';
 import { JSONB_TABLE, jsonbScript, runPgbench } from './pgbench.js';
 import { API, createBenchAccount } from './seed.js';
@@ -51,21 +52,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((r) => server.close(r));
   return port;
-}
-
-function redisAnswers(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port || 6379), hostname);
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => done(d.toString().startsWith('+PONG')));
-  });
 }
 
 interface Proc {

@@ -2,30 +2,11 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { dialectName, startTestApp } from './support/helpers.js';
+import { redisAnswers } from './support/redis.js';
 import { startS3 } from './support/s3.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
-
-async function redisAnswers(): Promise<boolean> {
-  const redis = new Redis(REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 1000,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    await redis.ping();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** A loopback port that nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -37,7 +18,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const redisSkip = (await redisAnswers()) ? false : `no Redis at ${REDIS_URL}`;
+const redisSkip = (await redisAnswers(REDIS_URL)) ? false : `no Redis at ${REDIS_URL}`;
 
 describe(`readiness and liveness (${dialectName})`, () => {
   it('answers /readyz 200 with every check ok', async () => {

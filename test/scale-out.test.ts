@@ -18,7 +18,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
@@ -26,6 +25,7 @@ import { openDatabase } from '../src/db/database.js';
 import { TEST_PG_URL } from './support/helpers.js';
 import { freePort, ProcessSet, type Served } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
+import { redisAnswers } from './support/redis.js';
 import { startS3, type TestS3 } from './support/s3.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
@@ -35,22 +35,6 @@ const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379
 /** Submissions through the balancer: enough to spread over every process and restart, few enough for CI. */
 const TOTAL = Number(process.env.FORMWORK_TEST_SCALEOUT_SUBMISSIONS || 1500);
 const CONCURRENCY = 12;
-
-/** Whether Redis answers PING at url. */
-function redisAnswers(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port || 6379), hostname);
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => done(d.toString().startsWith('+PONG')));
-  });
-}
 
 async function skipReason(): Promise<string | false> {
   if (!TEST_PG_URL) return 'runs on PostgreSQL only (set FORMWORK_TEST_DATABASE_URL)';

@@ -73,8 +73,40 @@ export class ProcessSet {
   async serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
     const port = extra.PORT ? Number(extra.PORT) : await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], {
-      env: { ...this.env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: url, LOG_LEVEL: 'silent', ...extra },
+    return this.start('server', ['serve', ...args], port, '/healthz', {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: url,
+      LOG_LEVEL: 'silent',
+      ...extra,
+    });
+  }
+
+  /**
+   * `formwork worker`, with its GET /metrics on a port of its own (WORKER_METRICS_PORT), once
+   * that answers: url is where /metrics is.
+   */
+  async worker(extra: Record<string, string> = {}): Promise<Served> {
+    const port = await freePort();
+    return this.start('worker', ['worker'], port, '/metrics', {
+      HOST: '127.0.0.1',
+      WORKER_METRICS_PORT: String(port),
+      LOG_LEVEL: 'silent',
+      ...extra,
+    });
+  }
+
+  /** Spawns `formwork <args>` and waits until GET readyPath on port answers. */
+  private async start(
+    what: string,
+    args: string[],
+    port: number,
+    readyPath: string,
+    env: Record<string, string>,
+  ): Promise<Served> {
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      env: { ...this.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -88,45 +120,13 @@ export class ProcessSet {
     // Generous: tsx compiles the source at start, which takes long on a loaded machine.
     const deadline = Date.now() + 120_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output}`);
+      if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}: ${output}`);
       try {
-        if ((await fetch(`${url}/healthz`)).ok) return served;
+        if ((await fetch(`${url}${readyPath}`)).ok) return served;
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`server on ${port} did not start: ${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  /**
-   * `formwork worker`, with its GET /metrics on a port of its own (WORKER_METRICS_PORT), once
-   * that answers: url is where /metrics is.
-   */
-  async worker(extra: Record<string, string> = {}): Promise<Served> {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-      env: { ...this.env, HOST: '127.0.0.1', WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'silent', ...extra },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    const served: Served = { child, port, url, output: () => output, exited };
-    this.served.push(served);
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode}: ${output}`);
-      try {
-        if ((await fetch(`${url}/metrics`)).ok) return served;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`worker on ${port} did not start: ${output}`);
+      if (Date.now() > deadline) throw new Error(`${what} on ${port} did not start: ${output}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

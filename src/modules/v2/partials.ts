@@ -6,8 +6,8 @@ import { idParams } from '../../http/schemas.js';
 import * as service from '../partials/service.js';
 import { SubmissionListQuery } from '../submissions/schemas.js';
 import { v2Route } from './route.js';
-import { toV2Submission } from './submissions.js';
-import { bool, checked, deleted, encryptionPassword, int, parametersOf, pick, v2List, v2Time } from './wire.js';
+import { LIST_PARAMETERS, toV2Submission } from './submissions.js';
+import { checked, deleted, encryptionPassword, parametersOf, pick, v2List, v2Time } from './wire.js';
 
 /** A partial submission as v2 writes a submission (data keyed by field id), with when it expires. */
 function toV2Partial(p: Parameters<typeof toV2Submission>[0] & { expires: string }) {
@@ -28,21 +28,7 @@ export function v2PartialRoutes(ctx: AppContext): FastifyPluginAsync {
       answer: '{"partial_submissions": [partial submission, …], "total": n, "pages": n}',
       handler: async (req) => {
         const params = parametersOf(req);
-        const q = checked<SubmissionListQuery>(
-          SubmissionListQuery,
-          pick(params, {
-            page: ['pageNumber', int],
-            page_number: ['pageNumber', int],
-            per_page: ['pageSize', int],
-            sort: ['order'],
-            min_time: ['minTime'],
-            max_time: ['maxTime'],
-            keyword: ['keyword'],
-            data: ['data', bool],
-            expand_data: ['expandData', bool],
-          }),
-          'querystring',
-        );
+        const q = checked<SubmissionListQuery>(SubmissionListQuery, pick(params, LIST_PARAMETERS), 'querystring');
         const page = await service.listPartials(
           ctx,
           principal(req),

@@ -36,6 +36,19 @@ import {
   type Params,
 } from './wire.js';
 
+/** v2's names of the list parameters of submissions and of partial submissions, with the v2025 names they stand for. */
+export const LIST_PARAMETERS: Record<string, [string, ((v: unknown) => unknown)?]> = {
+  page: ['pageNumber', int],
+  page_number: ['pageNumber', int],
+  per_page: ['pageSize', int],
+  sort: ['order'],
+  min_time: ['minTime'],
+  max_time: ['maxTime'],
+  keyword: ['keyword'],
+  data: ['data', bool],
+  expand_data: ['expandData', bool],
+};
+
 interface Entry {
   field: number;
   value: unknown;
@@ -143,17 +156,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
       handler: async (req) => {
         const { formId } = req.params as { formId: number };
         const params = parametersOf(req);
-        const input = pick(params, {
-          page: ['pageNumber', int],
-          page_number: ['pageNumber', int],
-          per_page: ['pageSize', int],
-          sort: ['order'],
-          min_time: ['minTime'],
-          max_time: ['maxTime'],
-          keyword: ['keyword'],
-          data: ['data', bool],
-          expand_data: ['expandData', bool],
-        });
+        const input = pick(params, LIST_PARAMETERS);
         const search = searchOf(params);
         if (search) input.search = search;
         const q = checked<SubmissionListQuery>(SubmissionListQuery, input, 'querystring');
