@@ -11,6 +11,11 @@
  *    plain runs on either side cancel what the order alone would do (a database that grows
  *    run by run, a machine that gets busier or quieter). The worker delivers while the
  *    evented run loads the service, as it would in production.
+ *    Beside the rates, the service's own CPU time per answered request (from /proc, every
+ *    thread): on two shared cores the rate measures the load generator, the receiver and the
+ *    SMTP sink (all in this process) as much as the service, its CPU time only the service.
+ *    Counted for the evented run twice: during the run, and until its backlog was delivered
+ *    (what each submission's webhook and email cost in all).
  * 2. Delay: submissions at a fixed rate (BENCH_EVENT_RATE, default 100/s) for BENCH_DURATION
  *    seconds; for each, the time from its 200 to the first delivery attempt of its
  *    submission.created event at the receiver, p50 and p99 (target p99 < 1 s). Every event
@@ -27,6 +32,8 @@ import { clientOf, submissionBody, type FieldIds } from './submission-data.js';
 export interface EventService {
   url: string;
   token: string;
+  /** CPU time the service process has used so far (all its threads), in ms; NaN where /proc cannot tell. */
+  cpuMs(): number;
 }
 
 /** A throughput measurement, made by the main benchmark's own POST scenario. */
@@ -61,6 +68,11 @@ export interface EventResult {
   delay: { p50: number; p99: number; max: number };
   /** Seconds from the end of the loaded run until its last event and email arrived. */
   drainS: number;
+  /**
+   * The service's CPU time per answered request (warm-up and measured run): plain before,
+   * with events during the run, with events until its backlog was delivered, plain after.
+   */
+  cpuUs: { without: number; withEvents: number; withEventsDelivered: number; withoutAfter: number };
   deliveries: number;
   mails: number;
   problems: string[];
@@ -131,7 +143,12 @@ export class MailSink {
   }
 }
 
-export async function call(service: EventService, method: string, path: string, body: unknown): Promise<unknown> {
+export async function call(
+  service: Pick<EventService, 'url' | 'token'>,
+  method: string,
+  path: string,
+  body: unknown,
+): Promise<unknown> {
   const res = await fetch(`${service.url}${API}${path}`, {
     method,
     headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json' },
@@ -213,15 +230,23 @@ export async function runEventBench(deps: EventBenchDeps, perSecond: number): Pr
       message: '<p>Submission {{ submission_id }}</p>{{ all_fields }}',
     });
 
+    const cpuPer = (startMs: number, requests: number) => ((service.cpuMs() - startMs) * 1000) / requests;
+    // A first load, not reported, so that the service's start-up (compiling, JIT) is not
+    // counted in the CPU time of the first plain run.
+    await deps.measurePosts('POST /forms/{id}/submissions, priming (not reported)', service, plain.id, plain.ids);
+    let cpuStart = service.cpuMs();
     const without = await deps.measurePosts('POST /forms/{id}/submissions, no events', service, plain.id, plain.ids);
+    const cpuWithout = cpuPer(cpuStart, without.ok);
     const deliveredBefore = receiver.deliveries;
     const mailsBefore = sink.messages;
+    cpuStart = service.cpuMs();
     const withEvents = await deps.measurePosts(
       'POST /forms/{id}/submissions, a webhook and an email',
       service,
       evented.id,
       evented.ids,
     );
+    const cpuWithEvents = cpuPer(cpuStart, withEvents.ok);
     problems.push(...without.problems, ...withEvents.problems);
     deps.log(`waiting for the ${withEvents.ok} events of the loaded run to be delivered`);
     const drainStart = performance.now();
@@ -229,6 +254,7 @@ export async function runEventBench(deps: EventBenchDeps, perSecond: number): Pr
       (await waitUntil(() => receiver.deliveries - deliveredBefore >= withEvents.ok, 300_000)) &&
       (await waitUntil(() => sink.messages - mailsBefore >= withEvents.ok, 300_000));
     const drainS = (performance.now() - drainStart) / 1000;
+    const cpuDelivered = cpuPer(cpuStart, withEvents.ok);
     deps.log(`backlog delivered in ${drainS.toFixed(1)} s`);
     if (!drained)
       problems.push(
@@ -236,12 +262,14 @@ export async function runEventBench(deps: EventBenchDeps, perSecond: number): Pr
           `${sink.messages - mailsBefore} mails of ${withEvents.ok} submissions`,
       );
 
+    cpuStart = service.cpuMs();
     const withoutAfter = await deps.measurePosts(
       'POST /forms/{id}/submissions, no events, again',
       service,
       plain.id,
       plain.ids,
     );
+    const cpuWithoutAfter = cpuPer(cpuStart, withoutAfter.ok);
     problems.push(...withoutAfter.problems);
 
     deps.log(`delay: ${perSecond} submissions/s for ${deps.durationS} s`);
@@ -275,6 +303,12 @@ export async function runEventBench(deps: EventBenchDeps, perSecond: number): Pr
       sent: answered.size,
       delay: { p50: percentile(delays, 0.5), p99: percentile(delays, 0.99), max: delays.at(-1) ?? Number.NaN },
       drainS,
+      cpuUs: {
+        without: cpuWithout,
+        withEvents: cpuWithEvents,
+        withEventsDelivered: cpuDelivered,
+        withoutAfter: cpuWithoutAfter,
+      },
       deliveries: receiver.deliveries,
       mails: sink.messages,
       problems,
@@ -291,6 +325,10 @@ const fmt = (n: number, digits = 0) =>
 /** The evented run's rate as a share (%) of the mean of the plain runs before and after it. */
 export const eventShare = (r: EventResult): number =>
   (100 * r.withEvents.rps) / ((r.without.rps + r.withoutAfter.rps) / 2);
+
+/** The plain runs' mean CPU time per request as a share (%) of an evented figure: the rate the service's CPU would allow, relative. */
+const cpuShare = (r: EventResult, evented: number): number =>
+  (100 * (r.cpuUs.without + r.cpuUs.withoutAfter)) / 2 / evented;
 
 export function eventReport(r: EventResult): string {
   const share = eventShare(r);
@@ -313,6 +351,16 @@ export function eventReport(r: EventResult): string {
       `${r.delay.p99 < 1000 ? 'met   ' : 'MISSED'} p99 delay ${fmt(r.delay.p99, 1)} ms (< 1,000 ms)`,
     `the loaded run's backlog (${fmt(r.withEvents.ok)} events and emails) was delivered ${fmt(r.drainS, 1)} s after it ended; ` +
       `in all ${fmt(r.deliveries)} webhook deliveries and ${fmt(r.mails)} emails were received`,
+    '',
+    // Requests per second on two shared cores measure the load generator, the receiver and the
+    // SMTP sink (all in this process) as much as the service: the service's own CPU time per
+    // request says what the events cost it, whatever else the machine is doing.
+    "| the service's CPU time per answered request (all its threads) | µs | plain runs' mean as a share of it |",
+    '|---|---:|---:|',
+    `| nothing configured | ${fmt(r.cpuUs.without)} | |`,
+    `| a webhook and an email, during the loaded run | ${fmt(r.cpuUs.withEvents)} | ${fmt(cpuShare(r, r.cpuUs.withEvents), 1)}% |`,
+    `| a webhook and an email, until every event and email was delivered | ${fmt(r.cpuUs.withEventsDelivered)} | ${fmt(cpuShare(r, r.cpuUs.withEventsDelivered), 1)}% |`,
+    `| nothing configured, after the backlog was delivered | ${fmt(r.cpuUs.withoutAfter)} | |`,
     '',
   ].join('\n');
 }

@@ -149,6 +149,19 @@ const READ_TARGET_P95 = 50;
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
+/** CPU time (user and system, every thread) a process has used, in ms, from /proc; NaN where that cannot be read. */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    // Fields 14 and 15 (utime, stime) in clock ticks, after the command name in parentheses.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+/** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
 // ---------------------------------------------------------------------------------------
 // Child processes
 
@@ -861,7 +874,7 @@ async function eventsSection(
         const child = await startService(name, dataDir, '', profDir, env);
         services.push(child);
         tokens.set(child.url, { child, token });
-        return { url: child.url, token };
+        return { url: child.url, token, cpuMs: () => cpuMsOf(child.proc.pid) };
       },
       createForm: (service, name) => createSubmissionForm(childOf(service.url).child, service.token, name),
       async measurePosts(name, service, formId, ids) {
