@@ -88,6 +88,8 @@ export class Receiver {
   private readonly server = createServer((req, res) => this.take(req, res));
 
   async listen(): Promise<string> {
+    // A connection reset by its client (a service stopped with its SMTP pool open) is no failure of the sink.
+    this.server.on('error', () => undefined);
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;

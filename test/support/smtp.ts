@@ -75,6 +75,9 @@ export async function startSmtpSink(user = 'mailer', password = 'S3cret-smtp-pas
       });
     },
   });
+  // A connection that its client resets (a worker killed with its SMTP pool open) is reported
+  // here: not the sink's failure, and without a listener it would be an uncaught exception.
+  server.on('error', () => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
   return {
