@@ -136,7 +136,16 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
   const children: Serve[] = [];
 
   before(async () => {
-    app = await startTestApp({ SECRET_KEY, PROCESS_TIMEOUT_SECONDS });
+    app = await startTestApp({
+      SECRET_KEY,
+      PROCESS_TIMEOUT_SECONDS,
+      // The live upload of the service-upload tests waits, stalled, while processes are started
+      // and killed beside it; on a loaded CI machine that took a minute, past the default rate
+      // floor (1 KiB a second over each 30 s), which cut it. Those tests are about a process's
+      // temporary files, not about the rate floor (test/timeouts covers that).
+      REQUEST_TIMEOUT_MS: '600000',
+      UPLOAD_MIN_BYTES_PER_SECOND: '1',
+    });
     a = await app.account();
   });
   after(async () => {
