@@ -1132,12 +1132,14 @@ async function publicOnly(): Promise<number> {
   mkdirSync(profDir);
   const secretKey = randomBytes(32).toString('hex');
   const measured: Measured[] = [];
+  let service: Child | undefined;
   try {
     const token = await createBenchAccount(dataDir);
-    const service = await startService('service (SQLite)', dataDir, '', profDir, {
+    const started = await startService('service (SQLite)', dataDir, '', profDir, {
       SECRET_KEY: secretKey,
       PUBLIC_SUBMIT_PER_MINUTE: '1000000',
     });
+    service = started;
     const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
     await waitReady(constant, '/');
     const form = await createSubmissionForm(service, token, 'Bench hosted form');
@@ -1183,7 +1185,7 @@ async function publicOnly(): Promise<number> {
         minBytes: 800,
         after: async (runs) => {
           const ok = runs.reduce((sum, r) => sum + r['2xx'], 0);
-          const added = (await submissionCount(service, token, form.id)) - before;
+          const added = (await submissionCount(started, token, form.id)) - before;
           const slack = runs.length * POST_CONNECTIONS + runs.reduce((sum, r) => sum + r.errors + r.non2xx, 0);
           return added >= ok && added <= ok + slack
             ? []
@@ -1198,6 +1200,9 @@ async function publicOnly(): Promise<number> {
     return 1;
   } finally {
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    if (CPU_PROF && service) process.stdout.write(`\n${profileOf([service], measured)}\n`);
+    if (CPU_PROF && process.env.BENCH_KEEP_PROFILES)
+      cpSync(profDir, process.env.BENCH_KEEP_PROFILES, { recursive: true });
     rmSync(tmp, { recursive: true, force: true });
   }
   const [ceiling, pageRead, post] = measured;

@@ -10,7 +10,7 @@ import { requireBearerToken } from './http/auth.js';
 import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
-import { queryRedaction } from './http/logging.js';
+import { lazyChildLogger, queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
 import { registerRateLimits } from './http/rate-limit.js';
 import { registerReadiness } from './http/readiness.js';
@@ -81,6 +81,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimit,
     ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.

@@ -236,6 +236,11 @@ export const ERRORS = {
     note: 'wait `Retry-After` seconds',
   },
   not_ready: { status: 503, message: 'The service is not ready: a dependency does not answer' },
+  database_busy: {
+    status: 503,
+    message: 'The database is busy with other writes; try again shortly',
+    note: 'wait `Retry-After` seconds',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 type Catalogue = typeof ERRORS;

@@ -1,12 +1,12 @@
 import type { JobKind } from './jobs/kind.js';
 import { pruneJob } from './jobs/prune.js';
 import { emailDocumentJob, generateDocumentJob } from './modules/docmerge/jobs.js';
-import { sendEmailJob } from './modules/emails/jobs.js';
+import { pruneMailLogJob, sendEmailJob } from './modules/emails/jobs.js';
 import { sendResumeLinkJob } from './modules/emails/resume-link.js';
 import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
 import { expirePartialsJob } from './modules/partials/jobs.js';
-import { sendPortalSigninJob } from './modules/portals/jobs.js';
+import { prunePortalSigninsJob, sendPortalSigninJob } from './modules/portals/jobs.js';
 import { removeFilesJob, sweepUploadsJob } from './modules/uploads/jobs.js';
 import { deliverWebhookJob } from './modules/webhooks/jobs.js';
 
@@ -22,8 +22,10 @@ export const jobKinds: readonly JobKind[] = [
   sweepUploadsJob,
   deliverWebhookJob,
   sendEmailJob,
+  pruneMailLogJob,
   sendResumeLinkJob,
   sendPortalSigninJob,
+  prunePortalSigninsJob,
   expirePartialsJob,
   expirePrefillsJob,
   generateDocumentJob,

@@ -25,6 +25,13 @@ export class Metrics {
   private readonly latency: Histogram<'method' | 'route' | 'status'>;
   private readonly runs: Counter<'kind' | 'outcome'>;
   private readonly runSeconds: Histogram<'kind'>;
+  private readonly routeSeries = new Map<
+    string,
+    {
+      count: ReturnType<Counter<'method' | 'route' | 'status'>['labels']>;
+      time: ReturnType<Histogram<'method' | 'route' | 'status'>['labels']>;
+    }
+  >();
 
   constructor(options: {
     db: Kysely<Database>;
@@ -131,9 +138,17 @@ export class Metrics {
 
   /** One answered request; route is the pattern (/api/v2025/forms/:id), never the raw URL. */
   request(method: string, route: string, status: number, seconds: number): void {
-    const labels = { method, route, status: String(status) };
-    this.requests.inc(labels);
-    this.latency.observe(labels, seconds);
+    // prom-client hashes a labels object on every call; the series of a route and status are
+    // bound once and kept (routes are patterns, so there are a few hundred at most).
+    const key = `${method} ${status} ${route}`;
+    let series = this.routeSeries.get(key);
+    if (series === undefined) {
+      const labels = { method, route, status: String(status) };
+      series = { count: this.requests.labels(labels), time: this.latency.labels(labels) };
+      this.routeSeries.set(key, series);
+    }
+    series.count.inc();
+    series.time.observe(seconds);
   }
 
   /** One job run's end (the worker's onRun). */

@@ -6,12 +6,18 @@ import { dialectName, startTestApp, type TestAccount, type TestApp } from './sup
 // each must still stand or fall alone.
 describe(`concurrent submissions (${dialectName})`, () => {
   let app: TestApp;
+  let second: TestApp;
   let a: TestAccount;
   before(async () => {
     app = await startTestApp();
+    // Another process's worth of app on the same database, with a pool of its own.
+    second = await startTestApp({}, app);
     a = await app.account();
   });
-  after(() => app.close());
+  after(async () => {
+    await second.close();
+    await app.close();
+  });
 
   it('commits every good submission of a burst and refuses only the duplicates of a unique value', async () => {
     const form = (
@@ -65,5 +71,80 @@ describe(`concurrent submissions (${dialectName})`, () => {
     assert.deepEqual([await total(), await byField()], [1, 1], 'an edit moves the total');
     await a.delete(`/submissions/${second.id}`);
     assert.deepEqual([await total(), await byField()], [0, 0]);
+  });
+
+  it('lets exactly submissionLimit creates in when many more arrive at once, through two apps', async () => {
+    const LIMIT = 7;
+    const form = (
+      await a.post('/forms', {
+        name: 'Limited',
+        settings: { submissionLimit: LIMIT },
+        fields: [{ type: 'text', label: 'Note' }],
+      })
+    ).body;
+    const note = form.fields[0].id;
+    const viaSecond = (body: unknown) =>
+      second.request('POST', `/api/v2025/forms/${form.id}/submissions`, { token: a.token, body });
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const body = { fields: [{ id: note, value: `note ${i}` }] };
+        return i % 2 === 0 ? a.post(`/forms/${form.id}/submissions`, body) : viaSecond(body);
+      }),
+    );
+    const ok = replies.filter((r) => r.status === 200);
+    assert.equal(ok.length, LIMIT, replies.map((r) => r.status).join(' '));
+    for (const r of replies.filter((r) => r.status !== 200)) {
+      assert.equal(r.status, 409, r.text);
+      assert.equal(r.body.code, 'form_full');
+    }
+    assert.equal((await a.get(`/forms/${form.id}/submissions?pageSize=100`)).body.total, LIMIT);
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, LIMIT);
+
+    // A deletion makes room for exactly one more.
+    assert.equal((await a.delete(`/submissions/${ok[0]!.body.id}`)).status, 200);
+    const again = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        (i % 2 === 0 ? a.post(`/forms/${form.id}/submissions`, { fields: [] }) : viaSecond({ fields: [] })).then(
+          (r) => r.status,
+        ),
+      ),
+    );
+    assert.deepEqual(again.sort(), [200, ...Array<number>(9).fill(409)]);
+  });
+
+  it('lets exactly submissionLimit hosted-page submits in when many more arrive at once', async () => {
+    const LIMIT = 4;
+    const form = (
+      await a.post('/forms', {
+        name: 'Limited page',
+        settings: { submissionLimit: LIMIT },
+        fields: [{ type: 'text', label: 'Name' }],
+      })
+    ).body;
+    const path = new URL(form.url).pathname;
+    const tokens: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const page = await app.request('GET', path);
+      assert.equal(page.status, 200);
+      tokens.push(
+        /name="_fw" value="([^"]*)"/
+          .exec(page.text)![1]!
+          .replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))),
+      );
+    }
+    // Past the page's minimum time to submit.
+    app.server.ctx.clock.advance(4000);
+    const replies = await Promise.all(
+      tokens.map((token, i) =>
+        app.request('POST', path, {
+          raw: new URLSearchParams({ _fw: token, website: '', [`f${form.fields[0].id}`]: `Person ${i}` }).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+      ),
+    );
+    const statuses = replies.map((r) => r.status).sort();
+    // A submit that finds the form full gets the closed page (403).
+    assert.deepEqual(statuses, [...Array<number>(LIMIT).fill(200), ...Array<number>(30 - LIMIT).fill(403)]);
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, LIMIT);
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
+import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
 import { safeSmtpError, sendSmtp } from '../src/modules/emails/transport.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './support/smtp.js';
@@ -627,5 +628,60 @@ describe(`the mail log, without SMTP (${dialectName})`, () => {
     await waitFor('job done', async () => ((await jobsOf(app, 'running')).length === 0 ? true : undefined));
     const rows = await app.server.ctx.db.selectFrom('mail_log').select('id').where('job_id', '=', job!.id).execute();
     assert.equal(rows.length, 1);
+  });
+
+  // Last in this block: it moves the clock on by weeks.
+  it('deletes messages older than JOB_RETENTION_DAYS in its daily prune, and keeps the newer', async () => {
+    const DAY = 24 * 3_600_000;
+    const form = await makeForm(a);
+    expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'kept?',
+        message: 'x',
+        recipients: ['k@example.com'],
+      }),
+      201,
+      'notification',
+    );
+    const mailOf = async (submissionId: number) =>
+      (expectStatus(await a.get('/mail-log?pageSize=100'), 200, 'list').messages as { submissionId: number }[]).filter(
+        (m) => m.submissionId === submissionId,
+      );
+    const written = async (what: string) => {
+      const submission = expectStatus(await a.post(`/forms/${form.id}/submissions`, submissionBody(form)), 200, what);
+      await waitFor(`the mail of the ${what} submission`, async () =>
+        (await mailOf(submission.id)).length === 1 ? true : undefined,
+      );
+      return submission.id as number;
+    };
+    const older = await written('older');
+    app.server.ctx.clock.advance((app.config.jobRetentionDays - 1) * DAY);
+    const newer = await written('newer');
+    const everyMessage = await app.server.ctx.db.selectFrom('mail_log').select('id').execute();
+
+    const prune = async () =>
+      pruneMailLogJob.handler(
+        app.server.ctx,
+        { id: 0, kind: pruneMailLogJob.name, payload: {}, progress: undefined, attempt: 1 },
+        {
+          signal: new AbortController().signal,
+          checkpoint: async () => {},
+          replacePayload: async () => {},
+          atEnd: () => {},
+        },
+      );
+    await prune();
+    assert.equal((await mailOf(older)).length, 1, 'not yet JOB_RETENTION_DAYS old');
+    assert.equal((await app.server.ctx.db.selectFrom('mail_log').select('id').execute()).length, everyMessage.length);
+
+    app.server.ctx.clock.advance(2 * DAY);
+    await prune();
+    assert.deepEqual(await mailOf(older), [], 'older than JOB_RETENTION_DAYS: deleted');
+    assert.equal((await mailOf(newer)).length, 1, 'the newer one stays');
+    // Nothing older is left, whichever form or test wrote it.
+    const left = await app.server.ctx.db.selectFrom('mail_log').select(['created_at']).execute();
+    const cutoff = app.server.ctx.clock.now() - app.config.jobRetentionDays * DAY;
+    assert.ok(left.length >= 1);
+    for (const row of left) assert.ok(Number(row.created_at) >= cutoff);
   });
 });

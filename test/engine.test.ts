@@ -25,6 +25,7 @@ const OPERATIONS = [
   'shareRows',
   'now',
   'containsInsensitive',
+  'serialize',
   'lockRows',
   'claimRows',
   'rowLocks',

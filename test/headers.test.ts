@@ -3,14 +3,10 @@
  * a real headless Chromium (skipped without /usr/bin/chromium unless FORMWORK_TEST_REQUIRE_BROWSER).
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { BROWSER_SUITE_MS, newBrowserPage, skipBrowser, startWithBrowser } from './support/browser.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);
-const skipBrowser = !existsSync(CHROMIUM) && !REQUIRE_BROWSER ? `${CHROMIUM} is not installed` : false;
 
 function assertApiHeaders(res: Reply | Response, what: string, cacheControl = 'no-store'): void {
   assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what);
@@ -96,60 +92,58 @@ describe(`security headers (${dialectName})`, () => {
   });
 });
 
-describe(`the API page in Chromium under its CSP (${dialectName})`, { skip: skipBrowser, timeout: 120_000 }, () => {
-  let app: TestApp;
-  let browser: Browser;
-  before(async () => {
-    [app, browser] = await Promise.all([
-      startTestApp(),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-      }),
-    ]);
-  });
-  after(async () => {
-    await browser?.close();
-    await app?.close();
-  });
+describe(
+  `the API page in Chromium under its CSP (${dialectName})`,
+  { skip: skipBrowser, timeout: BROWSER_SUITE_MS },
+  () => {
+    let app: TestApp;
+    let browser: Browser;
+    before(async () => {
+      ({ app, browser } = await startWithBrowser(startTestApp()));
+    });
+    after(async () => {
+      await browser?.close();
+      await app?.close();
+    });
 
-  it('renders the operations with no CSP violation, and refuses to be framed', async () => {
-    const page = await browser.newPage();
-    try {
-      const violations: string[] = [];
-      await page.exposeFunction('reportViolation', (v: string) => violations.push(v));
-      // A string: this code runs in the page, where the DOM is (the test's own types have none).
-      await page.addInitScript(
-        "document.addEventListener('securitypolicyviolation', (e) => window.reportViolation(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`))",
-      );
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto(`${app.url}/docs/`);
-      await page.locator('.swagger-ui .info .title').filter({ hasText: 'Formwork API' }).waitFor({ timeout: 15_000 });
-      await page.locator('.opblock').first().waitFor({ timeout: 15_000 });
-      assert.ok((await page.locator('.opblock').count()) > 10, 'the operations are listed');
-      // Opening an operation runs the UI's own code further (models, examples).
-      await page.locator('.opblock-summary').first().click();
-      await page.locator('.opblock-body').first().waitFor({ timeout: 15_000 });
-      assert.deepEqual(violations, [], 'nothing the page needs is blocked');
-      assert.deepEqual(errors, []);
-
-      // Framed by another page, it does not load.
-      const framing = await browser.newPage();
+    it('renders the operations with no CSP violation, and refuses to be framed', async () => {
+      const page = await newBrowserPage(browser);
       try {
-        const framedResponse = framing.waitForEvent('response', (r) => r.url().startsWith(`${app.url}/docs`));
-        await framing.setContent(`<iframe src="${app.url}/docs/" width="800" height="600"></iframe>`);
-        await framedResponse;
-        const frame = framing.frames().find((f) => f !== framing.mainFrame());
-        assert.ok(frame, 'the frame exists');
-        await frame.waitForLoadState('load');
-        // Chromium puts its error page in the place of a page whose headers forbid the frame.
-        assert.match(frame.url(), /^chrome-error:/, 'the framed page was refused');
+        const violations: string[] = [];
+        await page.exposeFunction('reportViolation', (v: string) => violations.push(v));
+        // A string: this code runs in the page, where the DOM is (the test's own types have none).
+        await page.addInitScript(
+          "document.addEventListener('securitypolicyviolation', (e) => window.reportViolation(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`))",
+        );
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.goto(`${app.url}/docs/`);
+        await page.locator('.swagger-ui .info .title').filter({ hasText: 'Formwork API' }).waitFor();
+        await page.locator('.opblock').first().waitFor();
+        assert.ok((await page.locator('.opblock').count()) > 10, 'the operations are listed');
+        // Opening an operation runs the UI's own code further (models, examples).
+        await page.locator('.opblock-summary').first().click();
+        await page.locator('.opblock-body').first().waitFor();
+        assert.deepEqual(violations, [], 'nothing the page needs is blocked');
+        assert.deepEqual(errors, []);
+
+        // Framed by another page, it does not load.
+        const framing = await newBrowserPage(browser);
+        try {
+          const framedResponse = framing.waitForEvent('response', (r) => r.url().startsWith(`${app.url}/docs`));
+          await framing.setContent(`<iframe src="${app.url}/docs/" width="800" height="600"></iframe>`);
+          await framedResponse;
+          const frame = framing.frames().find((f) => f !== framing.mainFrame());
+          assert.ok(frame, 'the frame exists');
+          await frame.waitForLoadState('load');
+          // Chromium puts its error page in the place of a page whose headers forbid the frame.
+          assert.match(frame.url(), /^chrome-error:/, 'the framed page was refused');
+        } finally {
+          await framing.close();
+        }
       } finally {
-        await framing.close();
+        await page.close();
       }
-    } finally {
-      await page.close();
-    }
-  });
-});
+    });
+  },
+);

@@ -9,22 +9,16 @@
  * confirmation go to test-artifacts/ (git-ignored).
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { BROWSER_SUITE_MS, newBrowserPage, skipBrowser, startWithBrowser } from './support/browser.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRE_BROWSER = Boolean(process.env.FORMWORK_TEST_REQUIRE_BROWSER);
-const skip =
-  !existsSync(CHROMIUM) && !REQUIRE_BROWSER
-    ? `${CHROMIUM} is not installed (apt-get install chromium; set FORMWORK_TEST_REQUIRE_BROWSER=1 to fail instead of skipping)`
-    : false;
-const WAIT_MS = 10_000;
 const ARTIFACTS = new URL('../test-artifacts/', import.meta.url);
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 // A 1×1 PNG: a file to upload.
@@ -77,29 +71,18 @@ function everyFieldType() {
   };
 }
 
-describe(`hosted forms in Chromium (${dialectName})`, { skip, timeout: 240_000 }, () => {
+describe(`hosted forms in Chromium (${dialectName})`, { skip: skipBrowser, timeout: BROWSER_SUITE_MS }, () => {
   let app: TestApp | undefined;
   let owner: TestAccount;
   let browser: Browser | undefined;
   let smtp: SmtpSink | undefined;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `FORMWORK_TEST_REQUIRE_BROWSER is set but ${CHROMIUM} is missing`);
     mkdirSync(ARTIFACTS, { recursive: true });
     smtp = await startSmtpSink();
-    const [started, launched] = await Promise.allSettled([
-      // A person takes longer than a test: the minimum time to submit is off here (test/hosted.test.ts checks it).
-      startTestApp({ PUBLIC_SUBMIT_MIN_SECONDS: '0', SMTP_URL: smtp.url }),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-      }),
-    ]);
-    if (started.status === 'fulfilled') app = started.value;
-    if (launched.status === 'fulfilled') browser = launched.value;
-    if (started.status === 'rejected') throw started.reason;
-    if (launched.status === 'rejected') throw launched.reason;
-    owner = await started.value.account('Hosted');
+    // A person takes longer than a test: the minimum time to submit is off here (test/hosted.test.ts checks it).
+    ({ app, browser } = await startWithBrowser(startTestApp({ PUBLIC_SUBMIT_MIN_SECONDS: '0', SMTP_URL: smtp.url })));
+    owner = await app.account('Hosted');
   });
 
   after(async () => {
@@ -109,10 +92,7 @@ describe(`hosted forms in Chromium (${dialectName})`, { skip, timeout: 240_000 }
   });
 
   async function newPage(options: BrowserContextOptions = {}): Promise<Page> {
-    const context = await browser!.newContext({ viewport: { width: 900, height: 1200 }, ...options });
-    context.setDefaultTimeout(WAIT_MS);
-    context.setDefaultNavigationTimeout(WAIT_MS);
-    const page = await context.newPage();
+    const page = await newBrowserPage(browser!, { viewport: { width: 900, height: 1200 }, ...options });
     // No script of the page may fail, and nothing may open a dialog (the escaping test relies on it).
     page.on('pageerror', (error) => assert.fail(`a script on the page failed: ${error.message}`));
     page.on('dialog', (dialog) => assert.fail(`the page opened a ${dialog.type()} dialog: ${dialog.message()}`));

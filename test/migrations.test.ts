@@ -117,6 +117,10 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0022_jobs_kind_due',
       '0024_docmerge',
       '0029_job_request_id',
+      '0030_mail_log_created',
+      '0031_portal_expiry',
+      '0032_idempotency_expiry_index',
+      '0033_drop_jobs_due',
     ]);
 
     assert.equal(

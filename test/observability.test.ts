@@ -153,7 +153,9 @@ describe('observability', () => {
     assert.equal(run.details.outcome, 'done');
 
     const afterRun = (await app.request('GET', '/metrics')).text;
-    assert.equal(sample(afterRun, 'formwork_outbox_jobs', { kind: 'webhooks.deliver', state: 'due' }), undefined);
+    // A drained kind reads 0 (its finished jobs are kept), not a series that vanishes.
+    assert.equal(sample(afterRun, 'formwork_outbox_jobs', { kind: 'webhooks.deliver', state: 'due' }), 0);
+    assert.equal(sample(afterRun, 'formwork_outbox_oldest_due_age_seconds', { kind: 'webhooks.deliver' }), 0);
     assert.ok((sample(afterRun, 'formwork_job_runs_total', { kind: 'webhooks.deliver', outcome: 'done' }) ?? 0) >= 1);
   });
 

@@ -1,7 +1,8 @@
 /**
  * Portals (issue 15, points 4 and 5): the API of spec section 4.7 with POST /portal added, the
  * avatar through the shared image checks, and the portal page: a sign-in link by email
- * (through a real SMTP server, or into the mail log), single use and expiring, a session
+ * (through a real SMTP server, or into the mail log), single use and expiring, signing in only
+ * from the confirmation page it opens, in the same browser (against login CSRF), a session
  * cookie, the user's forms with whether they have submitted each, and submissions made on the
  * hosted page tied to the signed-in portal user. Cross-account 404s and member 403s of every
  * operation are in the route and permission matrices.
@@ -10,6 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { drainBytes } from '../src/modules/images/part.js';
+import { prunePortalSigninsJob } from '../src/modules/portals/jobs.js';
 import { SESSION_TTL_MS } from '../src/modules/portals/session.js';
 import { SIGNIN_LINK_TTL_MS } from '../src/modules/portals/signin-link.js';
 import { jobKinds } from '../src/job-kinds.js';
@@ -54,9 +56,9 @@ async function page(
   app: TestApp,
   method: string,
   path: string,
-  opts: { cookie?: string; form?: Record<string, string>; json?: unknown } = {},
+  opts: { cookie?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {},
 ) {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...opts.headers };
   if (opts.cookie) headers.cookie = opts.cookie;
   let body: string | undefined;
   if (opts.form) {
@@ -71,6 +73,10 @@ async function page(
 }
 
 const pathOf = (url: string) => new URL(url).pathname;
+const unescape = (s: string) =>
+  s.replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))).replace(/&amp;/g, '&');
+/** What a browser sends with a post from one of the service's own pages. */
+const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
 describe(`portals (${dialectName})`, () => {
   let app: TestApp;
@@ -400,13 +406,36 @@ describe(`the portal page (${dialectName})`, () => {
     return found[1]!.replace(/&amp;/g, '&');
   }
 
-  async function signIn(): Promise<string> {
-    const link = (await linkFor('ANN@example.com'))!;
-    const opened = await page(app, 'GET', link);
+  /** Opens the link's confirmation page, as a browser that holds `cookie` (its confirmation cookie, if any). */
+  async function confirmation(link: string, cookie?: string) {
+    const shown = await page(app, 'GET', link, { cookie });
+    assert.equal(shown.status, 200, shown.text);
+    const field = (name: string) => unescape(new RegExp(`name="${name}" value="([^"]*)"`).exec(shown.text)![1]!);
+    const set = shown.headers.getSetCookie().find((c) => c.startsWith('fw_portal_confirm='));
+    return { shown, form: { token: field('token'), confirm: field('confirm') }, cookie: set?.split(';')[0] ?? cookie };
+  }
+
+  /** What the confirmation page's button posts, from that page in the same browser. */
+  function confirm(
+    form: Record<string, string>,
+    cookie: string | undefined,
+    headers: Record<string, string> = SAME_ORIGIN,
+  ) {
+    return page(app, 'POST', `${portalPath()}/signin/confirm`, { form, cookie, headers });
+  }
+
+  /** Signs in with the link, as a person does: the confirmation page, then its button; the session cookie. */
+  async function openLink(link: string): Promise<string> {
+    const { form, cookie } = await confirmation(link);
+    const opened = await confirm(form, cookie);
     assert.equal(opened.status, 303, opened.text);
     assert.equal(opened.headers.get('location'), portalPath());
-    const cookie = opened.headers.get('set-cookie')!;
-    return cookie.split(';')[0]!;
+    const set = opened.headers.getSetCookie().find((c) => c.startsWith('fw_portal='))!;
+    return set.split(';')[0]!;
+  }
+
+  async function signIn(): Promise<string> {
+    return openLink((await linkFor('ANN@example.com'))!);
   }
 
   it('shows a sign-in form, and answers the same for an address that is no user', async () => {
@@ -457,20 +486,24 @@ describe(`the portal page (${dialectName})`, () => {
 
   it('signs in once per link, within its time, and shows the forms with due dates and what was submitted', async () => {
     const link = (await linkFor('ann@example.com'))!;
-    const opened = await page(app, 'GET', link);
+    const { form: confirmForm, cookie: confirmCookie } = await confirmation(link);
+    const opened = await confirm(confirmForm, confirmCookie);
     assert.equal(opened.status, 303);
-    const setCookie = opened.headers.get('set-cookie')!;
+    const setCookie = opened.headers.getSetCookie().find((c) => c.startsWith('fw_portal='))!;
     assert.match(setCookie, /^fw_portal=[A-Za-z0-9_-]{40,};/);
     assert.match(setCookie, /; HttpOnly/);
     assert.match(setCookie, /; SameSite=Lax/);
     assert.match(setCookie, /; Path=\//);
     const cookie = setCookie.split(';')[0]!;
 
-    // Single use: the same link again, a wrong token, and no token.
+    // Single use: the same link again (its page, and its button again), a wrong token, and no token.
     const again = await page(app, 'GET', link);
     assert.equal(again.status, 400);
     assert.match(again.text, /expired or was already used/);
     assert.equal(again.headers.get('set-cookie'), null);
+    const twice = await confirm(confirmForm, confirmCookie);
+    assert.equal(twice.status, 400);
+    assert.equal(twice.headers.get('set-cookie'), null);
     assert.equal((await page(app, 'GET', `${portalPath()}/signin?token=${'x'.repeat(43)}`)).status, 400);
     assert.equal((await page(app, 'GET', `${portalPath()}/signin`)).status, 400);
     // A link of this portal does not open another.
@@ -539,6 +572,66 @@ describe(`the portal page (${dialectName})`, () => {
     assert.match((await page(app, 'GET', portalPath(), { cookie })).text, /Email me a sign-in link/);
   });
 
+  it('signs no one in on the link alone: its page asks, and only its own button in the same browser signs in', async () => {
+    // Mallory is a portal user who wants someone else's browser signed in to her account (login CSRF).
+    ok(await a.post(`/portal/${portal.id}/user`, { email: 'mallory@example.com', name: 'Mallory' }));
+    const link = (await linkFor('mallory@example.com'))!;
+    const signedIn = (r: { headers: Headers }) => r.headers.getSetCookie().some((c) => /^fw_portal=[^;]/.test(c));
+
+    // The victim's browser is made to open the link: a page that names the account and asks.
+    const victim = await confirmation(link);
+    assert.equal(signedIn(victim.shown), false, 'opening the link signs no one in');
+    assert.match(victim.shown.text, /Sign in to this portal as <strong>Mallory<\/strong> \(mallory@example\.com\)\?/);
+    assert.match(victim.shown.text, new RegExp(`action="${portalPath()}/signin/confirm"`));
+    assert.match(victim.shown.headers.get('cache-control') ?? '', /no-store/);
+    assert.match(victim.shown.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+    const set = victim.shown.headers.getSetCookie().find((c) => c.startsWith('fw_portal_confirm='))!;
+    assert.match(set, /; HttpOnly/);
+    assert.match(set, /; SameSite=Lax/);
+    assert.ok(set.includes(`; Path=${portalPath()}/signin;`), set);
+    assert.match((await page(app, 'GET', portalPath(), { cookie: victim.cookie })).text, /Email me a sign-in link/);
+    // Nothing is used up by looking: the page opens again, with the same token for the same browser.
+    const again = await confirmation(link, victim.cookie);
+    assert.equal(again.form.confirm, victim.form.confirm);
+
+    // Mallory's own browser gets its own page and token; neither works from another browser or site.
+    const mallory = await confirmation(link);
+    assert.notEqual(mallory.form.confirm, victim.form.confirm);
+    const refused = [
+      // her page's form auto-posted from her site: the victim's Lax cookie does not go with it
+      await confirm(mallory.form, undefined, { 'sec-fetch-site': 'cross-site' }),
+      // the same, from a browser that sends no Sec-Fetch-Site
+      await confirm(mallory.form, undefined, { origin: 'https://evil.example' }),
+      // her token with the victim's cookie: bound to her own cookie
+      await confirm(mallory.form, victim.cookie, {}),
+      // the victim's own token and cookie, but the post comes from another site
+      await confirm(victim.form, victim.cookie, { 'sec-fetch-site': 'cross-site' }),
+      await confirm(victim.form, victim.cookie, { 'sec-fetch-site': 'same-site' }),
+      await confirm(victim.form, victim.cookie, { origin: 'https://evil.example' }),
+      // no token, or no cookie
+      await confirm({ token: victim.form.token }, victim.cookie),
+      await confirm(victim.form, undefined),
+    ];
+    for (const r of refused) {
+      assert.equal(r.status, 403, r.text);
+      assert.match(r.text, /not confirmed on the page its link opens/);
+      assert.equal(signedIn(r), false);
+    }
+
+    // The person who asked for the link, on its page in their browser: signed in, the link used up.
+    const own = await confirm(victim.form, victim.cookie);
+    assert.equal(own.status, 303, own.text);
+    assert.ok(signedIn(own));
+    assert.ok(own.headers.getSetCookie().some((c) => /^fw_portal_confirm=;.*Max-Age=0/.test(c)));
+    const cookie = own.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('fw_portal='))!
+      .split(';')[0]!;
+    assert.match((await page(app, 'GET', portalPath(), { cookie })).text, /Signed in as <strong>Mallory/);
+    assert.equal((await page(app, 'GET', link)).status, 400);
+    assert.equal((await confirm(mallory.form, mallory.cookie)).status, 400, 'used up');
+  });
+
   it('lets links expire, and sessions end with time, with the user, and with a new address', async () => {
     // The tests above used up the hour's links of this user.
     app.server.ctx.clock.advance(3_600_000);
@@ -582,6 +675,59 @@ describe(`the portal page (${dialectName})`, () => {
     assert.equal(answers.size, 1);
     await runJobs();
     assert.equal(smtp.messages.slice(before).filter((m) => m.to[0] === 'busy@example.com').length, 5);
+  });
+
+  it('deletes sign-in links and sessions a day after they expired, in the daily portals.prune', async () => {
+    const DAY = 24 * 3_600_000;
+    const user = ok(await a.post(`/portal/${portal.id}/user`, { email: 'tidy@example.com', name: 'Tidy' })).users.find(
+      (u: any) => u.email === 'tidy@example.com',
+    );
+    const cookie = await openLink((await linkFor('tidy@example.com'))!);
+    await linkFor('tidy@example.com'); // never opened
+    const rows = async () => {
+      const db = app.server.ctx.db;
+      const links = await db
+        .selectFrom('portal_signin_tokens')
+        .select('id')
+        .where('portal_user_id', '=', user.id)
+        .execute();
+      const sessions = await db
+        .selectFrom('portal_sessions')
+        .select('id')
+        .where('portal_user_id', '=', user.id)
+        .execute();
+      return [links.length, sessions.length];
+    };
+    const prune = () =>
+      prunePortalSigninsJob.handler(
+        app.server.ctx,
+        { id: 0, kind: prunePortalSigninsJob.name, payload: {}, progress: undefined, attempt: 1 },
+        {
+          signal: new AbortController().signal,
+          checkpoint: async () => {},
+          replacePayload: async () => {},
+          atEnd: () => {},
+        },
+      );
+    await prune();
+    assert.deepEqual(await rows(), [2, 1], 'the used link, the unused one and the session');
+
+    // Both links expired 30 minutes after they were made: kept for a day after that.
+    app.server.ctx.clock.advance(DAY);
+    await prune();
+    assert.deepEqual(await rows(), [2, 1], 'expired for less than a day');
+    app.server.ctx.clock.advance(SIGNIN_LINK_TTL_MS);
+    await prune();
+    assert.deepEqual(await rows(), [0, 1], 'the used and the unused link are gone; the live session stays');
+    assert.match((await page(app, 'GET', portalPath(), { cookie })).text, /Signed in as <strong>Tidy/);
+
+    app.server.ctx.clock.advance(SESSION_TTL_MS - DAY);
+    await prune();
+    assert.deepEqual(await rows(), [0, 1], 'the session expired less than a day ago');
+    app.server.ctx.clock.advance(DAY);
+    await prune();
+    assert.deepEqual(await rows(), [0, 0], 'the session, a day after it expired');
+    assert.doesNotMatch((await page(app, 'GET', portalPath(), { cookie })).text, /Signed in as/);
   });
 });
 

@@ -9,13 +9,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { changeEpoch } from '../src/db/change-epoch.js';
-import { openFreshDatabase, dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import {
+  openFreshDatabase,
+  openSqliteFile,
+  dialectName,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from './support/helpers.js';
 
 interface FormBody {
   id: number;
@@ -154,12 +157,8 @@ describe(`reads kept under the change epoch (${dialectName})`, () => {
 
 describe('the change epoch itself (sqlite; PostgreSQL has none)', () => {
   it('moves with every write, its own or another connection’s, and stays still otherwise', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'formwork-epoch-'));
-    const db = openDatabase({ databaseUrl: undefined, dataDir: dir });
-    t.after(async () => {
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const { db, file, drop } = await openSqliteFile();
+    t.after(drop);
     await migrateToLatest(db);
     const epoch = () => changeEpoch(db.kysely);
     const first = epoch();
@@ -179,7 +178,7 @@ describe('the change epoch itself (sqlite; PostgreSQL has none)', () => {
     const third = epoch();
     assert.notEqual(third, second);
     // Another connection, as another process would be.
-    const other = new SQLite(join(dir, 'formwork.db'));
+    const other = new SQLite(file);
     try {
       other.prepare('UPDATE accounts SET name = ? WHERE name = ?').run('y', 'x');
     } finally {

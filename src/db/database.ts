@@ -10,6 +10,7 @@ import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './
 import { attachEngine } from './engine.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
+import { SqliteWriterDialect } from './sqlite-writer-dialect.js';
 import type { Database } from './schema.js';
 
 export interface Db {
@@ -105,7 +106,7 @@ export function openDatabase(options: DbOptions): Db {
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const epoch = sqliteChangeEpoch(sqlite);
   const kysely = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(sqlite, 500, epoch.wrap) }),
+    dialect: new SqliteWriterDialect({ database: withStatementCache(sqlite, 500, epoch.wrap) }),
   });
   attachEngine(kysely, sqliteEngine);
   attachChangeEpoch(kysely, epoch.epoch);

@@ -47,6 +47,14 @@ export interface SqlEngine {
   now(): RawBuilder<number>;
   /** A case-insensitive substring match, literal in the user's text (no wildcards). */
   containsInsensitive(column: Expression<string>, text: string): RawBuilder<SqlBool>;
+  /**
+   * Waits for, then holds until the transaction ends, an exclusive lock on (namespace, key),
+   * where writers run concurrently (PostgreSQL: a transaction advisory lock, which locks no
+   * row, so writers that do not take it are not held up). Nothing where one writer already
+   * serializes every write (SQLite). What the transaction reads after it includes what the
+   * lock's previous holder committed.
+   */
+  serialize(db: Executor, namespace: number, key: number): Promise<void>;
   /** Locks the rows the select reads until the transaction ends, where rows can be locked. */
   lockRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /**

@@ -23,6 +23,10 @@ import * as portals from './migrations/0020_portals.js';
 import * as jobsKindDue from './migrations/0022_jobs_kind_due.js';
 import * as docmerge from './migrations/0024_docmerge.js';
 import * as jobRequestId from './migrations/0029_job_request_id.js';
+import * as mailLogCreated from './migrations/0030_mail_log_created.js';
+import * as portalExpiry from './migrations/0031_portal_expiry.js';
+import * as idempotencyExpiryIndex from './migrations/0032_idempotency_expiry_index.js';
+import * as dropJobsDue from './migrations/0033_drop_jobs_due.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -52,6 +56,10 @@ const migrations: Record<string, MigrationModule> = {
   '0022_jobs_kind_due': jobsKindDue,
   '0024_docmerge': docmerge,
   '0029_job_request_id': jobRequestId,
+  '0030_mail_log_created': mailLogCreated,
+  '0031_portal_expiry': portalExpiry,
+  '0032_idempotency_expiry_index': idempotencyExpiryIndex,
+  '0033_drop_jobs_due': dropJobsDue,
 };
 
 /** Every migration's name, in the order they run. */

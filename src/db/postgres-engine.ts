@@ -30,6 +30,9 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     shareRows: (query) => query.forShare(),
     now: () => sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
     containsInsensitive: (column, text) => sql<SqlBool>`${column} ILIKE ${likePattern(text)} ESCAPE '\\'`,
+    async serialize(db, namespace, key) {
+      await sql`SELECT pg_advisory_xact_lock(${namespace}::int4, ${key}::int4)`.execute(db);
+    },
     lockRows: (query) => query.forUpdate(),
     claimRows: (query) => query.forUpdate().skipLocked(),
     fullTextColumns: (tokens) => ({ search_vector: tsvector(tokens) }),

@@ -18,6 +18,7 @@ export const sqliteEngine: SqlEngine = {
   shareRows: (query) => query,
   now: () => sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
   containsInsensitive: (column, text) => sql<SqlBool>`${column} LIKE ${likePattern(text)} ESCAPE '\\'`,
+  serialize: async () => {},
   lockRows: (query) => query,
   claimRows: (query) => query,
   fullTextColumns: () => ({}),

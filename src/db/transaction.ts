@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { BadRequestError, ConflictError } from '../errors.js';
+import { BadRequestError, ConflictError, ServiceUnavailableError } from '../errors.js';
 import type { Database } from './schema.js';
 
 /** What repositories take: the database itself or an open transaction. */
@@ -24,6 +24,11 @@ export function translateDbError(error: unknown): unknown {
   if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
     return new BadRequestError('invalid_reference', undefined, { cause: error });
   }
+  // Another process held SQLite's write lock past busy_timeout: nothing was written, and a
+  // retry soon may well pass.
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_BUSY_TIMEOUT') {
+    return new ServiceUnavailableError('database_busy', undefined, { cause: error, retryAfterSeconds: 1 });
+  }
   return error;
 }
 
@@ -33,5 +38,23 @@ export async function transact<T>(db: Kysely<Database>, fn: (trx: Transaction<Da
     return await db.transaction().execute(fn);
   } catch (error) {
     throw translateDbError(error);
+  }
+}
+
+/** How many rows one statement of deleteInSlices deletes at most. */
+const DELETE_SLICE = 1000;
+
+/**
+ * Deletes in statements of at most DELETE_SLICE rows until one deletes fewer, so that no
+ * statement holds the write lock long (a prune of days of rows); the total deleted.
+ */
+export async function deleteInSlices(
+  deleteSlice: (limit: number) => Promise<{ numDeletedRows: bigint }>,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = Number((await deleteSlice(DELETE_SLICE)).numDeletedRows);
+    total += deleted;
+    if (deleted < DELETE_SLICE) return total;
   }
 }

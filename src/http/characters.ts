@@ -45,25 +45,45 @@ const bracketsAsPath = (name: string) => {
 };
 
 /** Every string (and property name) in a parsed value that breaks the rule, by path. */
+/** Where a value sits, as a chain to its parent: written out as text only for a value refused. */
+interface Place {
+  up: Place | string;
+  key: string | number;
+}
+
+function placeText(place: Place | string): string {
+  // Iterative, for the same reason as the walk below.
+  const keys: (string | number)[] = [];
+  let at = place;
+  for (; typeof at !== 'string'; at = at.up) keys.push(at.key);
+  let text = at;
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const key = keys[i]!;
+    text = typeof key === 'number' ? `${text}[${key}]` : member(text, key);
+  }
+  return text;
+}
+
 export function invalidCharacters(value: unknown, base: string): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   // A loop rather than recursion: a body may nest as deep as the JSON parser allows. Twenty
-  // details say enough about a body full of them.
-  const pending: [unknown, string][] = [[value, base]];
+  // details say enough about a body full of them. Paths are made only for what is refused:
+  // this runs over every request's values.
+  const pending: [unknown, Place | string][] = [[value, base]];
   while (pending.length > 0 && details.length < 20) {
-    const [item, path] = pending.pop()!;
+    const [item, place] = pending.pop()!;
     if (typeof item === 'string') {
       const message = complaint(item);
-      if (message) details.push({ property: path, message });
+      if (message) details.push({ property: placeText(place), message });
     } else if (Array.isArray(item)) {
-      for (let i = item.length - 1; i >= 0; i--) pending.push([item[i], `${path}[${i}]`]);
+      for (let i = item.length - 1; i >= 0; i--) pending.push([item[i], { up: place, key: i }]);
     } else if (typeof item === 'object' && item !== null) {
       const entries = Object.entries(item);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, inner] = entries[i]!;
         const message = complaint(key);
-        if (message) details.push({ property: path, message: `has a property name that ${message}` });
-        else pending.push([inner, member(path, key)]);
+        if (message) details.push({ property: placeText(place), message: `has a property name that ${message}` });
+        else pending.push([inner, { up: place, key }]);
       }
     }
   }
@@ -153,7 +173,9 @@ export function markUndecodable(query: object, names: string[]): void {
 
 /** The rule's one enforcement point, for every route, before any schema or handler reads the request. */
 export function refuseInvalidCharacters(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook rather than an async one: this runs on every request, and an async hook
+  // costs a promise and a turn of the microtask queue each time.
+  app.addHook('preValidation', (request, _reply, done) => {
     const query = request.query as Record<PropertyKey, unknown> | undefined;
     const undecodable = (query?.[UNDECODABLE] ?? []) as string[];
     const details = [
@@ -162,6 +184,6 @@ export function refuseInvalidCharacters(app: FastifyInstance): void {
       ...invalidCharacters(query, 'query'),
       ...invalidCharacters(request.body, 'body'),
     ];
-    if (details.length > 0) throw refusal(details);
+    done(details.length > 0 ? refusal(details) : undefined);
   });
 }

@@ -1,4 +1,4 @@
-import type { Static, TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { AppContext } from '../context.js';
 import type { JobHandler, JobInfo, JobTools } from './types.js';
@@ -125,4 +125,22 @@ export function defineJob<S extends TSchema>(definition: JobKindDefinition<S>): 
       };
     },
   };
+}
+
+const CHORE_PAYLOAD = Type.Object({});
+
+/**
+ * A recurring chore of the worker (pruning, expiring, sweeping): enqueued with the payload {}
+ * every `everyMs` by whichever worker looks first (scheduleRecurring), with a few attempts.
+ */
+export function defineChore(chore: { name: string; everyMs: number; run: (ctx: AppContext) => Promise<unknown> }) {
+  return defineJob({
+    name: chore.name,
+    payload: CHORE_PAYLOAD,
+    maxAttempts: 3,
+    recurring: { everyMs: chore.everyMs },
+    async handler(ctx) {
+      await chore.run(ctx);
+    },
+  });
 }

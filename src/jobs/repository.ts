@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { engineOf, type Listener } from '../db/engine.js';
 import type { Database } from '../db/schema.js';
-import { transact, type Executor } from '../db/transaction.js';
+import { deleteInSlices, transact, type Executor } from '../db/transaction.js';
 
 /** The channel that a committed enqueue notifies (on PostgreSQL), so that workers of every process wake at once. */
 const CHANNEL = 'formwork_jobs';
@@ -142,14 +142,14 @@ function dueOfEachKind(trx: Transaction<Database>, now: number, kinds: readonly 
  * which behind a backlog of deliveries costs tens of milliseconds a claim, and on SQLite
  * sweeps the page cache that the writes of the API need.
  */
-async function kindsInTable(trx: Transaction<Database>): Promise<string[]> {
+async function kindsInTable(db: Executor): Promise<string[]> {
   const { rows } = await sql<{ kind: string | null }>`
     with recursive seen(kind) as (
       select (select min(kind) from jobs)
       union all
       select (select min(later.kind) from jobs as later where later.kind > seen.kind) from seen where seen.kind is not null
     )
-    select kind from seen where kind is not null`.execute(trx);
+    select kind from seen where kind is not null`.execute(db);
   return rows.map((r) => r.kind!);
 }
 
@@ -424,10 +424,9 @@ export async function scheduleRecurring(
 }
 
 /** Deletes finished jobs (their runs go with them) in slices, so no statement holds the write lock long. */
-export async function deleteFinishedBefore(db: Executor, before: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const result = await db
+export function deleteFinishedBefore(db: Executor, before: number): Promise<number> {
+  return deleteInSlices((limit) =>
+    db
       .deleteFrom('jobs')
       .where('id', 'in', (eb) =>
         eb
@@ -435,13 +434,10 @@ export async function deleteFinishedBefore(db: Executor, before: number): Promis
           .select('old.id')
           .where('old.state', 'in', ['done', 'failed'])
           .where('old.finished_at', '<', before)
-          .limit(1000),
+          .limit(limit),
       )
-      .executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    total += deleted;
-    if (deleted < 1000) return total;
-  }
+      .executeTakeFirst(),
+  );
 }
 
 export interface OutboxKindStats {
@@ -457,54 +453,39 @@ export interface OutboxKindStats {
 }
 
 /**
- * The outbox's depth per kind, for /metrics: one grouped read of the queued and running
- * jobs (finished ones are not read). A due job with run_at 0 counts from when it was written.
+ * The outbox's depth per kind, for /metrics: per kind (a loose scan finds them), counts of
+ * ranges of jobs_kind_due and two index seeks for the oldest due job; finished jobs, however
+ * many are kept, are not read. A due job with run_at 0 counts from when it was written.
  */
 export async function outboxStats(db: Executor, now: number): Promise<OutboxKindStats[]> {
-  const rows = await db
-    .selectFrom('jobs')
-    .select((eb) => [
-      'kind',
-      eb.fn
-        .sum<number>(
-          eb
-            .case()
-            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
-            .then(1)
-            .else(0)
-            .end(),
-        )
-        .as('due'),
-      eb.fn
-        .sum<number>(
-          eb
-            .case()
-            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '>', now)]))
-            .then(1)
-            .else(0)
-            .end(),
-        )
-        .as('scheduled'),
-      eb.fn.sum<number>(eb.case().when('state', '=', 'running').then(1).else(0).end()).as('running'),
-      eb.fn
-        .min<number | null>(
-          eb
-            .case()
-            .when(eb.and([eb('state', '=', 'queued'), eb('run_at', '<=', now)]))
-            .then(eb.case().when('run_at', '=', 0).then(eb.ref('created_at')).else(eb.ref('run_at')).end())
-            .else(null)
-            .end(),
-        )
-        .as('oldest_due_at'),
-    ])
-    .where('state', 'in', ['queued', 'running'])
-    .groupBy('kind')
-    .execute();
-  return rows.map((r) => ({
-    kind: r.kind,
-    due: Number(r.due),
-    scheduled: Number(r.scheduled),
-    running: Number(r.running),
-    oldestDueAt: r.oldest_due_at === null ? null : Number(r.oldest_due_at),
-  }));
+  const kinds = await kindsInTable(db);
+  return Promise.all(kinds.map((kind) => kindStats(db, kind, now)));
+}
+
+async function kindStats(db: Executor, kind: string, now: number): Promise<OutboxKindStats> {
+  const ofKind = (state: 'queued' | 'running') =>
+    db.selectFrom('jobs').where('kind', '=', kind).where('state', '=', state);
+  const counted = (q: ReturnType<typeof ofKind>) => q.select((eb) => eb.fn.countAll<number | string>().as('n'));
+  const [due, scheduled, running, firstWritten, firstRetried] = await Promise.all([
+    counted(ofKind('queued').where('run_at', '<=', now)).executeTakeFirstOrThrow(),
+    counted(ofKind('queued').where('run_at', '>', now)).executeTakeFirstOrThrow(),
+    counted(ofKind('running')).executeTakeFirstOrThrow(),
+    // run_at 0: as soon as written; ids follow the order of writing.
+    ofKind('queued').where('run_at', '=', 0).select('created_at').orderBy('id').limit(1).executeTakeFirst(),
+    ofKind('queued')
+      .where('run_at', '>', 0)
+      .where('run_at', '<=', now)
+      .select('run_at')
+      .orderBy('run_at')
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  const oldest = [firstWritten?.created_at, firstRetried?.run_at].filter((t) => t !== undefined).map(Number);
+  return {
+    kind,
+    due: Number(due.n),
+    scheduled: Number(scheduled.n),
+    running: Number(running.n),
+    oldestDueAt: oldest.length === 0 ? null : Math.min(...oldest),
+  };
 }

@@ -95,9 +95,14 @@ const GATHER_MS = 20;
 const BUSY_UTILIZATION = 0.9;
 const LOAD_WINDOW_MS = 100;
 const BUSY_REQUESTS = 8;
-/** yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long between claims. */
-const BUSY_BATCH = 8;
-const BUSY_PAUSE_MS = 250;
+/**
+ * yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long
+ * between claims. A trickle for liveness only (the oldest jobs keep moving): a delivery costs
+ * about 2 ms of CPU, and no trickle keeps up with a saturated API's enqueues anyway; at 8 jobs
+ * per 250 ms it took about 15% of the API's rate (docs/performance.md, sixth pass).
+ */
+const BUSY_BATCH = 2;
+const BUSY_PAUSE_MS = 500;
 
 class WorkerStopping extends Error {
   constructor() {

@@ -90,10 +90,16 @@ export async function openFreshDatabase(): Promise<{ db: Db; drop(): Promise<voi
       },
     };
   }
+  return openSqliteFile();
+}
+
+/** A new SQLite database in a directory of its own, with its file's path (for a second connection, as another process). */
+export async function openSqliteFile(): Promise<{ db: Db; file: string; drop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'formwork-db-'));
   const db = openDatabase({ databaseUrl: undefined, dataDir: dir });
   return {
     db,
+    file: join(dir, 'formwork.db'),
     async drop() {
       await db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import type { FormEmailRow, MailLogRow, NewFormEmailRow } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { deleteInSlices, type Executor } from '../../db/transaction.js';
 import type { EmailKind } from './schemas.js';
 
 export type EmailColumns = Omit<NewFormEmailRow, 'id' | 'account_id' | 'form_id' | 'kind' | 'created_at'>;
@@ -163,6 +163,21 @@ export async function insertMail(db: Executor, row: NewMailLogRow): Promise<void
     .values(row)
     .onConflict((oc) => oc.column('job_id').doNothing())
     .execute();
+}
+
+/**
+ * Deletes the messages of the mail log written before `before` (epoch ms), every account's,
+ * a thousand at a time so that no statement holds the log for long; returns how many.
+ */
+export function deleteMailBefore(db: Executor, before: number): Promise<number> {
+  return deleteInSlices((limit) =>
+    db
+      .deleteFrom('mail_log')
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('mail_log as old').select('old.id').where('old.created_at', '<', before).limit(limit),
+      )
+      .executeTakeFirst(),
+  );
 }
 
 export async function listMail(

@@ -53,6 +53,33 @@ export async function countersOfForm(
   return { submissions_count: Number(row?.n ?? 0), submissions_version: Number(row?.v ?? 0) };
 }
 
+/** key1 of the lock on a limited form's creates: "Flim" in ASCII (processes' locks use "Form"). */
+const LIMIT_LOCK_NAMESPACE = 0x466c696d;
+
+/**
+ * For a create on a form with a submission limit: waits until no other create of the form
+ * holds the form's limit lock, takes it until this transaction ends, and then reads the
+ * form's revision and count, which include every create that held it before. So a count
+ * checked against the limit stays exact until this create commits, across connections and
+ * processes. Forms without a limit never take it, and their creates stay concurrent (the
+ * lock is no row lock: it holds up no other write). Undefined when the form is gone.
+ */
+export async function holdCountOfForm(
+  db: Executor,
+  accountId: number,
+  formId: number,
+): Promise<{ revision: number; count: number } | undefined> {
+  await engineOf(db).serialize(db, LIMIT_LOCK_NAMESPACE, formId);
+  // A statement of its own, after the lock: on PostgreSQL it reads as of its own start.
+  const row = await db
+    .selectFrom('forms')
+    .select((eb) => ['revision', submissionsCountOf(eb)])
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row && { revision: row.revision, count: Number(row.submissions_count) };
+}
+
 /** Submissions created in whole hours from first to end (exclusive); either end open. */
 export async function countOfHours(
   db: Executor,

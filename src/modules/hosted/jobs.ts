@@ -1,15 +1,11 @@
-import { Type } from '@sinclair/typebox';
-import { defineJob } from '../../jobs/kind.js';
+import { defineChore } from '../../jobs/kind.js';
 import { transact } from '../../db/transaction.js';
+import { HOUR_MS } from '../../time-units.js';
 import { deleteExpiredPrefills } from './repository.js';
 
 /** Removes the stored values of prefill URLs past PREFILL_TTL_DAYS. */
-export const expirePrefillsJob = defineJob({
+export const expirePrefillsJob = defineChore({
   name: 'hosted.expire-prefills',
-  payload: Type.Object({}),
-  maxAttempts: 3,
-  recurring: { everyMs: 60 * 60 * 1000 },
-  async handler(ctx) {
-    await transact(ctx.db, (trx) => deleteExpiredPrefills(trx, ctx.clock.now()));
-  },
+  everyMs: HOUR_MS,
+  run: (ctx) => transact(ctx.db, (trx) => deleteExpiredPrefills(trx, ctx.clock.now())),
 });

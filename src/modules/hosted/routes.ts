@@ -116,6 +116,24 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
         .send(html);
     }
 
+    /** The page of a form around its HTML (with values, errors or a token of its own). */
+    async function formView(reply: FastifyReply, status: number, def: service.PageDefinition, html: string) {
+      return page(
+        reply,
+        status,
+        formPage({
+          name: def.name,
+          description: def.settings.description,
+          lang: def.settings.language,
+          assets: await assetUrls(),
+          theme: service.themeAssets(def.viewKey, def.theme),
+          form: html,
+        }),
+        undefined,
+        def.theme.logoOrigin,
+      );
+    }
+
     async function closed(
       reply: FastifyReply,
       def: service.PageDefinition | undefined,
@@ -164,20 +182,7 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
         loadToken: service.newLoadToken(deps, def),
         base: '',
       });
-      return page(
-        reply,
-        status,
-        formPage({
-          name: def.name,
-          description: def.settings.description,
-          lang: def.settings.language,
-          assets: await assetUrls(),
-          theme: service.themeAssets(def.viewKey, def.theme),
-          form: html,
-        }),
-        undefined,
-        def.theme.logoOrigin,
-      );
+      return formView(reply, status, def, html);
     }
 
     function meta(req: FastifyRequest) {
@@ -296,36 +301,39 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
       },
     );
 
+    /** A view of an open form's page with nothing in its URL: what most views are. */
+    function plainView(def: service.PageDefinition, reply: FastifyReply) {
+      deps.counters.add(def.form.account_id, def.form.id, 'views');
+      return reply.code(200).headers(def.headers).send(service.plainDocument(deps, def));
+    }
+
+    async function view(viewKey: string, query: { prefill?: string; resume?: string }, reply: FastifyReply) {
+      const def = await service.pageForm(deps, viewKey, service.PAGE_FRESHNESS_MS);
+      if (!def) return closed(reply, undefined, 'unknown');
+      const state = service.stateOf(def.form, def.settings);
+      if (state !== 'open') return closed(reply, def, state);
+      if (!query.prefill && !query.resume) return plainView(def, reply);
+      deps.counters.add(def.form.account_id, def.form.id, 'views');
+      const form = await service.formHtml(deps, def, query);
+      return formView(reply, 200, def, form);
+    }
+
     app.get(
       '/f/:viewKey',
       // Read by hand rather than through a schema: this is the route that people load most.
       { schema: { hide: true } },
-      async (request, reply) => {
+      (request, reply) => {
         const req = request as FastifyRequest<{ Params: { viewKey: string }; Querystring: Record<string, unknown> }>;
         const query = { prefill: str(req.query.prefill) || undefined, resume: str(req.query.resume) || undefined };
         if (req.params.viewKey.length > 64) return closed(reply, undefined, 'unknown');
-        const def = await service.pageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
-        if (!def) return closed(reply, undefined, 'unknown');
-        const state = service.stateOf(def.form, def.settings);
-        if (state !== 'open') return closed(reply, def, state);
-        deps.counters.add(def.form.account_id, def.form.id, 'views');
-        if (!query.prefill && !query.resume)
-          return reply.code(200).headers(def.headers).send(service.plainDocument(deps, def));
-        const form = await service.formHtml(deps, def, query);
-        return page(
-          reply,
-          200,
-          formPage({
-            name: def.name,
-            description: def.settings.description,
-            lang: def.settings.language,
-            assets: await assetUrls(),
-            theme: service.themeAssets(def.viewKey, def.theme),
-            form,
-          }),
-          undefined,
-          def.theme.logoOrigin,
-        );
+        // Most views: a form this process has read (and may trust), open, with nothing in the
+        // URL. Answered without an await, which saves the promise turns of an async handler.
+        const kept = service.keptPageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
+        if (kept && !query.prefill && !query.resume && service.stateOf(kept.form, kept.settings) === 'open') {
+          void plainView(kept, reply);
+          return;
+        }
+        return view(req.params.viewKey, query, reply);
       },
     );
 

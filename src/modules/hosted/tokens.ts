@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBase64url } from '../../crypto/random-pool.js';
 
 /**
  * The signed values of the hosted pages. A load token goes into each page the service
@@ -14,18 +15,6 @@ function sign(secret: string, purpose: string, text: string): string {
 
 function same(a: string, b: string): boolean {
   return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-}
-
-// Random bytes are drawn in blocks: one system call per 256 tokens rather than one each.
-let pool = Buffer.alloc(0);
-let taken = 0;
-function nonce(): string {
-  if (taken + 12 > pool.length) {
-    pool = randomBytes(12 * 256);
-    taken = 0;
-  }
-  taken += 12;
-  return pool.toString('base64url', taken - 12, taken);
 }
 
 /** The last signature made, per form: every page view of a form within one second shares it. */
@@ -44,7 +33,7 @@ export function loadToken(secret: string, formId: number, now: number): string {
     last = { second, sig: sign(secret, `load:${formId}`, second.toString(36)) };
     lastSignature.set(formId, last);
   }
-  return `${second.toString(36)}.${nonce()}.${last.sig}`;
+  return `${second.toString(36)}.${randomBase64url(12)}.${last.sig}`;
 }
 
 /** When the page with this token was loaded (to the second), or undefined when the token is not one of ours for this form. */

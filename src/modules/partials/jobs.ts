@@ -1,14 +1,10 @@
-import { Type } from '@sinclair/typebox';
-import { defineJob } from '../../jobs/kind.js';
+import { defineChore } from '../../jobs/kind.js';
+import { HOUR_MS } from '../../time-units.js';
 import { removeExpiredPartials } from './service.js';
 
 /** Removes partial submissions PARTIAL_RETENTION_DAYS after their last save. */
-export const expirePartialsJob = defineJob({
+export const expirePartialsJob = defineChore({
   name: 'partials.expire',
-  payload: Type.Object({}),
-  maxAttempts: 3,
-  recurring: { everyMs: 60 * 60 * 1000 },
-  async handler(ctx) {
-    await removeExpiredPartials(ctx);
-  },
+  everyMs: HOUR_MS,
+  run: removeExpiredPartials,
 });

@@ -2,11 +2,13 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { decryptWith, encryptWith, serviceKey } from '../../crypto/envelope.js';
 import type { Executor } from '../../db/transaction.js';
-import { defineJob } from '../../jobs/kind.js';
+import { defineChore, defineJob } from '../../jobs/kind.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { sendLinkMail } from '../emails/link-mail.js';
 import { escapeHtml } from '../emails/template.js';
+import { deleteExpiredSignins } from './repository.js';
 import { issueSigninLink, type SigninLink } from './signin-link.js';
+import { DAY_MS } from '../../time-units.js';
 
 /**
  * A request for a portal sign-in link (docs/portals.md), made on the portal page. Every
@@ -91,3 +93,15 @@ export async function enqueuePortalSignin(
     ).toString('base64'),
   });
 }
+
+/**
+ * Deletes sign-in links and sessions of every portal a day after they expired, once a day.
+ * A link expires 30 minutes after it was made, so those still counted against the hourly
+ * limit of links (signin-link.ts) are never among them; the day's margin is no more than
+ * that, and costs a few rows.
+ */
+export const prunePortalSigninsJob = defineChore({
+  name: 'portals.prune',
+  everyMs: DAY_MS,
+  run: (ctx) => deleteExpiredSignins(ctx.db, ctx.clock.now() - DAY_MS),
+});

@@ -9,7 +9,15 @@ import { assetUrls } from '../hosted/assets.js';
 import { imageVersion, sendImage } from '../images/serve.js';
 import { pageHeaders } from '../hosted/headers.js';
 import { EMAIL } from '../submissions/values.js';
-import { messagePage, PORTAL_CSS, PORTAL_CSS_HASH, portalPage, signinPage, type PortalView } from './page.js';
+import {
+  confirmPage,
+  messagePage,
+  PORTAL_CSS,
+  PORTAL_CSS_HASH,
+  portalPage,
+  signinPage,
+  type PortalView,
+} from './page.js';
 import * as repo from './repository.js';
 import * as session from './session.js';
 import { SIGNIN_LINK_TTL_MS } from './signin-link.js';
@@ -40,6 +48,21 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   const secure = ctx.config.publicUrl.startsWith('https:');
   const cookie = (value: string, maxAgeSeconds: number) =>
     `${session.SESSION_COOKIE}=${value}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  // Only the confirmation of this portal's sign-in reads it; Lax, so another site's POST goes without it.
+  const confirmCookie = (portal: PortalRow, value: string, maxAgeSeconds: number) =>
+    `${session.CONFIRM_COOKIE}=${value}; Path=/p/${portal.portal_key}/signin; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  const ownOrigin = new URL(ctx.config.publicUrl).origin;
+  /**
+   * Whether the browser says that the request comes from another site: Sec-Fetch-Site, which
+   * current browsers send, or else an Origin other than PUBLIC_URL's. The portal's pages send
+   * no referrer, so their own posts may carry Origin "null": that alone is no sign.
+   */
+  const crossSite = (req: FastifyRequest) => {
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined) return site !== 'same-origin';
+    const origin = req.headers.origin;
+    return origin !== undefined && origin !== 'null' && origin !== ownOrigin;
+  };
 
   return async (app) => {
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
@@ -139,6 +162,17 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       return html(reply, 200, signinPage(view(portal), assets, { message: SIGNIN_SENT }));
     });
 
+    const spentLink = async (reply: FastifyReply, portal: PortalRow) =>
+      html(
+        reply,
+        400,
+        signinPage(view(portal), await assetUrls(), {
+          error: 'This sign-in link has expired or was already used. Ask for a new one below.',
+        }),
+      );
+
+    // The emailed link: a page that asks to confirm. Opening it signs no one in and uses
+    // nothing up (so mail scanners that open links leave it working).
     app.get(
       '/p/:portalKey/signin',
       {
@@ -152,25 +186,49 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         const portal = await portalOr404(reply, req.params.portalKey);
         if (!portal) return reply;
         const token = req.query.token ?? '';
-        const opened = token === '' ? undefined : await session.openSignin(ctx, portal, token);
-        if (!opened)
-          return html(
-            reply,
-            400,
-            signinPage(view(portal), await assetUrls(), {
-              error: 'This sign-in link has expired or was already used. Ask for a new one below.',
-            }),
-          );
-        // Away from the address that holds the token, so that it stays in no history or bookmark.
-        return reply
-          .code(303)
-          .header('set-cookie', cookie(opened.session, Math.floor((opened.expiresAt - ctx.clock.now()) / 1000)))
-          .header('cache-control', 'no-store')
-          .header('referrer-policy', 'no-referrer')
-          .header('location', `/p/${portal.portal_key}`)
-          .send();
+        const user = token === '' ? undefined : await session.peekSignin(ctx, portal, token);
+        if (!user) return spentLink(reply, portal);
+        const nonce = session.tokenCookie(req.headers.cookie, session.CONFIRM_COOKIE) ?? session.newConfirmNonce();
+        reply.header('set-cookie', confirmCookie(portal, nonce, Math.round(SIGNIN_LINK_TTL_MS / 1000)));
+        return html(
+          reply,
+          200,
+          confirmPage(view(portal), await assetUrls(), user, {
+            token,
+            confirm: session.confirmToken(ctx.config.secretKey, portal.id, nonce),
+          }),
+        );
       },
     );
+
+    app.post('/p/:portalKey/signin/confirm', { schema: { hide: true, params: KeyParams } }, async (req, reply) => {
+      const portal = await portalOr404(reply, req.params.portalKey);
+      if (!portal) return reply;
+      const body = req.body instanceof URLSearchParams ? req.body : new URLSearchParams();
+      const token = body.get('token') ?? '';
+      const nonce = session.tokenCookie(req.headers.cookie, session.CONFIRM_COOKIE);
+      if (crossSite(req) || !session.confirmTokenValid(ctx.config.secretKey, portal.id, nonce, body.get('confirm')))
+        return html(
+          reply,
+          403,
+          signinPage(view(portal), await assetUrls(), {
+            error:
+              'This sign-in was not confirmed on the page its link opens. Open the link from your email again, ' +
+              'in the browser you want to sign in with, and press Sign in there.',
+          }),
+        );
+      const opened = token === '' || token.length > 200 ? undefined : await session.openSignin(ctx, portal, token);
+      if (!opened) return spentLink(reply, portal);
+      return reply
+        .code(303)
+        .header('set-cookie', [
+          cookie(opened.session, Math.floor((opened.expiresAt - ctx.clock.now()) / 1000)),
+          confirmCookie(portal, '', 0),
+        ])
+        .header('cache-control', 'no-store')
+        .header('location', `/p/${portal.portal_key}`)
+        .send();
+    });
 
     app.post('/p/:portalKey/signout', { schema: { hide: true, params: KeyParams } }, async (req, reply) => {
       await session.signOut(ctx, session.sessionCookie(req.headers.cookie));

@@ -89,6 +89,30 @@ export function signinPage(
   );
 }
 
+/**
+ * What a sign-in link opens: who it signs in, and a button that does it (a POST from this
+ * page, with the token bound to this browser's cookie). The link itself signs no one in.
+ */
+export function confirmPage(
+  portal: PortalView,
+  assets: Assets,
+  user: { name: string; email: string },
+  fields: { token: string; confirm: string },
+): string {
+  return document(
+    portal,
+    assets,
+    `Sign in: ${portal.name}`,
+    `<form class="fwp-signin" method="post" action="${e(portal.path)}/signin/confirm">
+<p>Sign in to this portal as <strong>${e(user.name)}</strong> (${e(user.email)})?</p>
+<p class="fwp-note">Continue only if you asked for this link and this is your address. If someone else sent you here, close this page.</p>
+<input type="hidden" name="token" value="${e(fields.token)}">
+<input type="hidden" name="confirm" value="${e(fields.confirm)}">
+<div class="fw-actions"><button type="submit" class="fw-button">Sign in</button></div>
+</form>`,
+  );
+}
+
 export interface PageForm {
   name: string;
   viewKey: string;

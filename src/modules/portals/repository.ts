@@ -228,6 +228,24 @@ export async function insertSigninToken(
     .execute();
 }
 
+/** The user a sign-in link would sign in, without using it: undefined for a link that is unknown, used, expired or of another portal. */
+export async function findLiveSigninToken(
+  db: Executor,
+  portalId: number,
+  tokenHash: string,
+  now: number,
+): Promise<PortalUserRow | undefined> {
+  return db
+    .selectFrom('portal_signin_tokens')
+    .innerJoin('portal_users', 'portal_users.id', 'portal_signin_tokens.portal_user_id')
+    .selectAll('portal_users')
+    .where('portal_signin_tokens.token_hash', '=', tokenHash)
+    .where('portal_users.portal_id', '=', portalId)
+    .where('portal_signin_tokens.used_at', 'is', null)
+    .where('portal_signin_tokens.expires_at', '>', now)
+    .executeTakeFirst();
+}
+
 /**
  * Marks a sign-in link used, once: the user it signs in, or undefined for a link that is
  * unknown, used, expired, or of another portal. The conditional UPDATE is the single use:
@@ -334,6 +352,17 @@ export async function deleteSession(db: Executor, tokenHash: string): Promise<vo
 
 export async function deleteExpiredSessions(db: Executor, userId: number, now: number): Promise<void> {
   await db.deleteFrom('portal_sessions').where('portal_user_id', '=', userId).where('expires_at', '<=', now).execute();
+}
+
+/**
+ * Deletes every portal's sign-in links and sessions that expired before `before` (epoch ms);
+ * a used link went with its expiry too, since a link is used before it expires. Returns how
+ * many of each.
+ */
+export async function deleteExpiredSignins(db: Executor, before: number): Promise<{ links: number; sessions: number }> {
+  const links = await db.deleteFrom('portal_signin_tokens').where('expires_at', '<', before).executeTakeFirst();
+  const sessions = await db.deleteFrom('portal_sessions').where('expires_at', '<', before).executeTakeFirst();
+  return { links: Number(links.numDeletedRows), sessions: Number(sessions.numDeletedRows) };
 }
 
 // Submissions tied to portal users.

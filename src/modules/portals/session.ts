@@ -1,4 +1,6 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
+import { serviceKey } from '../../crypto/envelope.js';
 import { hashToken, newToken } from '../../crypto/secrets.js';
 import type { PortalRow, PortalUserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
@@ -8,14 +10,26 @@ import * as repo from './repository.js';
 
 /**
  * Signing in to a portal page (docs/portals.md): a portal user asks for a link by email; the
- * link is single use and expires; opening it starts a session, held by an opaque cookie whose
- * hash is the session row's key. Tokens are 256 random bits, kept only as SHA-256 hashes.
+ * link is single use and expires; opening it shows a page that asks to confirm, and the
+ * confirmation (a POST from that page, in the same browser) starts a session, held by an
+ * opaque cookie whose hash is the session row's key. Tokens are 256 random bits, kept only as
+ * SHA-256 hashes.
+ *
+ * The confirmation step is against login CSRF: a link that signs in on a plain GET lets
+ * anyone who holds one (for an account of their own) sign another person's browser in to it by
+ * making that browser open it, and what that person then submits goes to the other account.
+ * The POST must carry a token that is an HMAC of a random cookie set with the page
+ * (SameSite=Lax, so another site's POST does not carry it), and is refused when the browser
+ * says it comes from another site.
  */
 
 /** How long a session lasts from sign-in. */
 export const SESSION_TTL_MS = 7 * 24 * 3_600_000;
 
 export const SESSION_COOKIE = 'fw_portal';
+
+/** The random value that the confirmation page's token is bound to, set with the page. */
+export const CONFIRM_COOKIE = 'fw_portal_confirm';
 
 type Ctx = Pick<AppContext, 'db' | 'clock' | 'config'>;
 
@@ -28,6 +42,31 @@ export async function requestSignin(ctx: Ctx, portal: PortalRow, email: string):
   await transact(ctx.db, (trx) =>
     enqueuePortalSignin(trx, ctx.config.secretKey, { accountId: portal.account_id, portalId: portal.id, email }),
   );
+}
+
+/** The user whom a sign-in link would sign in, without using it up: what the confirmation page shows. */
+export async function peekSignin(ctx: Ctx, portal: PortalRow, token: string): Promise<PortalUserRow | undefined> {
+  return repo.findLiveSigninToken(ctx.db, portal.id, hashToken(token), ctx.clock.now());
+}
+
+/** A new value for the confirmation cookie. */
+export function newConfirmNonce(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** The token of the confirmation page: bound to the browser's cookie, the portal and SECRET_KEY. */
+export function confirmToken(secretKey: string, portalId: number, nonce: string): string {
+  return createHmac('sha256', serviceKey(secretKey, 'portal sign-in confirmation'))
+    .update(`${portalId}.${nonce}`)
+    .digest('base64url');
+}
+
+/** Whether the posted token is the one for this browser's cookie. */
+export function confirmTokenValid(secretKey: string, portalId: number, nonce: string | undefined, token: unknown) {
+  if (nonce === undefined || typeof token !== 'string') return false;
+  const want = Buffer.from(confirmToken(secretKey, portalId, nonce));
+  const got = Buffer.from(token);
+  return got.length === want.length && timingSafeEqual(got, want);
 }
 
 /**
@@ -110,18 +149,23 @@ export async function pageForms(
   });
 }
 
-/** The value of the portal session cookie in a Cookie header, if any. */
-export function sessionCookie(header: string | undefined): string | undefined {
+/** The value of a cookie of ours (an opaque base64url token) in a Cookie header, if any. */
+export function tokenCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const pair of header.split(';')) {
     const at = pair.indexOf('=');
     if (at === -1) continue;
-    if (pair.slice(0, at).trim() === SESSION_COOKIE) {
+    if (pair.slice(0, at).trim() === name) {
       const value = pair.slice(at + 1).trim();
       return /^[A-Za-z0-9_-]{20,100}$/.test(value) ? value : undefined;
     }
   }
   return undefined;
+}
+
+/** The value of the portal session cookie in a Cookie header, if any. */
+export function sessionCookie(header: string | undefined): string | undefined {
+  return tokenCookie(header, SESSION_COOKIE);
 }
 
 /**

@@ -1,11 +1,14 @@
 import type { SearchTerm } from '../../db/engine.js';
+import { FTS_TOKEN_CHARS } from './fts-token-chars.js';
 
 /**
  * Tokens of the full-text index, made the same way for what is stored and what is
  * searched, so that SQLite's FTS5 and PostgreSQL's tsvector hold identical tokens:
  *
- * - words: lower case, accents removed, split on anything that is not a letter or digit;
- *   a keyword search matches them as prefixes;
+ * - words: lower case, accents removed, split on anything that is not a letter or digit
+ *   that FTS5's unicode61 tokenizer keeps (its Unicode 6.1 tables: a letter it classes
+ *   otherwise, such as U+19B0, separates words on both databases, or what is stored and what
+ *   is searched would split apart); a keyword search matches them as prefixes;
  * - field tokens: `_f<fieldId>x<hex of the normalized value>`, one per searchable value of a
  *   field; a field search for a whole value matches its token exactly, one for a start of
  *   a value (`abc*`) matches it as a prefix, since hex keeps UTF-8 prefixes as prefixes;
@@ -14,13 +17,15 @@ import type { SearchTerm } from '../../db/engine.js';
  * Words never contain '_', so no keyword (not even as a prefix) reaches the other tokens,
  * and no token holds anything but letters, digits and '_': no query syntax gets in.
  */
+const WORD = new RegExp(`[${FTS_TOKEN_CHARS}]+`, 'gu');
+
 export function words(text: string): string[] {
   return (
     text
       .normalize('NFD')
       .replace(/\p{M}+/gu, '')
       .toLowerCase()
-      .match(/[\p{L}\p{N}]+/gu)
+      .match(WORD)
       ?.map((w) => (w.length > MAX_WORD ? [...w].slice(0, MAX_WORD).join('') : w)) ?? []
   );
 }

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { noteSubmissionChange } from '../forms/counts.js';
+import { holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue } from '../../jobs/outbox.js';
@@ -83,8 +83,9 @@ async function createOnce(
   const { def, submissionsCount } = await loadDefinition(deps, { accountId }, { formId });
   if (def.form.inactive === 1) throw new ConflictError('form_inactive');
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
-  if (limit !== undefined && submissionsCount >= limit)
-    throw new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
+  const full = () => new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
+  // Spares the work of a create that cannot go in; the exact check is in the transaction.
+  if (limit !== undefined && submissionsCount >= limit) throw full();
 
   const { ctx } = deps;
   const files = await resolveFiles(ctx, def, accountId, input.fields);
@@ -96,6 +97,13 @@ async function createOnce(
   await storeInline(ctx, files.plan);
   try {
     return await deps.write(async (trx) => {
+      if (limit !== undefined) {
+        // The creates of a limited form take turns from here to their commit (see
+        // holdCountOfForm), so the count read here is the one this create adds to.
+        const held = await holdCountOfForm(trx, accountId, formId);
+        if (held?.revision !== def.form.revision) throw new StaleDefinition();
+        if (held.count >= limit) throw full();
+      }
       const heldAlt = await heldOtherWay(trx, def, write);
       const { row, taken, revision } = await repo.createSubmission(
         trx,

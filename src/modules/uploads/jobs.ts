@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { defineJob } from '../../jobs/kind.js';
+import { defineChore, defineJob } from '../../jobs/kind.js';
+import { MINUTE_MS } from '../../time-units.js';
 import { removeAbandonedWrites, removeStoredFiles, sweepExpiredUploads } from './cleanup.js';
 
 /**
@@ -17,13 +18,11 @@ export const removeFilesJob = defineJob({
  * Removes uploads that no submission claimed once their URL expired, and the temporary
  * files of processes that stopped mid-write.
  */
-export const sweepUploadsJob = defineJob({
+export const sweepUploadsJob = defineChore({
   name: 'uploads.sweep',
-  payload: Type.Object({}),
-  maxAttempts: 3,
   // Upload URLs expire after 2 hours; this bounds how long after that their files stay.
-  recurring: { everyMs: 10 * 60 * 1000 },
-  async handler(ctx) {
+  everyMs: 10 * MINUTE_MS,
+  async run(ctx) {
     await sweepExpiredUploads(ctx);
     await removeAbandonedWrites(ctx);
   },

@@ -1,5 +1,5 @@
 /** v2 fields: /form/{id}/field and /field/{id} (no form in the path). */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { NotFoundError } from '../../errors.js';
 import { principal } from '../../http/auth.js';
@@ -74,10 +74,13 @@ export function fieldInput(params: Params): Params {
 const formParams = idParams('formId');
 const fieldParams = idParams('fieldId');
 
-async function formOf(ctx: AppContext, accountId: number, fieldId: number): Promise<number> {
-  const formId = await formOfField(ctx.db, accountId, fieldId);
+/** v2 names a field by its id alone: the caller, and the field with the form it belongs to (404 when not the caller's). */
+async function fieldOf(ctx: AppContext, req: FastifyRequest) {
+  const { fieldId } = req.params as { fieldId: number };
+  const caller = principal(req);
+  const formId = await formOfField(ctx.db, caller.accountId, fieldId);
   if (formId === undefined) throw new NotFoundError('field_not_found');
-  return formId;
+  return { caller, ref: { formId, fieldId } };
 }
 
 export function v2FieldRoutes(ctx: AppContext): FastifyPluginAsync {
@@ -121,10 +124,8 @@ export function v2FieldRoutes(ctx: AppContext): FastifyPluginAsync {
       params: fieldParams,
       answer: 'The field',
       handler: async (req) => {
-        const { fieldId } = req.params as { fieldId: number };
-        const caller = principal(req);
-        const formId = await formOf(ctx, caller.accountId, fieldId);
-        return toV2Field(await service.getField(ctx, caller, { formId, fieldId }));
+        const { caller, ref } = await fieldOf(ctx, req);
+        return toV2Field(await service.getField(ctx, caller, ref));
       },
     });
     v2Route(app, {
@@ -137,11 +138,9 @@ export function v2FieldRoutes(ctx: AppContext): FastifyPluginAsync {
       body: true,
       answer: 'The field',
       handler: async (req) => {
-        const { fieldId } = req.params as { fieldId: number };
-        const caller = principal(req);
-        const formId = await formOf(ctx, caller.accountId, fieldId);
+        const { caller, ref } = await fieldOf(ctx, req);
         const input = checked<FieldUpdate>(FieldUpdate, fieldInput(parametersOf(req)));
-        return toV2Field(await service.updateField(ctx, caller, { formId, fieldId }, input));
+        return toV2Field(await service.updateField(ctx, caller, ref, input));
       },
     });
     v2Route(app, {
@@ -153,10 +152,8 @@ export function v2FieldRoutes(ctx: AppContext): FastifyPluginAsync {
       params: fieldParams,
       answer: '{"success": "1", "id": "<id>"}',
       handler: async (req) => {
-        const { fieldId } = req.params as { fieldId: number };
-        const caller = principal(req);
-        const formId = await formOf(ctx, caller.accountId, fieldId);
-        return deleted((await service.deleteField(ctx, caller, { formId, fieldId })).id);
+        const { caller, ref } = await fieldOf(ctx, req);
+        return deleted((await service.deleteField(ctx, caller, ref)).id);
       },
     });
   };

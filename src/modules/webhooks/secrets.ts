@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { randomBase64url } from '../../crypto/random-pool.js';
 import { decryptWith, encryptWith, serviceKey } from '../../crypto/envelope.js';
 
 /** The secrets a webhook keeps; each is sealed on its own, bound to its account and its name. */
@@ -34,5 +35,5 @@ export function newSigningSecret(): string {
 
 /** The webhook-id of one event: the same on every attempt and redelivery of it. */
 export function newMessageId(): string {
-  return `msg_${randomBytes(16).toString('base64url')}`;
+  return `msg_${randomBase64url(16)}`;
 }
