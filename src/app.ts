@@ -17,6 +17,7 @@ import { registerReadiness } from './http/readiness.js';
 import { registerMetrics, registerRequestId, requestIdOf } from './http/observability.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
+import { buildSerializer } from './http/serialization.js';
 import { validatorCompiler } from './http/validation.js';
 import { emailRoutes } from './modules/emails/routes.js';
 import { Confirmation, MailMessage, Notification } from './modules/emails/schemas.js';
@@ -95,6 +96,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
     frameworkErrors: frameworkError,
+    // Response serializers built on first use, once per process (see buildSerializer).
+    schemaController: { compilersFactory: { buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { API_PREFIX } from '../src/app.js';
+import { compileEverySerializer } from '../src/http/serialization.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -46,5 +47,16 @@ describe(`OpenAPI document (${dialectName})`, () => {
       .filter(([, keys]) => keys.length > 1)
       .map(([id, keys]) => `${String(id)}: ${keys.join(', ')}`);
     assert.deepEqual(shared, []);
+  });
+
+  it('has a serializer for every response schema of every route, though each is built on first use', () => {
+    // Built lazily (src/http/serialization.ts): a schema fast-json-stringify refuses would
+    // otherwise only show on the first response that needs it, as a 500.
+    const built = compileEverySerializer();
+    assert.ok(
+      built >= operations.length,
+      `only ${built} response schemas were waiting for ${operations.length} operations`,
+    );
+    assert.equal(compileEverySerializer(), 0, 'nothing is left to build');
   });
 });
