@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -7,6 +8,7 @@ import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { requireBearerToken } from './http/auth.js';
+import { EarlyRoutes } from './http/early-routes.js';
 import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
@@ -64,7 +66,22 @@ export function rewriteLegacyUrl(url: string): string {
 }
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const timeouts = serverTimeouts(ctx.config);
+  const early = new EarlyRoutes(ctx.metrics, {
+    publicUrl: ctx.config.publicUrl,
+    logsRequests: ['info', 'debug', 'trace'].includes(ctx.config.logLevel),
+  });
   const app = Fastify({
+    // Fastify's own server, but a few hot public GETs are answered before it routes them (EarlyRoutes).
+    serverFactory: (handler) => {
+      const server = createServer(timeouts.http, (req, res) => {
+        if (!early.handle(req, res)) handler(req, res);
+      });
+      server.keepAliveTimeout = timeouts.keepAliveTimeout;
+      server.requestTimeout = timeouts.requestTimeout;
+      return server;
+    },
+    ...timeouts,
     logger: {
       level: ctx.config.logLevel,
       redact: {
@@ -84,7 +101,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimit,
-    ...serverTimeouts(ctx.config),
     // A number of hops trusts that many proxies nearest to the server.
     trustProxy:
       typeof ctx.config.trustProxy === 'number'
@@ -100,6 +116,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     schemaController: { compilersFactory: { buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.decorate('earlyRoutes', early);
   app.setValidatorCompiler(validatorCompiler);
   registerRequestId(app);
   registerMetrics(app, ctx);
@@ -246,6 +263,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const hosted = hostedForms(ctx, (error) => app.log.warn({ err: error }, 'could not write form page statistics'));
   app.addHook('onClose', () => hosted.close());
   await app.register(hosted.pages);
+  early.add('/f/', hosted.earlyPage);
+  app.addHook('preClose', (done) => {
+    early.close();
+    done();
+  });
   // Portal pages: sign-in by emailed link and the signed-in user's forms (portals/page-routes.ts).
   await app.register(portalPageRoutes(ctx));
 

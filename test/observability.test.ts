@@ -10,19 +10,9 @@ import { createWorker, type WorkerLog } from '../src/jobs/worker.js';
 import { startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ProcessSet } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
+import { sample } from './support/prometheus.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The value of one sample line of a Prometheus text body, or undefined. */
-function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of body.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue;
-    const inside = line.slice(name.length + 1, line.lastIndexOf('}'));
-    const got = Object.fromEntries([...inside.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
 
 describe('observability', () => {
   let app: TestApp;

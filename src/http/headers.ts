@@ -23,6 +23,14 @@ function docsPolicy(publicUrl: string): string {
   ].join('; ');
 }
 
+/** The headers of registerSecurityHeaders that every answer carries, whatever its route. */
+export function everyAnswersHeaders(publicUrl: string): Record<string, string> {
+  return {
+    'x-content-type-options': 'nosniff',
+    ...(publicUrl.startsWith('https:') ? { 'strict-transport-security': 'max-age=31536000' } : {}),
+  };
+}
+
 /**
  * Headers on every answer, errors and unknown routes included:
  * - X-Content-Type-Options: nosniff, so that no answer is ever read as another type;
@@ -34,11 +42,10 @@ function docsPolicy(publicUrl: string): string {
  * The hosted OAuth pages set their own CSP and frame protection.
  */
 export function registerSecurityHeaders(app: FastifyInstance, publicUrl: string): void {
-  const hsts = publicUrl.startsWith('https:') ? 'max-age=31536000' : undefined;
+  const always = everyAnswersHeaders(publicUrl);
   const docs = docsPolicy(publicUrl);
   app.addHook('onSend', (request, reply, _payload, done) => {
-    reply.header('x-content-type-options', 'nosniff');
-    if (hsts) reply.header('strict-transport-security', hsts);
+    void reply.headers(always);
     if (DOCS.test(request.url)) {
       reply.header('content-security-policy', docs);
       reply.header('x-frame-options', 'DENY');

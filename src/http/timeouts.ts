@@ -60,7 +60,7 @@ class BodyStream extends Transform {
 }
 
 /** Whether the request says a body follows (a GET usually does not, and needs no timer). */
-function announcesBody(raw: IncomingMessage): boolean {
+export function announcesBody(raw: IncomingMessage): boolean {
   const length = raw.headers['content-length'];
   return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

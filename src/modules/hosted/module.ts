@@ -5,7 +5,7 @@ import { submissionsDeps } from '../submissions/definitions.js';
 import { embedHtml, hostedApiRoutes } from './api-routes.js';
 import type { Caller } from '../permissions/caller.js';
 import { PageCounters } from './counters.js';
-import { hostedPageRoutes } from './routes.js';
+import { earlyPage, hostedPageRoutes } from './routes.js';
 import { hostedDeps } from './service.js';
 
 /**
@@ -21,6 +21,8 @@ export function hostedForms(ctx: AppContext, onError: (error: unknown) => void) 
   };
   return {
     pages: hostedPageRoutes(ctx, deps),
+    /** The page of GET /f/{viewKey}, for EarlyRoutes. */
+    earlyPage: (path: string) => earlyPage(deps, path),
     api,
     /** The embed HTML of a form, for the v2 /form/{id}/html. */
     html: (caller: Caller, formId: number) => embedHtml(ctx, deps, caller, formId),

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, BadRequestError, TooManyRequestsError } from '../../errors.js';
+import type { EarlyAnswer } from '../../http/early-routes.js';
 import { throttle } from '../../http/rate-limit.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { sendImage } from '../images/serve.js';
@@ -22,6 +23,25 @@ import { assetUrls, CSS_HASH } from './assets.js';
 import { FORM_CSS } from './styles.js';
 
 const ViewKeyParams = Type.Object({ viewKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
+
+/** The page of an open form that this process has read and may still trust, else undefined. */
+function openKeptPage(deps: service.HostedDeps, viewKey: string): service.PageDefinition | undefined {
+  const kept = service.keptPageForm(deps, viewKey, service.PAGE_FRESHNESS_MS);
+  return kept && service.stateOf(kept.form, kept.settings) === 'open' ? kept : undefined;
+}
+
+/**
+ * GET /f/{viewKey} with nothing in its URL, for EarlyRoutes (src/http/early-routes.ts): the
+ * page when openKeptPage has it, counted as a view like the route's own answer.
+ */
+export function earlyPage(deps: service.HostedDeps, path: string): EarlyAnswer | undefined {
+  const viewKey = path.slice('/f/'.length);
+  if (viewKey.length === 0 || viewKey.length > 64 || viewKey.includes('/')) return undefined;
+  const def = openKeptPage(deps, viewKey);
+  if (!def) return undefined;
+  deps.counters.add(def.form.account_id, def.form.id, 'views');
+  return { route: '/f/:viewKey', headers: def.headers, body: service.plainDocument(deps, def) };
+}
 
 interface PostedPage {
   fields: FieldInput[];
@@ -326,10 +346,11 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
         const req = request as FastifyRequest<{ Params: { viewKey: string }; Querystring: Record<string, unknown> }>;
         const query = { prefill: str(req.query.prefill) || undefined, resume: str(req.query.resume) || undefined };
         if (req.params.viewKey.length > 64) return closed(reply, undefined, 'unknown');
-        // Most views: a form this process has read (and may trust), open, with nothing in the
-        // URL. Answered without an await, which saves the promise turns of an async handler.
-        const kept = service.keptPageForm(deps, req.params.viewKey, service.PAGE_FRESHNESS_MS);
-        if (kept && !query.prefill && !query.resume && service.stateOf(kept.form, kept.settings) === 'open') {
+        // Most views (when EarlyRoutes does not answer them first): a form this process has
+        // read (and may trust), open, with nothing in the URL. Answered without an await,
+        // which saves the promise turns of an async handler.
+        const kept = !query.prefill && !query.resume ? openKeptPage(deps, req.params.viewKey) : undefined;
+        if (kept) {
           void plainView(kept, reply);
           return;
         }
