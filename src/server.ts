@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
@@ -123,17 +123,13 @@ export async function startServer(
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-    let inFlight = 0;
-    if (options.worker)
-      app.server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-        inFlight++;
-        res.once('close', () => inFlight--);
-      });
+    let received = 0;
+    if (options.worker) app.server.on('request', () => received++);
     const worker = options.worker
       ? startWorker(ctx, {
           kinds: jobKinds,
           log: app.log,
-          yieldTo: { inFlight: () => inFlight },
+          yieldTo: { received: () => received },
           graceMs: config.shutdownTimeoutMs,
           onRun: (kind, outcome, seconds) => ctx.metrics.jobRun(kind, outcome, seconds),
         })

@@ -540,7 +540,13 @@ describe(`background jobs (${dialectName})`, () => {
       ctx.db,
       Array.from({ length: 30 }, (_, i) => jobOf(held, i)),
     );
-    const worker = createWorker(ctx, { pollMs: 3_600_000, kinds: [held], yieldTo: { inFlight: () => 50 } });
+    // Requests keep coming: 50 more at each look.
+    let received = 0;
+    const worker = createWorker(ctx, {
+      pollMs: 3_600_000,
+      kinds: [held],
+      yieldTo: { received: () => (received += 50) },
+    });
     try {
       // The loop kept nearly always busy for a while, as under a flood of requests: the worker
       // takes 2 jobs per claim with 500 ms between claims, so not all 30 start within 250 ms

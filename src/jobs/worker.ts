@@ -48,15 +48,15 @@ export interface WorkerOptions {
   backoff?: Backoff;
   log?: WorkerLog;
   /**
-   * The API that shares this worker's process (`serve`), by the requests it has in flight.
-   * While the event loop is nearly always busy and at least BUSY_REQUESTS requests are in
-   * flight (the API saturated, not merely a slow machine), the worker claims a few jobs at a
-   * time and pauses between claims, so that a flood of requests is not slowed by the
-   * deliveries it causes. Jobs are only delayed: they stay in the outbox, and the worker goes
-   * back to full speed as soon as the load drops. A worker process of its own
-   * (`formwork worker`) has none and never holds back.
+   * The API that shares this worker's process (`serve`), by the count of requests it has
+   * received so far. While the event loop is nearly always busy and requests keep coming
+   * (at least BUSY_REQUESTS in each window: the API saturated, not merely a busy worker), the
+   * worker claims a few jobs at a time and pauses between claims, so that a flood of
+   * requests is not slowed by the deliveries it causes. Jobs are only delayed: they stay in
+   * the outbox, and the worker goes back to full speed as soon as the load drops. A worker
+   * process of its own (`formwork worker`) has none and never holds back.
    */
-  yieldTo?: { inFlight(): number };
+  yieldTo?: { received(): number };
   /** Told of every run's end (for metrics): its kind, outcome and how long the handler took. */
   onRun?: (kind: string, outcome: RunEnd['outcome'], seconds: number) => void;
 }
@@ -91,7 +91,13 @@ const MAX_ERROR_LENGTH = 2000;
  * adds at most this to a job's start.
  */
 const GATHER_MS = 20;
-/** yieldTo: the API counts as saturated when the loop was busy this share of the last LOAD_WINDOW_MS, with BUSY_REQUESTS in flight. */
+/**
+ * yieldTo: the API counts as saturated when the loop was busy this share of the last
+ * LOAD_WINDOW_MS and received at least BUSY_REQUESTS requests in it. Received, not in flight:
+ * on SQLite a request is mostly answered within the turn of the loop that parsed it, so the
+ * worker, which runs between turns, found none in flight even at 1,500 requests a second
+ * (docs/performance.md, seventh pass).
+ */
 const BUSY_UTILIZATION = 0.9;
 const LOAD_WINDOW_MS = 100;
 const BUSY_REQUESTS = 8;
@@ -174,10 +180,11 @@ class JobWorker implements Worker {
   private flushingEnds = false;
   /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
   private runDueMode = false;
-  private readonly yieldTo: { inFlight(): number } | undefined;
+  private readonly yieldTo: { received(): number } | undefined;
   private readonly onRun: WorkerOptions['onRun'];
   private loadSample: EventLoopUtilization = performance.eventLoopUtilization();
   private loadSampledAt = performance.now();
+  private receivedAtSample = 0;
   private saturated = false;
 
   constructor(
@@ -202,17 +209,23 @@ class JobWorker implements Worker {
     this.onRun = options.onRun;
   }
 
-  /** yieldTo: whether the API is saturated (the loop's business read at most once a window). */
+  /** yieldTo: whether the API is saturated (read at most once a window, over the window since the last reading). */
   private underLoad(): boolean {
     if (!this.yieldTo) return false;
     const now = performance.now();
-    if (now - this.loadSampledAt >= LOAD_WINDOW_MS) {
+    const elapsed = now - this.loadSampledAt;
+    if (elapsed >= LOAD_WINDOW_MS) {
       const current = performance.eventLoopUtilization();
-      this.saturated = performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION;
+      const received = this.yieldTo.received();
+      // A longer gap since the last reading (an idle worker) asks for as many requests per window on average.
+      this.saturated =
+        performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
+        received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS;
       this.loadSample = current;
+      this.receivedAtSample = received;
       this.loadSampledAt = now;
     }
-    return this.saturated && this.yieldTo.inFlight() >= BUSY_REQUESTS;
+    return this.saturated;
   }
 
   start(): void {
