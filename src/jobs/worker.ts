@@ -186,6 +186,7 @@ class JobWorker implements Worker {
   private loadSampledAt = performance.now();
   private receivedAtSample = 0;
   private saturated = false;
+  private loadTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ctx: AppContext,
@@ -209,28 +210,39 @@ class JobWorker implements Worker {
     this.onRun = options.onRun;
   }
 
-  /** yieldTo: whether the API is saturated (read at most once a window, over the window since the last reading). */
+  /** yieldTo: whether the API is saturated, as of the last reading (sampleLoad). */
   private underLoad(): boolean {
-    if (!this.yieldTo) return false;
+    return this.yieldTo !== undefined && this.saturated;
+  }
+
+  /**
+   * yieldTo: reads the loop's business and the requests received since the last reading
+   * (every LOAD_WINDOW_MS while started, or later when the loop is late). On its own timer
+   * rather than when the worker looks for work: an idle worker's first look would otherwise
+   * judge a window as long as its idleness (a burst minutes ago held it back then).
+   */
+  private sampleLoad(): void {
+    if (!this.yieldTo) return;
     const now = performance.now();
     const elapsed = now - this.loadSampledAt;
-    if (elapsed >= LOAD_WINDOW_MS) {
-      const current = performance.eventLoopUtilization();
-      const received = this.yieldTo.received();
-      // A longer gap since the last reading (an idle worker) asks for as many requests per window on average.
-      this.saturated =
-        performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
-        received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS;
-      this.loadSample = current;
-      this.receivedAtSample = received;
-      this.loadSampledAt = now;
-    }
-    return this.saturated;
+    const current = performance.eventLoopUtilization();
+    const received = this.yieldTo.received();
+    this.saturated =
+      performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
+      received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS;
+    this.loadSample = current;
+    this.receivedAtSample = received;
+    this.loadSampledAt = now;
   }
 
   start(): void {
     if (this.started || this.stopping) return;
     this.started = true;
+    if (this.yieldTo) {
+      this.sampleLoad();
+      this.loadTimer = setInterval(() => this.sampleLoad(), LOAD_WINDOW_MS);
+      this.loadTimer.unref();
+    }
     this.unsubscribe = onEnqueue(() => this.wake());
     this.pumpNow();
   }
@@ -254,6 +266,7 @@ class JobWorker implements Worker {
   }
 
   private async shutdown(): Promise<void> {
+    clearInterval(this.loadTimer);
     clearTimeout(this.timer);
     clearTimeout(this.gatherTimer);
     this.unsubscribe?.();
