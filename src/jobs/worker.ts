@@ -227,12 +227,15 @@ class JobWorker implements Worker {
     const elapsed = now - this.loadSampledAt;
     const current = performance.eventLoopUtilization();
     const received = this.yieldTo.received();
+    const was = this.saturated;
     this.saturated =
       performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
       received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS;
     this.loadSample = current;
     this.receivedAtSample = received;
     this.loadSampledAt = now;
+    // The load is gone: a look for work paused for it (BUSY_PAUSE_MS) happens now.
+    if (was && !this.saturated && this.gatherTimer !== undefined) this.pumpNow();
   }
 
   start(): void {
