@@ -99,24 +99,28 @@ async function ok<T = any>(promise: Promise<{ status: number; body: T; text: str
  * client. The calling member gets its level on the new form.
  */
 /**
- * A denied call changes nothing, so the callers denied one operation share one set of
- * resources, every member given its level on the form (a call wrongly allowed still fails its
- * own case). /tokens/{tokenId} names the caller's own token, so those keep their own.
+ * A denied call changes nothing, and neither does a GET, so the callers denied one operation,
+ * and all the callers of a GET, share one set of resources, every member given its level on
+ * the form (a call wrongly allowed or wrongly refused still fails its own case). The other
+ * allowed calls change what they address and get resources of their own. /tokens/{tokenId}
+ * names the caller's own token, so those keep their own.
  */
-const deniedFixtures = new Map<string, Promise<Ids>>();
+const sharedFixtures = new Map<string, Promise<Ids>>();
 
 function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Ids> {
-  if (!denied || op.path.startsWith('/tokens/')) return fixture(op, caller, [caller]);
-  let shared = deniedFixtures.get(op.key);
+  if ((!denied && op.method !== 'GET') || op.path.startsWith('/tokens/')) return fixture(op, caller, [caller]);
+  let shared = sharedFixtures.get(op.key);
   if (!shared) {
     shared = fixture(op, caller, callers);
-    deniedFixtures.set(op.key, shared);
+    sharedFixtures.set(op.key, shared);
   }
   return shared;
 }
 
 /** Fresh resources for one call on op; each caller of levelled is given its level on the form. */
+let fixturesMade = 0;
 async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promise<Ids> {
+  fixturesMade++;
   const folder = await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder');
   const form = await ok(
     owner.post('/forms', {
@@ -502,7 +506,7 @@ describe(`permission matrix (${dialectName})`, () => {
       }
     }
     t.diagnostic(
-      `${calls} calls, ${denied} expected 403, over ${operations.length} operations and ${callers.length} callers`,
+      `${calls} calls, ${denied} expected 403, over ${operations.length} operations and ${callers.length} callers, on ${fixturesMade} sets of resources`,
     );
     assert.deepEqual(failures, []);
     // The matrix must exercise both outcomes for members at every level.
