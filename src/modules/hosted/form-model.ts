@@ -18,6 +18,33 @@ export interface PageField extends FieldForValues {
   optionImages?: Record<string, string>;
 }
 
+type DefinitionKey = 'required' | 'unique' | 'options' | 'attributes' | 'logic' | 'hidden';
+
+/**
+ * What a field of the page's definition (the JSON the script reads) has unless it says
+ * otherwise. The page leaves these out (withoutDefaults: about a quarter of the definition,
+ * which is a quarter of a page's bytes) and the script puts them back (withDefaults).
+ */
+const DEFINITION_DEFAULTS: Pick<PageField, DefinitionKey> = {
+  required: false,
+  unique: false,
+  options: [],
+  attributes: {},
+  logic: null,
+  hidden: false,
+};
+
+export function withoutDefaults<T extends object>(field: T): Partial<T> {
+  const defaults = DEFINITION_DEFAULTS as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.entries(field).filter(([k, v]) => !(k in defaults) || JSON.stringify(v) !== JSON.stringify(defaults[k])),
+  ) as Partial<T>;
+}
+
+export function withDefaults(field: Partial<PageField>): PageField {
+  return { ...structuredClone(DEFINITION_DEFAULTS), ...field } as PageField;
+}
+
 export interface FieldInput {
   id: number;
   value: unknown;

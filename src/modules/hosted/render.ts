@@ -1,6 +1,6 @@
 import { TYPE_RULES } from '../fields/types.js';
 import type { FormSettings } from '../forms/schemas.js';
-import { CARD_PARTS, inputName, splitPages, subfieldsOf, type PageField } from './form-model.js';
+import { CARD_PARTS, inputName, splitPages, subfieldsOf, withoutDefaults, type PageField } from './form-model.js';
 import { escapeHtml as e, jsonForScript, paragraphs, sanitizeHtml } from './escape.js';
 
 /**
@@ -295,17 +295,19 @@ function definition(form: RenderedForm, base: string) {
     viewKey: form.viewKey,
     base,
     saveAndResume: form.saveAndResume,
-    fields: form.fields.map((f) => ({
-      id: f.id,
-      type: f.type,
-      label: f.label,
-      required: f.required,
-      unique: f.unique,
-      options: f.options,
-      attributes: f.attributes,
-      logic: f.logic,
-      hidden: f.hidden,
-    })),
+    fields: form.fields.map((f) =>
+      withoutDefaults({
+        id: f.id,
+        type: f.type,
+        label: f.label,
+        required: f.required,
+        unique: f.unique,
+        options: f.options,
+        attributes: f.attributes,
+        logic: f.logic,
+        hidden: f.hidden,
+      }),
+    ),
   };
 }
 

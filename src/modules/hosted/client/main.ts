@@ -5,7 +5,14 @@
  */
 import { TYPE_RULES } from '../../fields/types.js';
 import { EMAIL, readValue, ValueError, visibleFields, type StoredValue } from '../../submissions/values.js';
-import { collectFields, fieldMessage, inputName, type FieldInput, type PageField } from '../form-model.js';
+import {
+  collectFields,
+  fieldMessage,
+  inputName,
+  withDefaults,
+  type FieldInput,
+  type PageField,
+} from '../form-model.js';
 
 interface Definition {
   viewKey: string;
@@ -50,7 +57,8 @@ class HostedForm {
 
   constructor(private readonly form: HTMLFormElement) {
     const json = form.querySelector<HTMLScriptElement>('script.fw-definition')!.textContent ?? '{}';
-    this.def = JSON.parse(json) as Definition;
+    const parsed = JSON.parse(json) as Omit<Definition, 'fields'> & { fields: Partial<PageField>[] };
+    this.def = { ...parsed, fields: parsed.fields.map(withDefaults) };
     this.url = `${this.def.base}/f/${encodeURIComponent(this.def.viewKey)}`;
     this.pages = [...form.querySelectorAll<HTMLElement>('.fw-page')];
     this.resumeToken = form.querySelector<HTMLInputElement>('input[name=_resume]')?.value;
