@@ -33,49 +33,58 @@ describe(`the hosted page answered before Fastify (${dialectName})`, () => {
   });
   after(() => app.close());
 
-  it('answers a page this process has read as the route does, headers and all', async () => {
+  let fetched = 0;
+  /** A GET of the page; early says whether it was answered before Fastify. */
+  async function view(headers: Record<string, string> = {}, query = '') {
     const before = answered();
-    // Read once by the route (nothing is kept yet), then kept.
-    const first = await fetch(`${app.url}${form.path}`);
-    assert.equal(first.status, 200);
-    await first.text();
-    assert.equal(answered(), before, 'a page not yet read goes to the route');
-    const early = await fetch(`${app.url}${form.path}`);
-    assert.equal(answered(), before + 1, 'answered early');
+    const res = await fetch(`${app.url}${form.path}${query}`, { headers });
+    fetched++;
+    return { res, html: await res.text(), early: answered() > before };
+  }
+  /**
+   * A view answered early. Any write to SQLite (this process's heartbeat, the statistics'
+   * flush) ends the trust in a kept page, and the next view goes to the route and keeps the
+   * page again, so on a slow machine a view may need to be tried again.
+   */
+  async function earlyView(headers: Record<string, string> = {}) {
+    for (let i = 0; i < 10; i++) {
+      const got = await view(headers);
+      if (got.early) return got;
+    }
+    assert.fail('no view of the page was answered early in 10 tries');
+  }
+
+  it('answers a page this process has read as the route does, headers and all', async () => {
+    assert.equal((await view()).early, false, 'a page not yet read goes to the route');
+    const early = await earlyView();
     // A query string leaves the request to Fastify: the route's own answer.
-    const routed = await fetch(`${app.url}${form.path}?utm_source=newsletter`);
-    assert.equal(answered(), before + 1, 'answered by the route');
-    assert.equal(early.status, 200);
-    assert.equal(routed.status, 200);
-    assert.deepEqual(lasting(early.headers), lasting(routed.headers));
-    assert.equal(early.headers.get('x-content-type-options'), 'nosniff');
-    assert.equal(early.headers.get('strict-transport-security'), 'max-age=31536000');
-    assert.match(early.headers.get('content-security-policy')!, /frame-ancestors \*/);
-    assert.match(early.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
-    const [earlyHtml, routedHtml] = [await early.text(), await routed.text()];
-    assert.match(earlyHtml, /name="_fw" value="[^"]+"/, 'a page token of its own');
-    assert.equal(withoutToken(earlyHtml), withoutToken(routedHtml));
+    const routed = await view({}, '?utm_source=newsletter');
+    assert.equal(routed.early, false, 'answered by the route');
+    assert.equal(early.res.status, 200);
+    assert.equal(routed.res.status, 200);
+    assert.deepEqual(lasting(early.res.headers), lasting(routed.res.headers));
+    assert.equal(early.res.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(early.res.headers.get('strict-transport-security'), 'max-age=31536000');
+    assert.match(early.res.headers.get('content-security-policy')!, /frame-ancestors \*/);
+    assert.match(early.res.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+    assert.match(early.html, /name="_fw" value="[^"]+"/, 'a page token of its own');
+    assert.equal(withoutToken(early.html), withoutToken(routed.html));
   });
 
   it("keeps a sane x-request-id, counts the view, and the metrics count it under the route's pattern", async () => {
     const series = { method: 'GET', route: '/f/:viewKey', status: '200' };
     const count = async () =>
-      sample((await app.request('GET', '/metrics')).text, 'formwork_http_requests_total', series);
+      sample((await app.request('GET', '/metrics')).text, 'formwork_http_requests_total', series) ?? 0;
     const views = async () => (await owner.get(`/forms/${form.id}/stats`)).body.totals.views as number;
-    const viewsBefore = await views();
-    // Reading the statistics wrote the counts: on SQLite any write ends the trust in a kept page.
-    await (await fetch(`${app.url}${form.path}`)).text();
-    const [countBefore, before] = [(await count()) ?? 0, answered()];
-    const res = await fetch(`${app.url}${form.path}`, { headers: { 'x-request-id': 'balancer-42' } });
-    assert.equal(res.status, 200);
-    await res.text();
-    assert.equal(answered(), before + 1);
-    assert.equal(res.headers.get('x-request-id'), 'balancer-42');
-    const odd = await fetch(`${app.url}${form.path}`, { headers: { 'x-request-id': 'no spaces <allowed>' } });
-    await odd.text();
-    assert.match(odd.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
-    assert.equal(await count(), countBefore + 2);
-    assert.equal(await views(), viewsBefore + 3);
+    const [viewsBefore, countBefore, fetchedBefore] = [await views(), await count(), fetched];
+    const sane = await earlyView({ 'x-request-id': 'balancer-42' });
+    assert.equal(sane.res.status, 200);
+    assert.equal(sane.res.headers.get('x-request-id'), 'balancer-42');
+    const odd = await earlyView({ 'x-request-id': 'no spaces <allowed>' });
+    assert.match(odd.res.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+    // Every view counted once, whichever way it went.
+    assert.equal(await count(), countBefore + fetched - fetchedBefore);
+    assert.equal(await views(), viewsBefore + fetched - fetchedBefore);
   });
 
   it('leaves HEAD, other paths, unknown and closed forms to Fastify', async () => {
