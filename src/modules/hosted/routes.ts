@@ -39,8 +39,13 @@ export function earlyPage(deps: service.HostedDeps, path: string): EarlyAnswer |
   if (viewKey.length === 0 || viewKey.length > 64 || viewKey.includes('/')) return undefined;
   const def = openKeptPage(deps, viewKey);
   if (!def) return undefined;
+  return { route: '/f/:viewKey', headers: def.headers, body: countedPlainPage(deps, def) };
+}
+
+/** The page of a view with nothing in its URL, counted as a view: what the route and EarlyRoutes answer. */
+function countedPlainPage(deps: service.HostedDeps, def: service.PageDefinition): Buffer {
   deps.counters.add(def.form.account_id, def.form.id, 'views');
-  return { route: '/f/:viewKey', headers: def.headers, body: service.plainDocument(deps, def) };
+  return service.plainDocument(deps, def);
 }
 
 interface PostedPage {
@@ -323,8 +328,7 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
 
     /** A view of an open form's page with nothing in its URL: what most views are. */
     function plainView(def: service.PageDefinition, reply: FastifyReply) {
-      deps.counters.add(def.form.account_id, def.form.id, 'views');
-      return reply.code(200).headers(def.headers).send(service.plainDocument(deps, def));
+      return reply.code(200).headers(def.headers).send(countedPlainPage(deps, def));
     }
 
     async function view(viewKey: string, query: { prefill?: string; resume?: string }, reply: FastifyReply) {
