@@ -106,6 +106,28 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.match(signIn.headers.get('content-security-policy')!, /frame-ancestors 'none'/);
   });
 
+  it("leaves out of the script's definition the options its controls hold, unless HTML would change them", async () => {
+    const form = await makeForm(owner, {
+      name: 'Options once',
+      fields: [
+        { type: 'select', label: 'Plain', options: [{ label: 'A & B', value: 'a"b' }] },
+        { type: 'radio', label: 'Returns', options: [{ label: 'One\r\nline', value: 'one' }] },
+        { type: 'checkbox', label: 'Value', options: [{ label: 'Zero', value: 'z\r' }] },
+        { type: 'text', label: 'Text' },
+      ],
+    });
+    const page = await app.request('GET', form.path);
+    const json = /<script type="application\/json" class="fw-definition">(.*?)<\/script>/s.exec(page.text)![1]!;
+    const fields: { id: number; options?: unknown }[] = JSON.parse(json).fields;
+    const options = (label: string) => fields.find((f) => f.id === form.field(label))!.options;
+    // The select's option is in its control, escaped: the script reads it back from there.
+    assert.equal(options('Plain'), undefined);
+    assert.match(page.text, /<option value="a&#34;b">A &#38; B<\/option>/);
+    // HTML parsing turns a carriage return into a line feed: such options stay in the JSON.
+    assert.deepEqual(options('Returns'), [{ label: 'One\r\nline', value: 'one' }]);
+    assert.deepEqual(options('Value'), [{ label: 'Zero', value: 'z\r' }]);
+  });
+
   it('shows closed pages with their status: unknown 404, inactive and full 403, deleted 410', async () => {
     assert.equal((await app.request('GET', '/f/no-such-form')).status, 404);
     const inactive = await makeForm(owner, { ...contact, inactive: true, settings: { closedMessage: 'Back in May.' } });

@@ -1,6 +1,14 @@
 import { TYPE_RULES } from '../fields/types.js';
 import type { FormSettings } from '../forms/schemas.js';
-import { CARD_PARTS, inputName, splitPages, subfieldsOf, withoutDefaults, type PageField } from './form-model.js';
+import {
+  CARD_PARTS,
+  inputName,
+  optionsInControls,
+  splitPages,
+  subfieldsOf,
+  withoutDefaults,
+  type PageField,
+} from './form-model.js';
 import { escapeHtml as e, jsonForScript, paragraphs, sanitizeHtml } from './escape.js';
 
 /**
@@ -90,6 +98,9 @@ function part(value: unknown, key: string): string {
 const attr = (name: string, value: string | number | undefined | false) =>
   value === undefined || value === false ? '' : ` ${name}="${e(String(value))}"`;
 
+/** An input's value attribute, left out when empty (an input without one is empty: a page shows many). */
+const valueAttr = (value: string) => (value === '' ? '' : attr('value', value));
+
 /** aria-describedby of a field's inputs: its hint (when it has one) and its error slot. */
 function describedBy(f: PageField): string {
   return [f.description ? `f${f.id}-hint` : '', `f${f.id}-error`].filter(Boolean).join(' ');
@@ -114,12 +125,12 @@ function textInput(f: PageField, value: unknown, error: string | undefined, logi
     case 'textarea':
       return `<textarea ${base}${attr('rows', (a.rows as number | undefined) ?? 4)}${attr('maxlength', a.maxLength as number | undefined)}${attr('minlength', a.minLength as number | undefined)}>${e(v)}</textarea>`;
     case 'email':
-      return `<input type="email" ${base} autocomplete="email" value="${e(v)}">`;
+      return `<input type="email" ${base} autocomplete="email"${valueAttr(v)}>`;
     case 'phone':
-      return `<input type="tel" ${base} autocomplete="tel" value="${e(v)}">`;
+      return `<input type="tel" ${base} autocomplete="tel"${valueAttr(v)}>`;
     case 'number': {
       const step = typeof a.decimals === 'number' ? String(10 ** -a.decimals) : 'any';
-      return `<input type="number" inputmode="decimal" ${base}${attr('min', a.min as number | undefined)}${attr('max', a.max as number | undefined)} step="${e(step)}" value="${e(v)}">`;
+      return `<input type="number" inputmode="decimal" ${base}${attr('min', a.min as number | undefined)}${attr('max', a.max as number | undefined)} step="${e(step)}"${valueAttr(v)}>`;
     }
     case 'datetime': {
       const format = (a.format as string | undefined) ?? 'date';
@@ -127,10 +138,10 @@ function textInput(f: PageField, value: unknown, error: string | undefined, logi
       const shown = format === 'datetime' ? v.replace(' ', 'T') : v;
       const min = format === 'time' ? undefined : (a.minDate as string | undefined);
       const max = format === 'time' ? undefined : (a.maxDate as string | undefined);
-      return `<input type="${type}" ${base}${attr('min', min && format === 'datetime' ? `${min}T00:00` : min)}${attr('max', max && format === 'datetime' ? `${max}T23:59` : max)} value="${e(shown)}">`;
+      return `<input type="${type}" ${base}${attr('min', min && format === 'datetime' ? `${min}T00:00` : min)}${attr('max', max && format === 'datetime' ? `${max}T23:59` : max)}${valueAttr(shown)}>`;
     }
     default:
-      return `<input type="text" ${base}${attr('maxlength', a.maxLength as number | undefined)}${attr('minlength', a.minLength as number | undefined)} value="${e(v)}">`;
+      return `<input type="text" ${base}${attr('maxlength', a.maxLength as number | undefined)}${attr('minlength', a.minLength as number | undefined)}${valueAttr(v)}>`;
   }
 }
 
@@ -179,7 +190,7 @@ function parts(f: PageField, keys: readonly string[], value: unknown, error: str
       const id = inputName(f.id, k);
       const narrow = k === 'prefix' || k === 'suffix' || k === 'initial' || k === 'expMonth' || k === 'cvv';
       const numeric = f.type === 'creditcard' ? ' inputmode="numeric"' : '';
-      return `<div class="fw-part${narrow ? ' fw-narrow' : ''}"><label for="${id}">${e(PART_LABELS[k] ?? k)}</label><input type="text" id="${id}" name="${id}"${numeric} autocomplete="${AUTOCOMPLETE[k] ?? 'off'}"${attr('aria-describedby', describedBy(f))}${error ? ' aria-invalid="true"' : ''} value="${e(f.type === 'creditcard' ? '' : part(value, k))}"></div>`;
+      return `<div class="fw-part${narrow ? ' fw-narrow' : ''}"><label for="${id}">${e(PART_LABELS[k] ?? k)}</label><input type="text" id="${id}" name="${id}"${numeric} autocomplete="${AUTOCOMPLETE[k] ?? 'off'}"${attr('aria-describedby', describedBy(f))}${error ? ' aria-invalid="true"' : ''}${valueAttr(f.type === 'creditcard' ? '' : part(value, k))}></div>`;
     })
     .join('')}</div>`;
 }
@@ -262,7 +273,7 @@ const GROUPS = new Set(['radio', 'checkbox', 'name', 'address', 'creditcard', 'm
 
 function field(f: PageField, state: RenderState): string {
   const hiddenAttr = f.hidden ? ' hidden data-always-hidden="true"' : '';
-  const head = `<div class="fw-field fw-type-${f.type}" id="fw-field-${f.id}" data-field="${f.id}"${hiddenAttr}>`;
+  const head = `<div class="fw-field fw-type-${f.type}" id="fw-field-${f.id}"${hiddenAttr}>`;
   if (f.type === 'section') {
     const text = typeof f.attributes.text === 'string' ? paragraphs(f.attributes.text) : '';
     return `${head}<h2 class="fw-section">${e(f.label)}</h2>${text}${f.description ? `<div class="fw-hint">${paragraphs(f.description)}</div>` : ''}</div>`;
@@ -302,7 +313,7 @@ function definition(form: RenderedForm, base: string) {
         label: f.label,
         required: f.required,
         unique: f.unique,
-        options: f.options,
+        options: optionsInControls(f) ? undefined : f.options,
         attributes: f.attributes,
         logic: f.logic,
         hidden: f.hidden,

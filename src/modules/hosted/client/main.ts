@@ -9,6 +9,7 @@ import {
   collectFields,
   fieldMessage,
   inputName,
+  OPTIONS_AS_CONTROLS,
   withDefaults,
   type FieldInput,
   type PageField,
@@ -58,7 +59,13 @@ class HostedForm {
   constructor(private readonly form: HTMLFormElement) {
     const json = form.querySelector<HTMLScriptElement>('script.fw-definition')!.textContent ?? '{}';
     const parsed = JSON.parse(json) as Omit<Definition, 'fields'> & { fields: Partial<PageField>[] };
-    this.def = { ...parsed, fields: parsed.fields.map(withDefaults) };
+    // Options the definition leaves out are the page's controls' (form-model.ts, optionsInControls).
+    const fields = parsed.fields.map((f) =>
+      f.options === undefined && f.id !== undefined && f.type !== undefined && OPTIONS_AS_CONTROLS.has(f.type)
+        ? { ...f, options: this.optionsOfControls(f.id) }
+        : f,
+    );
+    this.def = { ...parsed, fields: fields.map(withDefaults) };
     this.url = `${this.def.base}/f/${encodeURIComponent(this.def.viewKey)}`;
     this.pages = [...form.querySelectorAll<HTMLElement>('.fw-page')];
     this.resumeToken = form.querySelector<HTMLInputElement>('input[name=_resume]')?.value;
@@ -98,6 +105,19 @@ class HostedForm {
     } catch {
       // Sent without one, the form comes back filled in to be sent again.
     }
+  }
+
+  /** The options of a select, radio or checkbox field, as its controls show them. */
+  private optionsOfControls(id: number): { label: string; value: string }[] {
+    const select = this.form.querySelector<HTMLSelectElement>(`select[name="${inputName(id)}"]`);
+    if (select)
+      return [...select.options]
+        .filter((o) => o.value !== '')
+        .map((o) => ({ label: o.textContent ?? '', value: o.value }));
+    return [...this.form.querySelectorAll<HTMLInputElement>(`input[name="${inputName(id)}"]`)].map((input) => ({
+      label: input.labels?.[0]?.textContent ?? '',
+      value: input.value,
+    }));
   }
 
   private button(selector: string): HTMLButtonElement | null {
