@@ -50,7 +50,8 @@
  *    process and to two (two worker processes, PostgreSQL, Redis), next to pgbench, and the
  *    outbox lag from a submission's 200 to its webhook's first attempt.
  * `npm run bench -- forms` runs section 1 alone (the form read, the forms list and the constant
- * routes of their sizes).
+ * routes of their sizes). `npm run bench -- post` runs the constant route and the SQLite POST of
+ * section 2 alone.
  * 8. Document merge (bench/docmerge.ts; `npm run bench -- docmerge`, alone): documents generated
  *    per second by one `formwork worker` for a one-page DOCX and a one-page PDF, with the
  *    worker's peak RSS, over BENCH_DOCMERGE_COUNT queued submissions (default 500).
@@ -134,6 +135,7 @@ const ONLY_EVENTS = process.argv.slice(2).includes('events');
 const ONLY_PUBLIC = process.argv.slice(2).includes('public');
 const ONLY_FORMS = process.argv.slice(2).includes('forms');
 const ONLY_EXPORT = process.argv.slice(2).includes('export');
+const ONLY_POST = process.argv.slice(2).includes('post');
 const ONLY_PG = process.argv.slice(2).includes('pg');
 const ONLY_DOCMERGE = process.argv.slice(2).includes('docmerge');
 const DOCMERGE_COUNT = intEnv('BENCH_DOCMERGE_COUNT', 500, 10);
@@ -1428,7 +1430,16 @@ async function main(): Promise<number> {
     if (!ONLY_EXPORT) {
       const constant = startChild('constant', ['--import', 'tsx', 'bench/constant-server.ts'], {}, await freePort());
       await waitReady(constant, '/');
-
+      const ceilingScenario: Scenario = {
+        name: 'constant route (ceiling)',
+        url: constant.url,
+        requests: [{ method: 'GET', path: '/' }],
+      };
+      if (ONLY_POST) measured.push(await measure(ceilingScenario));
+      else await formsScenarios(constant, ceilingScenario);
+      await stopChild(constant, 5_000);
+    }
+    async function formsScenarios(constant: Child, ceilingScenario: Scenario): Promise<void> {
       log(`seeding ${FORMS} forms of ${FIELDS_PER_FORM} fields through POST ${API}/forms`);
       const seedStart = Date.now();
       const ids = await seedForms(service.url, token, FORMS);
@@ -1440,7 +1451,7 @@ async function main(): Promise<number> {
       const formBytes = await bytesOf(`/forms/${ids[0]}?withFields=true`);
       const listBytes = await bytesOf('/forms?pageSize=100');
       const scenarios: Scenario[] = [
-        { name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] },
+        ceilingScenario,
         {
           name: `constant route, ${(formBytes / 1024).toFixed(1)} KB body (the form read's size)`,
           url: constant.url,
@@ -1469,7 +1480,6 @@ async function main(): Promise<number> {
         },
       ];
       for (const scenario of scenarios) measured.push(await measure(scenario));
-      await stopChild(constant, 5_000);
     }
 
     if (!ONLY_FORMS) {
@@ -1494,12 +1504,16 @@ async function main(): Promise<number> {
         );
       }
       await stopChild(service, stopGrace());
-
+      if (!ONLY_POST) await readsExportAndTheRest(bigForm.id);
+    } else {
+      await stopChild(service, stopGrace());
+    }
+    async function readsExportAndTheRest(bigFormId: number): Promise<void> {
       // 3. Submissions read: seed straight into the file, then a fresh service over it.
       log(
-        `seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigForm.id} with bench/seed-submissions.ts`,
+        `seeding ${SEED_COUNT.toLocaleString('en-US')} submissions into form ${bigFormId} with bench/seed-submissions.ts`,
       );
-      seeded = await runSeeder(dbFile, bigForm.id, SEED_COUNT);
+      seeded = await runSeeder(dbFile, bigFormId, SEED_COUNT);
       if (!ONLY_EXPORT) {
         const reader = await startService('service (SQLite, seeded)', dataDir, '', profDir);
         services.push(reader);
@@ -1525,8 +1539,6 @@ async function main(): Promise<number> {
         // 6. Events (their rows go in their own table, not the main one).
         events = await eventsSection(tmp, profDir, services, []);
       }
-    } else {
-      await stopChild(service, stopGrace());
     }
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -1541,11 +1553,12 @@ async function main(): Promise<number> {
   if (measured.length === 0 && !exported) return 1;
 
   const sections = [
-    !ONLY_EXPORT && `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite`,
+    !ONLY_EXPORT && !ONLY_POST && `${FORMS} forms x ${FIELDS_PER_FORM} fields on SQLite`,
     !ONLY_FORMS &&
       !ONLY_EXPORT &&
-      `POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite${PG_ENABLED ? ' and PostgreSQL' : ''}`,
+      `POSTs of a ${SUBMISSION_FIELD_COUNT}-field form on SQLite${PG_ENABLED && !ONLY_POST ? ' and PostgreSQL' : ''}`,
     !ONLY_FORMS &&
+      !ONLY_POST &&
       `${ONLY_EXPORT ? 'the export' : 'reads and the export'} of one form with ${(seeded?.count ?? SEED_COUNT).toLocaleString('en-US')} submissions on SQLite`,
   ].filter(Boolean);
   const lines = [
@@ -1615,7 +1628,7 @@ const EXPORT_S = SEED_COUNT / 5000;
 const FILE_SECTION_S = 5 * (30 + (8 * LARGE_FILE_MB) / 5);
 const limitMs = ONLY_PG
   ? (180 + 6 * (WARMUP + DURATION + 15)) * 1000
-  : ONLY_PUBLIC
+  : ONLY_PUBLIC || ONLY_POST
     ? (120 + 3 * (WARMUP + DURATION + 15)) * 1000
     : ONLY_FILES
       ? FILE_SECTION_S * 1000

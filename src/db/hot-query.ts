@@ -7,8 +7,8 @@ class Slot {
 
 /**
  * A query that Kysely builds and compiles once per database and then runs with new values,
- * for reads on every request (token lookup, cached-read versions), where building the
- * query costs more than running it. build receives stand-ins for its arguments; each must
+ * for statements on every request (token lookup, cached-read versions, a submission's
+ * counters), where building the query costs more than running it. build receives stand-ins for its arguments; each must
  * be used as a plain value (not inside a function or a raw fragment), and a stand-in
  * that does not reach the compiled parameters fails at once.
  */
@@ -16,9 +16,13 @@ export function hotQuery<A extends unknown[], O>(
   arity: A['length'],
   build: (db: Executor, ...args: A) => Compilable<O>,
 ) {
-  const compiled = new WeakMap<Executor, { query: CompiledQuery<O>; slots: number[] }>();
+  const compiled = new WeakMap<object, { query: CompiledQuery<O>; slots: number[] }>();
   return async (db: Executor, ...args: A): Promise<O[]> => {
-    let entry = compiled.get(db);
+    // Kept per database (its adapter, which its transactions share), so that a query run in
+    // transactions is compiled once too; per executor where plugins may change what it compiles.
+    const executor = db.getExecutor();
+    const key = executor.plugins.length === 0 ? executor.adapter : executor;
+    let entry = compiled.get(key);
     if (!entry) {
       const stand = Array.from({ length: arity }, (_, i) => new Slot(i)) as unknown as A;
       const query = build(db, ...stand).compile();
@@ -28,7 +32,7 @@ export function hotQuery<A extends unknown[], O>(
       });
       if (new Set(slots).size !== arity) throw new Error(`hotQuery: not every argument is used in ${query.sql}`);
       entry = { query, slots };
-      compiled.set(db, entry);
+      compiled.set(key, entry);
     }
     const { query, slots } = entry;
     const result = await db.executeQuery<O>({ ...query, parameters: slots.map((i) => args[i]) });

@@ -1,10 +1,16 @@
 import { sql, type SqlBool } from 'kysely';
 import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
+import { hotQuery } from './hot-query.js';
 
 /** An FTS5 MATCH expression: every term must appear. */
 export function ftsMatch(terms: SearchTerm[]): string {
   return terms.map((t) => `"${t.token}"${t.prefix ? '*' : ''}`).join(' AND ');
 }
+
+/** A submission's tokens into the FTS5 table: on every create, so built once. */
+const insertFullText = hotQuery(2, (db, rowid: number, content: string) =>
+  db.insertInto('submissions_fts').values({ rowid, content }),
+);
 
 /**
  * SQLite: one writer at a time, so no row locks; the full-text index is the FTS5 table
@@ -23,10 +29,7 @@ export const sqliteEngine: SqlEngine = {
   claimRows: (query) => query,
   fullTextColumns: () => ({}),
   async writeFullText(db, submissionId, tokens) {
-    await db
-      .insertInto('submissions_fts')
-      .values({ rowid: submissionId, content: tokens.join(' ') })
-      .execute();
+    await insertFullText(db, submissionId, tokens.join(' '));
   },
   async clearFullText(db, submissionId) {
     await db.deleteFrom('submissions_fts').where('rowid', '=', submissionId).execute();

@@ -1,7 +1,12 @@
 import { AsyncResource } from 'node:async_hooks';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import { transact, translateDbError } from './transaction.js';
+
+// Compiled once: three of them run for every job.
+const SAVEPOINT = CompiledQuery.raw('SAVEPOINT job');
+const RELEASE = CompiledQuery.raw('RELEASE SAVEPOINT job');
+const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO SAVEPOINT job');
 
 interface Job {
   run: (trx: Transaction<Database>) => Promise<unknown>;
@@ -29,7 +34,13 @@ export class WriteBatcher {
   run<T>(job: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // Each job runs in its caller's async context (its request id: src/request-context.ts), not the batch's.
-      this.queue.push({ run: AsyncResource.bind(job), resolve: resolve as (value: unknown) => void, reject });
+      // (runInAsyncScope rather than AsyncResource.bind, which makes a deprecation wrapper on every call in Node 20.)
+      const scope = new AsyncResource('formwork.write');
+      this.queue.push({
+        run: (trx) => scope.runInAsyncScope(job, null, trx),
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());
@@ -44,14 +55,14 @@ export class WriteBatcher {
       try {
         await transact(this.db, async (trx) => {
           for (const job of batch) {
-            await sql`SAVEPOINT job`.execute(trx);
+            await trx.executeQuery(SAVEPOINT);
             try {
               const value = await job.run(trx);
-              await sql`RELEASE SAVEPOINT job`.execute(trx);
+              await trx.executeQuery(RELEASE);
               outcomes.push({ ok: true, value });
             } catch (error) {
-              await sql`ROLLBACK TO SAVEPOINT job`.execute(trx);
-              await sql`RELEASE SAVEPOINT job`.execute(trx);
+              await trx.executeQuery(ROLLBACK_TO);
+              await trx.executeQuery(RELEASE);
               outcomes.push({ ok: false, error: translateDbError(error) });
             }
           }

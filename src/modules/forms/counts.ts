@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { engineOf } from '../../db/engine.js';
+import { hotQuery } from '../../db/hot-query.js';
 import type { Database } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 
@@ -133,30 +134,42 @@ export async function noteSubmissionChange(
       SELECT revision FROM f`.execute(db);
     return rows[0]?.revision;
   }
-  const form = await engine
-    .shareRows(db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId))
-    .executeTakeFirst();
+  const [form] = await revisionForWrite(db, formId, accountId);
   if (!form) return undefined;
-  await db
+  await addToCount(db, formId, delta, 1);
+  if (delta !== 0) await addToHour(db, formId, hour, delta);
+  return form.revision;
+}
+
+// The statements of noteSubmissionChange where a database has no writable CTEs (SQLite): run
+// on every create, edit and delete, and built once (hotQuery), as building one costs about as
+// much as running it.
+const revisionForWrite = hotQuery(2, (db, formId: number, accountId: number) =>
+  engineOf(db).shareRows(
+    db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId),
+  ),
+);
+
+/** Adds n to the count of the form's slot, and version (always 1: a parameter, as hotQuery takes no fixed values) to its version. */
+const addToCount = hotQuery(3, (db, formId: number, n: number, version: number) =>
+  db
     .insertInto('form_submission_counts')
-    .values({ form_id: formId, slot, n: delta, version: 1 })
+    .values({ form_id: formId, slot: engineOf(db).countSlot(), n, version })
     .onConflict((oc) =>
       oc.columns(['form_id', 'slot']).doUpdateSet((eb) => ({
         n: eb('form_submission_counts.n', '+', eb.ref('excluded.n')),
-        version: eb('form_submission_counts.version', '+', 1),
+        version: eb('form_submission_counts.version', '+', eb.ref('excluded.version')),
       })),
-    )
-    .execute();
-  if (delta !== 0) {
-    await db
-      .insertInto('submission_hours')
-      .values({ form_id: formId, hour, slot, n: delta })
-      .onConflict((oc) =>
-        oc
-          .columns(['form_id', 'hour', 'slot'])
-          .doUpdateSet((eb) => ({ n: eb('submission_hours.n', '+', eb.ref('excluded.n')) })),
-      )
-      .execute();
-  }
-  return form.revision;
-}
+    ),
+);
+
+const addToHour = hotQuery(3, (db, formId: number, hour: number, n: number) =>
+  db
+    .insertInto('submission_hours')
+    .values({ form_id: formId, hour, slot: engineOf(db).countSlot(), n })
+    .onConflict((oc) =>
+      oc
+        .columns(['form_id', 'hour', 'slot'])
+        .doUpdateSet((eb) => ({ n: eb('submission_hours.n', '+', eb.ref('excluded.n')) })),
+    ),
+);

@@ -1,5 +1,6 @@
 import { permittedForms } from '../permissions/repository.js';
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type Insertable, type SelectQueryBuilder } from 'kysely';
+import { hotQuery } from '../../db/hot-query.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
@@ -52,12 +53,18 @@ async function writeSearchable(
   if (w.unique.length > 0) {
     // In a conversion a conflict is a duplicate let in while values were stored two ways;
     // the later row then keeps its value without the guard rather than stopping the job.
-    const stored = await db
-      .insertInto('submission_unique_values')
-      .values(w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })))
-      .onConflict((oc) => oc.doNothing())
-      .returning('field_id')
-      .execute();
+    const [one] = w.unique;
+    const stored =
+      w.unique.length === 1
+        ? await insertUniqueValue(db, id, formId, one!.fieldId, one!.norm)
+        : await db
+            .insertInto('submission_unique_values')
+            .values(
+              w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })),
+            )
+            .onConflict((oc) => oc.doNothing())
+            .returning('field_id')
+            .execute();
     if (!converting && stored.length < w.unique.length) {
       const got = new Set(stored.map((r) => r.field_id));
       taken = w.unique.map((v) => v.fieldId).filter((f) => !got.has(f));
@@ -67,45 +74,105 @@ async function writeSearchable(
   return taken;
 }
 
+/** The one unique value of most forms that have any: the same statement on every write, built once. */
+const insertUniqueValue = hotQuery(4, (db, submissionId: number, formId: number, fieldId: number, norm: string) =>
+  db
+    .insertInto('submission_unique_values')
+    .values({ submission_id: submissionId, form_id: formId, field_id: fieldId, value_norm: norm })
+    .onConflict((oc) => oc.doNothing())
+    .returning('field_id'),
+);
+
 async function clearSearchable(db: Executor, id: number): Promise<void> {
   await db.deleteFrom('submission_unique_values').where('submission_id', '=', id).execute();
   await engineOf(db).clearFullText(db, id);
 }
+
+const SUBMISSION_COLUMNS = [
+  'id',
+  'account_id',
+  'form_id',
+  'created_at',
+  'updated_at',
+  'user_agent',
+  'remote_addr',
+  'latitude',
+  'longitude',
+  'data',
+  'pretty_name',
+] as const;
+
+function submissionInsert(db: Executor, values: Insertable<Database['submissions']>) {
+  return db.insertInto('submissions').values(values).returning(SUBMISSION_COLUMNS);
+}
+
+const insertRow = hotQuery(
+  10,
+  (
+    db,
+    accountId: number,
+    formId: number,
+    createdAt: number,
+    updatedAt: number,
+    userAgent: string,
+    remoteAddr: string,
+    latitude: number | null,
+    longitude: number | null,
+    data: string,
+    prettyName: string | null,
+  ) =>
+    submissionInsert(db, {
+      account_id: accountId,
+      form_id: formId,
+      created_at: createdAt,
+      updated_at: updatedAt,
+      user_agent: userAgent,
+      remote_addr: remoteAddr,
+      latitude,
+      longitude,
+      data,
+      pretty_name: prettyName,
+    }),
+);
 
 async function insertSubmission(
   db: Executor,
   row: NewSubmission,
   w: SubmissionWrite,
 ): Promise<{ row: SubmissionRow; taken: number[] }> {
-  const inserted = await db
-    .insertInto('submissions')
-    .values({
-      account_id: row.accountId,
-      form_id: row.formId,
-      created_at: w.now,
-      updated_at: w.now,
-      user_agent: row.userAgent,
-      remote_addr: row.remoteAddr,
-      latitude: row.latitude,
-      longitude: row.longitude,
-      data: typeof w.data === 'string' ? w.data : '',
-      pretty_name: w.prettyName,
-      ...engineOf(db).fullTextColumns(w.tokens),
-    })
-    .returning([
-      'id',
-      'account_id',
-      'form_id',
-      'created_at',
-      'updated_at',
-      'user_agent',
-      'remote_addr',
-      'latitude',
-      'longitude',
-      'data',
-      'pretty_name',
-    ])
-    .executeTakeFirstOrThrow();
+  const data = typeof w.data === 'string' ? w.data : '';
+  const fullText = engineOf(db).fullTextColumns(w.tokens);
+  // Where the full text is a table of its own (SQLite), the row's insert is the same statement every time.
+  const inserted =
+    Object.keys(fullText).length === 0
+      ? (
+          await insertRow(
+            db,
+            row.accountId,
+            row.formId,
+            w.now,
+            w.now,
+            row.userAgent,
+            row.remoteAddr,
+            row.latitude,
+            row.longitude,
+            data,
+            w.prettyName,
+          )
+        )[0]!
+      : await submissionInsert(db, {
+          account_id: row.accountId,
+          form_id: row.formId,
+          created_at: w.now,
+          updated_at: w.now,
+          user_agent: row.userAgent,
+          remote_addr: row.remoteAddr,
+          latitude: row.latitude,
+          longitude: row.longitude,
+          data,
+          pretty_name: w.prettyName,
+          ...fullText,
+        }).executeTakeFirstOrThrow();
   if (typeof w.data !== 'string') {
     // Sealed data is bound to the row's id, known only now; the empty value never leaves the transaction.
     inserted.data = w.data(inserted.id);
