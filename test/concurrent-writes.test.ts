@@ -55,6 +55,56 @@ describe(`concurrent submissions (${dialectName})`, () => {
     for (const r of ok) assert.equal((await a.get(`/submissions/${r.body.id}`)).status, 200);
   });
 
+  it('keeps the keyword index right when one burst edits, deletes and creates the same submissions', async () => {
+    // On SQLite a batch writes its full-text rows at its end, one per submission: the last
+    // edit's, none for a deletion, and none for a job that failed.
+    const form = (
+      await a.post('/forms', {
+        name: 'Index burst',
+        fields: [
+          { type: 'text', label: 'Note' },
+          { type: 'email', label: 'Email', unique: true },
+        ],
+      })
+    ).body;
+    const [note, email] = form.fields.map((f: any) => f.id);
+    const create = (word: string, address: string) =>
+      a.post(`/forms/${form.id}/submissions`, {
+        fields: [
+          { id: note, value: word },
+          { id: email, value: address },
+        ],
+      });
+    const s1 = (await create('alphaword', 'one@example.com')).body;
+    const s2 = (await create('betaword', 'two@example.com')).body;
+    const burst = await Promise.all([
+      a.put(`/submissions/${s1.id}`, { fields: [{ id: note, value: 'gammaword' }] }),
+      a.put(`/submissions/${s1.id}`, { fields: [{ id: note, value: 'deltaword' }] }),
+      a.delete(`/submissions/${s2.id}`),
+      create('epsilonword', 'three@example.com'),
+      create('zetaword', 'three@example.com'),
+    ]);
+    assert.deepEqual(
+      burst.slice(0, 3).map((r) => r.status),
+      [200, 200, 200],
+      burst.map((r) => r.text).join('\n'),
+    );
+    // Of the two creates with one email, one went in and the other failed alone.
+    const created = burst.slice(3).filter((r) => r.status === 200);
+    assert.equal(created.length, 1);
+    const found = async (word: string) =>
+      (await a.get(`/forms/${form.id}/submissions?keyword=${word}`)).body.submissions.map((s: any) => s.id);
+    const kept = (await a.get(`/submissions/${s1.id}`)).body.data.find((d: any) => d.field === note).value;
+    assert.ok(kept === 'gammaword' || kept === 'deltaword', kept);
+    assert.deepEqual(await found(kept), [s1.id]);
+    assert.deepEqual(await found(kept === 'gammaword' ? 'deltaword' : 'gammaword'), []);
+    assert.deepEqual(await found('alphaword'), []);
+    assert.deepEqual(await found('betaword'), []);
+    const word = created[0]!.body.data.find((d: any) => d.field === note).value;
+    assert.deepEqual(await found(word), [created[0]!.body.id]);
+    assert.deepEqual(await found(word === 'epsilonword' ? 'zetaword' : 'epsilonword'), []);
+  });
+
   it('keeps totals of filtered lists right through creates, edits and deletes (they are cached per form)', async () => {
     const form = (await a.post('/forms', { name: 'Totals', fields: [{ type: 'text', label: 'Note' }] })).body;
     const note = form.fields[0].id;

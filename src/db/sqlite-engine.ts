@@ -1,6 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
 import { hotQuery } from './hot-query.js';
+import { deferToBatchEnd } from './write-batcher.js';
 
 /** An FTS5 MATCH expression: every term must appear. */
 export function ftsMatch(terms: SearchTerm[]): string {
@@ -28,10 +29,13 @@ export const sqliteEngine: SqlEngine = {
   lockRows: (query) => query,
   claimRows: (query) => query,
   fullTextColumns: () => ({}),
+  // In a write batch, the row goes in at the batch's end (see deferToBatchEnd).
   async writeFullText(db, submissionId, tokens) {
-    await insertFullText(db, submissionId, tokens.join(' '));
+    const write = () => insertFullText(db, submissionId, tokens.join(' '));
+    if (!deferToBatchEnd(db, `fts:${submissionId}`, write)) await write();
   },
   async clearFullText(db, submissionId) {
+    deferToBatchEnd(db, `fts:${submissionId}`, undefined);
     await db.deleteFrom('submissions_fts').where('rowid', '=', submissionId).execute();
   },
   matchFullText: (terms) =>

@@ -8,6 +8,32 @@ const SAVEPOINT = CompiledQuery.raw('SAVEPOINT job');
 const RELEASE = CompiledQuery.raw('RELEASE SAVEPOINT job');
 const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO SAVEPOINT job');
 
+/**
+ * Writes that the jobs of a batch leave to its end, after the last job's savepoint, under a
+ * key: a later job's write of the same key replaces an earlier one's, and a job may withdraw
+ * one (undefined). A job that fails takes its own back with its savepoint. Why: SQLite's FTS5
+ * flushes its pending terms into a new index segment at every savepoint boundary, which made
+ * each job's full-text row cost 30 µs and a segment of its own; at the batch's end the rows
+ * of all its jobs go into one.
+ */
+interface Deferrals {
+  batch: Map<string, (() => Promise<unknown>) | undefined>;
+  job: Map<string, (() => Promise<unknown>) | undefined>;
+}
+
+const deferrals = new WeakMap<object, Deferrals>();
+
+/**
+ * Leaves write to the end of the batch whose transaction db is (undefined: withdraws this
+ * key's pending write). False when db is no batch's transaction: the caller writes now.
+ */
+export function deferToBatchEnd(db: object, key: string, write: (() => Promise<unknown>) | undefined): boolean {
+  const pending = deferrals.get(db);
+  if (!pending) return false;
+  pending.job.set(key, write);
+  return true;
+}
+
 interface Job {
   run: (trx: Transaction<Database>) => Promise<unknown>;
   resolve: (value: unknown) => void;
@@ -54,11 +80,15 @@ export class WriteBatcher {
       const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
       try {
         await transact(this.db, async (trx) => {
+          const pending: Deferrals = { batch: new Map(), job: new Map() };
+          deferrals.set(trx, pending);
           for (const job of batch) {
+            pending.job = new Map();
             await trx.executeQuery(SAVEPOINT);
             try {
               const value = await job.run(trx);
               await trx.executeQuery(RELEASE);
+              for (const [key, write] of pending.job) pending.batch.set(key, write);
               outcomes.push({ ok: true, value });
             } catch (error) {
               await trx.executeQuery(ROLLBACK_TO);
@@ -66,6 +96,9 @@ export class WriteBatcher {
               outcomes.push({ ok: false, error: translateDbError(error) });
             }
           }
+          deferrals.delete(trx);
+          // A failure here fails the whole batch, as a failed commit does.
+          for (const write of pending.batch.values()) await write?.();
         });
       } catch (error) {
         for (const job of batch) job.reject(error);
