@@ -19,11 +19,13 @@ import { FTS_TOKEN_CHARS } from './fts-token-chars.js';
  */
 const WORD = new RegExp(`[${FTS_TOKEN_CHARS}]+`, 'gu');
 
+/** ASCII text has no marks to take off: most values, spared the decomposition. */
+const NOT_ASCII = /[^\x00-\x7f]/; // eslint-disable-line no-control-regex -- the whole ASCII range, controls included
+
 export function words(text: string): string[] {
+  const bare = NOT_ASCII.test(text) ? text.normalize('NFD').replace(/\p{M}+/gu, '') : text;
   return (
-    text
-      .normalize('NFD')
-      .replace(/\p{M}+/gu, '')
+    bare
       .toLowerCase()
       .match(WORD)
       ?.map((w) => (w.length > MAX_WORD ? [...w].slice(0, MAX_WORD).join('') : w)) ?? []
