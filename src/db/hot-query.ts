@@ -8,9 +8,10 @@ class Slot {
 /**
  * A query that Kysely builds and compiles once per database and then runs with new values,
  * for statements on every request (token lookup, cached-read versions, a submission's
- * counters), where building the query costs more than running it. build receives stand-ins for its arguments; each must
- * be used as a plain value (not inside a function or a raw fragment), and a stand-in
- * that does not reach the compiled parameters fails at once.
+ * inserts and counters), where building the query costs more than running it. build
+ * receives stand-ins for its arguments; each must be used as a plain value (not inside a
+ * function or a raw fragment), and a stand-in that does not reach the compiled parameters
+ * fails at once. Fixed values are arguments too (a literal would be a parameter of its own).
  */
 export function hotQuery<A extends unknown[], O>(
   arity: A['length'],

@@ -13,8 +13,8 @@ const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO SAVEPOINT job');
  * key: a later job's write of the same key replaces an earlier one's, and a job may withdraw
  * one (undefined). A job that fails takes its own back with its savepoint. Why: SQLite's FTS5
  * flushes its pending terms into a new index segment at every savepoint boundary, which made
- * each job's full-text row cost 30 µs and a segment of its own; at the batch's end the rows
- * of all its jobs go into one.
+ * each job's full-text row cost about 26 µs more and a segment of its own; at the batch's end
+ * the rows of all its jobs go into one.
  */
 interface Deferrals {
   batch: Map<string, (() => Promise<unknown>) | undefined>;

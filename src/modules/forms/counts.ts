@@ -150,7 +150,7 @@ const revisionForWrite = hotQuery(2, (db, formId: number, accountId: number) =>
   ),
 );
 
-/** Adds n to the count of the form's slot, and version (always 1: a parameter, as hotQuery takes no fixed values) to its version. */
+/** Adds n to the count of the form's slot and version (always 1, an argument: see hotQuery) to its version. */
 const addToCount = hotQuery(3, (db, formId: number, n: number, version: number) =>
   db
     .insertInto('form_submission_counts')

@@ -57,14 +57,10 @@ async function writeSearchable(
     const stored =
       w.unique.length === 1
         ? await insertUniqueValue(db, id, formId, one!.fieldId, one!.norm)
-        : await db
-            .insertInto('submission_unique_values')
-            .values(
-              w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })),
-            )
-            .onConflict((oc) => oc.doNothing())
-            .returning('field_id')
-            .execute();
+        : await uniqueValuesInsert(
+            db,
+            w.unique.map((v) => ({ submission_id: id, form_id: formId, field_id: v.fieldId, value_norm: v.norm })),
+          ).execute();
     if (!converting && stored.length < w.unique.length) {
       const got = new Set(stored.map((r) => r.field_id));
       taken = w.unique.map((v) => v.fieldId).filter((f) => !got.has(f));
@@ -74,13 +70,17 @@ async function writeSearchable(
   return taken;
 }
 
+function uniqueValuesInsert(db: Executor, rows: Insertable<Database['submission_unique_values']>[]) {
+  return db
+    .insertInto('submission_unique_values')
+    .values(rows)
+    .onConflict((oc) => oc.doNothing())
+    .returning('field_id');
+}
+
 /** The one unique value of most forms that have any: the same statement on every write, built once. */
 const insertUniqueValue = hotQuery(4, (db, submissionId: number, formId: number, fieldId: number, norm: string) =>
-  db
-    .insertInto('submission_unique_values')
-    .values({ submission_id: submissionId, form_id: formId, field_id: fieldId, value_norm: norm })
-    .onConflict((oc) => oc.doNothing())
-    .returning('field_id'),
+  uniqueValuesInsert(db, [{ submission_id: submissionId, form_id: formId, field_id: fieldId, value_norm: norm }]),
 );
 
 async function clearSearchable(db: Executor, id: number): Promise<void> {
@@ -88,8 +88,8 @@ async function clearSearchable(db: Executor, id: number): Promise<void> {
   await engineOf(db).clearFullText(db, id);
 }
 
-const SUBMISSION_COLUMNS = [
-  'id',
+/** The columns a new row is written with, but for the full-text column of an engine that has one (PostgreSQL). */
+const ROW_COLUMNS = [
   'account_id',
   'form_id',
   'created_at',
@@ -102,37 +102,17 @@ const SUBMISSION_COLUMNS = [
   'pretty_name',
 ] as const;
 
+const SUBMISSION_COLUMNS = ['id', ...ROW_COLUMNS] as const;
+
+type RowValues = Pick<Insertable<Database['submissions']>, (typeof ROW_COLUMNS)[number]>;
+
 function submissionInsert(db: Executor, values: Insertable<Database['submissions']>) {
   return db.insertInto('submissions').values(values).returning(SUBMISSION_COLUMNS);
 }
 
-const insertRow = hotQuery(
-  10,
-  (
-    db,
-    accountId: number,
-    formId: number,
-    createdAt: number,
-    updatedAt: number,
-    userAgent: string,
-    remoteAddr: string,
-    latitude: number | null,
-    longitude: number | null,
-    data: string,
-    prettyName: string | null,
-  ) =>
-    submissionInsert(db, {
-      account_id: accountId,
-      form_id: formId,
-      created_at: createdAt,
-      updated_at: updatedAt,
-      user_agent: userAgent,
-      remote_addr: remoteAddr,
-      latitude,
-      longitude,
-      data,
-      pretty_name: prettyName,
-    }),
+/** Such a row's insert: the same statement every time, built once. */
+const insertRow = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
+  submissionInsert(db, Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
 );
 
 async function insertSubmission(
@@ -140,39 +120,23 @@ async function insertSubmission(
   row: NewSubmission,
   w: SubmissionWrite,
 ): Promise<{ row: SubmissionRow; taken: number[] }> {
-  const data = typeof w.data === 'string' ? w.data : '';
+  const values: RowValues = {
+    account_id: row.accountId,
+    form_id: row.formId,
+    created_at: w.now,
+    updated_at: w.now,
+    user_agent: row.userAgent,
+    remote_addr: row.remoteAddr,
+    latitude: row.latitude,
+    longitude: row.longitude,
+    data: typeof w.data === 'string' ? w.data : '',
+    pretty_name: w.prettyName,
+  };
   const fullText = engineOf(db).fullTextColumns(w.tokens);
-  // Where the full text is a table of its own (SQLite), the row's insert is the same statement every time.
   const inserted =
     Object.keys(fullText).length === 0
-      ? (
-          await insertRow(
-            db,
-            row.accountId,
-            row.formId,
-            w.now,
-            w.now,
-            row.userAgent,
-            row.remoteAddr,
-            row.latitude,
-            row.longitude,
-            data,
-            w.prettyName,
-          )
-        )[0]!
-      : await submissionInsert(db, {
-          account_id: row.accountId,
-          form_id: row.formId,
-          created_at: w.now,
-          updated_at: w.now,
-          user_agent: row.userAgent,
-          remote_addr: row.remoteAddr,
-          latitude: row.latitude,
-          longitude: row.longitude,
-          data,
-          pretty_name: w.prettyName,
-          ...fullText,
-        }).executeTakeFirstOrThrow();
+      ? (await insertRow(db, ...ROW_COLUMNS.map((c) => values[c])))[0]!
+      : await submissionInsert(db, { ...values, ...fullText }).executeTakeFirstOrThrow();
   if (typeof w.data !== 'string') {
     // Sealed data is bound to the row's id, known only now; the empty value never leaves the transaction.
     inserted.data = w.data(inserted.id);
