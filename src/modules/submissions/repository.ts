@@ -224,19 +224,7 @@ export async function updateSubmission(
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
-    .returning([
-      'id',
-      'account_id',
-      'form_id',
-      'created_at',
-      'updated_at',
-      'user_agent',
-      'remote_addr',
-      'latitude',
-      'longitude',
-      'data',
-      'pretty_name',
-    ])
+    .returning(SUBMISSION_COLUMNS)
     .executeTakeFirstOrThrow();
   await clearSearchable(db, existing.id);
   const taken = await writeSearchable(db, existing.id, existing.form_id, w, false);
