@@ -114,9 +114,9 @@ export async function noteSubmissionChange(
   createdAt: number,
 ): Promise<number | undefined> {
   const engine = engineOf(db);
-  const slot = engine.countSlot();
   const hour = Math.floor(createdAt / HOUR_MS);
   if (engine.writableCtes) {
+    const slot = engine.countSlot();
     // One round trip: the lock and both counters in one statement.
     const { rows } = await sql<{ revision: number }>`
       WITH f AS (SELECT revision FROM forms WHERE id = ${formId} AND account_id = ${accountId} FOR SHARE),

@@ -1,5 +1,5 @@
 import type { FieldForValues } from '../submissions/values.js';
-import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from '../fields/types.js';
+import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES } from '../fields/types.js';
 
 /**
  * How a hosted form's inputs map to submission values: one definition, run by the server on
@@ -45,21 +45,18 @@ export function withDefaults(field: Partial<PageField>): PageField {
   return { ...structuredClone(DEFINITION_DEFAULTS), ...field } as PageField;
 }
 
-/** The types whose options the page shows as controls: a select's options, a radio or checkbox group's inputs. */
-export const OPTIONS_AS_CONTROLS: ReadonlySet<FieldType> = new Set(['select', 'radio', 'checkbox']);
-
 /**
- * Whether the page's controls carry a field's options exactly, so that the definition may
- * leave them out and the script read them back from the controls (optionsOfControls in the
- * script): the options would otherwise be in the page twice, a tenth of its bytes on a
- * typical form. Not when a label or value holds a carriage return, which HTML parsing turns
+ * Whether the page's controls carry a field's options exactly (every type with options shows
+ * them as controls: a select's options, a radio or checkbox group's inputs), so that the
+ * definition may leave them out and the script read them back from the controls
+ * (optionsOfControls in the script): the options would otherwise be in the page twice, a
+ * tenth of its bytes on a typical form. Not when a label or value holds a carriage return, which HTML parsing turns
  * into a line feed (the other characters it changes, NUL and lone surrogates, are refused at
  * every input: http/characters.ts).
  */
 export function optionsInControls(field: Pick<FieldForValues, 'type' | 'options'>): boolean {
   return (
-    OPTIONS_AS_CONTROLS.has(field.type) &&
-    field.options.every((o) => !o.label.includes('\r') && !o.value.includes('\r'))
+    TYPE_RULES[field.type].options && field.options.every((o) => !o.label.includes('\r') && !o.value.includes('\r'))
   );
 }
 

@@ -9,7 +9,6 @@ import {
   collectFields,
   fieldMessage,
   inputName,
-  OPTIONS_AS_CONTROLS,
   withDefaults,
   type FieldInput,
   type PageField,
@@ -61,7 +60,7 @@ class HostedForm {
     const parsed = JSON.parse(json) as Omit<Definition, 'fields'> & { fields: Partial<PageField>[] };
     // Options the definition leaves out are the page's controls' (form-model.ts, optionsInControls).
     const fields = parsed.fields.map((f) =>
-      f.options === undefined && f.id !== undefined && f.type !== undefined && OPTIONS_AS_CONTROLS.has(f.type)
+      f.options === undefined && f.id !== undefined && f.type !== undefined && TYPE_RULES[f.type].options
         ? { ...f, options: this.optionsOfControls(f.id) }
         : f,
     );
