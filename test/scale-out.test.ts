@@ -2,12 +2,16 @@
  * The scaled-out shape, for real: two `formwork serve --no-worker` and two `formwork worker`
  * (the commands of deploy/systemd), behind nginx run with deploy/nginx.conf, on one
  * PostgreSQL, one Redis and an S3-compatible store (s3rver), with a webhook (a receiver on
- * loopback) and a notification email (an SMTP sink) on the form.
+ * loopback), a notification email (an SMTP sink) and a document merge (a DOCX template) on
+ * the form.
  *
  * Under load through the balancer: a rolling restart (SIGTERM, one API process at a time)
  * fails no request; then a worker and an API process are killed (SIGKILL) and started again.
  * At the end every submission is stored once, every webhook delivered and every email sent,
- * and a repeat (after the crash only) carries the same webhook-id or Message-ID. Shared state:
+ * and a repeat (after the crash only) carries the same webhook-id or Message-ID; every
+ * submission has exactly one document, its object in the bucket (a generation job run again
+ * after the crash finds it made, or records nothing more: one row per integration and
+ * submission). Shared state:
  * quotas, the encryption-password throttle and form reads agree whichever process answers.
  *
  * Runs on PostgreSQL only (FORMWORK_TEST_DATABASE_URL). Without nginx (/usr/sbin/nginx) or
@@ -22,6 +26,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { openDatabase } from '../src/db/database.js';
+import { makeDocx, readDocx } from './support/docmerge-templates.js';
 import { TEST_PG_URL } from './support/helpers.js';
 import { freePort, ProcessSet, type Served } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
@@ -232,7 +237,7 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
   });
 
   it(
-    `stores ${TOTAL} submissions through the balancer once each, delivers every webhook and email, through a rolling restart and a crash`,
+    `stores ${TOTAL} submissions through the balancer once each, delivers every webhook and email and makes every document once, through a rolling restart and a crash`,
     { skip },
     async () => {
       const base = nginx!.url;
@@ -249,6 +254,10 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
         subject: 'New {{ submission_id }}',
         message: 'Submission {{ submission_id }}',
         recipients: ['team@example.com'],
+      });
+      // A document merge: one DOCX per submission, made by a docmerge.generate job, stored in the bucket.
+      const integration = await ok(base, 'POST', `/forms/${form.id}/integrations/docmerge`, {
+        template: { filename: 'scale.docx', content: makeDocx(['Document {submission_id}']).toString('base64') },
       });
 
       // Load: CONCURRENCY clients, each submission with an Idempotency-Key that its retries repeat.
@@ -360,14 +369,23 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
       const submissionIds = new Set(ids.values());
       assert.equal(submissionIds.size, TOTAL, 'each key made one submission');
 
-      // The outbox drains: every delivery and email done (a killed worker's jobs come back when their lease ends).
+      // The outbox drains: every delivery, email and document done (a killed worker's jobs come back when their lease ends).
+      let documents: {
+        id: number;
+        submission_id: number;
+        integration_id: number;
+        storage_key: string;
+        size: number;
+      }[] = [];
+      const runOutcomes: Record<string, number> = {};
+      let repeatedGenerations = 0;
       const db = openDatabase({ databaseUrl: processes.env.DATABASE_URL, dataDir: processes.dataDir });
       try {
         for (let i = 0; ; i++) {
           const open = await db.kysely
             .selectFrom('jobs')
             .select((eb) => eb.fn.countAll<number>().as('n'))
-            .where('kind', 'in', ['webhooks.deliver', 'emails.send'])
+            .where('kind', 'in', ['webhooks.deliver', 'emails.send', 'docmerge.generate'])
             .where('state', 'in', ['queued', 'running'])
             .executeTakeFirstOrThrow();
           if (Number(open.n) === 0) break;
@@ -386,6 +404,59 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
           .where('form_id', '=', form.id)
           .executeTakeFirstOrThrow();
         assert.equal(Number(stored.n), TOTAL, 'every submission stored once');
+
+        // Documents: one generation job per submission, all done; one document per submission, none twice.
+        const generation = await db.kysely
+          .selectFrom('jobs')
+          .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
+          .where('kind', '=', 'docmerge.generate')
+          .groupBy('state')
+          .execute();
+        assert.deepEqual(
+          generation.map((g) => ({ state: g.state, n: Number(g.n) })),
+          [{ state: 'done', n: TOTAL }],
+          'one generation job per submission, all done',
+        );
+        documents = await db.kysely
+          .selectFrom('docmerge_documents')
+          .select(['id', 'submission_id', 'integration_id', 'storage_key', 'size'])
+          .where('form_id', '=', form.id)
+          .orderBy('id')
+          .execute();
+        const perSubmission = new Map<number, number>();
+        for (const d of documents) {
+          assert.equal(d.integration_id, integration.id);
+          perSubmission.set(d.submission_id, (perSubmission.get(d.submission_id) ?? 0) + 1);
+        }
+        assert.deepEqual(
+          [...perSubmission].filter(([, n]) => n !== 1),
+          [],
+          'no submission has two documents',
+        );
+        assert.deepEqual(
+          [...perSubmission.keys()].sort((a, b) => a - b),
+          [...submissionIds].sort((a, b) => a - b),
+          'every submission has its document',
+        );
+        assert.equal(documents.length, TOTAL, 'as many documents as submissions');
+        // The run log: each document made by one run; a run repeated after the crash found it made.
+        for (const r of await db.kysely
+          .selectFrom('docmerge_runs')
+          .select(['outcome', (eb) => eb.fn.countAll<number>().as('n')])
+          .where('integration_id', '=', integration.id)
+          .groupBy('outcome')
+          .execute())
+          runOutcomes[r.outcome] = Number(r.n);
+        assert.equal(runOutcomes.made, TOTAL, `one run made each document: ${JSON.stringify(runOutcomes)}`);
+        assert.equal(runOutcomes.skipped, undefined, `no run skipped: ${JSON.stringify(runOutcomes)}`);
+        // Jobs claimed more than once: a killed worker's runs, taken again when their lease ended.
+        const repeated = await db.kysely
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('kind', '=', 'docmerge.generate')
+          .where('attempts', '>', 1)
+          .executeTakeFirstOrThrow();
+        repeatedGenerations = Number(repeated.n);
       } finally {
         await db.close();
       }
@@ -426,9 +497,22 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
       assert.ok(uploads.length >= TOTAL / 100 - 2, `${uploads.length} uploads`);
       for (const fileKey of uploads) assert.ok(keys.includes(fileKey), `${fileKey} in the bucket`);
 
+      // Documents: each one's object is in the bucket, and one of them reads back through the balancer.
+      const objects = new Set(s3.objectKeys());
+      for (const d of documents) assert.ok(objects.has(d.storage_key), `${d.storage_key} in the bucket`);
+      const sample = documents[documents.length - 1]!;
+      const downloaded = await fetch(`${base}/api/v2025/submissions/${sample.submission_id}/documents/${sample.id}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(downloaded.status, 200);
+      const bytes = Buffer.from(await downloaded.arrayBuffer());
+      assert.equal(bytes.length, sample.size);
+      assert.equal(readDocx(bytes).text, `Document ${sample.submission_id}`);
+
       process.stdout.write(
         `# scale-out: ${TOTAL} submissions, ${hookCount} webhook requests (${hookCount - TOTAL} repeats), ` +
-          `${mailCount} emails (${mailCount - TOTAL} repeats), ${uploads.length} files\n`,
+          `${mailCount} emails (${mailCount - TOTAL} repeats), ${uploads.length} files, ${documents.length} documents ` +
+          `(generation runs: ${JSON.stringify(runOutcomes)}, ${repeatedGenerations} jobs run again)\n`,
       );
     },
   );
