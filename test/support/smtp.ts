@@ -56,6 +56,9 @@ export async function startSmtpSink(user = 'mailer', password = 'S3cret-smtp-pas
     allowInsecureAuth: true,
     authMethods: ['PLAIN', 'LOGIN'],
     logger: false,
+    // The service's pooled connections stay open while idle; on close the sink would wait
+    // 30 s (smtp-server's default) for them before answering 421 and closing them itself.
+    closeTimeout: 200,
     onAuth(auth, _session, callback) {
       if (auth.username === user && auth.password === password) callback(null, { user });
       else callback(new Error('Invalid username or password'));
