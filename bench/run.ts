@@ -406,7 +406,7 @@ interface Scenario {
   connections?: number;
   headers?: Record<string, string>;
   requests: autocannon.Request[];
-  /** The service child it loads, for its CPU profile. */
+  /** The child it loads: for its CPU profile, and the CPU time per request in the table. */
   child?: Child;
   /** Fewer bytes per response than this (headers included) means empty answers. */
   minBytes?: number;
@@ -430,6 +430,20 @@ interface Measured {
   problems: string[];
   /** 2xx answers of the warm-up and measured runs together. */
   okTotal: number;
+  /** CPU time (user and system, every thread) the child spent per answer of the measured run, µs. */
+  cpuPerRequest: number;
+}
+
+/** CPU time (user and system, every thread) a process has used, µs; NaN if it cannot be read. */
+function cpuMicros(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux), after the command's ")".
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function percentiles(samples: number[]): Latency {
@@ -489,13 +503,15 @@ async function measure(scenario: Scenario): Promise<Measured> {
   }
   log(`${scenario.name}: measuring ${DURATION} s with ${connections} connections`);
   const start = monotonicMicros();
+  const cpuBefore = cpuMicros(scenario.child?.proc.pid);
   const { result, samples } = await load(scenario, DURATION);
+  const cpuPerRequest = (cpuMicros(scenario.child?.proc.pid) - cpuBefore) / result.requests.total;
   const window = { label: scenario.name, start, end: monotonicMicros() };
   runs.push(result);
   problems.push(...problemsOf('measured run', result, scenario.minBytes));
   if (scenario.after) problems.push(...(await scenario.after(runs)));
   const okTotal = runs.reduce((sum, r) => sum + r['2xx'], 0);
-  return { scenario, result, latency: percentiles(samples), window, problems, okTotal };
+  return { scenario, result, latency: percentiles(samples), window, problems, okTotal, cpuPerRequest };
 }
 
 /** GET that must answer 200 with JSON; returns the body and its size. */
@@ -751,16 +767,17 @@ const ms = (n: number) => (Number.isNaN(n) ? 'n/a' : n < 10 ? fmt(n, 2) : fmt(n,
 
 function table(measured: Measured[]): string {
   const ceiling = measured[0]!.result.requests.mean;
-  const rows = measured.map(({ scenario, result, latency }) => {
+  const rows = measured.map(({ scenario, result, latency, cpuPerRequest }) => {
     const share = ceiling > 0 ? `${fmt((100 * result.requests.mean) / ceiling, 1)}%` : 'n/a';
+    const cpu = Number.isFinite(cpuPerRequest) ? fmt(cpuPerRequest, 0) : 'n/a';
     return (
       `| ${scenario.name} | ${scenario.connections ?? CONNECTIONS} | ${fmt(result.requests.mean, 0)} | ` +
-      `${ms(latency.p50)} | ${ms(latency.p95)} | ${ms(latency.p99)} | ${share} | ${result.non2xx} |`
+      `${ms(latency.p50)} | ${ms(latency.p95)} | ${ms(latency.p99)} | ${share} | ${cpu} | ${result.non2xx} |`
     );
   });
   return [
-    '| scenario | conns | req/s (mean) | p50 ms | p95 ms | p99 ms | % of ceiling | non-2xx |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | conns | req/s (mean) | p50 ms | p95 ms | p99 ms | % of ceiling | CPU µs/req | non-2xx |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');
 }
@@ -1158,7 +1175,12 @@ async function publicOnly(): Promise<number> {
     const before = await submissionCount(service, token, form.id);
     let n = 0;
     measured.push(
-      await measure({ name: 'constant route (ceiling)', url: constant.url, requests: [{ method: 'GET', path: '/' }] }),
+      await measure({
+        name: 'constant route (ceiling)',
+        url: constant.url,
+        child: constant,
+        requests: [{ method: 'GET', path: '/' }],
+      }),
     );
     measured.push(
       await measure({
@@ -1433,6 +1455,7 @@ async function main(): Promise<number> {
       const ceilingScenario: Scenario = {
         name: 'constant route (ceiling)',
         url: constant.url,
+        child: constant,
         requests: [{ method: 'GET', path: '/' }],
       };
       if (ONLY_POST) measured.push(await measure(ceilingScenario));
@@ -1455,6 +1478,7 @@ async function main(): Promise<number> {
         {
           name: `constant route, ${(formBytes / 1024).toFixed(1)} KB body (the form read's size)`,
           url: constant.url,
+          child: constant,
           requests: [{ method: 'GET', path: `/sized?bytes=${formBytes}` }],
         },
         {
@@ -1468,6 +1492,7 @@ async function main(): Promise<number> {
         {
           name: `constant route, ${(listBytes / 1024).toFixed(1)} KB body (the list page's size)`,
           url: constant.url,
+          child: constant,
           requests: [{ method: 'GET', path: `/sized?bytes=${listBytes}` }],
         },
         {
