@@ -8,6 +8,7 @@ import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-check
 import { attachBulkReader } from './bulk-reader.js';
 import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './change-epoch.js';
 import { attachEngine } from './engine.js';
+import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
 import { SqliteWriterDialect } from './sqlite-writer-dialect.js';
@@ -105,10 +106,10 @@ export function openDatabase(options: DbOptions): Db {
       : startCheckpointer(file, (message) => process.emitWarning(`SQLite checkpoint failed: ${message}`));
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const epoch = sqliteChangeEpoch(sqlite);
-  const kysely = new Kysely<Database>({
-    dialect: new SqliteWriterDialect({ database: withStatementCache(sqlite, 500, epoch.wrap) }),
-  });
+  const statements = withStatementCache(sqlite, 500, epoch.wrap);
+  const kysely = new Kysely<Database>({ dialect: new SqliteWriterDialect({ database: statements }) });
   attachEngine(kysely, sqliteEngine);
+  runHotDirectly(kysely, (sql) => statements.prepare(sql));
   attachChangeEpoch(kysely, epoch.epoch);
   const closeBulk =
     file === ':memory:'

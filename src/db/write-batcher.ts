@@ -1,9 +1,10 @@
 import { AsyncResource } from 'node:async_hooks';
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
+import { runHot } from './hot-query.js';
 import { transact, translateDbError } from './transaction.js';
 
-// Compiled once: three of them run for every job.
+// Compiled once, and run directly on SQLite (runHot): three of them run for every job.
 const SAVEPOINT = CompiledQuery.raw('SAVEPOINT job');
 const RELEASE = CompiledQuery.raw('RELEASE SAVEPOINT job');
 const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO SAVEPOINT job');
@@ -84,15 +85,15 @@ export class WriteBatcher {
           deferrals.set(trx, pending);
           for (const job of batch) {
             pending.job = new Map();
-            await trx.executeQuery(SAVEPOINT);
+            await runHot(trx, SAVEPOINT);
             try {
               const value = await job.run(trx);
-              await trx.executeQuery(RELEASE);
+              await runHot(trx, RELEASE);
               for (const [key, write] of pending.job) pending.batch.set(key, write);
               outcomes.push({ ok: true, value });
             } catch (error) {
-              await trx.executeQuery(ROLLBACK_TO);
-              await trx.executeQuery(RELEASE);
+              await runHot(trx, ROLLBACK_TO);
+              await runHot(trx, RELEASE);
               outcomes.push({ ok: false, error: translateDbError(error) });
             }
           }
