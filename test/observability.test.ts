@@ -4,9 +4,13 @@
  * those jobs.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type WorkerLog } from '../src/jobs/worker.js';
+import { requestIdHolders } from '../src/request-context.js';
 import { startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ProcessSet } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
@@ -86,6 +90,32 @@ describe('observability', () => {
     const proxied = await app.request('GET', '/metrics', { headers: { 'x-forwarded-for': '203.0.113.9' } });
     assert.equal(proxied.status, 404);
     assert.equal((proxied.body as any).code, 'route_not_found');
+  });
+
+  it('lets go of the request id once each writing request is over, whatever its answer, and reads never take it', async () => {
+    const form = (await a.post<any>('/forms', { name: 'Held', fields: [{ type: 'text', label: 'Note' }] })).body;
+    const statuses = [
+      (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] })).status,
+      (await a.post(`/forms/${form.id}/submissions`, { fields: 'not a list' })).status,
+      (await a.post('/forms/999999/submissions', { fields: [] })).status,
+      (await app.request('POST', '/api/v2025/forms', { body: { name: 'No token' } })).status,
+      (await a.post('/forms', undefined, { raw: '{"name":', headers: { 'content-type': 'application/json' } })).status,
+      (await a.put(`/forms/${form.id}`, { name: 'Held again' })).status,
+      (await a.get(`/forms/${form.id}`)).status,
+    ];
+    assert.deepEqual(statuses, [200, 400, 404, 401, 400, 200, 200]);
+    // A request whose client goes away in the middle of its body.
+    const socket = connect(new URL(app.url).port ? Number(new URL(app.url).port) : 80, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(
+      `POST /api/v2025/forms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":',
+    );
+    await sleep(100);
+    socket.destroy();
+    const deadline = Date.now() + 5000;
+    while (requestIdHolders() > 0 && Date.now() < deadline) await sleep(20);
+    assert.equal(requestIdHolders(), 0);
   });
 
   it('carries the request id into the jobs a request enqueues and the worker lines of their runs, and counts outbox depth and runs', async () => {

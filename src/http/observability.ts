@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { metricsAllowed } from '../metrics.js';
-import { withRequestId } from '../request-context.js';
+import { holdRequestId, withRequestId } from '../request-context.js';
 
 /** An incoming x-request-id is kept when it looks like an id: 1 to 128 of these characters. */
 const SANE_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -19,13 +19,20 @@ export function requestIdOf(req: IncomingMessage): string {
   return typeof given === 'string' && SANE_ID.test(given) ? given : randomUUID();
 }
 
+/** Methods that only read: what they run enqueues no job. */
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
- * Every answer carries x-request-id, and the rest of the request runs with it as the current
- * request id (src/request-context.ts), so that the jobs it enqueues carry it to the worker.
+ * Every answer carries x-request-id. The rest of a writing request runs with it as the current
+ * request id (src/request-context.ts), held until its answer is done or its connection closes,
+ * so that the jobs it enqueues carry it to the worker; reads run without it (holdRequestId says
+ * why). Work a handler goes on with after its client went away may enqueue without the id.
  */
 export function registerRequestId(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    if (READS.has(request.method)) return done();
+    reply.raw.once('close', holdRequestId());
     withRequestId(request.id, done);
   });
 }

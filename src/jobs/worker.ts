@@ -19,7 +19,7 @@ import {
   type RunEnd,
   type RunEnding,
 } from './repository.js';
-import { withRequestId } from '../request-context.js';
+import { holdRequestId, withRequestId } from '../request-context.js';
 import { RetryAt, scheduledDelay } from './retry.js';
 import type { JobTools } from './types.js';
 
@@ -522,10 +522,16 @@ class JobWorker implements Worker {
     return now + retryDelay(attempt, kind?.backoff ?? this.backoff);
   }
 
-  private execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
     // The handler runs under the request id of the request that enqueued the job, so that
     // what it enqueues carries it too.
-    return withRequestId(job.request_id ?? undefined, () => this.executeRun(job, controller));
+    const requestId = job.request_id ?? undefined;
+    const release = requestId === undefined ? undefined : holdRequestId();
+    try {
+      await withRequestId(requestId, () => this.executeRun(job, controller));
+    } finally {
+      release?.();
+    }
   }
 
   private async executeRun(job: ClaimedJob, controller: AbortController): Promise<void> {
