@@ -50,9 +50,9 @@ export function withDefaults(field: Partial<PageField>): PageField {
  * them as controls: a select's options, a radio or checkbox group's inputs), so that the
  * definition may leave them out and the script read them back from the controls
  * (optionsOfControls in the script): the options would otherwise be in the page twice, a
- * tenth of its bytes on a typical form. Not when a label or value holds a carriage return, which HTML parsing turns
- * into a line feed (the other characters it changes, NUL and lone surrogates, are refused at
- * every input: http/characters.ts).
+ * tenth of its bytes on a typical form. Not when a label or value holds a carriage return,
+ * which HTML parsing turns into a line feed (the other characters it changes, NUL and lone
+ * surrogates, are refused at every input: http/characters.ts).
  */
 export function optionsInControls(field: Pick<FieldForValues, 'type' | 'options'>): boolean {
   return (
