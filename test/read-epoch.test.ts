@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { changeEpoch } from '../src/db/change-epoch.js';
 import {
@@ -168,15 +169,49 @@ describe('the change epoch itself (sqlite; PostgreSQL has none)', () => {
     await db.kysely.insertInto('accounts').values({ name: 'x', created_at: 1 }).execute();
     const second = epoch();
     assert.notEqual(second, first, 'a write of this connection moves it');
-    // A transaction that writes nothing still moves it: what it read is not kept past it.
+    // Statements that change no row change nothing: the worker's idle polls must not end
+    // every kept read once a second.
+    await db.kysely.updateTable('accounts').set({ name: 'z' }).where('name', '=', 'nobody').execute();
+    await db.kysely.deleteFrom('accounts').where('name', '=', 'nobody').returning('id').execute();
+    await db.kysely
+      .insertInto('accounts')
+      .values({ id: 1, name: 'again', created_at: 1 })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    assert.equal(epoch(), second, 'a write that changed no row leaves it');
     let inside: string | undefined = 'unset';
     await db.kysely.transaction().execute(async (trx) => {
       inside = changeEpoch(trx);
       await trx.selectFrom('accounts').select('id').execute();
     });
     assert.equal(inside, undefined, "a transaction's reads are not kept");
+    assert.equal(epoch(), second, 'a transaction that changed nothing leaves it');
+    await db.kysely.updateTable('accounts').set({ name: 'x' }).where('name', '=', 'x').returning('id').execute();
     const third = epoch();
-    assert.notEqual(third, second);
+    assert.notEqual(third, second, 'a write that changed a row (even to the same value) moves it');
+    // A rollback moves it: reads on the connection while the transaction was open saw its changes.
+    let during: string | undefined;
+    await assert.rejects(
+      db.kysely.transaction().execute(async (trx) => {
+        await trx.insertInto('accounts').values({ name: 'undone', created_at: 1 }).execute();
+        during = epoch();
+        throw new Error('undo');
+      }),
+      /undo/,
+    );
+    assert.notEqual(during, third, 'the change inside the transaction moved it');
+    assert.notEqual(epoch(), during, 'the rollback moved it again');
+    const fourth = epoch();
+    await db.kysely.transaction().execute(async (trx) => {
+      await sql`SAVEPOINT s`.execute(trx);
+      await trx.insertInto('accounts').values({ name: 'undone', created_at: 1 }).execute();
+      during = epoch();
+      await sql`ROLLBACK TO s`.execute(trx);
+      await sql`RELEASE s`.execute(trx);
+    });
+    assert.notEqual(during, fourth);
+    assert.notEqual(epoch(), during, 'a rollback to a savepoint moves it');
+    const fifth = epoch();
     // Another connection, as another process would be.
     const other = new SQLite(file);
     try {
@@ -186,7 +221,7 @@ describe('the change epoch itself (sqlite; PostgreSQL has none)', () => {
     }
     // The pragma is read once per turn of the event loop: the next turn sees the commit.
     await new Promise((resolve) => setImmediate(resolve));
-    assert.notEqual(epoch(), third, "another connection's commit moves it");
+    assert.notEqual(epoch(), fifth, "another connection's commit moves it");
   });
 
   it('is undefined on PostgreSQL', { skip: dialectName !== 'postgres' }, async (t) => {

@@ -8,11 +8,17 @@ import type { Executor } from './transaction.js';
  * what they read under the epoch they read it at, and serve it again without a statement for
  * as long as the epoch has not moved: no write can have changed it, so nothing is ever stale.
  *
- * SQLite only. The epoch is this process's count of writing statements on its connection
- * (counted before and after each one, transaction control included, so a read made inside a
- * transaction that later commits or rolls back is never kept past it) with the connection's
- * `PRAGMA data_version`, which moves when any other connection (another process: a second
- * service, the command line) commits. Reading it is one prepared pragma, no table read.
+ * SQLite only. The epoch is this process's count of changes on its connection with the
+ * connection's `PRAGMA data_version`, which moves when any other connection (another process:
+ * a second service, the command line) commits. Reading it is one prepared pragma, no table
+ * read. What counts as a change (see CountedStatement):
+ * - an INSERT, UPDATE or DELETE that changed a row (one that changed none changed nothing:
+ *   the worker's idle polls, a sweep that found nothing, an upsert that did nothing);
+ * - a rollback, whole or to a savepoint: it undoes changes that other flows on the same
+ *   connection may have read while the transaction was open;
+ * - any other statement that is not read-only (schema changes, pragmas that write).
+ * Beginning, committing or releasing changes nothing that the connection's own reads see: a
+ * read made inside an open transaction already saw its changes, each of which moved the epoch.
  *
  * PostgreSQL has no such cheap and immediate signal (a notification arrives after the commit
  * it announces, and another process's reader may run in between), so there the epoch is
@@ -30,15 +36,23 @@ export function attachChangeEpoch(db: object, epoch: () => string): void {
   epochs.set(db, epoch);
 }
 
-// Transaction control is reported read-only by SQLite (sqlite3_stmt_readonly), yet ends or
-// starts what the connection's next reads see.
-const TRANSACTION_CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
+// Transaction control is reported read-only by SQLite (sqlite3_stmt_readonly), but for BEGIN
+// IMMEDIATE (it takes the write lock); of it, only a rollback changes what the connection's
+// reads see.
+const ROLLBACK = /^\s*rollback\b/i;
+const OTHER_CONTROL = /^\s*(begin|commit|end|savepoint|release)\b/i;
+// Statements whose changes better-sqlite3 reports: a run() that reports none, or an all()
+// (RETURNING) that returns no row, changed nothing. SQLite has only row triggers, so no
+// trigger ran either, and this schema has no INSTEAD OF triggers (on views).
+const ROW_CHANGES = /^\s*(insert|update|delete|replace)\b/i;
 
-/** A statement that writes (or controls a transaction): counted before and after it runs. */
+/** A statement that may change what the connection's reads see: the epoch moves when it does. */
 class CountedStatement {
   constructor(
     private readonly statement: SQLite.Statement,
     private readonly counter: { writes: number },
+    /** Whether only a statement that changed rows counts (ROW_CHANGES), or every run. */
+    private readonly whenRowsChange: boolean,
   ) {}
 
   get reader(): boolean {
@@ -46,23 +60,27 @@ class CountedStatement {
   }
 
   all(parameters: unknown[]): unknown[] {
-    this.counter.writes++;
+    let rows: unknown[] | undefined;
     try {
-      return this.statement.all(parameters);
+      rows = this.statement.all(parameters);
+      return rows;
     } finally {
-      this.counter.writes++;
+      if (!this.whenRowsChange || rows === undefined || rows.length > 0) this.counter.writes++;
     }
   }
 
   run(parameters: unknown[]): SQLite.RunResult {
-    this.counter.writes++;
+    let result: SQLite.RunResult | undefined;
     try {
-      return this.statement.run(parameters);
+      result = this.statement.run(parameters);
+      return result;
     } finally {
-      this.counter.writes++;
+      if (!this.whenRowsChange || result === undefined || result.changes > 0) this.counter.writes++;
     }
   }
 
+  // Other code runs between the rows a generator yields, so the epoch moves before the first
+  // and after the last, whatever changed.
   *iterate(parameters: unknown[]): IterableIterator<unknown> {
     this.counter.writes++;
     try {
@@ -103,7 +121,9 @@ export function sqliteChangeEpoch(sqlite: SQLite.Database): {
   };
   return {
     wrap: (sql, statement) =>
-      statement.readonly && !TRANSACTION_CONTROL.test(sql) ? statement : new CountedStatement(statement, counter),
+      (statement.readonly && !ROLLBACK.test(sql)) || OTHER_CONTROL.test(sql)
+        ? statement
+        : new CountedStatement(statement, counter, ROW_CHANGES.test(sql)),
     epoch: () => {
       const now = performance.now();
       if (seen === undefined || now - seenAt > MAX_READING_AGE_MS) {
