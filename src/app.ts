@@ -7,14 +7,14 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
-import { requireBearerToken } from './http/auth.js';
+import { BearerTokens, requireBearerToken } from './http/auth.js';
 import { EarlyRoutes } from './http/early-routes.js';
 import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
 import { lazyChildLogger, queryRedaction } from './http/logging.js';
 import { parseQueryString } from './http/querystring.js';
-import { registerRateLimits } from './http/rate-limit.js';
+import { ApiQuota, registerRateLimits } from './http/rate-limit.js';
 import { registerReadiness } from './http/readiness.js';
 import { registerMetrics, registerRequestId, requestIdOf } from './http/observability.js';
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
@@ -27,7 +27,9 @@ import { fieldRoutes } from './modules/fields/routes.js';
 import { Field } from './modules/fields/schemas.js';
 import { folderRoutes } from './modules/folders/routes.js';
 import { Folder } from './modules/folders/schemas.js';
+import { earlyFormRead } from './modules/forms/early-read.js';
 import { formRoutes } from './modules/forms/routes.js';
+import { formReadCaches } from './modules/forms/service.js';
 import { hostedForms } from './modules/hosted/module.js';
 import { Form } from './modules/forms/schemas.js';
 import { oauthClientRoutes } from './modules/oauth-clients/routes.js';
@@ -276,13 +278,17 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   );
   // Before the database closes (server.ts closes the app first): the uses since the last flush.
   app.addHook('onClose', () => usage.close());
+  const tokens = new BearerTokens(ctx, usage);
+  const quota = new ApiQuota(ctx.rateLimiter, ctx.config);
+  const formReads = formReadCaches(ctx.config.readCacheBytes);
+  early.add(`${API_PREFIX}/forms/`, earlyFormRead(ctx, API_PREFIX, { caches: formReads, tokens, quota }));
 
   await app.register(
     async (api) => {
-      requireBearerToken(api, ctx, usage);
-      registerRateLimits(api, ctx.rateLimiter, ctx.config);
+      requireBearerToken(api, tokens);
+      registerRateLimits(api, quota);
       requireAccessRules(api, ctx.db);
-      await api.register(formRoutes(ctx));
+      await api.register(formRoutes(ctx, formReads));
       await api.register(fieldRoutes(ctx));
       await api.register(emailRoutes(ctx));
       await api.register(folderRoutes(ctx));
@@ -302,7 +308,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     { prefix: API_PREFIX },
   );
   // The original service's v2 API, translated onto the same services (docs/v2.md).
-  await app.register(v2Api(ctx, usage, hosted.html));
+  await app.register(v2Api(ctx, tokens, quota, hosted.html));
 
   return app;
 }

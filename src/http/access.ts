@@ -13,6 +13,7 @@ import {
   levelOnForm,
 } from '../modules/permissions/repository.js';
 import { principal } from './auth.js';
+import type { TokenOwner } from '../modules/accounts/repository.js';
 import { ErrorBody } from './schemas.js';
 import { Type } from '@sinclair/typebox';
 
@@ -101,14 +102,24 @@ export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>)
   });
 }
 
+/**
+ * What the token's scopes and the user's role say about a call: a refusal, 'allowed', or
+ * 'level' when the member's level on the form the call addresses decides (a database read).
+ */
+export function accessByRole(who: TokenOwner, access: RouteAccess): ForbiddenError | 'allowed' | 'level' {
+  if (who.scopes !== null && !who.scopes.includes(access.scope)) {
+    return new ForbiddenError('insufficient_scope', `This token was not granted the ${access.scope} scope`);
+  }
+  if (isAdminRole(who.role)) return 'allowed';
+  if (access.role === 'admin') return new ForbiddenError('admin_required');
+  return access.level && access.formFrom ? 'level' : 'allowed';
+}
+
 async function check(db: Kysely<Database>, request: FastifyRequest, access: RouteAccess): Promise<void> {
   const who = principal(request);
-  if (who.scopes !== null && !who.scopes.includes(access.scope)) {
-    throw new ForbiddenError('insufficient_scope', `This token was not granted the ${access.scope} scope`);
-  }
-  if (isAdminRole(who.role)) return;
-  if (access.role === 'admin') throw new ForbiddenError('admin_required');
-  if (!access.level || !access.formFrom) return;
+  const byRole = accessByRole(who, access);
+  if (byRole instanceof ForbiddenError) throw byRole;
+  if (byRole === 'allowed' || !access.level || !access.formFrom) return;
 
   const params = request.params as Record<string, number | undefined>;
   const id = params[access.formFrom];

@@ -43,35 +43,64 @@ class TokenCache {
 }
 
 /**
- * Requires a live bearer token on every route of the scope it is registered in. The token
- * is looked up in the database, or on SQLite found in this process's cache while nothing has
- * been written since it was read there (TokenCache), so a revoked token stops working at once
- * in every process.
+ * Bearer tokens checked against the database, or on SQLite against this process's cache while
+ * nothing has been written since it was read there (TokenCache), so a revoked token stops
+ * working at once in every process. One per app: the API's routes (requireBearerToken) and
+ * EarlyRoutes share it.
  */
-export function requireBearerToken(scope: FastifyInstance, ctx: AppContext, usage: TokenUsage): void {
-  const cache = new TokenCache();
-  scope.addHook('onRequest', async (request) => {
-    const header = request.headers.authorization;
+export class BearerTokens {
+  private readonly cache = new TokenCache();
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly usage: TokenUsage,
+  ) {}
+
+  /** The owner of the token in an Authorization header; 401 (and an authentication failure counted) when it has none. */
+  async owner(header: string | undefined, ip: string): Promise<TokenOwner> {
     if (header === undefined) throw new UnauthorizedError('token_missing');
-    const match = BEARER.exec(header);
-    if (!match?.[1]) throw new UnauthorizedError('token_malformed');
-    const now = ctx.clock.now();
-    const token = match[1];
+    const token = BEARER.exec(header)?.[1];
+    if (!token) throw new UnauthorizedError('token_malformed');
+    const now = this.ctx.clock.now();
     // Read before the database is: a write in between moves the epoch, and the entry kept is never used.
-    const epoch = changeEpoch(ctx.db);
-    let found = epoch === undefined ? undefined : cache.get(token, epoch);
+    const epoch = changeEpoch(this.ctx.db);
+    let found = epoch === undefined ? undefined : this.cache.get(token, epoch);
     if (!found) {
-      found = await findUnrevokedToken(ctx.db, hashToken(token));
-      if (found && epoch !== undefined) cache.set(token, epoch, found);
+      found = await findUnrevokedToken(this.ctx.db, hashToken(token));
+      if (found && epoch !== undefined) this.cache.set(token, epoch, found);
     }
-    if (!found || (found.expiresAt !== null && found.expiresAt <= now)) {
-      // A token that was looked up and not found is a guess or a stale token: counted per address.
-      await countAuthFailure(ctx, request.ip);
-      throw new UnauthorizedError('token_invalid');
-    }
-    const owner = found.owner;
-    if (owner.clientId === null) usage.record(owner.tokenId, now);
-    request.principal = owner;
+    const owner = found && this.live(found, now);
+    if (owner) return owner;
+    // A token that was looked up and not found is a guess or a stale token: counted per address.
+    await countAuthFailure(this.ctx, ip);
+    throw new UnauthorizedError('token_invalid');
+  }
+
+  /**
+   * The owner of a live token that this process holds for the database's current epoch,
+   * without waiting; undefined in every other case (no or another header, a token not kept,
+   * expired, PostgreSQL), where owner() must tell.
+   */
+  keptOwner(header: string | undefined): TokenOwner | undefined {
+    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    if (token === undefined) return undefined;
+    const epoch = changeEpoch(this.ctx.db);
+    const found = epoch === undefined ? undefined : this.cache.get(token, epoch);
+    return found && this.live(found, this.ctx.clock.now());
+  }
+
+  /** The token's owner if it has not expired, its use recorded. */
+  private live(found: { owner: TokenOwner; expiresAt: number | null }, now: number): TokenOwner | undefined {
+    if (found.expiresAt !== null && found.expiresAt <= now) return undefined;
+    if (found.owner.clientId === null) this.usage.record(found.owner.tokenId, now);
+    return found.owner;
+  }
+}
+
+/** Requires a live bearer token on every route of the scope it is registered in (BearerTokens). */
+export function requireBearerToken(scope: FastifyInstance, tokens: BearerTokens): void {
+  scope.addHook('onRequest', async (request) => {
+    request.principal = await tokens.owner(request.headers.authorization, request.ip);
   });
 }
 

@@ -16,21 +16,27 @@ export interface EarlyAnswer {
   route: string;
   /** Kept by the route and given again for every answer of the same kind: the raw header list is made once per object. */
   headers: Readonly<Record<string, string>>;
+  /** Headers of this answer alone, as name and value pairs (an ETag, the rate limit's). */
+  perAnswer?: readonly string[];
   body: Buffer;
 }
 
-/** Given the path of a GET with no query string, its answer, or undefined to leave the request to Fastify. */
-export type EarlyRoute = (path: string) => EarlyAnswer | undefined;
+/**
+ * Given a GET with no body and its URL (path and query string), its answer, or undefined to
+ * leave the request to Fastify. It must not have changed anything when it gives undefined.
+ */
+export type EarlyRoute = (req: IncomingMessage, url: string) => EarlyAnswer | undefined;
 
 /**
- * A few public GETs that are most of a deployment's traffic (the hosted page of an open form
- * that this process has in memory) answered before Fastify routes them. Fastify's routing,
- * its request and reply objects and the app's global hooks cost about as much again as the
- * page's own work (docs/performance.md, "Seventh pass"); here the answer carries what those
+ * A few GETs that are most of a deployment's traffic answered before Fastify routes them: the
+ * hosted page of an open form that this process has in memory, and a form read whose answer
+ * and token this process holds (forms/early-read.ts). Fastify's routing, its request and reply
+ * objects and the app's global hooks cost about as much again as such an answer's own work
+ * (docs/performance.md, "Seventh pass" and "Tenth pass"); here the answer carries what those
  * hooks would have added (x-request-id, the headers of registerSecurityHeaders) and is
  * counted in the same metrics series. Anything else falls through to Fastify: another
- * method, a query string, a body, a page this process has not read or may not trust, a
- * closed form, and everything while the server is closing (Fastify answers 503 then).
+ * method, a body, whatever a route does not take early, and everything while the server is
+ * closing (Fastify answers 503 then).
  *
  * Not used when LOG_LEVEL logs every request (info and below): Fastify's two lines per
  * request would be missing, and they cost more than what this saves.
@@ -65,14 +71,21 @@ export class EarlyRoutes {
   handle(req: IncomingMessage, res: ServerResponse): boolean {
     if (!this.open || req.method !== 'GET') return false;
     const url = req.url;
-    if (url === undefined || url.includes('?') || announcesBody(req)) return false;
+    if (url === undefined || announcesBody(req)) return false;
     const started = performance.now();
     for (const { prefix, answer } of this.routes) {
       if (!url.startsWith(prefix)) continue;
-      const found = answer(url);
+      const found = answer(req, url);
       if (!found) return false;
       const headers = this.headerList(found.headers);
-      res.writeHead(200, [...headers, 'x-request-id', requestIdOf(req), 'content-length', String(found.body.length)]);
+      res.writeHead(200, [
+        ...headers,
+        ...(found.perAnswer ?? []),
+        'x-request-id',
+        requestIdOf(req),
+        'content-length',
+        String(found.body.length),
+      ]);
       res.end(found.body);
       this.answered++;
       this.metrics.request('GET', found.route, 200, (performance.now() - started) / 1000);

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Config } from '../config.js';
 import { ServiceUnavailableError, TooManyRequestsError } from '../errors.js';
 import { RateLimiterUnavailableError, type RateDecision, type RateLimiter, type RateWindow } from './rate-limiter.js';
@@ -39,30 +39,68 @@ function rateLimitHeader(decision: RateDecision): string {
   return `"${worst.name}";r=${worst.remaining};t=${worst.resetSeconds}`;
 }
 
+function refusal(decision: RateDecision): TooManyRequestsError {
+  const spent =
+    decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ??
+    decision.windows[0]!;
+  return new TooManyRequestsError(
+    'rate_limited',
+    decision.retryAfterSeconds,
+    `This access token has made its ${spent.limit} calls per ${per(spent.seconds)}; try again in ${decision.retryAfterSeconds} s`,
+  );
+}
+
+/**
+ * The per-token API quotas (RATE_LIMIT_PER_MINUTE, RATE_LIMIT_PER_DAY): what registerRateLimits
+ * enforces on every route of the API, and what EarlyRoutes count for the answers they give.
+ */
+export class ApiQuota {
+  private readonly windows: RateWindow[];
+  private readonly policy: string;
+
+  constructor(
+    private readonly limiter: RateLimiter,
+    config: Pick<Config, 'rateLimitPerMinute' | 'rateLimitPerDay'>,
+  ) {
+    this.windows = apiWindows(config);
+    this.policy = this.windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ');
+  }
+
+  get enabled(): boolean {
+    return this.windows.length > 0;
+  }
+
+  /** Counts a call of the token; its headers, or throws 429 with them set. */
+  async count(tokenHash: string, reply: FastifyReply): Promise<void> {
+    const decision = await consume(this.limiter, `token:${tokenHash}`, this.windows);
+    reply.header('RateLimit-Policy', this.policy);
+    reply.header('RateLimit', rateLimitHeader(decision));
+    if (!decision.allowed) throw refusal(decision);
+  }
+
+  /**
+   * Counts a call of the token at once, where the counters are in this process: the raw
+   * header pairs of the answer. Undefined when it cannot be counted without waiting, or was
+   * refused (a refused call counts nothing, so the route that answers it counts it again).
+   */
+  countNow(tokenHash: string): string[] | undefined {
+    if (!this.enabled) return [];
+    const decision = this.limiter.consumeNow?.(`token:${tokenHash}`, this.windows);
+    if (!decision?.allowed) return undefined;
+    return ['ratelimit-policy', this.policy, 'ratelimit', rateLimitHeader(decision)];
+  }
+}
+
 /**
  * Per-token quotas on every route of `scope`; register after the bearer token check, which
  * sets request.principal. The headers are set before the route runs, so every response of
  * the scope carries them, errors and the 429 included.
  */
-export function registerRateLimits(scope: FastifyInstance, limiter: RateLimiter, config: Config): void {
-  const windows = apiWindows(config);
-  if (windows.length === 0) return;
-  const policy = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(', ');
+export function registerRateLimits(scope: FastifyInstance, quota: ApiQuota): void {
+  if (!quota.enabled) return;
   scope.addHook('onRequest', async (request, reply) => {
     if (!request.principal) return; // the token check has already answered 401
-    const decision = await consume(limiter, `token:${request.principal.tokenHash}`, windows);
-    reply.header('RateLimit-Policy', policy);
-    reply.header('RateLimit', rateLimitHeader(decision));
-    if (!decision.allowed) {
-      const spent =
-        decision.windows.find((w) => w.remaining === 0 && w.resetSeconds === decision.retryAfterSeconds) ??
-        decision.windows[0]!;
-      throw new TooManyRequestsError(
-        'rate_limited',
-        decision.retryAfterSeconds,
-        `This access token has made its ${spent.limit} calls per ${per(spent.seconds)}; try again in ${decision.retryAfterSeconds} s`,
-      );
-    }
+    await quota.count(request.principal.tokenHash, reply);
   });
 }
 

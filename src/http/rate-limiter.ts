@@ -31,6 +31,11 @@ export interface RateLimiter {
    * consumes nothing, so a client hammering a closed window does not push its reset further.
    */
   consume(key: string, windows: readonly RateWindow[]): Promise<RateDecision>;
+  /**
+   * The same as consume, answered at once, where the counters are in this process (memory);
+   * absent where they are not (Redis). For EarlyRoutes, which cannot wait.
+   */
+  consumeNow?(key: string, windows: readonly RateWindow[]): RateDecision;
   /** Resolves when the counters can be reached (always, in memory); for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -74,6 +79,7 @@ function decide(
 }
 
 export interface MemoryRateLimiter extends RateLimiter {
+  consumeNow(key: string, windows: readonly RateWindow[]): RateDecision;
   /** Counters held now (for tests: old windows must not pile up). */
   readonly size: number;
 }
@@ -82,32 +88,36 @@ export interface MemoryRateLimiter extends RateLimiter {
 export function createMemoryRateLimiter(now: () => number): MemoryRateLimiter {
   const counters = new Map<string, { count: number; endMs: number }>();
   let nextSweep = 0;
+  function consumeNow(key: string, windows: readonly RateWindow[]): RateDecision {
+    const t = now();
+    // Dropping ended windows at most every 10 s keeps memory bounded by the active keys at
+    // an O(n) cost that is spread thinly over the calls.
+    if (t >= nextSweep) {
+      for (const [k, v] of counters) if (v.endMs <= t) counters.delete(k);
+      nextSweep = t + 10_000;
+    }
+    const slotList = slots(key, windows, t);
+    const entries = slotList.map((s) => {
+      const e = counters.get(s.key);
+      return e && e.endMs > t ? e : undefined;
+    });
+    const allowed = windows.every((w, i) => (entries[i]?.count ?? 0) < w.limit);
+    const counts = slotList.map((s, i) => {
+      const e = entries[i];
+      if (!allowed) return e?.count ?? 0;
+      if (e) return ++e.count;
+      counters.set(s.key, { count: 1, endMs: s.endMs });
+      return 1;
+    });
+    return decide(windows, slotList, counts, allowed, t);
+  }
   return {
     get size() {
       return counters.size;
     },
+    consumeNow,
     async consume(key, windows) {
-      const t = now();
-      // Dropping ended windows at most every 10 s keeps memory bounded by the active keys at
-      // an O(n) cost that is spread thinly over the calls.
-      if (t >= nextSweep) {
-        for (const [k, v] of counters) if (v.endMs <= t) counters.delete(k);
-        nextSweep = t + 10_000;
-      }
-      const slotList = slots(key, windows, t);
-      const entries = slotList.map((s) => {
-        const e = counters.get(s.key);
-        return e && e.endMs > t ? e : undefined;
-      });
-      const allowed = windows.every((w, i) => (entries[i]?.count ?? 0) < w.limit);
-      const counts = slotList.map((s, i) => {
-        const e = entries[i];
-        if (!allowed) return e?.count ?? 0;
-        if (e) return ++e.count;
-        counters.set(s.key, { count: 1, endMs: s.endMs });
-        return 1;
-      });
-      return decide(windows, slotList, counts, allowed, t);
+      return consumeNow(key, windows);
     },
     async ping() {},
     async close() {

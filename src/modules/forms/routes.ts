@@ -15,6 +15,7 @@ import {
   FormUpdate,
   WithFieldsQuery,
 } from './schemas.js';
+import { FORM_READ_ACCESS, FORM_READ_HEADERS } from './early-read.js';
 import * as service from './service.js';
 
 const tags = ['Forms'];
@@ -26,8 +27,8 @@ const HASHING =
   "against the account's budget (ACCOUNT_HASH_ATTEMPTS per 15 minutes, 429 beyond it), and 503 hashing_busy with Retry-After " +
   'answers while the service is hashing as many passwords as it can queue.';
 
-export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const readCache = service.formReadCaches(ctx.config.readCacheBytes);
+/** readCache: what the form read and the list keep; app.ts shares it with earlyFormRead. */
+export function formRoutes(ctx: AppContext, readCache: service.FormReadCaches): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/forms',
@@ -72,7 +73,7 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/forms/:formId',
       {
-        config: { access: { scope: 'forms:read', level: 'view', formFrom: 'formId' } },
+        config: { access: FORM_READ_ACCESS },
         schema: {
           tags,
           operationId: 'getForm',
@@ -99,9 +100,9 @@ export function formRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         );
         // The body is already JSON, so the reply is sent untyped rather than re-serialized.
         const raw = reply as FastifyReply;
-        raw.header('etag', etag).header('cache-control', 'private, no-cache');
+        raw.header('etag', etag).header('cache-control', FORM_READ_HEADERS['cache-control']);
         if (etagMatches(req.headers['if-none-match'], etag)) return raw.code(304).send();
-        return raw.type('application/json; charset=utf-8').send(body);
+        return raw.type(FORM_READ_HEADERS['content-type']).send(body);
       },
     );
 

@@ -210,13 +210,28 @@ export async function readFormJson(
   serialize: (form: Form) => string,
 ): Promise<{ etag: string; body: Buffer }> {
   const epoch = changeEpoch(ctx.db);
-  // The account is part of the key: another account's form is read (and answers 404) as ever.
-  const key = `form:${accountId}:${formId}:${withFields ? 'f' : ''}`;
+  const key = formAnswerKey(accountId, formId, withFields);
   const kept = epoch === undefined ? undefined : caches.answers.get(key, epoch);
   if (kept) return kept;
   const answer = await buildFormJson(ctx, caches.records, accountId, formId, withFields, serialize);
   if (epoch !== undefined) caches.answers.set(key, epoch, answer);
   return answer;
+}
+
+// The account is part of the key: another account's form is read (and answers 404) as ever.
+const formAnswerKey = (accountId: number, formId: number, withFields: boolean) =>
+  `form:${accountId}:${formId}:${withFields ? 'f' : ''}`;
+
+/** The answer readFormJson would give, when it is kept and nothing has been written since; else undefined. */
+export function keptFormJson(
+  ctx: AppContext,
+  caches: FormReadCaches,
+  accountId: number,
+  formId: number,
+  withFields: boolean,
+): { etag: string; body: Buffer } | undefined {
+  const epoch = changeEpoch(ctx.db);
+  return epoch === undefined ? undefined : caches.answers.get(formAnswerKey(accountId, formId, withFields), epoch);
 }
 
 async function buildFormJson(

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { partialRoutes } from '../partials/routes.js';
@@ -22,7 +23,7 @@ export function hostedForms(ctx: AppContext, onError: (error: unknown) => void) 
   return {
     pages: hostedPageRoutes(ctx, deps),
     /** The page of GET /f/{viewKey}, for EarlyRoutes. */
-    earlyPage: (path: string) => earlyPage(deps, path),
+    earlyPage: (_req: IncomingMessage, url: string) => earlyPage(deps, url),
     api,
     /** The embed HTML of a form, for the v2 /form/{id}/html. */
     html: (caller: Caller, formId: number) => embedHtml(ctx, deps, caller, formId),

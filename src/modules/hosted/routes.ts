@@ -34,8 +34,9 @@ function openKeptPage(deps: service.HostedDeps, viewKey: string): service.PageDe
  * GET /f/{viewKey} with nothing in its URL, for EarlyRoutes (src/http/early-routes.ts): the
  * page when openKeptPage has it, counted as a view like the route's own answer.
  */
-export function earlyPage(deps: service.HostedDeps, path: string): EarlyAnswer | undefined {
-  const viewKey = path.slice('/f/'.length);
+export function earlyPage(deps: service.HostedDeps, url: string): EarlyAnswer | undefined {
+  if (url.includes('?')) return undefined;
+  const viewKey = url.slice('/f/'.length);
   if (viewKey.length === 0 || viewKey.length > 64 || viewKey.includes('/')) return undefined;
   const def = openKeptPage(deps, viewKey);
   if (!def) return undefined;

@@ -9,11 +9,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, UnauthorizedError } from '../../errors.js';
 import { requireAccessRules } from '../../http/access.js';
-import { requireBearerToken } from '../../http/auth.js';
+import { requireBearerToken, type BearerTokens } from '../../http/auth.js';
 import { decodeBody, parseFormBody } from '../../http/characters.js';
-import { registerRateLimits } from '../../http/rate-limit.js';
+import { registerRateLimits, type ApiQuota } from '../../http/rate-limit.js';
 import { validatorCompiler } from '../../http/validation.js';
-import type { TokenUsage } from '../tokens/usage.js';
 import { v2EmailRoutes } from './emails.js';
 import { v2FieldRoutes } from './fields.js';
 import { v2FolderRoutes } from './folders.js';
@@ -93,7 +92,13 @@ function acceptOauthTokenParameter(api: FastifyInstance, ctx: AppContext): void 
   });
 }
 
-export function v2Api(ctx: AppContext, usage: TokenUsage, embedHtml: EmbedHtml): FastifyPluginAsyncTypebox {
+/** tokens and quota: the same as the v2025 API's (app.ts). */
+export function v2Api(
+  ctx: AppContext,
+  tokens: BearerTokens,
+  quota: ApiQuota,
+  embedHtml: EmbedHtml,
+): FastifyPluginAsyncTypebox {
   return async (app) => {
     // An .xml path: the original answered XML there; this service answers JSON only.
     app.route({
@@ -109,8 +114,8 @@ export function v2Api(ctx: AppContext, usage: TokenUsage, embedHtml: EmbedHtml):
       async (api) => {
         acceptV2Bodies(api, ctx.config.bodyLimit);
         acceptOauthTokenParameter(api, ctx);
-        requireBearerToken(api, ctx, usage);
-        registerRateLimits(api, ctx.rateLimiter, ctx.config);
+        requireBearerToken(api, tokens);
+        registerRateLimits(api, quota);
         requireAccessRules(api, ctx.db);
         await api.register(v2FormRoutes(ctx, embedHtml));
         await api.register(v2FieldRoutes(ctx));
