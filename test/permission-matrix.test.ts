@@ -117,15 +117,39 @@ function fixtureFor(op: Operation, caller: Caller, denied: boolean): Promise<Ids
   return shared;
 }
 
-/** Fresh resources for one call on op; each caller of levelled is given its level on the form. */
+/**
+ * The ids an operation names: in its path, in its required query and in the body it is sent
+ * (read off by making the body from a recording stand-in).
+ */
+const namesOf = new Map<string, Set<string>>();
+function idsNamed(op: Operation): Set<string> {
+  let names = namesOf.get(op.key);
+  if (!names) {
+    const found = new Set([...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!));
+    for (const name of op.requiredQuery) if (name === 'fieldId') found.add(name);
+    const recorder = new Proxy({} as Ids, { get: (_, name) => (found.add(String(name)), 1) });
+    VALID_BODIES[op.key]?.(recorder);
+    names = found;
+    namesOf.set(op.key, names);
+  }
+  return names;
+}
+
+/**
+ * Fresh resources for one call on op, only those it names (a form always: the members' levels
+ * are on it); each caller of levelled is given its level on the form.
+ */
 let fixturesMade = 0;
 async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promise<Ids> {
   fixturesMade++;
-  const folder = await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder');
+  const named = idsNamed(op);
+  const folder = named.has('folderId')
+    ? await ok(owner.post('/folders', { name: 'Matrix folder' }), 'folder')
+    : undefined;
   const form = await ok(
     owner.post('/forms', {
       name: 'Matrix form',
-      folder: folder.id,
+      ...(folder && { folder: folder.id }),
       fields: [
         {
           type: 'select',
@@ -142,28 +166,23 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     'form',
   );
   const [select, field, emailField] = form.fields;
-  const submission = await ok(
-    owner.post(`/forms/${form.id}/submissions`, {
-      fields: [
-        { id: select.id, value: 'sales' },
-        { id: field.id, value: 'a.txt;aGVsbG8=' },
-      ],
-    }),
-    'submission',
-  );
-  const target = await ok(
-    owner.post('/users', {
-      email: `target-${randomBytes(5).toString('hex')}@example.com`,
-      name: 'Target',
-      role: 'member',
-    }),
-    'user',
-  );
-  await ok(owner.put(`/users/${target.id}/permissions/${form.id}`, { level: 'view' }), 'target level');
-  const client = await ok(
-    owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }),
-    'client',
-  );
+  // The mail log's messages belong to a submission.
+  const submission =
+    named.has('submissionId') || named.has('messageId')
+      ? await ok(
+          owner.post(`/forms/${form.id}/submissions`, {
+            fields: [
+              { id: select.id, value: 'sales' },
+              { id: field.id, value: 'a.txt;aGVsbG8=' },
+            ],
+          }),
+          'submission',
+        )
+      : undefined;
+  const target = named.has('userId') || named.has('tokenId') ? await targetUser(form.id) : undefined;
+  const client = named.has('clientId')
+    ? await ok(owner.post('/oauth-clients', { name: 'Matrix app', redirectUris: ['https://example.com/cb'] }), 'client')
+    : undefined;
   for (const { level, userId } of levelled)
     if (level && userId) await ok(owner.put(`/users/${userId}/permissions/${form.id}`, { level }), 'caller level');
   if (DELETED_FORM.has(op.key)) await ok(owner.delete(`/forms/${form.id}`), 'delete form');
@@ -199,9 +218,12 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     }
   }
   // /tokens/{tokenId} names one of the caller's own tokens; /users/{userId}/tokens/{tokenId} one of the target's.
-  const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target.id;
-  const token = await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token');
-  const emails = await emailFixture(op, form.id, emailField.id, submission.id);
+  const tokenOf = op.path.startsWith('/tokens/') ? caller.userId! : target?.id;
+  const token =
+    named.has('tokenId') && tokenOf !== undefined
+      ? await createPersonalToken(app.server.ctx, tokenOf, 'Matrix token')
+      : undefined;
+  const emails = await emailFixture(op, form.id, emailField.id, submission?.id);
   const partial = op.path.includes('{partialSubmissionId}') ? await savePartialOf(app, owner, form.id) : undefined;
   const lists = op.path.includes('{smartListId}') ? await smartListFixture() : {};
   const themes =
@@ -212,19 +234,33 @@ async function fixture(op: Operation, caller: Caller, levelled: Caller[]): Promi
     ...lists,
     ...(partial && { partialSubmissionId: partial.id }),
     emailFieldId: emailField.id,
-    folderId: folder.id,
     formId: form.id,
     fieldId: field.id,
-    submissionId: submission.id,
-    userId: target.id,
-    clientId: client.id,
-    tokenId: token.tokenId,
+    ...(folder && { folderId: folder.id }),
+    ...(submission && { submissionId: submission.id }),
+    ...(target && { userId: target.id }),
+    ...(client && { clientId: client.id }),
+    ...(token && { tokenId: token.tokenId }),
     ...hooks,
     // Last: under /subaccount/{subaccountId}/forms/ and /themes/, formId and themeId are the subaccount's.
     ...themes,
     // Last: a portal route's {userId} is the portal user's.
     ...portal,
   };
+}
+
+/** A member to manage, with the view level on the form. */
+async function targetUser(formId: number): Promise<{ id: number }> {
+  const target = await ok(
+    owner.post('/users', {
+      email: `target-${randomBytes(5).toString('hex')}@example.com`,
+      name: 'Target',
+      role: 'member',
+    }),
+    'user',
+  );
+  await ok(owner.put(`/users/${target.id}/permissions/${formId}`, { level: 'view' }), 'target level');
+  return target;
 }
 
 /**
@@ -284,7 +320,12 @@ async function smartListFixture(): Promise<Ids> {
 }
 
 /** A confirmation, a notification and a message of the mail log, for the operations that address one. */
-async function emailFixture(op: Operation, formId: number, emailFieldId: number, submissionId: number): Promise<Ids> {
+async function emailFixture(
+  op: Operation,
+  formId: number,
+  emailFieldId: number,
+  submissionId: number | undefined,
+): Promise<Ids> {
   const ids: Ids = {};
   if (op.path.includes('{confirmationId}')) {
     const res = await owner.post(`/forms/${formId}/confirmations`, {
@@ -310,7 +351,7 @@ async function emailFixture(op: Operation, formId: number, emailFieldId: number,
       account_id: owner.accountId,
       form_id: formId,
       email_id: 1,
-      submission_id: submissionId,
+      submission_id: submissionId!,
       job_id: jobId,
       kind: 'notification',
       sender: 'formwork@forms.test',
