@@ -23,7 +23,8 @@ export interface EarlyAnswer {
 
 /**
  * Given a GET with no body and its URL (path and query string), its answer, or undefined to
- * leave the request to Fastify. It must not have changed anything when it gives undefined.
+ * leave the request to Fastify. The route then runs in full: what it does must not have been
+ * done already (a call counted against the quota).
  */
 export type EarlyRoute = (req: IncomingMessage, url: string) => EarlyAnswer | undefined;
 
