@@ -249,6 +249,21 @@ const selectFormVersion = hotQuery(2, (db, accountId: number, formId: number) =>
     .where('deleted_at', 'is', null),
 );
 
+const selectFormRevision = hotQuery(2, (db, accountId: number, formId: number) =>
+  db
+    .selectFrom('forms')
+    .select('revision')
+    .where('id', '=', formId)
+    .where('account_id', '=', accountId)
+    .where('deleted_at', 'is', null),
+);
+
+/** A live form's revision, what its cached definition must match; without its counts, which cost more to sum. */
+export async function findFormRevision(db: Executor, accountId: number, formId: number): Promise<number | undefined> {
+  const [row] = await selectFormRevision(db, accountId, formId);
+  return row?.revision;
+}
+
 /** What a cached read of a live form must match to be served: its revision and submission count. */
 export async function findFormVersion(
   db: Executor,

@@ -84,16 +84,38 @@ export function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: stri
   return { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(secretKey, form) };
 }
 
+/** A live form's definition, from the cache while its revision has not moved; 404 for no such form. */
 export async function loadDefinition(
   deps: SubmissionsDeps,
   { accountId }: AccountScope,
   { formId }: FormRef,
+): Promise<FormDefinition> {
+  const revision = await formsRepo.findFormRevision(deps.ctx.db, accountId, formId);
+  if (revision === undefined) throw new NotFoundError('form_not_found');
+  return definitionAt(deps, accountId, formId, revision);
+}
+
+/** loadDefinition with the form's submission count and write version, read in the same statement. */
+export async function loadDefinitionAndCounts(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
 ): Promise<{ def: FormDefinition; submissionsCount: number; submissionsVersion: number }> {
-  const { db } = deps.ctx;
-  const version = await formsRepo.findFormVersion(db, accountId, formId);
+  const version = await formsRepo.findFormVersion(deps.ctx.db, accountId, formId);
   if (!version) throw new NotFoundError('form_not_found');
+  const def = await definitionAt(deps, accountId, formId, version.revision);
+  return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
+}
+
+async function definitionAt(
+  deps: SubmissionsDeps,
+  accountId: number,
+  formId: number,
+  revision: number,
+): Promise<FormDefinition> {
+  const { db } = deps.ctx;
   const key = `${accountId}:${formId}`;
-  let def = deps.definitions.get(key, String(version.revision));
+  let def = deps.definitions.get(key, String(revision));
   if (!def) {
     const [form, rows] = await Promise.all([
       formsRepo.findForm(db, accountId, formId),
@@ -101,9 +123,9 @@ export async function loadDefinition(
     ]);
     if (!form) throw new NotFoundError('form_not_found');
     def = buildDefinition(form, rows, deps.ctx.config.secretKey);
-    deps.definitions.set(key, String(version.revision), def);
+    deps.definitions.set(key, String(revision), def);
   }
-  return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
+  return def;
 }
 
 /** How new writes store a form's submissions (see sealingKeyOf). */
@@ -159,6 +181,6 @@ export async function requireSubmission(
 ): Promise<{ row: SubmissionRow; def: FormDefinition }> {
   const row = await repo.findSubmission(deps.ctx.db, accountId, id);
   if (!row) throw new NotFoundError('submission_not_found');
-  const { def } = await loadDefinition(deps, { accountId }, { formId: row.form_id });
+  const def = await loadDefinition(deps, { accountId }, { formId: row.form_id });
   return { row, def };
 }

@@ -47,7 +47,7 @@ export async function exportSubmissions(
   q: SubmissionFilters & { format: 'csv' | 'ndjson' },
   password?: string,
 ): Promise<ExportStream> {
-  const { def } = await loadDefinition(deps, { accountId }, { formId });
+  const def = await loadDefinition(deps, { accountId }, { formId });
   const filter = resolveFilter(def, q);
   const keys = await keysFor(deps, def, password);
   // An encrypted form is searched by opening each row (see searchSealed); the range still comes from the index.

@@ -22,6 +22,7 @@ import {
   type SubmissionsDeps,
   keysFor,
   loadDefinition,
+  loadDefinitionAndCounts,
   parseData,
   requireSubmission,
 } from './definitions.js';
@@ -107,7 +108,7 @@ export async function listSubmissions(
   q: SubmissionListQuery,
   password?: string,
 ): Promise<Page & { submissions: SubmissionListItem[] }> {
-  const { def, submissionsCount, submissionsVersion } = await loadDefinition(deps, { accountId }, { formId });
+  const { def, submissionsCount, submissionsVersion } = await loadDefinitionAndCounts(deps, { accountId }, { formId });
   const filter = resolveFilter(def, q);
   // The password is needed to show values or names, and to search, on an encrypted form.
   const keys = showsData(q) || q.prettyName || filter.terms.length > 0 ? await keysFor(deps, def, password) : undefined;
@@ -162,7 +163,7 @@ export async function searchAccount(
   });
   const submissions: SubmissionListItem[] = [];
   for (const row of rows) {
-    const { def } = await loadDefinition(deps, { accountId }, { formId: row.form_id });
+    const def = await loadDefinition(deps, { accountId }, { formId: row.form_id });
     // A form that is encrypted, or being converted, shows no values here: that takes its password.
     const sealed = def.form.encryption_key !== null;
     submissions.push(
@@ -183,7 +184,7 @@ export async function countSubmissions(
   { formId }: FormRef,
   q: CountQuery,
 ): Promise<{ formId: number; count: number; from: string | null; to: string | null }> {
-  const { submissionsCount } = await loadDefinition(deps, { accountId }, { formId });
+  const { submissionsCount } = await loadDefinitionAndCounts(deps, { accountId }, { formId });
   let from: number | undefined;
   let to: number | undefined;
   const start = q.startDate === undefined ? undefined : parseWallTime(q.startDate);

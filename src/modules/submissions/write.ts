@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
+import { countOfForm, holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue } from '../../jobs/outbox.js';
@@ -80,14 +80,14 @@ async function createOnce(
   meta: RequestMeta,
   onCreated?: OnCreated,
 ): Promise<Submission> {
-  const { def, submissionsCount } = await loadDefinition(deps, { accountId }, { formId });
+  const def = await loadDefinition(deps, { accountId }, { formId });
   if (def.form.inactive === 1) throw new ConflictError('form_inactive');
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   const full = () => new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
-  // Spares the work of a create that cannot go in; the exact check is in the transaction.
-  if (limit !== undefined && submissionsCount >= limit) throw full();
-
   const { ctx } = deps;
+  // Spares the work of a create that cannot go in; the exact check is in the transaction.
+  if (limit !== undefined && (await countOfForm(ctx.db, formId)) >= limit) throw full();
+
   const files = await resolveFiles(ctx, def, accountId, input.fields);
   const data: DataMap = new Map();
   const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
