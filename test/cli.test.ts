@@ -9,6 +9,7 @@ import pg from 'pg';
 import { runCommand } from '../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createPgDatabase, dialectName, startTestApp, TEST_PG_URL } from './support/helpers.js';
+import { cliArgs } from './support/node-entry.js';
 
 const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'formwork-cli-'));
@@ -44,7 +45,7 @@ async function spawnCli(
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    const { stdout, stderr } = await run(process.execPath, cliArgs(...args), {
       env: commandEnv(env),
     });
     return { code: 0, stdout, stderr };

@@ -11,6 +11,7 @@ import { bytesUnder } from './support/disk.js';
 import { makeDocx, makePdf, pdfHex, readDocx, readFlattenedPdf, readPdfFields } from './support/docmerge-templates.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { nodeArgs } from './support/node-entry.js';
 
 const PASSWORD = 'documents are sealed too';
 const withPassword = { headers: { 'x-formwork-encryption-password': PASSWORD } };
@@ -600,7 +601,7 @@ describe(`document merge (${dialectName})`, () => {
       'create',
     );
     const submission = await submit({ name: 'Killed Kim' });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/docmerge-worker-child.ts'], {
+    const child = spawn(process.execPath, nodeArgs('test/support/docmerge-worker-child.ts'), {
       env: {
         PATH: process.env.PATH,
         DATA_DIR: app.config.dataDir,

@@ -17,6 +17,7 @@ import { startServer } from '../src/server.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 import { QueryRecorder } from './support/query-recorder.js';
 import { batchesJob, spreadJob, TEST_TABLES_SQL, testKinds } from './support/job-handlers.js';
+import { nodeArgs } from './support/node-entry.js';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -646,7 +647,7 @@ describe(`worker processes (${dialectName})`, () => {
 
   /** test/support/job-worker-child.ts on this app's database: `formwork worker` with the test handlers. */
   function startChild(args = ['test/support/job-worker-child.ts'], env: Record<string, string> = {}) {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    const child = spawn(process.execPath, nodeArgs(args[0] ?? '', ...args.slice(1)), {
       env: {
         PATH: process.env.PATH,
         DATA_DIR: app.config.dataDir,

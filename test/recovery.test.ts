@@ -11,6 +11,7 @@ import { enqueue } from '../src/jobs/outbox.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { sweepUploadsJob } from '../src/modules/uploads/jobs.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { cliArgs } from './support/node-entry.js';
 
 // Processes killed with SIGKILL in the middle of work they hold, and what the processes that
 // remain (or the one that restarts) make of it: an Idempotency-Key's first request, an upload.
@@ -156,7 +157,7 @@ describe(`recovery after a process is killed (${dialectName})`, () => {
 
   /** `formwork serve` in a process of its own, on the test app's database and DATA_DIR. */
   function serve(env: Record<string, string> = {}): Serve {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--no-worker'], {
+    const child = spawn(process.execPath, cliArgs('serve', '--no-worker'), {
       env: {
         PATH: process.env.PATH,
         DATA_DIR: app.config.dataDir,

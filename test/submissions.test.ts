@@ -697,6 +697,59 @@ describe(`submissions (${dialectName})`, () => {
       assert.equal((await ok(a.get('/submissions?search=findme'))).total, 1);
       assert.equal(await count(a, form.id), 1);
     });
+
+    // A create first tries the definition the process kept for the form, unread (see
+    // createSubmission): each step below changes the form after a create has kept its
+    // definition, so that the next create meets one that is out of date.
+    it('checks each create against the form as it is now, after its fields change', async () => {
+      const form = await ok(a.post('/forms', { name: 'Changing', fields: [{ type: 'text', label: 'T' }] }));
+      const t = form.fields[0].id as number;
+      const post = (fields: { id: number; value: string }[]) => a.post(`/forms/${form.id}/submissions`, { fields });
+      await ok(post([{ id: t, value: 'first' }]));
+
+      const r = (await ok(a.post(`/forms/${form.id}/fields`, { type: 'text', label: 'R', required: true })))
+        .id as number;
+      assertBadRequest(
+        await post([{ id: t, value: 'without R' }]),
+        'required_field_missing',
+        [`body.fields(id=${r})`],
+        'R is now required',
+      );
+      await ok(
+        post([
+          { id: t, value: 'with R' },
+          { id: r, value: 'r' },
+        ]),
+      );
+
+      await ok(a.put(`/forms/${form.id}/fields/${r}`, { required: false, unique: true }));
+      await ok(
+        post([
+          { id: t, value: 'unique r' },
+          { id: r, value: 'once' },
+        ]),
+      );
+      const again = await post([
+        { id: t, value: 'unique r again' },
+        { id: r, value: 'once' },
+      ]);
+      assertBadRequest(again, 'not_unique', [`body.fields(id=${r})`], 'a value taken under the kept definition');
+
+      await ok(a.delete(`/forms/${form.id}/fields/${t}`));
+      const gone = await post([{ id: t, value: 'to a deleted field' }]);
+      assert.equal(gone.status, 400, `a value for a field deleted since: ${gone.text}`);
+
+      await ok(a.put(`/forms/${form.id}`, { settings: { submissionLimit: 3 } }));
+      const full = await post([{ id: r, value: 'over the limit' }]);
+      assert.equal(full.status, 409, full.text);
+      assert.equal(full.body.code, 'form_full');
+      await ok(a.put(`/forms/${form.id}`, { settings: {} }));
+      await ok(post([{ id: r, value: 'no limit now' }]));
+
+      const list = await ok(a.get(`/forms/${form.id}/submissions`));
+      assert.equal(list.total, 4);
+      assert.equal(await count(a, form.id), 4);
+    });
   });
 
   describe('submissionsCount', () => {

@@ -389,6 +389,22 @@ for (const driver of ['local', 's3'] as const) {
           /larger than this field allows/,
         );
         assert.ok(!s3!.objectKeys().includes(key), 'and is removed');
+
+        // Only against the form as it is now: a create that first meets the definition kept
+        // from before the limit was raised leaves the object for the limit of now.
+        const raised = await ok(
+          a.post('/forms', {
+            name: 'Raised',
+            fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1000 } }],
+          }),
+          'a form with a limit of 1000 bytes',
+        );
+        const f = raised.fields[0].id as number;
+        await ok(submit([], a, raised.id), 'a create that keeps the definition');
+        await ok(a.put(`/forms/${raised.id}/fields/${f}`, { attributes: { maxFileSize: 2000 } }), 'raised to 2000');
+        const [mid] = await issue(f, ['mid.bin'], raised.id);
+        assert.equal((await put(mid!.uploadUrl, randomBytes(1500))).status, 200);
+        await ok(submit([{ id: f, value: keys(mid!.fileKey) }], a, raised.id), 'within the raised limit');
       }
 
       // A create that fails for another field claims nothing: the same fileKey works afterwards.

@@ -12,6 +12,7 @@ import { RETRY_SCHEDULE } from '../src/modules/webhooks/delivery.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { savePartialOf } from './support/partials.js';
 import { startReceiver, type Received, type Receiver } from './support/receiver.js';
+import { cliArgs } from './support/node-entry.js';
 
 const SECOND = 1000;
 const DAY = 24 * 60 * 60 * SECOND;
@@ -1020,7 +1021,7 @@ describe(`webhook deliveries across a worker crash (${dialectName})`, () => {
 
   /** `formwork worker`, the production command, on the test app's database. */
   function startWorkerProcess() {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+    const child = spawn(process.execPath, cliArgs('worker'), {
       env: {
         PATH: process.env.PATH,
         DATA_DIR: app.config.dataDir,

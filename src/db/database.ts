@@ -2,12 +2,13 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Dialect } from './dialect.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.js';
 import { attachBulkReader } from './bulk-reader.js';
 import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './change-epoch.js';
 import { attachEngine } from './engine.js';
+import { loadPg } from './pg-driver.js';
 import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
@@ -36,7 +37,7 @@ export interface DbOptions {
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === 20 && format !== 'binary') return (value: string) => Number(value);
-    return pg.types.getTypeParser(oid, format);
+    return loadPg().types.getTypeParser(oid, format);
   },
 };
 
@@ -73,7 +74,7 @@ const BULK_READER_CACHE_KIB = 2048;
 
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({
+    const pool = new (loadPg().Pool)({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       types: pgTypes as pg.CustomTypesConfig,

@@ -1,6 +1,6 @@
 import { sql, type SqlBool } from 'kysely';
-import pg from 'pg';
 import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
+import { loadPg } from './pg-driver.js';
 
 /** A PostgreSQL tsquery, read as is (no parser, no dictionary): every term must appear. */
 export function tsQuery(terms: SearchTerm[]): string {
@@ -60,7 +60,7 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
     },
     async listen(channel, onNotify, onError) {
-      const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+      const client = new (loadPg().Client)({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
       client.on('notification', (message) => onNotify(message.payload ?? ''));
       client.on('error', onError);
       await client.connect();

@@ -1,4 +1,8 @@
-import { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { lazyRequire } from '../lazy-require.js';
+
+/** Loaded when a Redis URL is configured: a single process keeps its counters in memory. */
+const loadIoRedis = lazyRequire<typeof IORedis>('ioredis');
 import type { Clock } from '../clock.js';
 
 /** One fixed window: at most `limit` calls per `seconds`, windows aligned on the Unix epoch. */
@@ -163,7 +167,7 @@ export function createRedisRateLimiter(redisUrl: string, now: () => number): Rat
     const u = new URL(redisUrl);
     return `${u.protocol}//${u.host}`;
   })();
-  const redis = new Redis(redisUrl, {
+  const redis = new (loadIoRedis().Redis)(redisUrl, {
     // Queue calls only while (re)connecting, and fail them after one failed attempt rather
     // than holding requests for as long as Redis is away.
     maxRetriesPerRequest: 1,

@@ -22,6 +22,12 @@ export class VersionedCache<T = string> {
     return entry.body;
   }
 
+  /** The entry kept under key, whatever its version: for a caller that checks the version itself, later. */
+  latest(key: string): { version: string; body: T } | undefined {
+    const entry = this.entries.get(key);
+    return entry && { version: entry.version, body: entry.body };
+  }
+
   set(key: string, version: string, body: T): void {
     const size = this.sizeOf(body);
     if (size > this.maxBytes / 4) return;

@@ -1,17 +1,11 @@
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-} from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type * as ClientS3 from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type * as LibStorage from '@aws-sdk/lib-storage';
+import type * as Presigner from '@aws-sdk/s3-request-presigner';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../config.js';
+import { lazyRequire } from '../lazy-require.js';
 import { ByteLimit } from './limit.js';
 import {
   checkKey,
@@ -24,9 +18,14 @@ import {
 
 const PART_SIZE = 5 * 1024 * 1024;
 
+// The SDK is loaded when an S3 store is first made: the local driver never needs it.
+const loadClientS3 = lazyRequire<typeof ClientS3>('@aws-sdk/client-s3');
+const loadLibStorage = lazyRequire<typeof LibStorage>('@aws-sdk/lib-storage');
+const loadPresigner = lazyRequire<typeof Presigner>('@aws-sdk/s3-request-presigner');
+
 function isNotFound(error: unknown): boolean {
   return (
-    error instanceof S3ServiceException &&
+    error instanceof loadClientS3().S3ServiceException &&
     (error.name === 'NoSuchKey' || error.name === 'NotFound' || error.$metadata.httpStatusCode === 404)
   );
 }
@@ -46,7 +45,7 @@ export class S3Storage implements Storage {
 
   constructor(settings: S3Settings) {
     this.bucket = settings.bucket;
-    this.client = new S3Client({
+    this.client = new (loadClientS3().S3Client)({
       region: settings.region,
       endpoint: settings.endpoint,
       forcePathStyle: settings.forcePathStyle,
@@ -67,7 +66,7 @@ export class S3Storage implements Storage {
     // pipeline, not pipe: a source that fails (or already has) fails the upload too. Its own
     // outcome is the upload's, reported by done() below.
     pipeline(body, limit).catch(() => undefined);
-    const upload = new Upload({
+    const upload = new (loadLibStorage().Upload)({
       client: this.client,
       params: { Bucket: this.bucket, Key, Body: limit, ContentType: options.contentType },
       partSize: PART_SIZE,
@@ -86,7 +85,7 @@ export class S3Storage implements Storage {
   async get(key: string, range?: { start: number; end: number }): Promise<StoredObject> {
     try {
       const out = await this.client.send(
-        new GetObjectCommand({
+        new (loadClientS3().GetObjectCommand)({
           Bucket: this.bucket,
           Key: checkKey(key),
           Range: range ? `bytes=${range.start}-${range.end}` : undefined,
@@ -102,7 +101,9 @@ export class S3Storage implements Storage {
 
   async head(key: string): Promise<{ size: number } | undefined> {
     try {
-      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: checkKey(key) }));
+      const out = await this.client.send(
+        new (loadClientS3().HeadObjectCommand)({ Bucket: this.bucket, Key: checkKey(key) }),
+      );
       return { size: out.ContentLength ?? 0 };
     } catch (error) {
       if (isNotFound(error)) return undefined;
@@ -114,7 +115,7 @@ export class S3Storage implements Storage {
     for (let i = 0; i < keys.length; i += 1000) {
       const chunk = keys.slice(i, i + 1000).map((Key) => ({ Key: checkKey(Key) }));
       const out = await this.client.send(
-        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: chunk, Quiet: true } }),
+        new (loadClientS3().DeleteObjectsCommand)({ Bucket: this.bucket, Delete: { Objects: chunk, Quiet: true } }),
       );
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
       if (failed.length > 0)
@@ -125,14 +126,18 @@ export class S3Storage implements Storage {
   }
 
   presignPut(key: string, expiresInSeconds: number): Promise<string> {
-    return getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: checkKey(key) }), {
-      expiresIn: expiresInSeconds,
-    });
+    return loadPresigner().getSignedUrl(
+      this.client,
+      new (loadClientS3().PutObjectCommand)({ Bucket: this.bucket, Key: checkKey(key) }),
+      {
+        expiresIn: expiresInSeconds,
+      },
+    );
   }
 
   async check(signal?: AbortSignal): Promise<void> {
     // HeadBucket needs the bucket to exist and the credentials to reach it.
-    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
+    await this.client.send(new (loadClientS3().HeadBucketCommand)({ Bucket: this.bucket }), { abortSignal: signal });
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createPgDatabase, TEST_PG_URL } from './helpers.js';
+import { cliArgs } from './node-entry.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -58,7 +59,7 @@ export class ProcessSet {
 
   /** `formwork <args>` to its end; throws when it exits non-zero. */
   cli(args: string[], extra: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
-    return execFileAsync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    return execFileAsync(process.execPath, cliArgs(...args), {
       env: { ...this.env, LOG_LEVEL: 'silent', ...extra },
     });
   }
@@ -105,7 +106,7 @@ export class ProcessSet {
     env: Record<string, string>,
   ): Promise<Served> {
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    const child = spawn(process.execPath, cliArgs(...args), {
       env: { ...this.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -117,7 +118,8 @@ export class ProcessSet {
     );
     const served: Served = { child, port, url, output: () => output, exited };
     this.served.push(served);
-    // Generous: tsx compiles the source at start, which takes long on a loaded machine.
+    // Generous: on a loaded machine a process that loads the whole app (through tsx, when the
+    // suite runs from the TypeScript) can take long to answer.
     const deadline = Date.now() + 120_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}: ${output}`);

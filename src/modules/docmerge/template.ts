@@ -1,7 +1,9 @@
-import Docxtemplater from 'docxtemplater';
-import InspectModuleExport from 'docxtemplater/js/inspect-module.js';
-import { PDFCheckBox, PDFDocument, PDFDropdown, PDFOptionList, PDFRadioGroup, PDFTextField } from 'pdf-lib';
-import PizZip from 'pizzip';
+import type Docxtemplater from 'docxtemplater';
+import type InspectModuleExport from 'docxtemplater/js/inspect-module.js';
+import type * as PdfLib from 'pdf-lib';
+import type { PDFDocument } from 'pdf-lib';
+import type PizZip from 'pizzip';
+import { lazyRequire } from '../../lazy-require.js';
 
 /**
  * Templates of document-merge integrations, with no database and no storage: reading a
@@ -12,10 +14,20 @@ import PizZip from 'pizzip';
 
 export type TemplateKind = 'docx' | 'pdf';
 
+// Loaded with the first template: only forms with a document-merge integration need them.
+const loadDocxtemplater = lazyRequire<typeof Docxtemplater>('docxtemplater');
+const loadPizZip = lazyRequire<typeof PizZip>('pizzip');
+const loadPdfLib = lazyRequire<typeof PdfLib>('pdf-lib');
+const loadInspectModuleExport = lazyRequire<typeof InspectModuleExport>('docxtemplater/js/inspect-module.js');
+
 type InspectModule = InstanceType<typeof InspectModuleExport.default>;
-// The module is CommonJS (module.exports = the class), which Node's ESM import gives as the default.
-const InspectModule = ((InspectModuleExport as unknown as { default?: unknown }).default ??
-  InspectModuleExport) as new () => InspectModule;
+
+function newInspectModule(): InspectModule {
+  // CommonJS: module.exports is the class itself; the typings describe it as a default export.
+  const exported = loadInspectModuleExport();
+  const InspectModule = ((exported as unknown as { default?: unknown }).default ?? exported) as new () => InspectModule;
+  return new InspectModule();
+}
 
 export const CONTENT_TYPES: Record<TemplateKind, string> = {
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
@@ -70,13 +82,13 @@ function explain(error: unknown): string {
 function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docxtemplater {
   let zip: PizZip;
   try {
-    zip = new PizZip(bytes);
+    zip = new (loadPizZip())(bytes);
   } catch (error) {
     throw new TemplateError(`is not a DOCX file (${explain(error)})`);
   }
   if (!zip.file('word/document.xml')) throw new TemplateError('is not a DOCX file (it has no word/document.xml)');
   try {
-    return new Docxtemplater(zip, {
+    return new (loadDocxtemplater())(zip, {
       paragraphLoop: true,
       linebreaks: true,
       errorLogging: false,
@@ -106,7 +118,7 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
 
 async function openPdf(bytes: Buffer): Promise<PDFDocument> {
   try {
-    return await PDFDocument.load(bytes, { updateMetadata: false });
+    return await loadPdfLib().PDFDocument.load(bytes, { updateMetadata: false });
   } catch (error) {
     throw new TemplateError(`is not a PDF file that can be read (${explain(error)})`);
   }
@@ -118,7 +130,7 @@ async function openPdf(bytes: Buffer): Promise<PDFDocument> {
  */
 export async function templateTags(kind: TemplateKind, bytes: Buffer): Promise<string[]> {
   if (kind === 'docx') {
-    const inspect = new InspectModule();
+    const inspect = newInspectModule();
     openDocx(bytes, [inspect]);
     return Object.keys(inspect.getAllTags()).map((t) => t.trim());
   }
@@ -152,6 +164,7 @@ const WIN_ANSI = /[^\u0020-\u007e\u00a0-\u00ff\u2013\u2014\u2018\u2019\u201c\u20
 const FALSE_WORDS = new Set(['', '0', 'no', 'false', 'off']);
 
 async function mergePdf(bytes: Buffer, data: MergeData, flatten: boolean): Promise<Buffer> {
+  const { PDFCheckBox, PDFDropdown, PDFOptionList, PDFRadioGroup, PDFTextField } = loadPdfLib();
   const pdf = await openPdf(bytes);
   const form = pdf.getForm();
   for (const field of form.getFields()) {

@@ -1,5 +1,11 @@
-import nodemailer, { type Transporter } from 'nodemailer';
-import SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import type * as Nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { lazyRequire } from '../../lazy-require.js';
+
+// Loaded with the first message: most processes send none.
+const loadNodemailer = lazyRequire<typeof Nodemailer>('nodemailer');
+const loadSmtpPool = lazyRequire<typeof SMTPPool>('nodemailer/lib/smtp-pool/index.js');
 
 export interface OutgoingMail {
   from: { name: string; address: string };
@@ -22,8 +28,9 @@ function transportFor(url: string): Transporter {
     // handshake) each. Made here rather than through createTransport({ url, ... }), which
     // keeps only what the URL says and drops the other options. Shorter waits than
     // nodemailer's (minutes): a job holds its lease while it waits.
-    transport = nodemailer.createTransport(
-      new SMTPPool({
+    const Pool = loadSmtpPool();
+    transport = loadNodemailer().createTransport(
+      new Pool({
         url,
         pool: true,
         maxConnections: 5,

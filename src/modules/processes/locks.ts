@@ -1,7 +1,8 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
+import { loadPg } from '../../db/pg-driver.js';
 import type { Executor } from '../../db/transaction.js';
 import { heldAdvisoryLocks, tryAdvisoryLock } from './repository.js';
 
@@ -135,7 +136,7 @@ export class AdvisoryLifeLock implements LifeLock {
   private async connect(failLoudly = false): Promise<void> {
     const id = this.id;
     if (id === undefined) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 10_000 });
+    const client = new (loadPg().Client)({ connectionString: this.databaseUrl, connectionTimeoutMillis: 10_000 });
     const lost = () => {
       if (this.client === client) this.client = undefined;
       void client.end().catch(() => {});

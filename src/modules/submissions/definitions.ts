@@ -107,6 +107,23 @@ export async function loadDefinitionAndCounts(
   return { def, submissionsCount: version.submissionsCount, submissionsVersion: version.submissionsVersion };
 }
 
+/**
+ * The definition this process last kept for the form, without reading the form's revision:
+ * possibly out of date, so only for a write that checks the revision inside its transaction
+ * and is made again against loadDefinition when that check fails (see createSubmission).
+ */
+export function keptDefinition(
+  deps: SubmissionsDeps,
+  { accountId }: AccountScope,
+  { formId }: FormRef,
+): FormDefinition | undefined {
+  return deps.definitions.latest(definitionKey(accountId, formId))?.body;
+}
+
+function definitionKey(accountId: number, formId: number): string {
+  return `${accountId}:${formId}`;
+}
+
 async function definitionAt(
   deps: SubmissionsDeps,
   accountId: number,
@@ -114,7 +131,7 @@ async function definitionAt(
   revision: number,
 ): Promise<FormDefinition> {
   const { db } = deps.ctx;
-  const key = `${accountId}:${formId}`;
+  const key = definitionKey(accountId, formId);
   let def = deps.definitions.get(key, String(revision));
   if (!def) {
     const [form, rows] = await Promise.all([

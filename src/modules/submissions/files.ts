@@ -146,6 +146,7 @@ async function checkKey(
   current: { submissionId: number; files: FileRef[] } | undefined,
   now: number,
   sealing: boolean,
+  removeOversized: boolean,
 ): Promise<{ file: FileRef; claim?: Claim } | string> {
   if (!upload || !FILE_KEY_PATTERN.test(key)) return `unknown fileKey ${key}`;
   if (upload.form_id !== formId) return `fileKey ${key} belongs to another form`;
@@ -174,7 +175,7 @@ async function checkKey(
     if (!head) return `fileKey ${key} has not been uploaded yet`;
     size = head.size;
     if (size > maxFileSize) {
-      await ctx.storage.deleteMany([upload.storage_key]);
+      if (removeOversized) await ctx.storage.deleteMany([upload.storage_key]);
       return `${upload.filename} is larger than this field allows (${maxFileSize} bytes)`;
     }
   } else {
@@ -193,7 +194,8 @@ async function checkKey(
 /**
  * Checks the file and signature values of a create or edit and replaces them with their
  * files; throws a 400 naming every offending field. Reads the database and storage, writes
- * nothing (except removing a presigned object over the size limit).
+ * nothing (except removing a presigned object over the size limit, unless told not to: a
+ * create checking against a definition that may be out of date, see createSubmission).
  */
 export async function resolveFiles(
   ctx: AppContext,
@@ -201,6 +203,7 @@ export async function resolveFiles(
   accountId: number,
   inputs: SubmissionCreate['fields'],
   current?: { submissionId: number; data: Map<number, StoredValue> },
+  { removeOversized } = { removeOversized: true },
 ): Promise<{ inputs: SubmissionCreate['fields']; plan: FilePlan }> {
   const now = ctx.clock.now();
   const problems: ErrorDetail[] = [];
@@ -243,6 +246,7 @@ export async function resolveFiles(
           current && { submissionId: current.submissionId, files: held },
           now,
           def.seal !== undefined,
+          removeOversized,
         );
         if (typeof result === 'string') {
           problems.push({ property: `body.fields[${i}].value`, message: `${field.label} (${field.id}): ${result}` });

@@ -16,6 +16,7 @@ import {
   type DataMap,
   type FormDefinition,
   type SubmissionsDeps,
+  keptDefinition,
   keysFor,
   loadDefinition,
   parseData,
@@ -68,19 +69,62 @@ async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Creates a submission; made again against the new definition if the form changed meanwhile. */
-export const createSubmission = (...args: Parameters<typeof createOnce>): Promise<Submission> =>
-  againIfStale(() => createOnce(...args));
-
-async function createOnce(
+/**
+ * Creates a submission; made again against the new definition if the form changed meanwhile.
+ *
+ * The first attempt uses the definition this process kept for the form without reading the
+ * form's revision first (on SQLite that read, outside any transaction, costs about as much as
+ * the row's insert; on PostgreSQL it is a round trip). The transaction checks the revision
+ * anyway, so a kept definition that is out of date is caught there, and so is a form deleted
+ * since (its deletion moves the revision). Whatever such an attempt fails with before that
+ * check passed (values refused by the old fields, form_inactive, form_full, StaleDefinition)
+ * may be the old definition's doing: the create is then made again against the definition
+ * read now, which gives the answer. Its storage writes and its transaction are undone first,
+ * and it removes no upload over a size limit (which the definition read now may have raised).
+ */
+export async function createSubmission(
   deps: SubmissionsDeps,
-  { accountId }: AccountScope,
-  { formId }: FormRef,
+  scope: AccountScope,
+  ref: FormRef,
   input: SubmissionCreate,
   meta: RequestMeta,
   onCreated?: OnCreated,
 ): Promise<Submission> {
-  const def = await loadDefinition(deps, { accountId }, { formId });
+  const kept = keptDefinition(deps, scope, ref);
+  if (kept) {
+    const attempt = { def: kept, read: false, checked: false };
+    try {
+      return await createOnce(deps, attempt, scope, input, meta, onCreated);
+    } catch (error) {
+      if (attempt.checked && !(error instanceof StaleDefinition)) throw error;
+    }
+  }
+  return againIfStale(async () =>
+    createOnce(
+      deps,
+      { def: await loadDefinition(deps, scope, ref), read: true, checked: false },
+      scope,
+      input,
+      meta,
+      onCreated,
+    ),
+  );
+}
+
+async function createOnce(
+  deps: SubmissionsDeps,
+  /**
+   * read: def is at the revision read for this attempt (else kept, and maybe out of date);
+   * checked turns true once the transaction has found the form at def's revision.
+   */
+  attempt: { def: FormDefinition; read: boolean; checked: boolean },
+  { accountId }: AccountScope,
+  input: SubmissionCreate,
+  meta: RequestMeta,
+  onCreated?: OnCreated,
+): Promise<Submission> {
+  const { def } = attempt;
+  const formId = def.formId;
   if (def.form.inactive === 1) throw new ConflictError('form_inactive');
   const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
   const full = () => new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
@@ -88,7 +132,9 @@ async function createOnce(
   // Spares the work of a create that cannot go in; the exact check is in the transaction.
   if (limit !== undefined && (await countOfForm(ctx.db, formId)) >= limit) throw full();
 
-  const files = await resolveFiles(ctx, def, accountId, input.fields);
+  // A kept definition's size limits may be out of date: an object over them stays for the
+  // attempt that follows, against the definition read then.
+  const files = await resolveFiles(ctx, def, accountId, input.fields, undefined, { removeOversized: attempt.read });
   const data: DataMap = new Map();
   const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
 
@@ -102,6 +148,7 @@ async function createOnce(
         // holdCountOfForm), so the count read here is the one this create adds to.
         const held = await holdCountOfForm(trx, accountId, formId);
         if (held?.revision !== def.form.revision) throw new StaleDefinition();
+        attempt.checked = true;
         if (held.count >= limit) throw full();
       }
       const heldAlt = await heldOtherWay(trx, def, write);
@@ -118,6 +165,7 @@ async function createOnce(
         write,
       );
       if (revision !== def.form.revision) throw new StaleDefinition();
+      attempt.checked = true;
       failIfTaken(def, write, heldAlt, taken);
       await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
       const submission = toSubmission(def, row, data);
