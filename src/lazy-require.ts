@@ -5,7 +5,7 @@ const require = createRequire(import.meta.url);
 /**
  * A CommonJS package loaded on its first use rather than when the app starts. For the packages
  * that only some settings or features need (S3, SMTP, Redis, PostgreSQL, document merge):
- * together they were about half of what loading the app cost (600 of 1,200 ms of CPU), which
+ * together they were about half of what loading the app cost (some 560 of 1,230 ms of CPU), which
  * every process pays (the service, the worker, each CLI command, each test file) and most never
  * use. `require` keeps the first use synchronous, so callers stay as they were.
  */

@@ -1,9 +1,9 @@
 import type * as IORedis from 'ioredis';
+import type { Clock } from '../clock.js';
 import { lazyRequire } from '../lazy-require.js';
 
 /** Loaded when a Redis URL is configured: a single process keeps its counters in memory. */
 const loadIoRedis = lazyRequire<typeof IORedis>('ioredis');
-import type { Clock } from '../clock.js';
 
 /** One fixed window: at most `limit` calls per `seconds`, windows aligned on the Unix epoch. */
 export interface RateWindow {
