@@ -22,10 +22,9 @@ export class VersionedCache<T = string> {
     return entry.body;
   }
 
-  /** The entry kept under key, whatever its version: for a caller that checks the version itself, later. */
-  latest(key: string): { version: string; body: T } | undefined {
-    const entry = this.entries.get(key);
-    return entry && { version: entry.version, body: entry.body };
+  /** What is kept under key, whatever its version: for a caller that checks the version itself, later. */
+  latest(key: string): T | undefined {
+    return this.entries.get(key)?.body;
   }
 
   set(key: string, version: string, body: T): void {

@@ -117,7 +117,7 @@ export function keptDefinition(
   { accountId }: AccountScope,
   { formId }: FormRef,
 ): FormDefinition | undefined {
-  return deps.definitions.latest(definitionKey(accountId, formId))?.body;
+  return deps.definitions.latest(definitionKey(accountId, formId));
 }
 
 function definitionKey(accountId: number, formId: number): string {
