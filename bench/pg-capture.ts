@@ -21,6 +21,7 @@ if (file) {
     if (text !== undefined) {
       const line = {
         pid: (this as unknown as { processID?: number }).processID,
+        name: typeof first === 'object' ? (first as { name?: string } | null)?.name : undefined,
         text,
         values: (values ?? []).map((v) => prepareValue(v)),
       };

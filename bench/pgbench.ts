@@ -14,6 +14,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 export interface Captured {
   pid?: number;
+  /** The name it was sent under: a statement the service prepares once per connection. */
+  name?: string;
   text: string;
   values: (string | null)[];
 }
@@ -22,6 +24,8 @@ export interface PgbenchResult {
   tps: number;
   latencyMs: number;
   failed: number;
+  /** Transactions processed in the run. */
+  transactions: number;
 }
 
 /** The captured lines of a file, from a byte offset on. */
@@ -39,29 +43,50 @@ export function isBackground(c: Captured): boolean {
   return /"processes"|\bLISTEN\b|pg_try_advisory|FOR UPDATE SKIP LOCKED/i.test(c.text);
 }
 
-const literal = (v: string | null) => (v === null ? 'NULL' : `'${v.replace(/'/g, "''")}'`);
+/**
+ * A value as an SQL literal. pgbench reads ":name" in a statement as a variable (in prepared
+ * mode even inside a string), so a colon is written as an escape of an E'' string.
+ */
+const literal = (v: string | null) =>
+  v === null
+    ? 'NULL'
+    : v.includes(':')
+      ? `E'${v.replace(/\\/g, '\\\\').replace(/'/g, "''").replace(/:/g, '\\x3a')}'`
+      : `'${v.replace(/'/g, "''")}'`;
 
 /**
  * A pgbench script of the statements, each with its parameters as literals (untyped, as the
  * parameters were, so PostgreSQL infers the same types). A unique value must differ in every
- * transaction, or the replay would only meet conflicts: where a statement inserts into
- * submission_unique_values, each value_norm (every fourth parameter, as Kysely lays the rows
- * out) becomes one drawn from a sequence (SEQUENCE below, made by the caller).
+ * transaction, or the replay would only meet conflicts: each value_norm becomes one drawn from
+ * a sequence (SEQUENCE below, made by the caller), in a Kysely insert into
+ * submission_unique_values (every fourth parameter, as Kysely lays the rows out) and in the
+ * create's one statement (the text array of unnest(field ids, values)).
  */
 export const SEQUENCE = 'fw_bench_unique';
 export function pgbenchScript(statements: Captured[]): string {
+  const drawn = `('u' || nextval('${SEQUENCE}'))`;
   return statements
     .map((c) => {
       const unique = /insert into "submission_unique_values"/i.test(c.text);
+      const uniqueArray = /unnest\(\$\d+::int\[\], \$(\d+)::text\[\]\)/.exec(c.text)?.[1];
       const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
         const i = Number(n) - 1;
-        if (unique && i % 4 === 3) return `('u' || nextval('${SEQUENCE}'))`;
-        return literal(c.values[i] ?? null);
+        if (unique && i % 4 === 3) return drawn;
+        const value = literal(c.values[i] ?? null);
+        if (n === uniqueArray) return `ARRAY(SELECT ${drawn} FROM generate_series(1, cardinality(${value}::text[])))`;
+        return value;
       });
       return `${sqlText.replace(/\s+/g, ' ').trim()};`;
     })
     .join('\n');
 }
+
+/**
+ * How pgbench sends the script: prepared (each statement parsed and planned once per
+ * connection) when the service sent any of them by name, as it does its hot statements.
+ */
+export const protocolOf = (statements: Captured[]): 'prepared' | 'simple' =>
+  statements.some((c) => c.name !== undefined) ? 'prepared' : 'simple';
 
 /** The table and statement of script (a): one row of a 10-key jsonb document. */
 export const JSONB_TABLE = 'CREATE TABLE fw_bench_jsonb (id bigserial PRIMARY KEY, data jsonb NOT NULL)';
@@ -93,9 +118,10 @@ export async function runPgbench(
   clients: number,
   seconds: number,
   log: (m: string) => void,
+  protocol: 'prepared' | 'simple' = 'simple',
 ): Promise<PgbenchResult> {
   writeFileSync(scriptFile, `${script}\n`);
-  const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', scriptFile, url];
+  const args = ['-n', '-M', protocol, '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', scriptFile, url];
   const proc = spawn(pgbenchPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -104,6 +130,7 @@ export async function runPgbench(
   const tps = /tps = ([\d.]+)/.exec(out);
   const latency = /latency average = ([\d.]+) ms/.exec(out);
   const failed = /number of failed transactions: (\d+)/.exec(out);
+  const processed = /number of transactions actually processed: (\d+)/.exec(out);
   if (code !== 0 || !tps) {
     log(out);
     throw new Error(`pgbench ${scriptFile} exited with ${code}`);
@@ -112,5 +139,6 @@ export async function runPgbench(
     tps: Number(tps[1]),
     latencyMs: latency ? Number(latency[1]) : Number.NaN,
     failed: failed ? Number(failed[1]) : 0,
+    transactions: processed ? Number(processed[1]) : Number(tps[1]) * seconds,
   };
 }

@@ -77,6 +77,7 @@ import {
   JSONB_TABLE,
   jsonbScript,
   pgbenchScript,
+  protocolOf,
   readCaptured,
   runPgbench,
   SEQUENCE,
@@ -88,6 +89,7 @@ import { docmergeTable, runDocmergeBench } from './docmerge.js';
 import { plainPost } from './public.js';
 import { runScaleBench } from './scale.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
+import { cpuCells, cpuPerUnit, cpuSnapshot, type CpuPerUnit } from './cpu-split.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
 import {
@@ -432,6 +434,8 @@ interface Measured {
   okTotal: number;
   /** CPU time (user and system, every thread) the child spent per answer of the measured run, µs. */
   cpuPerRequest: number;
+  /** The machine's CPU per answer of the measured run, by whom (bench/cpu-split.ts). */
+  cpu: CpuPerUnit;
 }
 
 /** CPU time (user and system, every thread) a process has used, µs; NaN if it cannot be read. */
@@ -504,14 +508,16 @@ async function measure(scenario: Scenario): Promise<Measured> {
   log(`${scenario.name}: measuring ${DURATION} s with ${connections} connections`);
   const start = monotonicMicros();
   const cpuBefore = cpuMicros(scenario.child?.proc.pid);
+  const split = cpuSnapshot(scenario.child?.proc.pid);
   const { result, samples } = await load(scenario, DURATION);
   const cpuPerRequest = (cpuMicros(scenario.child?.proc.pid) - cpuBefore) / result.requests.total;
+  const cpu = cpuPerUnit(split, cpuSnapshot(scenario.child?.proc.pid), result.requests.total);
   const window = { label: scenario.name, start, end: monotonicMicros() };
   runs.push(result);
   problems.push(...problemsOf('measured run', result, scenario.minBytes));
   if (scenario.after) problems.push(...(await scenario.after(runs)));
   const okTotal = runs.reduce((sum, r) => sum + r['2xx'], 0);
-  return { scenario, result, latency: percentiles(samples), window, problems, okTotal, cpuPerRequest };
+  return { scenario, result, latency: percentiles(samples), window, problems, okTotal, cpuPerRequest, cpu };
 }
 
 /** GET that must answer 200 with JSON; returns the body and its size. */
@@ -943,7 +949,7 @@ async function sectionOnly<R extends { problems: string[] }>(
 // PostgreSQL writes next to pgbench (bench/pgbench.ts)
 
 interface PgSectionResult {
-  rows: { name: string; rps: number; p50: number; p99: number; share: string }[];
+  rows: { name: string; rps: number; p50: number; p99: number; share: string; cpu?: CpuPerUnit }[];
   lines: string[];
   problems: string[];
 }
@@ -1026,7 +1032,9 @@ async function pgSection(
     const eventStatements = await captureCreate(capture, pgToken, eventCapture, captureFile);
     await stopChild(capture, stopGrace());
     const describe = (list: Captured[]) =>
-      list.map((c, i) => `    ${i + 1}. ${c.text.replace(/\s+/g, ' ').slice(0, 160)}`).join('\n');
+      list
+        .map((c, i) => `    ${i + 1}. ${c.name ? `(prepared) ` : ''}${c.text.replace(/\s+/g, ' ').slice(0, 160)}`)
+        .join('\n');
     log(`one create sends ${plainStatements.length} statements:\n${describe(plainStatements)}`);
     log(
       `one create with a webhook and an email sends ${eventStatements.length} statements:\n${describe(eventStatements)}`,
@@ -1050,9 +1058,14 @@ async function pgSection(
     const vacuum = () => pgSql(pgUrl, 'VACUUM ANALYZE');
     const scriptDir = process.env.BENCH_PG_KEEP === '1' ? '/tmp' : tmp;
 
-    const bench = async (label: string, script: string): Promise<PgbenchResult> => {
+    const bench = async (
+      label: string,
+      script: string,
+      protocol: 'prepared' | 'simple' = 'simple',
+    ): Promise<PgbenchResult & { cpu: CpuPerUnit }> => {
       await vacuum();
-      log(`pgbench ${label}: ${DURATION} s with ${POST_CONNECTIONS} clients`);
+      log(`pgbench ${label}: ${DURATION} s with ${POST_CONNECTIONS} clients, ${protocol} protocol`);
+      const before = cpuSnapshot(service.proc.pid);
       const r = await runPgbench(
         pgUrl,
         join(scriptDir, `pgbench-${label}.sql`),
@@ -1060,9 +1073,10 @@ async function pgSection(
         POST_CONNECTIONS,
         DURATION,
         log,
+        protocol,
       );
       if (r.failed > 0) problems.push(`pgbench ${label}: ${r.failed} failed transactions`);
-      return r;
+      return { ...r, cpu: cpuPerUnit(before, cpuSnapshot(service.proc.pid), r.transactions) };
     };
     const post = async (name: string, form: { id: number; ids: FieldIds }) => {
       await vacuum();
@@ -1072,22 +1086,30 @@ async function pgSection(
     };
 
     const a = await bench('a', jsonbScript());
-    const b = await bench('b', pgbenchScript(plainStatements));
+    const b = await bench('b', pgbenchScript(plainStatements), protocolOf(plainStatements));
     const plain = await post('POST /forms/{id}/submissions (PostgreSQL)', plainForm);
-    const bEvents = await bench('b-events', pgbenchScript(eventStatements));
+    const bEvents = await bench('b-events', pgbenchScript(eventStatements), protocolOf(eventStatements));
     const evented = await post('POST /forms/{id}/submissions (PostgreSQL, a webhook and an email)', eventForm);
     problems.push(...[plain, evented].flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)));
 
     const pct = (x: number, of: number) => `${fmt((100 * x) / of, 1)}%`;
     const rps = (m: Measured) => m.result.requests.mean;
     const rows = [
-      { name: 'pgbench (a): one 10-key jsonb row', rps: a.tps, p50: a.latencyMs, p99: Number.NaN, share: '' },
+      {
+        name: 'pgbench (a): one 10-key jsonb row',
+        rps: a.tps,
+        p50: a.latencyMs,
+        p99: Number.NaN,
+        share: '',
+        cpu: a.cpu,
+      },
       {
         name: `pgbench (b): the ${plainStatements.length} statements of one create`,
         rps: b.tps,
         p50: b.latencyMs,
         p99: Number.NaN,
         share: '',
+        cpu: b.cpu,
       },
       {
         name: plain.scenario.name,
@@ -1095,6 +1117,7 @@ async function pgSection(
         p50: plain.latency.p50,
         p99: plain.latency.p99,
         share: `${pct(rps(plain), a.tps)} of (a), ${pct(rps(plain), b.tps)} of (b)`,
+        cpu: plain.cpu,
       },
       {
         name: `pgbench (b'): the ${eventStatements.length} statements of one create with a webhook and an email`,
@@ -1102,6 +1125,7 @@ async function pgSection(
         p50: bEvents.latencyMs,
         p99: Number.NaN,
         share: '',
+        cpu: bEvents.cpu,
       },
       {
         name: evented.scenario.name,
@@ -1109,6 +1133,7 @@ async function pgSection(
         p50: evented.latency.p50,
         p99: evented.latency.p99,
         share: `${pct(rps(evented), a.tps)} of (a), ${pct(rps(evented), bEvents.tps)} of (b')`,
+        cpu: evented.cpu,
       },
     ];
     const met = (ok: boolean) => (ok ? 'met   ' : 'MISSED');
@@ -1130,11 +1155,16 @@ function pgReport(r: PgSectionResult): string {
   const na = (n: number) => (Number.isNaN(n) ? '' : ms(n));
   return [
     '',
-    `PostgreSQL writes, ${POST_CONNECTIONS} connections, next to pgbench in the same run (pgbench: latency average in the p50 column):`,
+    `PostgreSQL writes, ${POST_CONNECTIONS} connections, next to pgbench in the same run (pgbench: latency average in the p50 column).`,
+    "The machine's CPU per transaction or request, µs, by whom: the service, the PostgreSQL server, the load generator",
+    '(autocannon in this process, or pgbench), everything else, and idle (bench/cpu-split.ts):',
     '',
-    '| scenario | tx/s or req/s | p50 ms | p99 ms | POST as a share of pgbench |',
-    '|---|---:|---:|---:|---|',
-    ...r.rows.map((row) => `| ${row.name} | ${fmt(row.rps, 0)} | ${na(row.p50)} | ${na(row.p99)} | ${row.share} |`),
+    '| scenario | tx/s or req/s | p50 ms | p99 ms | POST as a share of pgbench | service | PostgreSQL | load | other | idle |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---:|---:|',
+    ...r.rows.map(
+      (row) =>
+        `| ${row.name} | ${fmt(row.rps, 0)} | ${na(row.p50)} | ${na(row.p99)} | ${row.share} | ${cpuCells(row.cpu)} |`,
+    ),
     '',
     'targets:',
     ...r.lines,

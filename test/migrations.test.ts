@@ -121,6 +121,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0031_portal_expiry',
       '0032_idempotency_expiry_index',
       '0033_drop_jobs_due',
+      '0034_create_abort',
     ]);
 
     assert.equal(

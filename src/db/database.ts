@@ -9,6 +9,7 @@ import { attachBulkReader } from './bulk-reader.js';
 import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './change-epoch.js';
 import { attachEngine } from './engine.js';
 import { loadPg } from './pg-driver.js';
+import { prepareMarkedStatements } from './pg-prepared.js';
 import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
@@ -82,6 +83,7 @@ export function openDatabase(options: DbOptions): Db {
     // An idle client whose connection drops (server restart, failover) is discarded by the
     // pool, which connects anew on the next query; without a listener the error would crash the process.
     pool.on('error', () => {});
+    pool.on('connect', prepareMarkedStatements);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     attachEngine(kysely, postgresEngine(options.databaseUrl));
     const max = options.poolSize ?? 10;

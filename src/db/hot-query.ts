@@ -2,6 +2,7 @@ import type { CompiledQuery, Compilable, Kysely } from 'kysely';
 import type { PreparedStatement } from './change-epoch.js';
 import type { Database } from './schema.js';
 import type { Executor } from './transaction.js';
+import { prepareOnPostgres } from './pg-prepared.js';
 
 class Slot {
   constructor(readonly index: number) {}
@@ -43,6 +44,7 @@ export async function runHot<O>(db: Executor, query: CompiledQuery<O>): Promise<
  * receives stand-ins for its arguments; each must be used as a plain value (not inside a
  * function or a raw fragment), and a stand-in that does not reach the compiled parameters
  * fails at once. Fixed values are arguments too (a literal would be a parameter of its own).
+ * On PostgreSQL the statement is prepared once per connection (pg-prepared.ts).
  */
 export function hotQuery<A extends unknown[], O>(
   arity: A['length'],
@@ -63,6 +65,7 @@ export function hotQuery<A extends unknown[], O>(
         return p.index;
       });
       if (new Set(slots).size !== arity) throw new Error(`hotQuery: not every argument is used in ${query.sql}`);
+      prepareOnPostgres(query.sql);
       entry = { query, slots };
       compiled.set(key, entry);
     }

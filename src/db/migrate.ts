@@ -27,6 +27,7 @@ import * as mailLogCreated from './migrations/0030_mail_log_created.js';
 import * as portalExpiry from './migrations/0031_portal_expiry.js';
 import * as idempotencyExpiryIndex from './migrations/0032_idempotency_expiry_index.js';
 import * as dropJobsDue from './migrations/0033_drop_jobs_due.js';
+import * as createAbort from './migrations/0034_create_abort.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -60,6 +61,7 @@ const migrations: Record<string, MigrationModule> = {
   '0031_portal_expiry': portalExpiry,
   '0032_idempotency_expiry_index': idempotencyExpiryIndex,
   '0033_drop_jobs_due': dropJobsDue,
+  '0034_create_abort': createAbort,
 };
 
 /** Every migration's name, in the order they run. */

@@ -32,6 +32,13 @@ export function translateDbError(error: unknown): unknown {
   return error;
 }
 
+/**
+ * Whether error is formwork_abort's (SQLSTATE FW001, migration 0034): a statement that ended
+ * itself on a condition it checks, so that nothing it wrote stays.
+ */
+export const isStatementAbort = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && (error as DriverError).code === 'FW001';
+
 /** Runs fn in one transaction: all of its writes land, or none do. */
 export async function transact<T>(db: Kysely<Database>, fn: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   try {

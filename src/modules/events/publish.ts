@@ -52,6 +52,10 @@ export interface FormEventConfig {
   integrations: { id: number }[];
 }
 
+/** Whether a form's events go nowhere: no webhook, no email, no document merge. */
+export const isQuiet = (c: FormEventConfig): boolean =>
+  c.webhooks.length === 0 && c.emails.length === 0 && c.integrations.length === 0;
+
 /** Three indexed reads, usually of no row. */
 export async function loadEventConfig(
   trx: Transaction<Database>,

@@ -398,7 +398,7 @@ export async function submitPage(
           { fields },
           meta,
           async (trx, submission) => {
-            await save(trx, { status: 200, body: '{}' });
+            await save?.(trx, { status: 200, body: '{}' });
             if (input.resumeToken) await finishPartial(ctx, trx, form.id, input.resumeToken);
             await tieToPortalUser(trx, ctx.clock.now(), input.portalSession, form.id, submission.id);
           },

@@ -45,7 +45,7 @@ const inProgress = (cause?: unknown) =>
  * that meets a claim whose process has stopped (killed, crashed) takes it over at once,
  * while one that meets a running request gets 409 with Retry-After. run receives a save
  * function to call inside its own write transaction, so that the response is stored
- * together with the change it describes; save fails (and so rolls the change back) if the
+ * together with the change it describes (none without a key: nothing to store); save fails (and so rolls the change back) if the
  * claim was taken over meanwhile, so a request judged stopped that was not cannot make a
  * second change. A failed run releases the key, so the client can retry.
  */
@@ -54,9 +54,9 @@ export async function withIdempotencyKey<T>(
   accountId: number,
   key: string | undefined,
   hash: () => string,
-  run: (save: (trx: Transaction<Database>, response: StoredResponse) => Promise<void>) => Promise<T>,
+  run: (save?: (trx: Transaction<Database>, response: StoredResponse) => Promise<void>) => Promise<T>,
 ): Promise<IdempotentOutcome<T>> {
-  if (key === undefined) return { replayed: false, result: await run(async () => {}) };
+  if (key === undefined) return { replayed: false, result: await run() };
   if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
     throw invalid('invalid_idempotency_key', 'header.idempotency-key', 'must be 1 to 255 visible ASCII characters');
   }

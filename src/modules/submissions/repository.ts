@@ -3,7 +3,7 @@ import { sql, type Insertable, type SelectQueryBuilder } from 'kysely';
 import { hotQuery } from '../../db/hot-query.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
 import { countOfForm, countOfHours, HOUR_MS, noteSubmissionChange } from '../forms/counts.js';
 import { formToken, type Term } from './keywords.js';
 
@@ -146,6 +146,72 @@ async function insertSubmission(
   return { row: inserted, taken };
 }
 
+/**
+ * A plain submission's create on PostgreSQL, in one statement: the form's revision under a share
+ * lock (a change to the form waits for this write's commit), the row with its full-text vector,
+ * its unique values (ON CONFLICT DO NOTHING: the unique index decides, and a value taken comes
+ * back missing), and the count's slot and hour. Built once; prepared once per connection.
+ * alone: the statement is the whole write, run outside a transaction; it then ends itself
+ * with an error (formwork_abort, migration 0034) unless the form is at revision and every
+ * unique value went in, so that all of it is undone.
+ */
+const insertWithCounts = hotQuery(
+  15,
+  (
+    db,
+    accountId: number,
+    formId: number,
+    now: number,
+    userAgent: string,
+    remoteAddr: string,
+    latitude: number | null,
+    longitude: number | null,
+    data: string,
+    prettyName: string | null,
+    tokens: string[],
+    uniqueFields: number[],
+    uniqueNorms: string[],
+    hour: number,
+    alone: boolean,
+    revision: number,
+  ) => {
+    const engine = engineOf(db);
+    const slot = engine.countSlot();
+    const query = sql<SubmissionRow & { revision: number | null; stored: number[] }>`
+    WITH f AS (SELECT revision FROM forms WHERE id = ${formId} AND account_id = ${accountId} FOR SHARE),
+    s AS (
+      INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr,
+        latitude, longitude, data, pretty_name, search_vector)
+      VALUES (${accountId}, ${formId}, ${now}, ${now}, ${userAgent}, ${remoteAddr},
+        ${latitude}, ${longitude}, ${data}, ${prettyName}, ${engine.fullTextColumns(tokens).search_vector})
+      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
+    ),
+    u AS (
+      INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
+      SELECT s.id, ${formId}, v.field_id, v.value_norm
+      FROM s, unnest(${uniqueFields}::int[], ${uniqueNorms}::text[]) AS v(field_id, value_norm)
+      ON CONFLICT DO NOTHING
+      RETURNING field_id
+    ),
+    c AS (
+      INSERT INTO form_submission_counts (form_id, slot, n, version)
+      SELECT ${formId}, ${slot}, 1, 1 FROM f
+      ON CONFLICT (form_id, slot) DO UPDATE
+      SET n = form_submission_counts.n + 1, version = form_submission_counts.version + 1
+    ),
+    h AS (
+      INSERT INTO submission_hours (form_id, hour, slot, n)
+      SELECT ${formId}, ${hour}, ${slot}, 1 FROM f
+      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
+    )
+    SELECT s.*, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
+    WHERE CASE WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
+        OR (SELECT count(*) FROM u) < cardinality(${uniqueFields}::int[]))
+      THEN formwork_abort('create_alone') ELSE true END`;
+    return { compile: () => query.compile(db) };
+  },
+);
+
 export interface NewSubmission {
   accountId: number;
   formId: number;
@@ -153,6 +219,56 @@ export interface NewSubmission {
   remoteAddr: string;
   latitude: number | null;
   longitude: number | null;
+}
+
+/** The row's own columns, without what the create's statement adds to it. */
+const rowOf = (r: SubmissionRow): SubmissionRow =>
+  Object.fromEntries(SUBMISSION_COLUMNS.map((c) => [c, r[c]])) as SubmissionRow;
+
+const insertArgs = (row: NewSubmission, w: SubmissionWrite, data: string) =>
+  [
+    row.accountId,
+    row.formId,
+    w.now,
+    row.userAgent,
+    row.remoteAddr,
+    row.latitude,
+    row.longitude,
+    data,
+    w.prettyName,
+    w.tokens,
+    w.unique.map((v) => v.fieldId),
+    w.unique.map((v) => v.norm),
+    Math.floor(w.now / HOUR_MS),
+  ] as const;
+
+/** Whether createAlone may write on db: one statement is a whole create there. */
+export const createsAlone = (db: Executor): boolean => {
+  const engine = engineOf(db);
+  return engine.writableCtes && engine.writeBatchSize === undefined && !db.isTransaction;
+};
+
+/**
+ * Writes a new submission in one statement of its own, outside any transaction (PostgreSQL,
+ * see createsAlone): its row, unique values, index and counts, all or nothing. Returns the
+ * row, or undefined when nothing was written because the form is not at revision (changed,
+ * deleted) or a unique value is taken; the caller then makes the create in a transaction,
+ * which says which.
+ */
+export async function createAlone(
+  db: Executor,
+  row: NewSubmission,
+  w: SubmissionWrite,
+  data: string,
+  revision: number,
+): Promise<SubmissionRow | undefined> {
+  try {
+    const [created] = await insertWithCounts(db, ...insertArgs(row, w, data), true, revision);
+    return rowOf(created!);
+  } catch (error) {
+    if (isStatementAbort(error)) return undefined;
+    throw translateDbError(error);
+  }
 }
 
 /**
@@ -174,42 +290,12 @@ export async function createSubmission(
     const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now);
     return { ...inserted, revision };
   }
-  const slot = engine.countSlot();
-  const hour = Math.floor(w.now / HOUR_MS);
-  const { rows } = await sql<SubmissionRow & { revision: number | null; stored: number[] }>`
-    WITH f AS (SELECT revision FROM forms WHERE id = ${row.formId} AND account_id = ${row.accountId} FOR SHARE),
-    s AS (
-      INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr,
-        latitude, longitude, data, pretty_name, search_vector)
-      VALUES (${row.accountId}, ${row.formId}, ${w.now}, ${w.now}, ${row.userAgent}, ${row.remoteAddr},
-        ${row.latitude}, ${row.longitude}, ${w.data}, ${w.prettyName}, ${engine.fullTextColumns(w.tokens).search_vector})
-      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
-    ),
-    u AS (
-      INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
-      SELECT s.id, ${row.formId}, v.field_id, v.value_norm
-      FROM s, unnest(${w.unique.map((v) => v.fieldId)}::int[], ${w.unique.map((v) => v.norm)}::text[]) AS v(field_id, value_norm)
-      ON CONFLICT DO NOTHING
-      RETURNING field_id
-    ),
-    c AS (
-      INSERT INTO form_submission_counts (form_id, slot, n, version)
-      SELECT ${row.formId}, ${slot}, 1, 1 FROM f
-      ON CONFLICT (form_id, slot) DO UPDATE
-      SET n = form_submission_counts.n + 1, version = form_submission_counts.version + 1
-    ),
-    h AS (
-      INSERT INTO submission_hours (form_id, hour, slot, n)
-      SELECT ${row.formId}, ${hour}, ${slot}, 1 FROM f
-      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
-    )
-    SELECT s.*, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s`.execute(db);
-  const { revision, stored, ...inserted } = rows[0]!;
-  const got = new Set(stored);
+  const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0);
+  const got = new Set(created!.stored);
   return {
-    row: inserted,
+    row: rowOf(created!),
     taken: w.unique.map((v) => v.fieldId).filter((f) => !got.has(f)),
-    revision: revision ?? undefined,
+    revision: created!.revision ?? undefined,
   };
 }
 

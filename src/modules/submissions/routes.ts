@@ -80,8 +80,13 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           req.headers['idempotency-key'],
           () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body),
           (save) =>
-            createSubmission(deps, principal(req), { formId: req.params.formId }, req.body, meta, (trx, submission) =>
-              save(trx, { status: 200, body: JSON.stringify(submission) }),
+            createSubmission(
+              deps,
+              principal(req),
+              { formId: req.params.formId },
+              req.body,
+              meta,
+              save && ((trx, submission) => save(trx, { status: 200, body: JSON.stringify(submission) })),
             ),
         );
         if (!outcome.replayed) return outcome.result;

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
+
+interface Sent {
+  client: pg.Client;
+  name?: string;
+  text: string;
+}
+
+/**
+ * On PostgreSQL a plain create is one prepared statement, run without BEGIN and COMMIT
+ * (submissions/write.ts, createAlone). What the service sends is read where it leaves: every
+ * statement that node-postgres's clients are given, with the client that ran it, so that one
+ * flow's statements can be told from the worker's.
+ */
+describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined }, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  const sent: Sent[] = [];
+  const original = pg.Client.prototype.query;
+  before(async () => {
+    // Before any connection opens: the pool's clients take their query method when they connect.
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const [first] = args;
+      const config = typeof first === 'object' && first !== null ? (first as { name?: string; text?: string }) : {};
+      const text = typeof first === 'string' ? first : config.text;
+      if (text !== undefined) sent.push({ client: this, name: config.name, text });
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    app = await startTestApp();
+    a = await app.account();
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await app.close();
+  });
+
+  /** The creates' statements sent during fn, each with the statement before and after it on its connection. */
+  async function createsDuring(fn: () => Promise<void>) {
+    const from = sent.length;
+    await fn();
+    const window = sent.slice(from);
+    return window
+      .map((s, i) => ({ s, i }))
+      .filter(({ s }) => /INSERT INTO submissions\b/.test(s.text))
+      .map(({ s, i }) => {
+        const same = (j: number) => window[j]?.client === s.client;
+        let before = i - 1;
+        while (before >= 0 && !same(before)) before--;
+        let next = i + 1;
+        while (next < window.length && !same(next)) next++;
+        return { create: s, before: window[before]?.text.trim(), next: window[next]?.text.trim() };
+      });
+  }
+
+  const uniqueForm = async () =>
+    (
+      await a.post('/forms', {
+        name: 'Alone',
+        fields: [
+          { type: 'email', label: 'Email', unique: true },
+          { type: 'text', label: 'Note' },
+        ],
+      })
+    ).body as { id: number; fields: { id: number }[] };
+
+  it('sends a plain create as one prepared statement, outside any transaction', async () => {
+    const form = await uniqueForm();
+    const [email, note] = form.fields.map((f) => f.id);
+    const body = (n: number) => ({
+      fields: [
+        { id: email, value: `p${n}@example.com` },
+        { id: note, value: 'hello' },
+      ],
+    });
+    // The first create reads the form's event configuration in its transaction; later ones know it.
+    assert.equal((await a.post(`/forms/${form.id}/submissions`, body(1))).status, 200);
+    const creates = await createsDuring(async () => {
+      const reply = await a.post(`/forms/${form.id}/submissions`, body(2));
+      assert.equal(reply.status, 200, reply.text);
+    });
+    assert.equal(creates.length, 1);
+    const [{ create, before, next }] = creates as [(typeof creates)[0]];
+    assert.ok(create.name, 'sent by name: prepared once per connection');
+    assert.notEqual(before?.toLowerCase(), 'begin');
+    assert.notEqual(next?.toLowerCase(), 'commit');
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 2);
+  });
+
+  it('writes nothing alone when a unique value is taken, and the transaction then names the field', async () => {
+    const form = await uniqueForm();
+    const [email] = form.fields.map((f) => f.id);
+    const body = { fields: [{ id: email, value: 'taken@example.com' }] };
+    assert.equal((await a.post(`/forms/${form.id}/submissions`, body)).status, 200);
+    assert.equal(
+      (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: email, value: 'x@example.com' }] })).status,
+      200,
+    );
+    let reply: Awaited<ReturnType<TestAccount['post']>> | undefined;
+    const creates = await createsDuring(async () => {
+      reply = await a.post(`/forms/${form.id}/submissions`, body);
+    });
+    assert.equal(reply!.status, 400, reply!.text);
+    assert.match(reply!.text, /unique|already/i);
+    assert.equal(creates.length, 2, 'the statement alone, then in a transaction');
+    assert.notEqual(creates[0]!.before?.toLowerCase(), 'begin');
+    assert.equal(creates[1]!.before?.toLowerCase(), 'begin');
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 2);
+    assert.equal((await a.get(`/forms/${form.id}/submissions`)).body.total, 2);
+  });
+
+  it('writes a create whose form has a webhook in a transaction, with its outbox row', async () => {
+    const form = await uniqueForm();
+    const [email] = form.fields.map((f) => f.id);
+    const hook = await a.post(`/form/${form.id}/webhook`, { url: 'https://hooks.example.com/formwork' });
+    assert.equal(hook.status, 200, hook.text);
+    for (const n of [1, 2]) {
+      const creates = await createsDuring(async () => {
+        const reply = await a.post(`/forms/${form.id}/submissions`, {
+          fields: [{ id: email, value: `w${n}@example.com` }],
+        });
+        assert.equal(reply.status, 200, reply.text);
+      });
+      assert.equal(creates.length, 1);
+      assert.equal(creates[0]!.before?.toLowerCase(), 'begin');
+    }
+  });
+});
