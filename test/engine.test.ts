@@ -36,7 +36,6 @@ const OPERATIONS = [
   'pageFullText',
   'insertRows',
   'notifies',
-  'notify',
   'listen',
 ] as const;
 type Unlisted = Exclude<keyof SqlEngine, (typeof OPERATIONS)[number]>;

@@ -94,8 +94,6 @@ export interface SqlEngine {
   ): Promise<number[]>;
   /** Whether listen delivers anything: notifications that cross processes. */
   readonly notifies: boolean;
-  /** Sends payload on channel when the transaction commits (nothing where there are no notifications). */
-  notify(db: Executor, channel: string, payload: string): Promise<void>;
   /** A dedicated connection that calls onNotify with each payload sent on channel; undefined without notifications. */
   listen(
     channel: string,

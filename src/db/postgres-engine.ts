@@ -55,10 +55,6 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     },
     notifies: true,
     rowLocks: true,
-    // Delivered when the transaction commits and dropped when it rolls back.
-    async notify(db, channel, payload) {
-      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
-    },
     async listen(channel, onNotify, onError) {
       const client = new (loadPg().Client)({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
       client.on('notification', (message) => onNotify(message.payload ?? ''));

@@ -70,6 +70,5 @@ export const sqliteEngine: SqlEngine = {
   // Its one connection makes a worker's claim wait for the enqueuing transaction to end: polling finds the job.
   notifies: false,
   rowLocks: false,
-  notify: async () => {},
   listen: async () => undefined,
 };

@@ -1,7 +1,7 @@
 import type { Executor } from '../db/transaction.js';
 import { currentRequestId } from '../request-context.js';
 import type { JobKind } from './kind.js';
-import { insertJob, insertJobs, notifyEnqueued } from './repository.js';
+import { insertJobs } from './repository.js';
 
 export interface EnqueueOptions {
   /** Epoch ms (from ctx.clock) before which the job does not run; unset means at once. */
@@ -29,16 +29,17 @@ export async function enqueue<P>(
   payload: NoInfer<P>,
   options: EnqueueOptions = {},
 ): Promise<number> {
-  const id = await insertJob(db, {
-    kind: kind.name,
-    payload: JSON.stringify(payload ?? null),
-    runAt: options.runAt ?? 0,
-    maxAttempts: kind.maxAttempts,
-    requestId: currentRequestId(),
-  });
-  await notifyEnqueued(db, id);
+  const [id] = await insertJobs(db, [
+    {
+      kind: kind.name,
+      payload: JSON.stringify(payload ?? null),
+      runAt: options.runAt ?? 0,
+      maxAttempts: kind.maxAttempts,
+      requestId: currentRequestId(),
+    },
+  ]);
   for (const listener of wakeListeners) listener();
-  return id;
+  return id!;
 }
 
 /** One job to enqueue with others (enqueueAll); made by jobOf, which checks the payload against its kind. */
@@ -68,8 +69,7 @@ export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Pro
       requestId,
     })),
   );
-  // One notification wakes the listening workers; each claim takes every due job.
-  await notifyEnqueued(db, ids[ids.length - 1]!);
+  // One notification (insertJobs) wakes the listening workers; each claim takes every due job.
   for (const listener of wakeListeners) listener();
   return ids;
 }

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { engineOf, type Listener } from '../db/engine.js';
 import type { Database } from '../db/schema.js';
 import { deleteInSlices, transact, type Executor } from '../db/transaction.js';
+import { hotQuery } from '../db/hot-query.js';
 
 /** The channel that a committed enqueue notifies (on PostgreSQL), so that workers of every process wake at once. */
 const CHANNEL = 'formwork_jobs';
@@ -25,22 +26,55 @@ function jobRow(job: NewJobRow) {
   };
 }
 
-export async function insertJob(db: Executor, job: NewJobRow): Promise<number> {
-  return (await insertJobs(db, [job]))[0]!;
-}
-
-/** Several jobs; their ids in the order given. */
-export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
-  return engineOf(db).insertRows(db, 'jobs', jobs.map(jobRow));
-}
+/**
+ * On PostgreSQL, the jobs and the notification of their enqueue in one statement, built once
+ * and prepared once per connection: a submission's events enqueue in its transaction, and
+ * these were two more statements parsed and planned anew on every create with a webhook or
+ * an email. A notification sent in a transaction is delivered when it commits and dropped
+ * when it rolls back: exactly when a listening worker should look.
+ */
+const insertAndNotify = hotQuery(
+  6,
+  (
+    db,
+    kinds: string[],
+    payloads: string[],
+    runAts: number[],
+    maxAttempts: number[],
+    requestIds: (string | null)[],
+    channel: string,
+  ) => {
+    const query = sql<{ ids: number[] }>`
+      WITH j AS (
+        INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
+        SELECT * FROM unnest(${kinds}::text[], ${payloads}::text[], ${runAts}::bigint[], ${maxAttempts}::int[], ${requestIds}::text[])
+        RETURNING id
+      )
+      SELECT array_agg(id ORDER BY id) AS ids, pg_notify(${channel}, max(id)::text) AS notified FROM j`;
+    return { compile: () => query.compile(db) };
+  },
+);
 
 /**
- * A notification sent in the transaction is delivered when it commits and dropped when it
- * rolls back: exactly when a listening worker should look. SQLite has no such thing (and
- * needs none: its one connection makes a worker's claim wait for the enqueuing transaction to end).
+ * Jobs to run once the transaction of db commits; their ids in the order given. Workers that
+ * listen (PostgreSQL) hear of them at that commit. SQLite has no notifications, and needs
+ * none: its one connection makes a worker's claim wait for the enqueuing transaction to end.
  */
-export async function notifyEnqueued(db: Executor, jobId: number): Promise<void> {
-  await engineOf(db).notify(db, CHANNEL, String(jobId));
+export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
+  const engine = engineOf(db);
+  if (engine.writableCtes && engine.notifies) {
+    const [row] = await insertAndNotify(
+      db,
+      jobs.map((j) => j.kind),
+      jobs.map((j) => j.payload),
+      jobs.map((j) => j.runAt),
+      jobs.map((j) => j.maxAttempts),
+      jobs.map((j) => j.requestId ?? null),
+      CHANNEL,
+    );
+    return row!.ids;
+  }
+  return engine.insertRows(db, 'jobs', jobs.map(jobRow));
 }
 
 /** Whether listenForJobs can hear enqueues of other processes on this database. */
@@ -419,7 +453,7 @@ export async function scheduleRecurring(
     .limit(1)
     .executeTakeFirst();
   if (recent) return false;
-  await insertJob(db, { kind, payload: '{}', runAt: now, maxAttempts });
+  await insertJobs(db, [{ kind, payload: '{}', runAt: now, maxAttempts }]);
   return true;
 }
 
