@@ -5,7 +5,8 @@
  * (a) one 10-key jsonb row inserted per transaction: what PostgreSQL itself can take;
  * (b) the statements of one Formwork create, captured from the service (bench/pg-capture.ts,
  *     loaded into a service child) and replayed as they were sent, parameters inlined as
- *     literals: what the service's own SQL costs with no Node.js in front of it.
+ *     literals, and prepared when the service sent them by name: what the service's own SQL
+ *     costs with no Node.js in front of it.
  *
  * The POST rate is then read as a share of each.
  */

@@ -41,8 +41,10 @@
  * 4b. PostgreSQL (bench/pgbench.ts; `npm run bench -- pg` runs it alone): the POST on
  *    PostgreSQL, with nothing configured and with a webhook and a notification email, next to
  *    pgbench at the same concurrency in the same run: (a) one 10-key jsonb row per transaction,
- *    (b) the statements of one create, captured from the service. BENCH_PG_KEEP=1 keeps the
- *    database and writes the pgbench scripts to /tmp, to run pgbench on them by hand.
+ *    (b) the statements of one create, captured from the service (replayed prepared when the
+ *    service prepared them), with the machine's CPU per request by whom (bench/cpu-split.ts).
+ *    BENCH_PG_KEEP=1 keeps the database and writes the pgbench scripts to /tmp, to run
+ *    pgbench on them by hand.
  * 7. Export (`npm run bench -- export` runs it alone, after seeding the form): the CSV export of
  *    the seeded form on a fresh service child, with rows per second and the service's peak RSS
  *    against its RSS once started (idle).
