@@ -38,6 +38,18 @@ export async function runHot<O>(db: Executor, query: CompiledQuery<O>): Promise<
 }
 
 /**
+ * A query that Kysely builds each time but whose text never varies (no list of varying
+ * length), compiled to run with executeQuery and, on PostgreSQL, prepared once per connection
+ * like hotQuery's: for statements of every job, whose values vary too much to be hotQuery's
+ * arguments.
+ */
+export function prepared<O>(query: Compilable<O>): CompiledQuery<O> {
+  const compiled = query.compile();
+  prepareOnPostgres(compiled.sql);
+  return compiled;
+}
+
+/**
  * A query that Kysely builds and compiles once per database and then runs with new values,
  * for statements on every request (token lookup, cached-read versions, a submission's
  * inserts and counters), where building the query costs more than running it. build

@@ -12,8 +12,14 @@ const names = new Map<string, string>();
  * connection's statement cache does this already; there the mark is unused.
  */
 export function prepareOnPostgres(text: string): void {
-  if (!names.has(text)) names.set(text, `fw${names.size + 1}`);
+  if (!names.has(text) && names.size < MAX_PREPARED) names.set(text, `fw${names.size + 1}`);
 }
+
+/**
+ * Every connection holds a copy of every statement it prepared, for as long as it lives:
+ * beyond this many texts (a mistake: a statement whose text varies), the rest run unprepared.
+ */
+const MAX_PREPARED = 256;
 
 /**
  * Makes a pool's new client send a marked statement by name (pg prepares it on the first

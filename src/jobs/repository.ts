@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { engineOf, type Listener } from '../db/engine.js';
 import type { Database } from '../db/schema.js';
 import { deleteInSlices, transact, type Executor } from '../db/transaction.js';
-import { hotQuery } from '../db/hot-query.js';
+import { hotQuery, prepared } from '../db/hot-query.js';
 
 /** The channel that a committed enqueue notifies (on PostgreSQL), so that workers of every process wake at once. */
 const CHANNEL = 'formwork_jobs';
@@ -374,34 +374,31 @@ async function recordEnd(trx: Transaction<Database>, { job, now, end, writes }: 
     .where('state', '=', 'running')
     .where('lease_token', '=', job.token);
   const cleared = { lease_owner: null, lease_token: null, lease_until: null };
-  let changed;
-  if (end.outcome === 'done') {
-    changed = await fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null }).executeTakeFirst();
-  } else if (end.outcome === 'interrupted') {
-    changed = await fenced
-      .set((eb) => ({
-        ...cleared,
-        state: 'queued',
-        run_at: now,
-        attempts: eb('attempts', '-', 1),
-        last_error: end.error,
-      }))
-      .executeTakeFirst();
-  } else if (end.retryAt === null) {
-    changed = await fenced
-      .set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
-      .executeTakeFirst();
-  } else {
-    changed = await fenced
-      .set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error })
-      .executeTakeFirst();
-  }
-  if (Number(changed.numUpdatedRows) !== 1) return false;
-  await trx
-    .updateTable('job_runs')
-    .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
-    .where('id', '=', job.runId)
-    .execute();
+  // Each of these statements runs once a job, with a text of its own per outcome: prepared.
+  const set =
+    end.outcome === 'done'
+      ? fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null })
+      : end.outcome === 'interrupted'
+        ? fenced.set((eb) => ({
+            ...cleared,
+            state: 'queued',
+            run_at: now,
+            attempts: eb('attempts', '-', 1),
+            last_error: end.error,
+          }))
+        : end.retryAt === null
+          ? fenced.set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
+          : fenced.set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error });
+  const changed = await trx.executeQuery(prepared(set));
+  if (Number(changed.numAffectedRows) !== 1) return false;
+  await trx.executeQuery(
+    prepared(
+      trx
+        .updateTable('job_runs')
+        .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
+        .where('id', '=', job.runId),
+    ),
+  );
   return true;
 }
 

@@ -1,5 +1,6 @@
 import type { FormEmailRow, MailLogRow, NewFormEmailRow } from '../../db/schema.js';
 import { deleteInSlices, type Executor } from '../../db/transaction.js';
+import { prepared } from '../../db/hot-query.js';
 import type { EmailKind } from './schemas.js';
 
 export type EmailColumns = Omit<NewFormEmailRow, 'id' | 'account_id' | 'form_id' | 'kind' | 'created_at'>;
@@ -39,13 +40,14 @@ export async function findEmail(
   kind: EmailKind,
   id: number,
 ): Promise<FormEmailRow | undefined> {
-  return db
+  // This and formName and insertMail run once an email: prepared (hot-query.ts).
+  const query = db
     .selectFrom('form_emails')
     .selectAll()
     .where('id', '=', id)
     .where('kind', '=', kind)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
+    .where('account_id', '=', accountId);
+  return (await db.executeQuery(prepared(query))).rows[0];
 }
 
 export async function countEmails(db: Executor, accountId: number, formId: number, kind: EmailKind): Promise<number> {
@@ -124,13 +126,8 @@ export async function copyEmails(
 
 /** The form's name, deleted or not: a submission made before a form was deleted still sends its emails. */
 export async function formName(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('forms')
-    .select('name')
-    .where('id', '=', formId)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
-  return row?.name;
+  const query = db.selectFrom('forms').select('name').where('id', '=', formId).where('account_id', '=', accountId);
+  return (await db.executeQuery(prepared(query))).rows[0]?.name;
 }
 
 /** Where the stored files of a submission are, by their fileKeys; files no longer held are left out. */
@@ -158,11 +155,14 @@ export type NewMailLogRow = Omit<MailLogRow, 'id' | 'partial_submission_id' | 'p
 
 /** Keeps one message; a job that runs again finds its message there and writes nothing. */
 export async function insertMail(db: Executor, row: NewMailLogRow): Promise<void> {
-  await db
-    .insertInto('mail_log')
-    .values(row)
-    .onConflict((oc) => oc.column('job_id').doNothing())
-    .execute();
+  await db.executeQuery(
+    prepared(
+      db
+        .insertInto('mail_log')
+        .values(row)
+        .onConflict((oc) => oc.column('job_id').doNothing()),
+    ),
+  );
 }
 
 /**

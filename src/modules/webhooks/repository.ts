@@ -1,6 +1,7 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
+import { prepared } from '../../db/hot-query.js';
 
 export async function insertWebhook(db: Executor, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
   return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
@@ -20,7 +21,8 @@ export async function findWebhook(db: Executor, accountId: number, webhookId: nu
 
 /** For the worker, which acts for no account. */
 export async function findWebhookById(db: Executor, webhookId: number): Promise<WebhookRow | undefined> {
-  return db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).executeTakeFirst();
+  // Once a delivery: prepared (hot-query.ts).
+  return (await db.executeQuery(prepared(db.selectFrom('webhooks').selectAll().where('id', '=', webhookId)))).rows[0];
 }
 
 export async function listWebhooks(db: Executor, accountId: number, formId: number): Promise<WebhookRow[]> {
@@ -87,7 +89,7 @@ export async function setWebhookState(
 }
 
 export async function insertDelivery(db: Executor, row: Insertable<WebhookDeliveriesTable>): Promise<void> {
-  await db.insertInto('webhook_deliveries').values(row).execute();
+  await db.executeQuery(prepared(db.insertInto('webhook_deliveries').values(row)));
 }
 
 export async function listDeliveries(
