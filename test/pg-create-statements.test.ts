@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
@@ -125,6 +126,26 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       });
       assert.equal(creates.length, 1);
       assert.equal(creates[0]!.before?.toLowerCase(), 'begin');
+    }
+  });
+
+  it('prepares no statement that reads every column, so a column added by a migration breaks nothing', async () => {
+    // The hosted page reads its form with select * (a hotQuery). Prepared, PostgreSQL would refuse
+    // it on every connection that had prepared it once the table's columns change ("cached plan
+    // must not change result type"), as when a rolling upgrade migrates under a running process.
+    const pageOfNewForm = async (name: string) => {
+      const form = (await a.post('/forms', { name, fields: [{ type: 'text', label: 'Name' }] })).body as {
+        url: string;
+      };
+      return app.request('GET', new URL(form.url).pathname);
+    };
+    // Enough pages for every connection of the pool to read a form.
+    for (let i = 0; i < 12; i++) assert.equal((await pageOfNewForm(`Before ${i}`)).status, 200);
+    await sql`ALTER TABLE forms ADD COLUMN added_later integer`.execute(app.server.ctx.db);
+    for (let i = 0; i < 12; i++) {
+      const reply = await pageOfNewForm(`After ${i}`);
+      assert.equal(reply.status, 200, reply.text);
+      assert.match(reply.text, new RegExp(`<h1 class="fw-title">After ${i}</h1>`));
     }
   });
 });

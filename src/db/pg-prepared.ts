@@ -12,8 +12,17 @@ const names = new Map<string, string>();
  * connection's statement cache does this already; there the mark is unused.
  */
 export function prepareOnPostgres(text: string): void {
-  if (!names.has(text) && names.size < MAX_PREPARED) names.set(text, `fw${names.size + 1}`);
+  if (names.has(text) || names.size >= MAX_PREPARED || EVERY_COLUMN.test(text)) return;
+  names.set(text, `fw${names.size + 1}`);
 }
+
+/**
+ * A statement that reads or returns a table's every column (`*`) is not prepared: once a
+ * migration adds a column, PostgreSQL refuses to run such a prepared statement again ("cached
+ * plan must not change result type") on every connection of a process still running the old
+ * code, as in a rolling upgrade. Unprepared, it simply returns one column more.
+ */
+const EVERY_COLUMN = /(?:^|[\s,(])(?:"?\w+"?\.)?\*(?:\s|,|$)/;
 
 /**
  * Every connection holds a copy of every statement it prepared, for as long as it lives:

@@ -204,7 +204,8 @@ const insertWithCounts = hotQuery(
       SELECT ${formId}, ${hour}, ${slot}, 1 FROM f
       ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
     )
-    SELECT s.*, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
+    SELECT ${sql.raw(SUBMISSION_COLUMNS.map((c) => `s.${c}`).join(', '))},
+      (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
     WHERE CASE WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
         OR (SELECT count(*) FROM u) < cardinality(${uniqueFields}::int[]))
       THEN formwork_abort('create_alone') ELSE true END`;
