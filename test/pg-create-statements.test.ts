@@ -117,6 +117,7 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
     const [email] = form.fields.map((f) => f.id);
     const hook = await a.post(`/form/${form.id}/webhook`, { url: 'https://hooks.example.com/formwork' });
     assert.equal(hook.status, 200, hook.text);
+    const from = sent.length;
     for (const n of [1, 2]) {
       const creates = await createsDuring(async () => {
         const reply = await a.post(`/forms/${form.id}/submissions`, {
@@ -126,6 +127,13 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       });
       assert.equal(creates.length, 1);
       assert.equal(creates[0]!.before?.toLowerCase(), 'begin');
+    }
+    // Each outbox row went in with its notification, in one prepared statement.
+    const enqueues = sent.slice(from).filter((s) => /insert into "?jobs"?/i.test(s.text));
+    assert.ok(enqueues.length >= 2, 'one per create at least (the worker may schedule its own)');
+    for (const e of enqueues) {
+      assert.ok(e.name, 'prepared');
+      assert.match(e.text, /pg_notify/);
     }
   });
 

@@ -47,7 +47,9 @@ const insertAndNotify = hotQuery(
     const query = sql<{ ids: number[] }>`
       WITH j AS (
         INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
-        SELECT * FROM unnest(${kinds}::text[], ${payloads}::text[], ${runAts}::bigint[], ${maxAttempts}::int[], ${requestIds}::text[])
+        SELECT k, p, r, m, q
+        FROM unnest(${kinds}::text[], ${payloads}::text[], ${runAts}::bigint[], ${maxAttempts}::int[], ${requestIds}::text[])
+          AS u(k, p, r, m, q)
         RETURNING id
       )
       SELECT array_agg(id ORDER BY id) AS ids, pg_notify(${channel}, max(id)::text) AS notified FROM j`;
