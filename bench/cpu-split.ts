@@ -56,6 +56,12 @@ function postgresMicros(): number {
   return total;
 }
 
+/** CPU time (user and system, every thread) a process has used, µs; NaN where it cannot be read. */
+export function processCpuMicros(pid: number | undefined): number {
+  const f = pid === undefined ? undefined : statFields(pid);
+  return f ? ticks(f, 11, 12) : Number.NaN;
+}
+
 export function cpuSnapshot(servicePid: number | undefined): CpuSnapshot {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal: idle and iowait are idle.
@@ -63,7 +69,7 @@ export function cpuSnapshot(servicePid: number | undefined): CpuSnapshot {
   const busy = cpu.slice(0, 8).reduce((a, b) => a + b, 0) * TICK_MICROS - idle;
   return {
     at: process.hrtime.bigint(),
-    service: servicePid === undefined ? 0 : ticks(statFields(servicePid), 11, 12),
+    service: processCpuMicros(servicePid),
     postgres: postgresMicros(),
     loader: ticks(statFields('self'), 11, 12, 13, 14),
     busy,

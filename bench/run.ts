@@ -91,7 +91,7 @@ import { docmergeTable, runDocmergeBench } from './docmerge.js';
 import { plainPost } from './public.js';
 import { runScaleBench } from './scale.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
-import { cpuCells, cpuPerUnit, cpuSnapshot, type CpuPerUnit } from './cpu-split.js';
+import { cpuCells, cpuPerUnit, cpuSnapshot, processCpuMicros, type CpuPerUnit } from './cpu-split.js';
 import { compareWithService, type SeedResult } from './seed-submissions.js';
 import { API, createBenchAccount, seedForms } from './seed.js';
 import {
@@ -154,19 +154,6 @@ const QUIET_CEILING_P99 = 2;
 const READ_TARGET_P95 = 50;
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-
-/** CPU time (user and system, every thread) a process has used, in ms, from /proc; NaN where that cannot be read. */
-function cpuMsOf(pid: number | undefined): number {
-  try {
-    // Fields 14 and 15 (utime, stime) in clock ticks, after the command name in parentheses.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
-/** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
-const CLOCK_TICKS = 100;
 
 // ---------------------------------------------------------------------------------------
 // Child processes
@@ -434,22 +421,8 @@ interface Measured {
   problems: string[];
   /** 2xx answers of the warm-up and measured runs together. */
   okTotal: number;
-  /** CPU time (user and system, every thread) the child spent per answer of the measured run, µs. */
-  cpuPerRequest: number;
-  /** The machine's CPU per answer of the measured run, by whom (bench/cpu-split.ts). */
+  /** The machine's CPU per answer of the measured run, µs, by whom (bench/cpu-split.ts): service is the child's, every thread. */
   cpu: CpuPerUnit;
-}
-
-/** CPU time (user and system, every thread) a process has used, µs; NaN if it cannot be read. */
-function cpuMicros(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    // Fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 per second on Linux), after the command's ")".
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 function percentiles(samples: number[]): Latency {
@@ -509,17 +482,23 @@ async function measure(scenario: Scenario): Promise<Measured> {
   }
   log(`${scenario.name}: measuring ${DURATION} s with ${connections} connections`);
   const start = monotonicMicros();
-  const cpuBefore = cpuMicros(scenario.child?.proc.pid);
   const split = cpuSnapshot(scenario.child?.proc.pid);
   const { result, samples } = await load(scenario, DURATION);
-  const cpuPerRequest = (cpuMicros(scenario.child?.proc.pid) - cpuBefore) / result.requests.total;
   const cpu = cpuPerUnit(split, cpuSnapshot(scenario.child?.proc.pid), result.requests.total);
   const window = { label: scenario.name, start, end: monotonicMicros() };
   runs.push(result);
   problems.push(...problemsOf('measured run', result, scenario.minBytes));
   if (scenario.after) problems.push(...(await scenario.after(runs)));
   const okTotal = runs.reduce((sum, r) => sum + r['2xx'], 0);
-  return { scenario, result, latency: percentiles(samples), window, problems, okTotal, cpuPerRequest, cpu };
+  return {
+    scenario,
+    result,
+    latency: percentiles(samples),
+    window,
+    problems,
+    okTotal,
+    cpu,
+  };
 }
 
 /** GET that must answer 200 with JSON; returns the body and its size. */
@@ -775,7 +754,7 @@ const ms = (n: number) => (Number.isNaN(n) ? 'n/a' : n < 10 ? fmt(n, 2) : fmt(n,
 
 function table(measured: Measured[]): string {
   const ceiling = measured[0]!.result.requests.mean;
-  const rows = measured.map(({ scenario, result, latency, cpuPerRequest }) => {
+  const rows = measured.map(({ scenario, result, latency, cpu: { service: cpuPerRequest } }) => {
     const share = ceiling > 0 ? `${fmt((100 * result.requests.mean) / ceiling, 1)}%` : 'n/a';
     const cpu = Number.isFinite(cpuPerRequest) ? fmt(cpuPerRequest, 0) : 'n/a';
     return (
@@ -901,7 +880,7 @@ async function eventsSection(
         const child = await startService(name, dataDir, '', profDir, env);
         services.push(child);
         tokens.set(child.url, { child, token });
-        return { url: child.url, token, cpuMs: () => cpuMsOf(child.proc.pid) };
+        return { url: child.url, token, cpuMs: () => processCpuMicros(child.proc.pid) / 1000 };
       },
       createForm: (service, name) => createSubmissionForm(childOf(service.url).child, service.token, name),
       async measurePosts(name, service, formId, ids) {

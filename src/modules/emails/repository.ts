@@ -40,14 +40,13 @@ export async function findEmail(
   kind: EmailKind,
   id: number,
 ): Promise<FormEmailRow | undefined> {
-  // This and formName and insertMail run once an email: prepared (hot-query.ts).
-  const query = db
+  return db
     .selectFrom('form_emails')
     .selectAll()
     .where('id', '=', id)
     .where('kind', '=', kind)
-    .where('account_id', '=', accountId);
-  return (await db.executeQuery(prepared(query))).rows[0];
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
 }
 
 export async function countEmails(db: Executor, accountId: number, formId: number, kind: EmailKind): Promise<number> {
@@ -126,6 +125,7 @@ export async function copyEmails(
 
 /** The form's name, deleted or not: a submission made before a form was deleted still sends its emails. */
 export async function formName(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
+  // This and insertMail run once an email: prepared (hot-query.ts).
   const query = db.selectFrom('forms').select('name').where('id', '=', formId).where('account_id', '=', accountId);
   return (await db.executeQuery(prepared(query))).rows[0]?.name;
 }

@@ -45,9 +45,10 @@ const inProgress = (cause?: unknown) =>
  * that meets a claim whose process has stopped (killed, crashed) takes it over at once,
  * while one that meets a running request gets 409 with Retry-After. run receives a save
  * function to call inside its own write transaction, so that the response is stored
- * together with the change it describes (none without a key: nothing to store); save fails (and so rolls the change back) if the
- * claim was taken over meanwhile, so a request judged stopped that was not cannot make a
- * second change. A failed run releases the key, so the client can retry.
+ * together with the change it describes (none without a key: nothing to store); save
+ * fails (and so rolls the change back) if the claim was taken over meanwhile, so a request
+ * judged stopped that was not cannot make a second change. A failed run releases the key,
+ * so the client can retry.
  */
 export async function withIdempotencyKey<T>(
   ctx: Pick<AppContext, 'db' | 'presence' | 'clock'>,

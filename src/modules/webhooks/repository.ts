@@ -21,8 +21,7 @@ export async function findWebhook(db: Executor, accountId: number, webhookId: nu
 
 /** For the worker, which acts for no account. */
 export async function findWebhookById(db: Executor, webhookId: number): Promise<WebhookRow | undefined> {
-  // Once a delivery: prepared (hot-query.ts).
-  return (await db.executeQuery(prepared(db.selectFrom('webhooks').selectAll().where('id', '=', webhookId)))).rows[0];
+  return db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).executeTakeFirst();
 }
 
 export async function listWebhooks(db: Executor, accountId: number, formId: number): Promise<WebhookRow[]> {
@@ -89,6 +88,7 @@ export async function setWebhookState(
 }
 
 export async function insertDelivery(db: Executor, row: Insertable<WebhookDeliveriesTable>): Promise<void> {
+  // Once a delivery: prepared (hot-query.ts).
   await db.executeQuery(prepared(db.insertInto('webhook_deliveries').values(row)));
 }
 
