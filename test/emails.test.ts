@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { SMTPServer } from 'smtp-server';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
@@ -527,6 +530,51 @@ describe(`sending through SMTP (${dialectName})`, () => {
     });
     const redacted = safeSmtpError(new Error(`login as mailer with Wr0ng-password-here failed`), wrong);
     assert.equal(redacted.message, 'SMTP: login as [redacted] with [redacted] failed');
+  });
+
+  it('sends over implicit TLS (smtps) on the connection it opens itself, and says when none opens', async () => {
+    // The pool's connections are opened by transport.ts (with Nagle's algorithm off), and
+    // nodemailer is handed them: it must still upgrade them to TLS. smtp-server's own
+    // self-signed certificate, so the URL waives its check (nodemailer reads tls.* there).
+    const received: string[] = [];
+    const server = new SMTPServer({
+      secure: true,
+      authOptional: true,
+      logger: false,
+      closeTimeout: 200,
+      onData(stream, session, callback) {
+        stream.resume();
+        stream.on('end', () => {
+          received.push(`${session.secure ? 'tls' : 'plain'} ${session.envelope.rcptTo[0]!.address}`);
+          callback();
+        });
+      },
+    });
+    // The client that refuses the certificate closes mid-handshake, which the server reports.
+    server.on('error', () => undefined);
+    server.listen(0, '127.0.0.1');
+    await once(server.server, 'listening');
+    const { port } = server.server.address() as AddressInfo;
+    const mail = {
+      from: { name: 'x', address: 'desk@forms.test' },
+      to: ['tls@example.com'],
+      replyTo: undefined,
+      subject: 's',
+      text: 't',
+      html: undefined,
+      attachments: [],
+      messageId: '<tls@forms.test>',
+    };
+    try {
+      await sendSmtp(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`, mail);
+      assert.deepEqual(received, ['tls tls@example.com']);
+      // Checked as any TLS connection is: the sink's certificate is its own.
+      await assert.rejects(sendSmtp(`smtps://127.0.0.1:${port}`, mail), /^Error: SMTP: .*certificate/);
+    } finally {
+      await new Promise((r) => server.close(() => r(undefined)));
+    }
+    // Nothing listens on the port any more: the attempt fails at once, with the reason.
+    await assert.rejects(sendSmtp(`smtp://127.0.0.1:${port}`, mail), /^Error: SMTP: .*ECONNREFUSED/);
   });
 });
 

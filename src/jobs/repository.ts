@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { engineOf, type Listener } from '../db/engine.js';
 import type { Database } from '../db/schema.js';
 import { deleteInSlices, transact, type Executor } from '../db/transaction.js';
-import { hotQuery, prepared } from '../db/hot-query.js';
+import { hotQuery } from '../db/hot-query.js';
 
 /** The channel that a committed enqueue notifies (on PostgreSQL), so that workers of every process wake at once. */
 const CHANNEL = 'formwork_jobs';
@@ -366,6 +366,7 @@ export interface RunEnding {
   writes: readonly EndWrite[];
 }
 
+/** One run's end, statement by statement (where statements cannot write in a WITH: SQLite). */
 async function recordEnd(trx: Transaction<Database>, { job, now, end, writes }: RunEnding): Promise<boolean> {
   // The handler's writes say what its attempt did (a delivery log row): written whether or
   // not the run still holds the job, since the attempt happened either way.
@@ -375,33 +376,106 @@ async function recordEnd(trx: Transaction<Database>, { job, now, end, writes }: 
     .where('id', '=', job.id)
     .where('state', '=', 'running')
     .where('lease_token', '=', job.token);
-  const cleared = { lease_owner: null, lease_token: null, lease_until: null };
-  // Each of these statements runs once a job, with a text of its own per outcome: prepared.
-  const set =
-    end.outcome === 'done'
-      ? fenced.set({ ...cleared, state: 'done', finished_at: now, last_error: null })
-      : end.outcome === 'interrupted'
-        ? fenced.set((eb) => ({
-            ...cleared,
-            state: 'queued',
-            run_at: now,
-            attempts: eb('attempts', '-', 1),
-            last_error: end.error,
-          }))
-        : end.retryAt === null
-          ? fenced.set({ ...cleared, state: 'failed', finished_at: now, last_error: end.error })
-          : fenced.set({ ...cleared, state: 'queued', run_at: end.retryAt, last_error: end.error });
-  const changed = await trx.executeQuery(prepared(set));
-  if (Number(changed.numAffectedRows) !== 1) return false;
-  await trx.executeQuery(
-    prepared(
-      trx
-        .updateTable('job_runs')
-        .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
-        .where('id', '=', job.runId),
-    ),
-  );
+  const { state, runAt, finishedAt, error, uncounted } = rowEnd({ job, now, end, writes });
+  const changed = await fenced
+    .set((eb) => ({
+      state,
+      ...(runAt === null ? {} : { run_at: runAt }),
+      ...(finishedAt === null ? {} : { finished_at: finishedAt }),
+      ...(uncounted === 0 ? {} : { attempts: eb('attempts', '-', uncounted) }),
+      last_error: error,
+      lease_owner: null,
+      lease_token: null,
+      lease_until: null,
+    }))
+    .executeTakeFirst();
+  if (Number(changed.numUpdatedRows) !== 1) return false;
+  await trx
+    .updateTable('job_runs')
+    .set({ outcome: end.outcome, finished_at: now, error: end.outcome === 'done' ? null : end.error })
+    .where('id', '=', job.runId)
+    .execute();
   return true;
+}
+
+/**
+ * On PostgreSQL, the ends of a batch of runs in one statement: each job's row (fenced by its
+ * lease token, as recordEnd's) and, for the jobs whose row it changed, their runs. Two
+ * statements a run, sent one after the other, were most of what a worker spent on a
+ * delivery: each a round trip, a write to the socket and a wake of the server.
+ */
+const finishTogether = hotQuery(
+  10,
+  (
+    db,
+    ids: number[],
+    tokens: string[],
+    runIds: number[],
+    outcomes: string[],
+    states: string[],
+    runAts: (number | null)[],
+    finishedAts: (number | null)[],
+    errors: (string | null)[],
+    uncounted: number[],
+    endedAts: number[],
+  ) => {
+    const query = sql<{ ids: number[] }>`
+      WITH e AS (
+        SELECT * FROM unnest(${ids}::bigint[], ${tokens}::text[], ${runIds}::bigint[], ${outcomes}::text[],
+          ${states}::text[], ${runAts}::bigint[], ${finishedAts}::bigint[], ${errors}::text[], ${uncounted}::int[],
+          ${endedAts}::bigint[])
+          AS e(id, token, run_id, outcome, state, run_at, finished_at, error, uncounted, ended_at)
+      ), j AS (
+        UPDATE jobs SET state = e.state, run_at = coalesce(e.run_at, jobs.run_at),
+          finished_at = coalesce(e.finished_at, jobs.finished_at), attempts = jobs.attempts - e.uncounted,
+          last_error = e.error, lease_owner = NULL, lease_token = NULL, lease_until = NULL
+        FROM e
+        WHERE jobs.id = e.id AND jobs.state = 'running' AND jobs.lease_token = e.token
+        RETURNING jobs.id
+      ), r AS (
+        UPDATE job_runs SET outcome = e.outcome, finished_at = e.ended_at,
+          error = CASE WHEN e.outcome = 'done' THEN NULL ELSE e.error END
+        FROM e JOIN j ON j.id = e.id
+        WHERE job_runs.id = e.run_id
+      )
+      SELECT coalesce(array_agg(id), '{}') AS ids FROM j`;
+    return { compile: () => query.compile(db) };
+  },
+);
+
+/** What recordEnd sets on a job's row for each outcome, as finishTogether's columns. */
+function rowEnd({ end, now }: RunEnding): {
+  state: 'done' | 'queued' | 'failed';
+  runAt: number | null;
+  finishedAt: number | null;
+  error: string | null;
+  uncounted: number;
+} {
+  if (end.outcome === 'done') return { state: 'done', runAt: null, finishedAt: now, error: null, uncounted: 0 };
+  if (end.outcome === 'interrupted')
+    return { state: 'queued', runAt: now, finishedAt: null, error: end.error, uncounted: 1 };
+  return end.retryAt === null
+    ? { state: 'failed', runAt: null, finishedAt: now, error: end.error, uncounted: 0 }
+    : { state: 'queued', runAt: end.retryAt, finishedAt: null, error: end.error, uncounted: 0 };
+}
+
+async function recordEndsTogether(db: Executor, endings: readonly RunEnding[]): Promise<boolean[]> {
+  const rows = endings.map(rowEnd);
+  const [result] = await finishTogether(
+    db,
+    endings.map((e) => e.job.id),
+    endings.map((e) => e.job.token),
+    endings.map((e) => e.job.runId),
+    endings.map((e) => e.end.outcome),
+    rows.map((r) => r.state),
+    rows.map((r) => r.runAt),
+    rows.map((r) => r.finishedAt),
+    rows.map((r) => r.error),
+    rows.map((r) => r.uncounted),
+    endings.map((e) => e.now),
+  );
+  const changed = new Set(result!.ids);
+  return endings.map((e) => changed.has(e.job.id));
 }
 
 /**
@@ -411,15 +485,25 @@ async function recordEnd(trx: Transaction<Database>, { job, now, end, writes }: 
  * at once without counting the attempt.
  */
 export async function finishRun(db: Kysely<Database>, ending: RunEnding): Promise<boolean> {
-  return transact(db, (trx) => recordEnd(trx, ending));
+  const [recorded] = await finishRuns(db, [ending]);
+  return recorded!;
 }
 
 /**
  * Records the ends of several runs in one transaction (one write instead of one each); for
  * each, whether the run still held its job. If the transaction fails, nothing of it is
- * written: the caller records the runs one by one, so that one bad run fails alone.
+ * written: the caller records the runs one by one, so that one bad run fails alone. On
+ * PostgreSQL the handlers' writes come first and then one statement ends every run; with no
+ * handler writes, that statement runs alone (it is all or nothing by itself).
  */
 export async function finishRuns(db: Kysely<Database>, endings: readonly RunEnding[]): Promise<boolean[]> {
+  if (engineOf(db).writableCtes) {
+    if (endings.every((e) => e.writes.length === 0)) return recordEndsTogether(db, endings);
+    return transact(db, async (trx) => {
+      for (const { writes } of endings) for (const write of writes) await write(trx);
+      return recordEndsTogether(trx, endings);
+    });
+  }
   return transact(db, async (trx) => {
     const recorded: boolean[] = [];
     for (const ending of endings) recorded.push(await recordEnd(trx, ending));

@@ -108,6 +108,8 @@ const BUSY_REQUESTS = 8;
  * per 250 ms it took about 15% of the API's rate (docs/performance.md, sixth pass).
  */
 const BUSY_BATCH = 2;
+/** The most runs whose ends may wait to be written (flushEnds writes 64 at a time) before the worker claims again. */
+const MAX_PENDING_ENDS = 256;
 const BUSY_PAUSE_MS = 500;
 
 class WorkerStopping extends Error {
@@ -406,6 +408,9 @@ class JobWorker implements Worker {
   }
 
   private free(pool: string): number {
+    // Runs whose ends wait to be written hold no slot; past this many, the database is
+    // behind, and claiming more would only lengthen the wait.
+    if (this.ending.length >= MAX_PENDING_ENDS) return 0;
     const limit = pool === '' ? this.concurrency : this.kinds.get(pool)!.concurrency!;
     return limit - (this.running.get(pool) ?? 0);
   }
@@ -507,9 +512,19 @@ class JobWorker implements Worker {
     const controller = new AbortController();
     const pool = this.poolOf(job.kind);
     this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
-    const done = this.execute(job, controller).finally(() => {
-      this.runs.delete(job.id);
+    // The slot is free once the handler returns: its end is written with others' (recordEnd),
+    // up to GATHER_MS later, and meanwhile the slot takes the next job. The run is not over
+    // until its end is written (stop() waits for it), and the job stays leased until then.
+    let slotHeld = true;
+    const freeSlot = () => {
+      if (!slotHeld) return;
+      slotHeld = false;
       this.running.set(pool, this.running.get(pool)! - 1);
+      this.wake();
+    };
+    const done = this.execute(job, controller, freeSlot).finally(() => {
+      this.runs.delete(job.id);
+      freeSlot();
       this.wake();
     });
     this.runs.set(job.id, { done, controller });
@@ -522,19 +537,19 @@ class JobWorker implements Worker {
     return now + retryDelay(attempt, kind?.backoff ?? this.backoff);
   }
 
-  private async execute(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private async execute(job: ClaimedJob, controller: AbortController, handlerDone: () => void): Promise<void> {
     // The handler runs under the request id of the request that enqueued the job, so that
     // what it enqueues carries it too.
     const requestId = job.request_id ?? undefined;
     const release = requestId === undefined ? undefined : holdRequestId();
     try {
-      await withRequestId(requestId, () => this.executeRun(job, controller));
+      await withRequestId(requestId, () => this.executeRun(job, controller, handlerDone));
     } finally {
       release?.();
     }
   }
 
-  private async executeRun(job: ClaimedJob, controller: AbortController): Promise<void> {
+  private async executeRun(job: ClaimedJob, controller: AbortController, handlerDone: () => void): Promise<void> {
     const { ctx, leaseMs } = this;
     const requestId = job.request_id ?? undefined;
     const started = performance.now();
@@ -606,6 +621,7 @@ class JobWorker implements Worker {
       clearTimeout(leaseTimer);
     }
 
+    handlerDone();
     const seconds = (performance.now() - started) / 1000;
     this.onRun?.(job.kind, end.outcome, seconds);
     this.log.debug?.(
