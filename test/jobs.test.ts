@@ -10,7 +10,7 @@ import type { AppContext } from '../src/context.js';
 import { transact } from '../src/db/transaction.js';
 import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
 import { enqueue, enqueueAll, jobOf } from '../src/jobs/outbox.js';
-import { claimDue, listenForJobs, outboxStats } from '../src/jobs/repository.js';
+import { claimDue, insertJobs, listenForJobs, outboxStats, type ClaimGroup } from '../src/jobs/repository.js';
 import { RetryAt } from '../src/jobs/retry.js';
 import { createWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
@@ -479,6 +479,54 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(claimed.length, 7);
     const running = await ctx.db.selectFrom('jobs').select('id').where('state', '=', 'running').execute();
     assert.equal(running.length, 7);
+  });
+
+  it('claims the oldest due jobs of each pool up to its limit, and kinds no worker knows once the known are drained', async () => {
+    const now = ctx.clock.now();
+    const row = (kind: string, runAt: number) => ({ kind, payload: 'null', runAt, maxAttempts: 3 });
+    const ids = await insertJobs(ctx.db, [
+      row('test.s1', now - 50),
+      row('test.s2', now - 40),
+      row('test.s1', now - 30),
+      row('test.s2', now - 20),
+      row('test.s1', now + HOUR),
+      row('test.o', now - 45),
+      row('test.o', now - 35),
+      row('test.o', now - 25),
+      row('test.unknown', now - 60),
+    ]);
+    const lease = (token: string) => ({ owner: 'test', token, until: now + 60_000 });
+    const groups: ClaimGroup[] = [
+      { kinds: ['test.s1', 'test.s2'], pool: '' },
+      { kinds: ['test.o'], pool: 'test.o' },
+      { except: ['test.s1', 'test.s2', 'test.o'], pool: '', onlyIfDrained: true },
+    ];
+    // The shared pool takes its three oldest of two kinds, the other pool its two oldest: both
+    // full, so the kind no worker knows waits, however old.
+    const first = await claimDue(ctx.db, now, lease('first'), groups, { '': 3, 'test.o': 2 });
+    assert.deepEqual(
+      first.map((j) => j.id),
+      [ids[0], ids[5], ids[1], ids[6], ids[2]],
+    );
+    for (const claimed of first) {
+      const stored = await job(claimed.id);
+      assert.equal(stored.state, 'running');
+      assert.equal(stored.lease_token, 'first');
+      assert.equal(stored.attempts, 1);
+      assert.equal(claimed.attempts, 1);
+      const logged = await runs(claimed.id);
+      assert.deepEqual(
+        logged.map((r) => [r.id, r.attempt, r.worker, r.outcome]),
+        [[claimed.runId, 1, 'test', null]],
+      );
+    }
+    // Room to spare in both pools: they are drained, and the stranger comes with them.
+    const second = await claimDue(ctx.db, now, lease('second'), groups, { '': 5, 'test.o': 5 });
+    assert.deepEqual(second.map((j) => j.id).sort(), [ids[3], ids[7], ids[8]].sort());
+    assert.ok(second.every((j) => j.token === 'second'));
+    // What is left is not due.
+    assert.deepEqual(await claimDue(ctx.db, now, lease('third'), groups, { '': 5, 'test.o': 5 }), []);
+    assert.equal((await job(ids[4]!)).state, 'queued');
   });
 
   it("counts the outbox per kind for /metrics from each kind's index range, finished jobs unread", async () => {
