@@ -16,8 +16,11 @@
  * 3. Outbox lag: for each submission of the measured two-process run, the time from its 200
  *    to the first delivery attempt of its webhook at the receiver; p50, p99, max. Target:
  *    p99 < 1 s. Every event must arrive.
+ * 4. One worker's pace: both workers stopped, BENCH_SCALE_DRAIN_FILL s (5) of submissions
+ *    queued through the balancer, then one fresh `formwork worker` drains them alone, the API
+ *    idle: jobs a second and the worker's CPU time per job, from its first finished job.
  *
- * Environment: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_SCALE_CONNECTIONS (32),
+ * Environment: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_SCALE_CONNECTIONS (32), BENCH_SCALE_DRAIN_FILL (5),
  * BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/test), BENCH_PG_POOL (pool per API process, 10).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -40,6 +43,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 32);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const POOL = process.env.BENCH_PG_POOL ?? '10';
+/** Seconds of submissions queued for the worker drain (4), the workers stopped. */
+const DRAIN_FILL = Number(process.env.BENCH_SCALE_DRAIN_FILL ?? 5);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const NGINX = '/usr/sbin/nginx';
 
@@ -215,15 +220,14 @@ export async function runScaleBench(): Promise<number> {
       procs.push(p);
       await waitFor(`http://127.0.0.1:${port}/readyz`, p);
     }
-    for (const i of [1, 2]) {
+    const startWorker = async (name: string) => {
       const port = await freePort();
-      const p = start(`worker${i}`, tsx[0]!, [...tsx.slice(1), 'worker'], {
-        ...env,
-        WORKER_METRICS_PORT: String(port),
-      });
+      const p = start(name, tsx[0]!, [...tsx.slice(1), 'worker'], { ...env, WORKER_METRICS_PORT: String(port) });
       procs.push(p);
       await waitFor(`http://127.0.0.1:${port}/metrics`, p);
-    }
+      return p;
+    };
+    const workers = [await startWorker('worker1'), await startWorker('worker2')];
     // Two balancers from deploy/nginx.conf: the first API process alone, and both.
     const shipped = readFileSync('deploy/nginx.conf', 'utf8');
     const balancers: { name: string; url: string }[] = [];
@@ -311,6 +315,18 @@ export async function runScaleBench(): Promise<number> {
     await bench.end();
     const pgb = await runPgbench(databaseUrl, join(tmp, 'jsonb.sql'), jsonbScript(), CONNECTIONS, DURATION, log);
 
+    // 4. One worker alone on a backlog: the workers stopped, submissions queued for DRAIN_FILL s,
+    // then one fresh worker; its rate and CPU from its first finished job until none is left.
+    log(`worker drain: the workers stopped, ${DRAIN_FILL} s of submissions queued`);
+    for (const w of workers) {
+      w.child.kill('SIGTERM');
+      if (w.child.exitCode === null) await new Promise((r) => w.child.once('exit', r));
+    }
+    await postLoad(balancers[1]!.url, token, form.id, ids, DRAIN_FILL, next, counter);
+    const drainer = await startWorker('worker3');
+    const drained = await drainOne(databaseUrl, drainer.child.pid!, 300_000);
+    if (!drained) problems.push('the worker did not drain its backlog in time');
+
     const [one, two, oneAgain] = runs.map((r) => r.run) as [PostRun, PostRun, PostRun];
     const ratio = two.rps / ((one.rps + oneAgain.rps) / 2);
     const row = (name: string, r: PostRun) =>
@@ -330,6 +346,10 @@ export async function runScaleBench(): Promise<number> {
       `outbox lag, 200 -> first webhook attempt, two-process run (${lags.length} events): p50 ${percentile(lags, 0.5).toFixed(0)} ms, ` +
         `p99 ${percentile(lags, 0.99).toFixed(0)} ms, max ${percentile(lags, 1).toFixed(0)} ms (target p99 < 1000 ms: ${percentile(lags, 0.99) < 1000 ? 'met' : 'MISSED'})`,
       ...runs.map((r, i) => `CPU during run ${i + 1} (${r.name}): ${r.run.cpu}`),
+      drained
+        ? `one worker alone on a backlog of ${drained.jobs} jobs (a webhook delivery and an email per submission): ` +
+          `${drained.perSecond.toFixed(0)} jobs/s, ${drained.cpuUsPerJob.toFixed(0)} µs of its CPU per job, ${drained.cores.toFixed(2)} cores`
+        : 'one worker alone on a backlog: did not drain',
       `deliveries ${receiver.deliveries}, emails ${sink.messages}, submissions answered 200: ${counter.ok}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
@@ -345,6 +365,51 @@ export async function runScaleBench(): Promise<number> {
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The backlog of deliveries and emails that one worker process (pid) drains: how many, and
+ * from its first finished job (the worker's start and first claim left out) until none is
+ * left, the rate and the worker's CPU time per job.
+ */
+async function drainOne(
+  databaseUrl: string,
+  pid: number,
+  limitMs: number,
+): Promise<{ jobs: number; perSecond: number; cpuUsPerJob: number; cores: number } | undefined> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const left = async () =>
+    Number(
+      (
+        await client.query<{ n: string }>(
+          "SELECT count(*) AS n FROM jobs WHERE state IN ('queued', 'running') AND kind IN ('webhooks.deliver', 'emails.send')",
+        )
+      ).rows[0]!.n,
+    );
+  try {
+    const deadline = performance.now() + limitMs;
+    const jobs = await left();
+    let first: { at: number; cpu: number; left: number } | undefined;
+    while (performance.now() < deadline) {
+      const now = await left();
+      if (!first && now < jobs) first = { at: performance.now(), cpu: cpuSample({ pid }).procs.pid!, left: now };
+      if (first && now === 0) {
+        const seconds = (performance.now() - first.at) / 1000;
+        const cpuMs = (cpuSample({ pid }).procs.pid! - first.cpu) * 10;
+        return {
+          jobs,
+          perSecond: first.left / seconds,
+          cpuUsPerJob: (cpuMs * 1000) / first.left,
+          cores: cpuMs / 1000 / seconds,
+        };
+      }
+      await sleep(20);
+    }
+    return undefined;
+  } finally {
+    await client.end();
   }
 }
 
