@@ -1,4 +1,4 @@
-import type { FormEmailRow } from '../../db/schema.js';
+import type { EmailToSend } from './repository.js';
 import type { PayloadEntry, SubmissionEmail } from './payload.js';
 import { escapeHtml, htmlToText, render } from './template.js';
 
@@ -59,7 +59,7 @@ export function mergeVariables(p: SubmissionEmail, formName: string, html: boole
   };
 }
 
-export async function composeEmail(email: FormEmailRow, p: SubmissionEmail, formName: string): Promise<Composed> {
+export async function composeEmail(email: EmailToSend, p: SubmissionEmail, formName: string): Promise<Composed> {
   const data = p.sealed ? [] : p.data;
   const to =
     email.kind === 'confirmation'

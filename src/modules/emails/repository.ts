@@ -49,6 +49,46 @@ export async function findEmail(
     .executeTakeFirst();
 }
 
+/** The columns of a form email that sending it reads (send.ts, compose.ts). */
+const SEND_COLUMNS = [
+  'kind',
+  'sender_name',
+  'reply_to',
+  'reply_to_field_id',
+  'recipient_field_id',
+  'recipients',
+  'subject',
+  'message',
+  'format',
+  'attach_files',
+] as const;
+
+export type EmailToSend = Pick<FormEmailRow, (typeof SEND_COLUMNS)[number]> & { form_name: string | null };
+
+/**
+ * A form email as its job sends it, with its form's name (null if the form is gone), in one
+ * statement that names its columns, so that it is prepared (hot-query.ts): once an email,
+ * where a look-up of the email and one of the form's name were two round trips.
+ */
+export async function emailToSend(
+  db: Executor,
+  accountId: number,
+  kind: EmailKind,
+  id: number,
+): Promise<EmailToSend | undefined> {
+  const query = db
+    .selectFrom('form_emails')
+    .leftJoin('forms', (join) =>
+      join.onRef('forms.id', '=', 'form_emails.form_id').onRef('forms.account_id', '=', 'form_emails.account_id'),
+    )
+    .select(SEND_COLUMNS.map((c) => `form_emails.${c}` as const))
+    .select('forms.name as form_name')
+    .where('form_emails.id', '=', id)
+    .where('form_emails.kind', '=', kind)
+    .where('form_emails.account_id', '=', accountId);
+  return (await db.executeQuery(prepared(query))).rows[0];
+}
+
 export async function countEmails(db: Executor, accountId: number, formId: number, kind: EmailKind): Promise<number> {
   const row = await db
     .selectFrom('form_emails')
@@ -125,7 +165,7 @@ export async function copyEmails(
 
 /** The form's name, deleted or not: a submission made before a form was deleted still sends its emails. */
 export async function formName(db: Executor, accountId: number, formId: number): Promise<string | undefined> {
-  // This and insertMail run once an email: prepared (hot-query.ts).
+  // Once a resume link: prepared (hot-query.ts).
   const query = db.selectFrom('forms').select('name').where('id', '=', formId).where('account_id', '=', accountId);
   return (await db.executeQuery(prepared(query))).rows[0]?.name;
 }

@@ -69,10 +69,9 @@ function noteLeftFiles(mail: Composed, left: string[]): Composed {
  */
 export async function sendSubmissionEmail(ctx: AppContext, jobId: number, stored: SendEmailPayload): Promise<void> {
   const p = unpackEmailPayload(stored);
-  const email = await repo.findEmail(ctx.db, p.accountId, p.kind, p.emailId);
+  const email = await repo.emailToSend(ctx.db, p.accountId, p.kind, p.emailId);
   if (!email) return; // deleted since the submission: the owner no longer wants it sent
-  const formName = (await repo.formName(ctx.db, p.accountId, p.formId)) ?? '';
-  const composed = await composeEmail(email, p, formName);
+  const composed = await composeEmail(email, p, email.form_name ?? '');
   if (composed.to.length === 0) return;
   const { config } = ctx;
   const attachments: Attachments =

@@ -67,7 +67,7 @@ function statusProblem(status: number): string {
  */
 export async function deliver(ctx: AppContext, job: JobInfo<DeliveryPayload>, tools: JobTools): Promise<void> {
   const { webhookId, messageId, event } = job.payload;
-  const webhook = await repo.findWebhookById(ctx.db, webhookId);
+  const webhook = await repo.webhookToDeliver(ctx.db, webhookId);
   if (!webhook || webhook.state === 'disabled') return;
 
   const attemptedAt = ctx.clock.now();

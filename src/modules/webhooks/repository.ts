@@ -19,9 +19,28 @@ export async function findWebhook(db: Executor, accountId: number, webhookId: nu
     .executeTakeFirst();
 }
 
-/** For the worker, which acts for no account. */
-export async function findWebhookById(db: Executor, webhookId: number): Promise<WebhookRow | undefined> {
-  return db.selectFrom('webhooks').selectAll().where('id', '=', webhookId).executeTakeFirst();
+/** The columns of a webhook that a delivery reads (delivery.ts). */
+const DELIVERY_COLUMNS = [
+  'account_id',
+  'form_id',
+  'url',
+  'content_type',
+  'include_field_type',
+  'signing_secret',
+  'hmac_secret',
+  'handshake_key',
+  'state',
+] as const;
+
+export type WebhookToDeliver = Pick<WebhookRow, (typeof DELIVERY_COLUMNS)[number]>;
+
+/**
+ * A webhook as a delivery reads it, for the worker, which acts for no account. Once a
+ * delivery: its columns named, so that it is prepared (hot-query.ts).
+ */
+export async function webhookToDeliver(db: Executor, webhookId: number): Promise<WebhookToDeliver | undefined> {
+  const query = db.selectFrom('webhooks').select(DELIVERY_COLUMNS).where('id', '=', webhookId);
+  return (await db.executeQuery(prepared(query))).rows[0];
 }
 
 export async function listWebhooks(db: Executor, accountId: number, formId: number): Promise<WebhookRow[]> {
