@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker } from '../src/jobs/worker.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 interface Sent {
@@ -30,7 +35,8 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       if (text !== undefined) sent.push({ client: this, name: config.name, text });
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof original;
-    app = await startTestApp();
+    // A webhook on loopback: the worker's test below delivers to a receiver of its own.
+    app = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: 'true' });
     a = await app.account();
   });
   after(async () => {
@@ -134,6 +140,63 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
     for (const e of enqueues) {
       assert.ok(e.name, 'prepared');
       assert.match(e.text, /pg_notify/);
+    }
+  });
+
+  it("runs a delivery's and an email's jobs with a prepared look-up each, and claims and ends runs in one statement", async () => {
+    const received: string[] = [];
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received.push(String(req.headers['webhook-id']));
+        res.writeHead(200).end();
+      });
+    }).listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    try {
+      // Only this test's jobs (the tests before left deliveries to hooks.example.com).
+      await app.server.ctx.db.deleteFrom('jobs').execute();
+      const form = await uniqueForm();
+      const [email] = form.fields.map((f) => f.id);
+      const { port } = receiver.address() as AddressInfo;
+      assert.equal((await a.post(`/form/${form.id}/webhook`, { url: `http://127.0.0.1:${port}/hook` })).status, 200);
+      const notification = await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'New',
+        message: 'New one',
+        recipients: ['team@example.com'],
+      });
+      assert.equal(notification.status, 201, notification.text);
+      for (const n of [1, 2, 3])
+        assert.equal(
+          (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: email, value: `j${n}@example.com` }] }))
+            .status,
+          200,
+        );
+      const from = sent.length;
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      assert.equal(received.length, 3);
+      const window = sent.slice(from);
+      const matching = (pattern: RegExp) => window.filter((s) => pattern.test(s.text));
+      const lookUps = [...matching(/from "webhooks"/), ...matching(/from "form_emails" left join "forms"/)];
+      assert.equal(lookUps.length, 6, 'one look-up a job');
+      // A claim takes the jobs and logs their runs in one statement.
+      const claims = matching(/UPDATE jobs SET state = 'running'/);
+      assert.ok(claims.length >= 1);
+      for (const claim of claims) assert.match(claim.text, /INSERT INTO job_runs/);
+      // An end sets the job's row and its run's together, for every run of its batch.
+      const ends = matching(/update "?job_runs"?/i);
+      assert.ok(ends.length >= 1 && ends.length <= 6);
+      for (const end of ends) assert.match(end.text, /UPDATE jobs SET state = e\.state/);
+      assert.equal(matching(/^\s*update "jobs"/i).length, 0, 'no job updated apart from its run');
+      for (const s of [...lookUps, ...claims, ...ends]) assert.ok(s.name, `prepared: ${s.text.trim().slice(0, 120)}`);
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM job_runs r JOIN jobs j ON j.id = r.job_id
+        WHERE j.kind IN ('webhooks.deliver', 'emails.send') AND j.state = 'done' AND r.outcome = 'done'
+          AND r.finished_at IS NOT NULL`.execute(app.server.ctx.db);
+      assert.equal(rows[0]!.n, 6);
+    } finally {
+      receiver.closeAllConnections();
+      receiver.close();
     }
   });
 

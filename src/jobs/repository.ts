@@ -248,7 +248,8 @@ const claimKnown = hotQuery(
         SELECT id, attempts, ${owner}::text, ${startedAt}::bigint FROM u
         RETURNING id, job_id
       )
-      SELECT u.*, r.id AS run_id FROM u JOIN r ON r.job_id = u.id`;
+      SELECT u.id, u.kind, u.payload, u.progress, u.attempts, u.max_attempts, u.run_at, u.request_id, r.id AS run_id
+      FROM u JOIN r ON r.job_id = u.id`;
     return { compile: () => query.compile(db) };
   },
 );
@@ -535,7 +536,8 @@ const finishTogether = hotQuery(
   ) => {
     const query = sql<{ ids: number[] }>`
       WITH e AS (
-        SELECT * FROM unnest(${ids}::bigint[], ${tokens}::text[], ${runIds}::bigint[], ${outcomes}::text[],
+        SELECT id, token, run_id, outcome, state, run_at, finished_at, error, uncounted, ended_at
+        FROM unnest(${ids}::bigint[], ${tokens}::text[], ${runIds}::bigint[], ${outcomes}::text[],
           ${states}::text[], ${runAts}::bigint[], ${finishedAts}::bigint[], ${errors}::text[], ${uncounted}::int[],
           ${endedAts}::bigint[])
           AS e(id, token, run_id, outcome, state, run_at, finished_at, error, uncounted, ended_at)
