@@ -12,7 +12,7 @@ import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
 import { enqueue, enqueueAll, jobOf } from '../src/jobs/outbox.js';
 import { claimDue, insertJobs, listenForJobs, outboxStats, type ClaimGroup } from '../src/jobs/repository.js';
 import { RetryAt } from '../src/jobs/retry.js';
-import { createWorker } from '../src/jobs/worker.js';
+import { createWorker, startWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 import { QueryRecorder } from './support/query-recorder.js';
@@ -106,6 +106,44 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(log[0]!.worker, worker.id);
     assert.ok(log[0]!.finished_at! >= log[0]!.started_at);
   });
+
+  it(
+    "frees a run's slot when its handler returns, while its end is still being written",
+    // SQLite's one connection would hold the next claim behind the end's transaction.
+    { skip: dialectName === 'sqlite' && 'PostgreSQL only: the end holds one connection, the claim takes another' },
+    async () => {
+      const endHeld = deferred();
+      const endWriting = deferred();
+      const secondRan = deferred<string>();
+      const slot = testJob('test.slot', {
+        concurrency: 1,
+        handler: async (_ctx, j, tools) => {
+          if (j.payload === 'first')
+            tools.atEnd(async () => {
+              endWriting.resolve();
+              await endHeld.promise;
+            });
+          else secondRan.resolve(String(j.payload));
+        },
+      });
+      const [first, second] = await enqueueAll(ctx.db, [jobOf(slot, 'first'), jobOf(slot, 'second')]);
+      const worker = startWorker(ctx, { kinds: [slot], pollMs: 50 });
+      const limit = new AbortController();
+      try {
+        await endWriting.promise;
+        // The one slot took the second job while the first's end waits.
+        const timeout = sleep(20_000, 'the second job never started', { signal: limit.signal }).catch(() => '');
+        assert.equal(await Promise.race([secondRan.promise, timeout]), 'second');
+        assert.equal((await job(first!)).state, 'running', 'the first stays leased until its end is written');
+      } finally {
+        limit.abort();
+        endHeld.resolve();
+        await worker.stop();
+      }
+      assert.equal((await job(first!)).state, 'done');
+      assert.equal((await job(second!)).state, 'done');
+    },
+  );
 
   it('waits for run_at, read from the context clock', async () => {
     let ran = 0;
