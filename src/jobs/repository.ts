@@ -208,7 +208,7 @@ function claimedJobs(rows: (ClaimRow & { run_id: number })[], token: string): Cl
  * each a round trip; a worker claims every few milliseconds under load.
  */
 const claimKnown = hotQuery(
-  8,
+  7,
   (
     db,
     kinds: string[],
@@ -218,7 +218,6 @@ const claimKnown = hotQuery(
     owner: string,
     token: string,
     until: number,
-    startedAt: number,
   ) => {
     const query = sql<ClaimRow & { run_id: number }>`
       WITH c AS MATERIALIZED (
@@ -245,7 +244,7 @@ const claimKnown = hotQuery(
           jobs.request_id
       ), r AS (
         INSERT INTO job_runs (job_id, attempt, worker, started_at)
-        SELECT id, attempts, ${owner}::text, ${startedAt}::bigint FROM u
+        SELECT id, attempts, ${owner}::text, ${now}::bigint FROM u
         RETURNING id, job_id
       )
       SELECT u.id, u.kind, u.payload, u.progress, u.attempts, u.max_attempts, u.run_at, u.request_id, r.id AS run_id
@@ -268,8 +267,8 @@ export async function claimDue(
   if (!(engine.writableCtes && engine.rowLocks))
     return transact(db, (trx) => claimGroups(trx, now, lease, wanted, free));
 
-  // PostgreSQL: the known kinds in one statement; kinds a worker does not know (rare, and
-  // looked for only when asked) after it, in a transaction of their own.
+  // PostgreSQL: the known kinds in one statement; kinds a worker does not know (rare: looked
+  // for when asked, or when the known kinds are drained) after it, in a transaction of their own.
   const known = wanted.filter((g) => g.kinds !== undefined && (free[g.pool] ?? 0) > 0);
   const of = known.flatMap((g) => g.kinds!.map((kind) => ({ kind, pool: g.pool, limit: free[g.pool]! })));
   const jobs =
@@ -285,7 +284,6 @@ export async function claimDue(
             lease.owner,
             lease.token,
             lease.until,
-            now,
           ),
           lease.token,
         );
