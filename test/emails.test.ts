@@ -6,7 +6,7 @@ import { SMTPServer } from 'smtp-server';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
-import { safeSmtpError, sendSmtp } from '../src/modules/emails/transport.js';
+import { safeSmtpError, sendSmtp, type OutgoingMail } from '../src/modules/emails/transport.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './support/smtp.js';
 
@@ -283,6 +283,20 @@ describe(`confirmation and notification records (${dialectName})`, () => {
   });
 });
 
+/** A one-line text message from the service's address, for sendSmtp itself. */
+function plainMail(to: string, messageId: string): OutgoingMail {
+  return {
+    from: { name: 'x', address: 'desk@forms.test' },
+    to: [to],
+    replyTo: undefined,
+    subject: 's',
+    text: 't',
+    html: undefined,
+    attachments: [],
+    messageId,
+  };
+}
+
 describe(`sending through SMTP (${dialectName})`, () => {
   let app: TestApp;
   let a: TestAccount;
@@ -513,16 +527,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
 
   it('never shows the SMTP credentials in an error', async () => {
     const wrong = smtp.url.replace(smtp.password, 'Wr0ng-password-here');
-    const mail = {
-      from: { name: 'x', address: 'desk@forms.test' },
-      to: ['x@example.com'],
-      replyTo: undefined,
-      subject: 's',
-      text: 't',
-      html: undefined,
-      attachments: [],
-      messageId: '<t@forms.test>',
-    };
+    const mail = plainMail('x@example.com', '<t@forms.test>');
     await assert.rejects(sendSmtp(wrong, mail), (error: Error) => {
       assert.match(error.message, /^SMTP: /);
       assert.ok(!error.message.includes('Wr0ng-password-here'), error.message);
@@ -555,16 +560,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
     server.listen(0, '127.0.0.1');
     await once(server.server, 'listening');
     const { port } = server.server.address() as AddressInfo;
-    const mail = {
-      from: { name: 'x', address: 'desk@forms.test' },
-      to: ['tls@example.com'],
-      replyTo: undefined,
-      subject: 's',
-      text: 't',
-      html: undefined,
-      attachments: [],
-      messageId: '<tls@forms.test>',
-    };
+    const mail = plainMail('tls@example.com', '<tls@forms.test>');
     try {
       await sendSmtp(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`, mail);
       assert.deepEqual(received, ['tls tls@example.com']);
