@@ -47,7 +47,7 @@ function openSocket(
   const port = Number(options.port) || (options.secure ? 465 : 587);
   const socket = connect({ host: options.host || 'localhost', port, noDelay: true });
   const timer = setTimeout(
-    () => socket.destroy(new Error(`Connection timeout`)),
+    () => socket.destroy(new Error('Connection timeout')),
     options.connectionTimeout ?? CONNECTION_TIMEOUT_MS,
   );
   const failed = (error: Error) => {
