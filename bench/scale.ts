@@ -368,6 +368,14 @@ export async function runScaleBench(): Promise<number> {
   }
 }
 
+/** Deliveries and emails queued or running. */
+async function undelivered(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(
+    "SELECT count(*) AS n FROM jobs WHERE state IN ('queued', 'running') AND kind IN ('webhooks.deliver', 'emails.send')",
+  );
+  return Number(rows[0]!.n);
+}
+
 /**
  * The backlog of deliveries and emails that one worker process (pid) drains: how many, and
  * from its first finished job (the worker's start and first claim left out) until none is
@@ -380,14 +388,7 @@ async function drainOne(
 ): Promise<{ jobs: number; perSecond: number; cpuUsPerJob: number; cores: number } | undefined> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
-  const left = async () =>
-    Number(
-      (
-        await client.query<{ n: string }>(
-          "SELECT count(*) AS n FROM jobs WHERE state IN ('queued', 'running') AND kind IN ('webhooks.deliver', 'emails.send')",
-        )
-      ).rows[0]!.n,
-    );
+  const left = () => undelivered(client);
   try {
     const deadline = performance.now() + limitMs;
     const jobs = await left();
@@ -420,10 +421,7 @@ async function drain(databaseUrl: string, limitMs: number): Promise<void> {
   try {
     const deadline = performance.now() + limitMs;
     while (performance.now() < deadline) {
-      const { rows } = await client.query<{ n: string }>(
-        "SELECT count(*) AS n FROM jobs WHERE state IN ('queued', 'running') AND kind IN ('webhooks.deliver', 'emails.send')",
-      );
-      if (Number(rows[0]!.n) === 0) return;
+      if ((await undelivered(client)) === 0) return;
       await sleep(200);
     }
     log('the outbox did not drain in time');
