@@ -80,6 +80,8 @@ export interface Config {
   webhookTimeoutMs: number;
   /** smtp:// or smtps:// with credentials; undefined keeps every email in the mail log instead. */
   smtpUrl: string | undefined;
+  /** The most connections to SMTP_URL one process keeps open at once; each carries one message at a time. */
+  smtpConnections: number;
   /** The From address of every email: an address, or "Name <address>". */
   mailFrom: { name: string | undefined; address: string };
   /** The most bytes of files one email attaches, all files together; files beyond it are named, not attached. */
@@ -288,6 +290,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 600_000),
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString(),
+    // At most the 10 emails a worker sends at once (emails/jobs.ts): more would never all be used.
+    smtpConnections: integer(env, 'SMTP_CONNECTIONS', 5, 1, 10),
     mailFrom: mailFrom(env.MAIL_FROM, resolvedPublicUrl),
     mailAttachmentMaxBytes: integer(env, 'MAIL_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     optionImageMaxBytes: integer(env, 'OPTION_IMAGE_MAX_BYTES', 2 * 1024 * 1024, 1024, 100 * 1024 * 1024),

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { SMTPServer } from 'smtp-server';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
@@ -528,7 +529,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
   it('never shows the SMTP credentials in an error', async () => {
     const wrong = smtp.url.replace(smtp.password, 'Wr0ng-password-here');
     const mail = plainMail('x@example.com', '<t@forms.test>');
-    await assert.rejects(sendSmtp(wrong, mail), (error: Error) => {
+    await assert.rejects(sendSmtp(wrong, 1, mail), (error: Error) => {
       assert.match(error.message, /^SMTP: /);
       assert.ok(!error.message.includes('Wr0ng-password-here'), error.message);
       return true;
@@ -562,15 +563,72 @@ describe(`sending through SMTP (${dialectName})`, () => {
     const { port } = server.server.address() as AddressInfo;
     const mail = plainMail('tls@example.com', '<tls@forms.test>');
     try {
-      await sendSmtp(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`, mail);
+      await sendSmtp(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`, 1, mail);
       assert.deepEqual(received, ['tls tls@example.com']);
       // Checked as any TLS connection is: the sink's certificate is its own.
-      await assert.rejects(sendSmtp(`smtps://127.0.0.1:${port}`, mail), /^Error: SMTP: .*certificate/);
+      await assert.rejects(sendSmtp(`smtps://127.0.0.1:${port}`, 1, mail), /^Error: SMTP: .*certificate/);
     } finally {
       await new Promise((r) => server.close(() => r(undefined)));
     }
     // Nothing listens on the port any more: the attempt fails at once, with the reason.
-    await assert.rejects(sendSmtp(`smtp://127.0.0.1:${port}`, mail), /^Error: SMTP: .*ECONNREFUSED/);
+    await assert.rejects(sendSmtp(`smtp://127.0.0.1:${port}`, 1, mail), /^Error: SMTP: .*ECONNREFUSED/);
+  });
+
+  it('opens as many connections at once as SMTP_CONNECTIONS says, and no more', async () => {
+    for (const connections of [2, 8]) {
+      // A sink of its own (the pool of the round before keeps its connections open) that holds
+      // each message a while: messages sent together wait for a free connection, or open
+      // another while the pool has room.
+      let open = 0;
+      let peak = 0;
+      let received = 0;
+      const server = new SMTPServer({
+        authOptional: true,
+        disabledCommands: ['STARTTLS'],
+        logger: false,
+        closeTimeout: 200,
+        onConnect(_session, callback) {
+          peak = Math.max(peak, ++open);
+          callback();
+        },
+        onClose() {
+          open--;
+        },
+        onData(stream, _session, callback) {
+          stream.resume();
+          stream.on('end', () => {
+            received++;
+            setTimeout(callback, 50);
+          });
+        },
+      });
+      server.listen(0, '127.0.0.1');
+      await once(server.server, 'listening');
+      const { port } = server.server.address() as AddressInfo;
+      try {
+        await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            sendSmtp(`smtp://127.0.0.1:${port}`, connections, plainMail(`to${i}@example.com`, `<c${i}@forms.test>`)),
+          ),
+        );
+        assert.equal(received, 16);
+        assert.equal(peak, connections, `connections open at once with SMTP_CONNECTIONS=${connections}`);
+      } finally {
+        await new Promise((r) => server.close(() => r(undefined)));
+      }
+    }
+  });
+
+  it('takes SMTP_CONNECTIONS from 1 to 10, 5 unless set', () => {
+    assert.equal(loadConfig({}).smtpConnections, 5);
+    assert.equal(loadConfig({ SMTP_CONNECTIONS: '10' }).smtpConnections, 10);
+    for (const value of ['0', '11', 'many']) {
+      assert.throws(
+        () => loadConfig({ SMTP_CONNECTIONS: value }),
+        (e: unknown) => e instanceof ConfigError && e.setting === 'SMTP_CONNECTIONS',
+        value,
+      );
+    }
   });
 });
 

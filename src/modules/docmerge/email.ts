@@ -32,7 +32,7 @@ export async function sendDocumentEmail(ctx: AppContext, jobId: number, p: Email
   const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
   if (config.smtpUrl) {
     const content = attach ? await bytesOf((await ctx.storage.get(document.storage_key)).stream) : undefined;
-    await sendSmtp(config.smtpUrl, {
+    await sendSmtp(config.smtpUrl, config.smtpConnections, {
       from,
       to: p.to,
       replyTo: undefined,

@@ -9,7 +9,8 @@ export const sendEmailJob = defineJob({
   name: 'emails.send',
   payload: SendEmailPayload,
   maxAttempts: 8,
-  // A send mostly waits on the SMTP server (through a pool of 5 connections, transport.ts).
+  // A send mostly waits on the SMTP server, through SMTP_CONNECTIONS connections (5 unless
+  // set; at most this concurrency, config.ts).
   concurrency: 10,
   handler: (ctx, job) => sendSubmissionEmail(ctx, job.id, job.payload),
 });

@@ -31,7 +31,7 @@ export async function sendLinkMail(ctx: AppContext, mail: LinkMail): Promise<voi
   const { config } = ctx;
   const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
   if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, {
+    await sendSmtp(config.smtpUrl, config.smtpConnections, {
       ...mail.compose(mail.link),
       from,
       to: [mail.to],

@@ -91,7 +91,7 @@ export async function sendSubmissionEmail(ctx: AppContext, jobId: number, stored
     messageId: `<formwork-email-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
   };
   if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, outgoing);
+    await sendSmtp(config.smtpUrl, config.smtpConnections, outgoing);
     return;
   }
   await repo.insertMail(ctx.db, {

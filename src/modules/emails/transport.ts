@@ -63,8 +63,9 @@ function openSocket(
   });
 }
 
-function transportFor(url: string): Transporter {
-  let transport = transports.get(url);
+function transportFor(url: string, connections: number): Transporter {
+  const key = `${connections} ${url}`;
+  let transport = transports.get(key);
   if (!transport) {
     // A pool: messages reuse a few open connections instead of a connection (and a TLS
     // handshake) each. Made here rather than through createTransport({ url, ... }), which
@@ -75,7 +76,7 @@ function transportFor(url: string): Transporter {
       new Pool({
         url,
         pool: true,
-        maxConnections: 5,
+        maxConnections: connections,
         maxMessages: 100,
         connectionTimeout: CONNECTION_TIMEOUT_MS,
         greetingTimeout: 30_000,
@@ -83,7 +84,7 @@ function transportFor(url: string): Transporter {
         getSocket: openSocket,
       }),
     );
-    transports.set(url, transport);
+    transports.set(key, transport);
   }
   return transport;
 }
@@ -102,10 +103,10 @@ export function safeSmtpError(error: unknown, url: string): Error {
   return new Error(`SMTP: ${message}`);
 }
 
-/** Sends one message through SMTP_URL. */
-export async function sendSmtp(url: string, mail: OutgoingMail): Promise<void> {
+/** Sends one message through SMTP_URL, on at most `connections` connections open at once (SMTP_CONNECTIONS). */
+export async function sendSmtp(url: string, connections: number, mail: OutgoingMail): Promise<void> {
   try {
-    await transportFor(url).sendMail({
+    await transportFor(url, connections).sendMail({
       from: mail.from,
       to: mail.to,
       replyTo: mail.replyTo,
