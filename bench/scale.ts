@@ -21,11 +21,13 @@
  *    idle: jobs a second and the worker's CPU time per job, from its first finished job.
  *
  * Environment: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_SCALE_CONNECTIONS (32), BENCH_SCALE_DRAIN_FILL (5),
- * BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/test), BENCH_PG_POOL (pool per API process, 10).
+ * BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/test), BENCH_PG_POOL (pool per API process, 10),
+ * BENCH_CPU_PROF=1 (the draining worker of 4 runs with --cpu-prof; where its time went is printed),
+ * SMTP_CONNECTIONS (passed on to the processes when set).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +37,7 @@ import pg from 'pg';
 import { redisAnswers } from '../test/support/redis.js';
 import { call, MailSink, Receiver } from './events.js';
 import { JSONB_TABLE, jsonbScript, runPgbench } from './pgbench.js';
+import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { API, createBenchAccount } from './seed.js';
 import { clientOf, fieldIdsOf, submissionBody, submissionForm, type FieldIds } from './submission-data.js';
 
@@ -46,6 +49,7 @@ const POOL = process.env.BENCH_PG_POOL ?? '10';
 /** Seconds of submissions queued for the worker drain (4), the workers stopped. */
 const DRAIN_FILL = Number(process.env.BENCH_SCALE_DRAIN_FILL ?? 5);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const NGINX = '/usr/sbin/nginx';
 
 const log = (m: string) => process.stderr.write(`[bench scale] ${m}\n`);
@@ -202,6 +206,8 @@ export async function runScaleBench(): Promise<number> {
       ...(redis ? { REDIS_URL } : {}),
       SECRET_KEY: randomBytes(32).toString('hex'),
       SMTP_URL: smtpUrl,
+      // Passed on when set, to compare pool sizes (docs/emails.md).
+      ...(process.env.SMTP_CONNECTIONS ? { SMTP_CONNECTIONS: process.env.SMTP_CONNECTIONS } : {}),
       WEBHOOK_ALLOW_PRIVATE: 'true',
       RATE_LIMIT_PER_MINUTE: '0',
       RATE_LIMIT_PER_DAY: '0',
@@ -220,9 +226,12 @@ export async function runScaleBench(): Promise<number> {
       procs.push(p);
       await waitFor(`http://127.0.0.1:${port}/readyz`, p);
     }
-    const startWorker = async (name: string) => {
+    const startWorker = async (name: string, node: string[] = []) => {
       const port = await freePort();
-      const p = start(name, tsx[0]!, [...tsx.slice(1), 'worker'], { ...env, WORKER_METRICS_PORT: String(port) });
+      const p = start(name, tsx[0]!, [...node, ...tsx.slice(1), 'worker'], {
+        ...env,
+        WORKER_METRICS_PORT: String(port),
+      });
       procs.push(p);
       await waitFor(`http://127.0.0.1:${port}/metrics`, p);
       return p;
@@ -323,9 +332,20 @@ export async function runScaleBench(): Promise<number> {
       if (w.child.exitCode === null) await new Promise((r) => w.child.once('exit', r));
     }
     await postLoad(balancers[1]!.url, token, form.id, ids, DRAIN_FILL, next, counter);
-    const drainer = await startWorker('worker3');
+    const profDir = join(tmp, 'drain-profile');
+    const drainer = await startWorker('worker3', CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
     const drained = await drainOne(databaseUrl, drainer.child.pid!, 300_000);
     if (!drained) problems.push('the worker did not drain its backlog in time');
+    let drainProfile = '';
+    if (CPU_PROF) {
+      // The profile is written as the worker exits; its window is the drain's.
+      drainer.child.kill('SIGTERM');
+      if (drainer.child.exitCode === null) await new Promise((r) => drainer.child.once('exit', r));
+      const [file] = readdirSync(profDir);
+      drainProfile = file
+        ? `\n[worker3, draining] ${summarizeProfile(join(profDir, file), process.cwd(), drained?.window)}`
+        : '\n[worker3] wrote no profile';
+    }
 
     const [one, two, oneAgain] = runs.map((r) => r.run) as [PostRun, PostRun, PostRun];
     const ratio = two.rps / ((one.rps + oneAgain.rps) / 2);
@@ -352,7 +372,7 @@ export async function runScaleBench(): Promise<number> {
         : 'one worker alone on a backlog: did not drain',
       `deliveries ${receiver.deliveries}, emails ${sink.messages}, submissions answered 200: ${counter.ok}`,
     ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    process.stdout.write(`${lines.join('\n')}\n${drainProfile}`);
     if (problems.length > 0) process.stdout.write(`\nProblems:\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
     return problems.length > 0 ? 1 : 0;
   } finally {
@@ -385,17 +405,18 @@ async function drainOne(
   databaseUrl: string,
   pid: number,
   limitMs: number,
-): Promise<{ jobs: number; perSecond: number; cpuUsPerJob: number; cores: number } | undefined> {
+): Promise<{ jobs: number; perSecond: number; cpuUsPerJob: number; cores: number; window: Window } | undefined> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   const left = () => undelivered(client);
   try {
     const deadline = performance.now() + limitMs;
     const jobs = await left();
-    let first: { at: number; cpu: number; left: number } | undefined;
+    let first: { at: number; micros: number; cpu: number; left: number } | undefined;
     while (performance.now() < deadline) {
       const now = await left();
-      if (!first && now < jobs) first = { at: performance.now(), cpu: cpuSample({ pid }).procs.pid!, left: now };
+      if (!first && now < jobs)
+        first = { at: performance.now(), micros: monotonicMicros(), cpu: cpuSample({ pid }).procs.pid!, left: now };
       if (first && now === 0) {
         const seconds = (performance.now() - first.at) / 1000;
         const cpuMs = (cpuSample({ pid }).procs.pid! - first.cpu) * 10;
@@ -404,6 +425,7 @@ async function drainOne(
           perSecond: first.left / seconds,
           cpuUsPerJob: (cpuMs * 1000) / first.left,
           cores: cpuMs / 1000 / seconds,
+          window: { label: 'the drain', start: first.micros, end: monotonicMicros() },
         };
       }
       await sleep(20);
