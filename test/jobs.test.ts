@@ -10,7 +10,15 @@ import type { AppContext } from '../src/context.js';
 import { transact } from '../src/db/transaction.js';
 import { defineJob, type JobKindDefinition } from '../src/jobs/kind.js';
 import { enqueue, enqueueAll, jobOf } from '../src/jobs/outbox.js';
-import { claimDue, insertJobs, listenForJobs, outboxStats, type ClaimGroup } from '../src/jobs/repository.js';
+import {
+  claimDue,
+  finishRuns,
+  insertJobs,
+  listenForJobs,
+  outboxStats,
+  reclaimExpired,
+  type ClaimGroup,
+} from '../src/jobs/repository.js';
 import { RetryAt } from '../src/jobs/retry.js';
 import { createWorker, startWorker } from '../src/jobs/worker.js';
 import { startServer } from '../src/server.js';
@@ -517,6 +525,72 @@ describe(`background jobs (${dialectName})`, () => {
     assert.equal(claimed.length, 7);
     const running = await ctx.db.selectFrom('jobs').select('id').where('state', '=', 'running').execute();
     assert.equal(running.length, 7);
+  });
+
+  it('waits on stop for the run of a job taken back and claimed again, after the run that lost it ended', async () => {
+    // The first run ignores its lease running out (and the abort it brings); the job is taken
+    // back and run again beside it by the same worker. When the first ends, the second must
+    // still be waited for.
+    const first = deferred();
+    const second = deferred();
+    const secondStarted = deferred();
+    const stubborn = testJob('test.stubborn', {
+      handler: async (_ctx, j, tools) => {
+        if (j.attempt === 1) return first.promise;
+        secondStarted.resolve();
+        // This one keeps its lease.
+        let released = false;
+        void second.promise.then(() => (released = true));
+        while (!released) {
+          await tools.checkpoint(null);
+          await sleep(20);
+        }
+      },
+    });
+    const id = await enqueue(ctx.db, stubborn, 'x');
+    const worker = startWorker(ctx, { kinds: [stubborn], pollMs: 20, leaseMs: 100, graceMs: 5000 });
+    try {
+      await secondStarted.promise;
+      first.resolve();
+      await sleep(200); // the first run's end: not recorded, the lease being another's
+      assert.deepEqual(
+        (await runs(id)).map((r) => r.outcome),
+        ['lost', null],
+      );
+      const stopped = worker.stop().then(() => 'stopped');
+      assert.equal(await Promise.race([stopped, sleep(300).then(() => 'still waiting')]), 'still waiting');
+      second.resolve();
+      assert.equal(await stopped, 'stopped');
+    } finally {
+      first.resolve();
+      second.resolve();
+      await worker.stop();
+    }
+    assert.equal((await job(id)).state, 'done');
+  });
+
+  it('records, of two ends of one job in one batch, only the run that holds it, and says which', async () => {
+    // A run whose lease ran out (taken back, logged lost) and the job's next run end together.
+    const id = await enqueue(ctx.db, testJob('test.twice'), 'x');
+    const now = ctx.clock.now();
+    const groups: ClaimGroup[] = [{ kinds: ['test.twice'], pool: 'p' }];
+    const [stale] = await claimDue(ctx.db, now, { owner: 'a', token: 'stale', until: now + 10 }, groups, { p: 1 });
+    assert.deepEqual(await reclaimExpired(ctx.db, now + 20), [id]);
+    const [current] = await claimDue(ctx.db, now + 20, { owner: 'b', token: 'current', until: now + HOUR }, groups, {
+      p: 1,
+    });
+    assert.ok(stale && current && stale.id === id && current.id === id && current.runId !== stale.runId);
+    const end = (job: typeof stale, at: number) => ({ job, now: at, end: { outcome: 'done' as const }, writes: [] });
+    assert.deepEqual(await finishRuns(ctx.db, [end(stale, now + 30), end(current, now + 40)]), [false, true]);
+    const stored = await job(id);
+    assert.deepEqual([stored.state, stored.finished_at, stored.lease_token], ['done', now + 40, null]);
+    assert.deepEqual(
+      (await runs(id)).map((r) => [r.id, r.outcome, r.finished_at]),
+      [
+        [stale.runId, 'lost', now + 20],
+        [current.runId, 'done', now + 40],
+      ],
+    );
   });
 
   it('claims the oldest due jobs of each pool up to its limit, and kinds no worker knows once the known are drained', async () => {

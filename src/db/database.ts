@@ -34,10 +34,19 @@ export interface DbOptions {
   poolSize?: number;
 }
 
-// int8 (counts, epoch-millisecond timestamps) as numbers: every value we store fits in 2^53.
+// int8 (counts, epoch-millisecond timestamps, ids) as numbers, and so the elements of int8[]
+// (`array_agg` of ids): every value we store fits in 2^53. node-postgres gives strings for both.
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+const textParser = (oid: number) => loadPg().types.getTypeParser(oid, 'text');
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === 20 && format !== 'binary') return (value: string) => Number(value);
+    if (format === 'binary') return loadPg().types.getTypeParser(oid, format);
+    if (oid === INT8) return (value: string) => Number(value);
+    if (oid === INT8_ARRAY) {
+      const strings = textParser(INT8_ARRAY) as (value: string) => (string | null)[];
+      return (value: string) => strings(value).map((v) => (v === null ? null : Number(v)));
+    }
     return loadPg().types.getTypeParser(oid, format);
   },
 };

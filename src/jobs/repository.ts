@@ -532,7 +532,9 @@ const finishTogether = hotQuery(
     uncounted: number[],
     endedAts: number[],
   ) => {
-    const query = sql<{ ids: number[] }>`
+    // Runs, not jobs, are what is matched: one batch may end a job's run that lost its lease
+    // and the job's newer run, and only the newer one may write (its run row included).
+    const query = sql<{ runs: number[] }>`
       WITH e AS (
         SELECT id, token, run_id, outcome, state, run_at, finished_at, error, uncounted, ended_at
         FROM unnest(${ids}::bigint[], ${tokens}::text[], ${runIds}::bigint[], ${outcomes}::text[],
@@ -545,14 +547,14 @@ const finishTogether = hotQuery(
           last_error = e.error, lease_owner = NULL, lease_token = NULL, lease_until = NULL
         FROM e
         WHERE jobs.id = e.id AND jobs.state = 'running' AND jobs.lease_token = e.token
-        RETURNING jobs.id
+        RETURNING e.run_id
       ), r AS (
         UPDATE job_runs SET outcome = e.outcome, finished_at = e.ended_at,
           error = CASE WHEN e.outcome = 'done' THEN NULL ELSE e.error END
-        FROM e JOIN j ON j.id = e.id
+        FROM e JOIN j ON j.run_id = e.run_id
         WHERE job_runs.id = e.run_id
       )
-      SELECT coalesce(array_agg(id), '{}') AS ids FROM j`;
+      SELECT coalesce(array_agg(run_id), '{}') AS runs FROM j`;
     return { compile: () => query.compile(db) };
   },
 );
@@ -588,8 +590,8 @@ async function recordEndsTogether(db: Executor, endings: readonly RunEnding[]): 
     rows.map((r) => r.uncounted),
     endings.map((e) => e.now),
   );
-  const changed = new Set(result!.ids);
-  return endings.map((e) => changed.has(e.job.id));
+  const changed = new Set(result!.runs);
+  return endings.map((e) => changed.has(e.job.runId));
 }
 
 /**

@@ -149,6 +149,7 @@ function sleep(ms: number): { promise: Promise<void>; cancel(): void } {
 }
 
 interface Run {
+  jobId: number;
   done: Promise<void>;
   controller: AbortController;
 }
@@ -164,6 +165,10 @@ class JobWorker implements Worker {
   private readonly graceMs: number;
   private readonly backoff: Backoff;
   private readonly log: WorkerLog;
+  /**
+   * By run id, not job id: a job whose lease ran out while its run was still going can be
+   * claimed again and run beside it, and each run's end must take out its own entry.
+   */
   private readonly runs = new Map<number, Run>();
   /** Running jobs by slot pool: a kind with a concurrency of its own, or '' for the shared one. */
   private readonly running = new Map<string, number>();
@@ -180,6 +185,8 @@ class JobWorker implements Worker {
   private nextReclaim = 0;
   private ending: { ending: RunEnding; kind: JobKind | undefined; resolve: (recorded: boolean) => void }[] = [];
   private flushingEnds = false;
+  /** Ends taken out of `ending` and being written now: they wait too (free()). */
+  private endsBeingWritten = 0;
   /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
   private runDueMode = false;
   private readonly yieldTo: { received(): number } | undefined;
@@ -284,7 +291,10 @@ class JobWorker implements Worker {
     await Promise.race([settled(), grace.promise]);
     grace.cancel();
     if (this.runs.size === 0) return;
-    this.log.warn({ worker: this.id, jobs: [...this.runs.keys()] }, 'worker stopping: aborting the jobs still running');
+    this.log.warn(
+      { worker: this.id, jobs: [...this.runs.values()].map((r) => r.jobId) },
+      'worker stopping: aborting the jobs still running',
+    );
     for (const run of this.runs.values()) run.controller.abort(new WorkerStopping());
     // A handler that ignores its signal is left behind; its lease brings the job back.
     const answer = sleep(Math.min(this.graceMs, 5000));
@@ -410,7 +420,7 @@ class JobWorker implements Worker {
   private free(pool: string): number {
     // Runs whose ends wait to be written hold no slot; past this many, the database is
     // behind, and claiming more would only lengthen the wait.
-    if (this.ending.length >= MAX_PENDING_ENDS) return 0;
+    if (this.ending.length + this.endsBeingWritten >= MAX_PENDING_ENDS) return 0;
     const limit = pool === '' ? this.concurrency : this.kinds.get(pool)!.concurrency!;
     return limit - (this.running.get(pool) ?? 0);
   }
@@ -465,6 +475,7 @@ class JobWorker implements Worker {
   private async flushEnds(): Promise<void> {
     while (this.ending.length > 0) {
       const batch = this.ending.splice(0, 64);
+      this.endsBeingWritten = batch.length;
       let recorded: boolean[] | undefined;
       try {
         recorded = await finishRuns(
@@ -475,6 +486,7 @@ class JobWorker implements Worker {
         recorded = undefined;
       }
       for (const [i, item] of batch.entries()) item.resolve(recorded ? recorded[i]! : await this.recordAlone(item));
+      this.endsBeingWritten = 0;
     }
     this.flushingEnds = false;
   }
@@ -523,11 +535,11 @@ class JobWorker implements Worker {
       this.wake();
     };
     const done = this.execute(job, controller, freeSlot).finally(() => {
-      this.runs.delete(job.id);
+      this.runs.delete(job.runId);
       freeSlot();
       this.wake();
     });
-    this.runs.set(job.id, { done, controller });
+    this.runs.set(job.runId, { jobId: job.id, done, controller });
   }
 
   /** When a failed attempt is tried again: the handler's own time (RetryAt), else its kind's schedule or backoff. */
