@@ -538,21 +538,32 @@ describe(`background jobs (${dialectName})`, () => {
       handler: async (_ctx, j, tools) => {
         if (j.attempt === 1) return first.promise;
         secondStarted.resolve();
-        // This one keeps its lease.
+        // This one keeps its lease, checkpointing far more often than it runs out, so that
+        // a slow machine cannot take it back too.
         let released = false;
         void second.promise.then(() => (released = true));
         while (!released) {
           await tools.checkpoint(null);
-          await sleep(20);
+          await sleep(50);
         }
       },
     });
     const id = await enqueue(ctx.db, stubborn, 'x');
-    const worker = startWorker(ctx, { kinds: [stubborn], pollMs: 20, leaseMs: 100, graceMs: 5000 });
+    const firstEnded = deferred();
+    const log = {
+      info: () => undefined,
+      error: () => undefined,
+      warn: (_details: object, message: string) => {
+        if (message.includes('lease was taken over')) firstEnded.resolve();
+      },
+    };
+    const worker = startWorker(ctx, { kinds: [stubborn], pollMs: 20, leaseMs: 1000, graceMs: 10_000, log });
     try {
       await secondStarted.promise;
       first.resolve();
-      await sleep(200); // the first run's end: not recorded, the lease being another's
+      // The first run's end, not recorded (the lease being another's), and then its last step.
+      await firstEnded.promise;
+      await sleep(20);
       assert.deepEqual(
         (await runs(id)).map((r) => r.outcome),
         ['lost', null],
