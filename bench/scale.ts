@@ -131,6 +131,8 @@ interface PostRun {
   failed: number;
   answered: Map<number, number>;
   cpu?: string;
+  /** Deliveries and emails still queued or running when the run's load stopped. */
+  left?: number;
 }
 
 async function postLoad(
@@ -301,6 +303,7 @@ export async function runScaleBench(): Promise<number> {
       const before = cpuSample(pids);
       const run = await postLoad(balancer.url, token, form.id, ids, DURATION, next, counter);
       run.cpu = cpuUse(before, cpuSample(pids), DURATION);
+      run.left = await countUndelivered(databaseUrl);
       if (run.failed > 0) problems.push(`${balancer.name}: ${run.failed} failed requests`);
       runs.push({ name: balancer.name, run });
     }
@@ -365,7 +368,10 @@ export async function runScaleBench(): Promise<number> {
       `two / mean of the two one-process runs: ${ratio.toFixed(2)}x (target >= 1.6x: ${ratio >= 1.6 ? 'met' : 'MISSED'})`,
       `outbox lag, 200 -> first webhook attempt, two-process run (${lags.length} events): p50 ${percentile(lags, 0.5).toFixed(0)} ms, ` +
         `p99 ${percentile(lags, 0.99).toFixed(0)} ms, max ${percentile(lags, 1).toFixed(0)} ms (target p99 < 1000 ms: ${percentile(lags, 0.99) < 1000 ? 'met' : 'MISSED'})`,
-      ...runs.map((r, i) => `CPU during run ${i + 1} (${r.name}): ${r.run.cpu}`),
+      ...runs.map(
+        (r, i) =>
+          `CPU during run ${i + 1} (${r.name}): ${r.run.cpu}; deliveries and emails not yet done at its end: ${r.run.left}`,
+      ),
       drained
         ? `one worker alone on a backlog of ${drained.jobs} jobs (a webhook delivery and an email per submission): ` +
           `${drained.perSecond.toFixed(0)} jobs/s, ${drained.cpuUsPerJob.toFixed(0)} µs of its CPU per job, ${drained.cores.toFixed(2)} cores`
@@ -385,6 +391,17 @@ export async function runScaleBench(): Promise<number> {
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Deliveries and emails queued or running, on a connection of its own. */
+async function countUndelivered(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await undelivered(client);
+  } finally {
+    await client.end();
   }
 }
 

@@ -185,7 +185,10 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       for (const claim of claims) assert.match(claim.text, /INSERT INTO job_runs/);
       // An end sets the job's row and its run's together, for every run of its batch.
       const ends = matching(/update "?job_runs"?/i);
-      assert.ok(ends.length >= 1 && ends.length <= 6);
+      assert.ok(
+        ends.length >= 1 && ends.length <= 6,
+        `ends: ${ends.length} ${JSON.stringify(ends.map((e) => e.text.slice(0, 200)))}`,
+      );
       for (const end of ends) assert.match(end.text, /UPDATE jobs SET state = e\.state/);
       assert.equal(matching(/^\s*update "jobs"/i).length, 0, 'no job updated apart from its run');
       for (const s of [...lookUps, ...claims, ...ends]) assert.ok(s.name, `prepared: ${s.text.trim().slice(0, 120)}`);

@@ -105,6 +105,8 @@ export interface ClaimedJob {
   runId: number;
   /** The lease token of this claim, which fences every later write of the run. */
   token: string;
+  /** When it was due (run_at): how far behind its worker is. */
+  dueAt: number;
 }
 
 export interface Lease {
@@ -189,13 +191,13 @@ async function kindsInTable(db: Executor): Promise<string[]> {
   return rows.map((r) => r.kind!);
 }
 
-type ClaimRow = Omit<ClaimedJob, 'runId' | 'token'> & { run_at: number };
+type ClaimRow = Omit<ClaimedJob, 'runId' | 'token' | 'dueAt'> & { run_at: number };
 
 /** The jobs claimed, oldest first as they were picked, with their runs. */
 function claimedJobs(rows: (ClaimRow & { run_id: number })[], token: string): ClaimedJob[] {
   // RETURNING has no order.
   rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
-  return rows.map(({ run_at: _runAt, run_id: runId, ...job }) => ({ ...job, runId, token }));
+  return rows.map(({ run_at: dueAt, run_id: runId, ...job }) => ({ ...job, runId, token, dueAt }));
 }
 
 /**
