@@ -95,9 +95,8 @@ const GATHER_MS = 20;
 /**
  * A pool whose claim found jobs due longer ago than this is behind (a backlog), and its freed
  * slots claim without the gather (wake). A worker that keeps up claims its jobs within a gather
- * or two of their due time; being eager then only splits claims into more statements, which
- * under the scale bench's load took about 0.03 of a core from each worker and up to a fifth of
- * the API's rate beside them.
+ * or two of their due time; being eager then would only split its claims into more, smaller
+ * statements.
  */
 const BEHIND_MS = 250;
 /**
@@ -477,13 +476,6 @@ class JobWorker implements Worker {
     return this.free('') <= 0 && this.ownPools.every((pool) => this.free(pool) <= 0);
   }
 
-  /**
-   * As many due jobs as there are free slots, in one transaction. Each pool names its kinds,
-   * so that its query finds them by index instead of reading past a backlog of other kinds.
-   * Jobs of kinds this worker does not know go to the shared slots, to fail there and be
-   * retried; looking for them reads every due job, so only when the known kinds have no
-   * backlog, or with housekeeping (`strangers`, at most once a second).
-   */
   /** The slots each pool may fill in the next claim. */
   private rooms(saturated: boolean): Record<string, number> {
     const room = (pool: string) => (saturated ? Math.min(this.free(pool), BUSY_BATCH) : this.free(pool));
@@ -492,6 +484,13 @@ class JobWorker implements Worker {
     return limits;
   }
 
+  /**
+   * As many due jobs as there are free slots, in one transaction. Each pool names its kinds,
+   * so that its query finds them by index instead of reading past a backlog of other kinds.
+   * Jobs of kinds this worker does not know go to the shared slots, to fail there and be
+   * retried; looking for them reads every due job, so only when the known kinds have no
+   * backlog, or with housekeeping (`strangers`, at most once a second).
+   */
   private claim(strangers: boolean, limits: Record<string, number>): Promise<ClaimedJob[]> {
     const now = this.ctx.clock.now();
     const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
