@@ -303,7 +303,7 @@ export async function runScaleBench(): Promise<number> {
       const before = cpuSample(pids);
       const run = await postLoad(balancer.url, token, form.id, ids, DURATION, next, counter);
       run.cpu = cpuUse(before, cpuSample(pids), DURATION);
-      run.left = await countUndelivered(databaseUrl);
+      run.left = await withClient(databaseUrl, undelivered);
       if (run.failed > 0) problems.push(`${balancer.name}: ${run.failed} failed requests`);
       runs.push({ name: balancer.name, run });
     }
@@ -394,12 +394,12 @@ export async function runScaleBench(): Promise<number> {
   }
 }
 
-/** Deliveries and emails queued or running, on a connection of its own. */
-async function countUndelivered(databaseUrl: string): Promise<number> {
+/** Runs use on a connection of its own to databaseUrl, closed after. */
+async function withClient<T>(databaseUrl: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    return await undelivered(client);
+    return await use(client);
   } finally {
     await client.end();
   }
@@ -418,15 +418,13 @@ async function undelivered(client: pg.Client): Promise<number> {
  * from its first finished job (the worker's start and first claim left out) until none is
  * left, the rate and the worker's CPU time per job.
  */
-async function drainOne(
+function drainOne(
   databaseUrl: string,
   pid: number,
   limitMs: number,
 ): Promise<{ jobs: number; perSecond: number; cpuUsPerJob: number; cores: number; window: Window } | undefined> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  const left = () => undelivered(client);
-  try {
+  return withClient(databaseUrl, async (client) => {
+    const left = () => undelivered(client);
     const deadline = performance.now() + limitMs;
     const jobs = await left();
     let first: { at: number; micros: number; cpu: number; left: number } | undefined;
@@ -448,23 +446,17 @@ async function drainOne(
       await sleep(20);
     }
     return undefined;
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /** Waits until the outbox has no queued or running delivery or email left (every job of the runs so far ran). */
-async function drain(databaseUrl: string, limitMs: number): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
+function drain(databaseUrl: string, limitMs: number): Promise<void> {
+  return withClient(databaseUrl, async (client) => {
     const deadline = performance.now() + limitMs;
     while (performance.now() < deadline) {
       if ((await undelivered(client)) === 0) return;
       await sleep(200);
     }
     log('the outbox did not drain in time');
-  } finally {
-    await client.end();
-  }
+  });
 }
