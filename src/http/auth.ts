@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { hashToken } from '../crypto/secrets.js';
 import { UnauthorizedError } from '../errors.js';
 import { changeEpoch } from '../db/change-epoch.js';
-import { findUnrevokedToken, type TokenOwner } from '../modules/accounts/repository.js';
+import { findUnrevokedToken, findUnrevokedTokenWithOthers, type TokenOwner } from '../modules/accounts/repository.js';
 import type { TokenUsage } from '../modules/tokens/usage.js';
 import { countAuthFailure } from './rate-limit.js';
 
@@ -66,8 +66,12 @@ export class BearerTokens {
     const epoch = changeEpoch(this.ctx.db);
     let found = epoch === undefined ? undefined : this.cache.get(token, epoch);
     if (!found) {
-      found = await findUnrevokedToken(this.ctx.db, hashToken(token));
-      if (found && epoch !== undefined) this.cache.set(token, epoch, found);
+      const hash = hashToken(token);
+      if (epoch === undefined) found = await findUnrevokedTokenWithOthers(this.ctx.db, hash);
+      else {
+        found = await findUnrevokedToken(this.ctx.db, hash);
+        if (found) this.cache.set(token, epoch, found);
+      }
     }
     const owner = found && this.live(found, now);
     if (owner) return owner;

@@ -1,6 +1,8 @@
+import { sql, type Kysely } from 'kysely';
+import { Coalescer } from '../../db/coalescer.js';
 import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
-import type { UserRow } from '../../db/schema.js';
+import type { Database, UserRow } from '../../db/schema.js';
 import type { Caller } from '../permissions/caller.js';
 
 /** The owner of a live token: the request's Caller, and what the token itself allows. */
@@ -92,7 +94,7 @@ export async function insertToken(
   return row.id;
 }
 
-const selectToken = hotQuery(1, (db, hash: string) =>
+const selectTokenColumns = (db: Executor) =>
   db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
@@ -105,9 +107,32 @@ const selectToken = hotQuery(1, (db, hash: string) =>
       't.scope as scope',
       't.client_id as clientId',
     ])
-    .where('t.token_hash', '=', hash)
-    .where('t.revoked_at', 'is', null),
+    .where('t.revoked_at', 'is', null);
+
+const selectToken = hotQuery(1, (db, hash: string) => selectTokenColumns(db).where('t.token_hash', '=', hash));
+
+/** Several look-ups in one statement (see findUnrevokedTokenWithOthers). */
+const selectTokens = hotQuery(1, (db, hashes: string[]) =>
+  selectTokenColumns(db)
+    .select('t.token_hash as hash')
+    .where('t.token_hash', '=', sql<string>`ANY(${hashes}::text[])`),
 );
+
+type TokenRow = Awaited<ReturnType<typeof selectToken>>[number];
+type UnrevokedToken = { owner: TokenOwner; expiresAt: number | null };
+
+const unrevokedOf = (row: TokenRow, hash: string): UnrevokedToken => ({
+  owner: {
+    tokenId: row.tokenId,
+    tokenHash: hash,
+    accountId: row.accountId,
+    userId: row.userId,
+    role: row.role,
+    scopes: row.scope === null ? null : row.scope.split(' ').filter((s) => s !== ''),
+    clientId: row.clientId,
+  },
+  expiresAt: row.expiresAt,
+});
 
 /** The live token with this hash and whom it acts for, or undefined. Runs on every request. */
 export async function findLiveToken(db: Executor, hash: string, now: number): Promise<TokenOwner | undefined> {
@@ -117,24 +142,43 @@ export async function findLiveToken(db: Executor, hash: string, now: number): Pr
 }
 
 /** The unrevoked token with this hash, whom it acts for and when it expires (null: never), or undefined. */
-export async function findUnrevokedToken(
-  db: Executor,
-  hash: string,
-): Promise<{ owner: TokenOwner; expiresAt: number | null } | undefined> {
+export async function findUnrevokedToken(db: Executor, hash: string): Promise<UnrevokedToken | undefined> {
   const [row] = await selectToken(db, hash);
-  if (!row) return undefined;
-  return {
-    owner: {
-      tokenId: row.tokenId,
-      tokenHash: hash,
-      accountId: row.accountId,
-      userId: row.userId,
-      role: row.role,
-      scopes: row.scope === null ? null : row.scope.split(' ').filter((s) => s !== ''),
-      clientId: row.clientId,
-    },
-    expiresAt: row.expiresAt,
-  };
+  return row && unrevokedOf(row, hash);
+}
+
+const lookUpsTogether = new WeakMap<Kysely<Database>, Coalescer<string, TokenRow | undefined>>();
+
+/**
+ * findUnrevokedToken on a pool (PostgreSQL), in one statement with the look-ups that arrive
+ * while it waits for a connection (Coalescer). Each of them arrived before the statement was
+ * sent, so each reads the token as it is at its arrival or later: a revocation answered
+ * before a request arrived is seen by that request.
+ */
+export async function findUnrevokedTokenWithOthers(
+  db: Kysely<Database>,
+  hash: string,
+): Promise<UnrevokedToken | undefined> {
+  let lookUps = lookUpsTogether.get(db);
+  if (!lookUps) {
+    lookUps = new Coalescer(db, selectTogether, LOOK_UPS_TOGETHER);
+    lookUpsTogether.set(db, lookUps);
+  }
+  const row = await lookUps.call(hash);
+  return row && unrevokedOf(row, hash);
+}
+
+/** At most 64 tokens in one look-up, two look-ups out at once (see Coalescer). */
+const LOOK_UPS_TOGETHER = { max: 64, inFlight: 2, slowMs: 50 };
+
+async function selectTogether(connection: Executor, hashes: string[]): Promise<(TokenRow | undefined)[]> {
+  const distinct = [...new Set(hashes)];
+  if (distinct.length === 1) {
+    const [row] = await selectToken(connection, distinct[0]!);
+    return hashes.map(() => row);
+  }
+  const rows = new Map((await selectTokens(connection, distinct)).map((r) => [r.hash, r]));
+  return hashes.map((h) => rows.get(h));
 }
 
 export async function revokeToken(db: Executor, tokenId: number, now: number): Promise<boolean> {

@@ -1,0 +1,78 @@
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import type { Executor } from './transaction.js';
+
+interface Call<I, O> {
+  item: I;
+  resolve: (outcome: O) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Calls of one kind run together: while `inFlight` statements of that kind are out (waiting for
+ * a pool connection or running), calls queue, and the next statement takes every call queued by
+ * then (up to max), when it gets its connection, and runs them together (run: one outcome per
+ * item, in order). An idle process so runs a call at once, alone, and a busy one gathers as
+ * many as arrived meanwhile: the batch grows with the load, with no timer on the way.
+ *
+ * Why: on PostgreSQL a statement costs the server its round trip, its start and its commit
+ * whatever it carries, and the process its turn of the event loop to send it and read the
+ * answer; calls that share a statement share those. On a small machine where the server and
+ * the process share cores, a few statements in flight also leave the process's one thread a
+ * core of its own, where a backend per request took turns with it.
+ *
+ * A statement out for longer than `slowMs` (waiting for a lock another transaction holds, say)
+ * stops counting against inFlight, so that it holds up no other call for longer than that:
+ * the pool's size is then what bounds them.
+ */
+export class Coalescer<I, O> {
+  private queue: Call<I, O>[] = [];
+  private out = 0;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly run: (connection: Executor, items: I[]) => Promise<O[]>,
+    private readonly limits: { max: number; inFlight: number; slowMs: number },
+  ) {}
+
+  call(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (this.out < this.limits.inFlight) this.take();
+    });
+  }
+
+  private take(): void {
+    this.out++;
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
+      this.out--;
+      if (this.queue.length > 0 && this.out < this.limits.inFlight) this.take();
+    };
+    const slow = setTimeout(uncount, this.limits.slowMs);
+    slow.unref();
+    let taken: Call<I, O>[] | undefined;
+    this.db
+      .connection()
+      .execute(async (connection) => {
+        taken = this.queue.splice(0, this.limits.max);
+        if (taken.length === 0) return;
+        const outcomes = await this.run(
+          connection,
+          taken.map((c) => c.item),
+        );
+        taken.forEach((c, i) => c.resolve(outcomes[i]!));
+      })
+      .catch((error: unknown) => {
+        // No connection came: the calls that were waiting for one fail with it.
+        taken ??= this.queue.splice(0, this.limits.max);
+        for (const c of taken) c.reject(error);
+      })
+      .finally(() => {
+        clearTimeout(slow);
+        uncount();
+      });
+  }
+}
