@@ -372,7 +372,7 @@ const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique:
   const slot = engineOf(db).countSlot();
   const query = sql<SubmissionRow & { i: number }>`
     WITH v AS (
-      SELECT v.*, o.i FROM json_array_elements(${creates}::json) WITH ORDINALITY AS o(e, i),
+      SELECT v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.d, v.p, v.h, v.r, o.i FROM json_array_elements(${creates}::json) WITH ORDINALITY AS o(e, i),
         json_to_record(o.e) AS v(a int, f int, t int8, ua text, ra text, la float8, lo float8, d text, p text,
           h int, r int)
     ),
@@ -382,7 +382,7 @@ const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique:
       SELECT o.i, array_to_tsvector(ARRAY(SELECT json_array_elements_text(o.e))) AS vector
       FROM json_array_elements(${tokens}::json) WITH ORDINALITY AS o(e, i)
     ),
-    u AS (SELECT * FROM json_to_recordset(${unique}::json) AS u(i int, f int, n text)),
+    u AS (SELECT u.i, u.f, u.n FROM json_to_recordset(${unique}::json) AS u(i int, f int, n text)),
     s AS (
       INSERT INTO submissions (id, account_id, form_id, created_at, updated_at, user_agent, remote_addr,
         latitude, longitude, data, pretty_name, search_vector)

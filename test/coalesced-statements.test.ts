@@ -1,0 +1,221 @@
+/**
+ * On PostgreSQL, plain creates and token look-ups that arrive together share one statement
+ * (src/db/coalescer.ts): two statements of a kind out at once, the next taking every call that
+ * queued meanwhile. Each call must still get exactly its own answer: its row, "not written"
+ * when its form moved on or a unique value was taken (by anyone, including another call of the
+ * same statement), and its own token's owner, revoked or not. A statement held up by a lock
+ * must not hold up calls for other forms.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
+import { hashToken } from '../src/crypto/secrets.js';
+import { formToken } from '../src/modules/submissions/keywords.js';
+import * as repo from '../src/modules/submissions/repository.js';
+import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
+
+interface Sent {
+  text: string;
+  name?: string;
+}
+
+describe('statements shared by calls that arrive together (PostgreSQL)', { skip: TEST_PG_URL === undefined }, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  const sent: Sent[] = [];
+  const original = pg.Client.prototype.query;
+  before(async () => {
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const [first] = args;
+      const config = typeof first === 'object' && first !== null ? (first as { name?: string; text?: string }) : {};
+      const text = typeof first === 'string' ? first : config.text;
+      if (text !== undefined) sent.push({ text, name: config.name });
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    app = await startTestApp();
+    a = await app.account();
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await app.close();
+  });
+
+  const newForm = async (name: string) => {
+    const reply = await a.post('/forms', {
+      name,
+      fields: [
+        { type: 'email', label: 'Email', unique: true },
+        { type: 'text', label: 'Note' },
+      ],
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const form = reply.body as { id: number; fields: { id: number }[] };
+    const revision = (
+      await app.server.ctx.db.selectFrom('forms').select('revision').where('id', '=', form.id).executeTakeFirstOrThrow()
+    ).revision;
+    return { id: form.id, email: form.fields[0]!.id, revision };
+  };
+
+  /** A plain create's arguments for createAlone, as the service makes them. */
+  const create = (form: { id: number; email: number }, address: string, note: string, now = Date.now()) => ({
+    row: {
+      accountId: a.accountId,
+      formId: form.id,
+      userAgent: 'test',
+      remoteAddr: '127.0.0.1',
+      latitude: note === 'placed' ? 52.5 : null,
+      longitude: note === 'placed' ? 13.4 : null,
+    },
+    w: {
+      data: JSON.stringify({ [form.email]: address, note }),
+      prettyName: address,
+      tokens: note === '' ? [] : [formToken(form.id), note, note, 'common'],
+      unique: [{ fieldId: form.email, norm: address }],
+      now,
+    },
+  });
+
+  const insertsSince = (from: number) => sent.slice(from).filter((s) => /INSERT INTO submissions\b/.test(s.text));
+  const countOf = async (formId: number) => (await a.get(`/forms/${formId}`)).body.submissionsCount as number;
+
+  it('writes creates queued together in one statement, each with its own row, values, index and count', async () => {
+    const form = await newForm('Together');
+    const from = sent.length;
+    const db = app.server.ctx.db;
+    // Issued in one turn: the first statement out takes them all when its connection comes.
+    const calls = Array.from({ length: 12 }, (_, i) => {
+      const c = create(form, `p${i}@example.com`, i === 5 ? '' : i === 6 ? 'placed' : `note${i}`);
+      return repo.createAlone(db, c.row, c.w, c.w.data, form.revision);
+    });
+    const rows = await Promise.all(calls);
+    const inserts = insertsSince(from);
+    assert.equal(inserts.length, 1, 'twelve creates, one statement');
+    assert.ok(inserts[0]!.name, 'prepared');
+    assert.match(inserts[0]!.text, /json_array_elements/);
+    rows.forEach((row, i) => {
+      assert.ok(row, `create ${i} written`);
+      assert.equal(row.form_id, form.id);
+      assert.equal(row.pretty_name, `p${i}@example.com`);
+      assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
+    });
+    assert.equal(new Set(rows.map((r) => r!.id)).size, 12);
+    assert.deepEqual(
+      rows.map((r) => r!.latitude),
+      rows.map((_, i) => (i === 6 ? 52.5 : null)),
+    );
+    assert.equal(await countOf(form.id), 12);
+    // The index holds each row's own words, and the row with none is still a row.
+    const found = await a.get(`/forms/${form.id}/submissions?keyword=note7`);
+    assert.deepEqual(
+      found.body.submissions.map((s: { id: number }) => s.id),
+      [rows[7]!.id],
+    );
+    assert.equal((await a.get(`/forms/${form.id}/submissions?keyword=common`)).body.total, 11);
+    const { rows: vectors } = await sql<{ id: number; v: string }>`
+      SELECT id, search_vector::text AS v FROM submissions WHERE id = ${rows[5]!.id}`.execute(db);
+    assert.equal(vectors[0]!.v, '');
+    // One hour row's worth of counts: every create is in the form's hourly total.
+    const { rows: hours } = await sql<{ n: number }>`
+      SELECT sum(n)::int AS n FROM submission_hours WHERE form_id = ${form.id}`.execute(db);
+    assert.equal(hours[0]!.n, 12);
+  });
+
+  it('answers each create of a failed statement alone: a value taken inside it, or a form that moved on', async () => {
+    const form = await newForm('Taken');
+    const other = await newForm('Moved on');
+    const db = app.server.ctx.db;
+    const first = create(form, 'first@example.com', 'x');
+    assert.ok(await repo.createAlone(db, first.row, first.w, first.w.data, form.revision));
+    const from = sent.length;
+    // Their statement fails three ways; each is then made alone.
+    const calls = [
+      create(form, 'a1@example.com', 'x'),
+      create(form, 'a2@example.com', 'x'),
+      ...Array.from({ length: 10 }, (_, i) =>
+        create(
+          i === 9 ? other : form,
+          i === 3 || i === 4 ? 'same@example.com' : i === 8 ? 'first@example.com' : `b${i}@example.com`,
+          'x',
+        ),
+      ),
+    ].map((c, i) => repo.createAlone(db, c.row, c.w, c.w.data, i === 11 ? other.revision + 1 : form.revision));
+    const rows = await Promise.all(calls);
+    const written = rows.map((r) => r !== undefined);
+    // Of the two with one address, one gets in.
+    assert.equal(written[5]! !== written[6]!, true, `one of the two: ${written}`);
+    assert.deepEqual(
+      written.filter((_, i) => i !== 5 && i !== 6),
+      [true, true, true, true, true, true, true, true, false, false],
+    );
+    const inserts = insertsSince(from);
+    assert.equal(inserts.filter((s) => /json_array_elements/.test(s.text)).length, 1);
+    assert.equal(inserts.length, 1 + 12, 'the statement, then each alone');
+    assert.equal(await countOf(form.id), 1 + 2 + 7);
+    assert.equal(await countOf(other.id), 0);
+    const { rows: values } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM submission_unique_values WHERE form_id = ${form.id}`.execute(db);
+    assert.equal(values[0]!.n, 10);
+  });
+
+  it('lets creates for other forms through while two wait for a form that another transaction holds', async () => {
+    const held = await newForm('Held');
+    const free = await newForm('Free');
+    const db = app.server.ctx.db;
+    const locker = new pg.Client({ connectionString: app.config.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM forms WHERE id = $1 FOR UPDATE', [held.id]);
+      // Two statements out, one after the other, each stuck on the lock.
+      const waiting: Promise<unknown>[] = [];
+      for (const i of [0, 1]) {
+        const c = create(held, `h${i}@example.com`, 'x');
+        waiting.push(repo.createAlone(db, c.row, c.w, c.w.data, held.revision));
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      // Without the slow statements' escape this one would queue behind them until the lock goes.
+      const c = create(free, 'f@example.com', 'x');
+      const through = await Promise.race([
+        repo.createAlone(db, c.row, c.w, c.w.data, free.revision),
+        new Promise<'held up'>((resolve) => setTimeout(() => resolve('held up'), 5_000).unref()),
+      ]);
+      assert.notEqual(through, 'held up');
+      assert.ok(through);
+      await locker.query('COMMIT');
+      const after = await Promise.all(waiting);
+      assert.ok(after.every((r) => r !== undefined));
+      assert.equal(await countOf(held.id), 2);
+    } finally {
+      await locker.end();
+    }
+  });
+
+  it('gives each token look-up of a shared statement its own owner, and none to a revoked or unknown token', async () => {
+    const b = await app.account('Other');
+    const made = (await a.post('/tokens', { name: 'to revoke' })).body as { id: number; token: string };
+    assert.equal((await a.delete(`/tokens/${made.id}`)).status, 200);
+    const db = app.server.ctx.db;
+    const from = sent.length;
+    const tokens = [a.token, b.token, made.token, 'fw_pat_' + 'x'.repeat(43), a.token, b.token, a.token, b.token];
+    const found = await Promise.all(tokens.map((t) => findUnrevokedTokenWithOthers(db, hashToken(t))));
+    assert.deepEqual(
+      found.map((f) => f?.owner.accountId),
+      [a.accountId, b.accountId, undefined, undefined, a.accountId, b.accountId, a.accountId, b.accountId],
+    );
+    assert.deepEqual(
+      found.map((f) => f?.owner.tokenHash),
+      tokens.map((t, i) => (i === 2 || i === 3 ? undefined : hashToken(t))),
+    );
+    const lookUps = sent.slice(from).filter((s) => /from "access_tokens"/.test(s.text));
+    assert.equal(lookUps.length, 1, 'eight look-ups, one statement');
+    assert.match(lookUps[0]!.text, /ANY\(/);
+    // Through the API, many at once, each request gets its own answer.
+    const replies = await Promise.all(tokens.map((token) => app.request('GET', '/api/v2025/forms', { token })));
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200, 401, 401, 200, 200, 200, 200],
+    );
+  });
+});
