@@ -25,6 +25,8 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
   let app: TestApp;
   let a: TestAccount;
   const sent: Sent[] = [];
+  /** The SQLSTATE of every statement that failed. */
+  const failures: string[] = [];
   const original = pg.Client.prototype.query;
   before(async () => {
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
@@ -32,7 +34,9 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       const config = typeof first === 'object' && first !== null ? (first as { name?: string; text?: string }) : {};
       const text = typeof first === 'string' ? first : config.text;
       if (text !== undefined) sent.push({ text, name: config.name });
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
+      const result = (original as (...a: unknown[]) => unknown).apply(this, args);
+      if (result instanceof Promise) result.catch((e: { code?: string }) => failures.push(String(e.code)));
+      return result;
     } as typeof original;
     app = await startTestApp();
     a = await app.account();
@@ -190,6 +194,99 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     } finally {
       await locker.end();
     }
+  });
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('does not deadlock with a transaction that locks the forms of a shared statement the other way round', async () => {
+    const f1 = await newForm('First');
+    const f2 = await newForm('Second');
+    const db = app.server.ctx.db;
+    const locker = new pg.Client({ connectionString: app.config.databaseUrl });
+    await locker.connect();
+    try {
+      failures.length = 0;
+      await locker.query('BEGIN');
+      await locker.query('UPDATE forms SET updated_at = updated_at WHERE id = $1', [f2.id]);
+      const c1 = create(f1, 'd1@example.com', 'x');
+      const c2 = create(f2, 'd2@example.com', 'x');
+      const both = Promise.all([
+        repo.createAlone(db, c1.row, c1.w, c1.w.data, f1.revision),
+        repo.createAlone(db, c2.row, c2.w, c2.w.data, f2.revision),
+      ]);
+      await sleep(200);
+      // A statement that held the first form while it waited for the second would close a cycle here.
+      await locker.query('UPDATE forms SET updated_at = updated_at WHERE id = $1', [f1.id]);
+      await locker.query('COMMIT');
+      const rows = await both;
+      assert.deepEqual(
+        rows.map((r) => r !== undefined),
+        [true, true],
+      );
+      assert.ok(!failures.includes('40P01'), `no deadlock: ${failures}`);
+    } finally {
+      await locker.end();
+    }
+  });
+
+  it('does not deadlock two shared statements that hold unique values the other way round', async () => {
+    const form = await newForm('Crossing');
+    const db = app.server.ctx.db;
+    const seed = create(form, 'seed@example.com', 'x');
+    const seeded = await repo.createAlone(db, seed.row, seed.w, seed.w.data, form.revision);
+    const holder = new pg.Client({ connectionString: app.config.databaseUrl });
+    await holder.connect();
+    try {
+      failures.length = 0;
+      // Holds z: the first statement waits there, after it wrote x.
+      await holder.query('BEGIN');
+      await holder.query(
+        'INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm) VALUES ($1, $2, $3, $4)',
+        [seeded!.id, form.id, form.email, 'z@example.com'],
+      );
+      const batch = (addresses: string[]) =>
+        Promise.all(
+          addresses.map((address) => {
+            const c = create(form, address, 'x');
+            return repo.createAlone(db, c.row, c.w, c.w.data, form.revision);
+          }),
+        );
+      const first = batch(['x@example.com', 'z@example.com', 'y@example.com']);
+      await sleep(200);
+      const second = batch(['y@example.com', 'x@example.com']);
+      await sleep(200);
+      await holder.query('ROLLBACK');
+      const [one, two] = await Promise.all([first, second]);
+      assert.deepEqual(
+        [...one, ...two].map((r) => r !== undefined),
+        [true, true, true, false, false],
+      );
+      assert.ok(!failures.includes('40P01'), `no deadlock: ${failures}`);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it("writes nothing for a form of another account's in a shared statement, and the others", async () => {
+    const mine = await newForm('Mine');
+    const b = await app.account('Someone else');
+    const theirs = (await b.post('/forms', { name: 'Theirs', fields: [{ type: 'text', label: 'Note' }] })).body as {
+      id: number;
+    };
+    const db = app.server.ctx.db;
+    const c1 = create(mine, 'm1@example.com', 'x');
+    const c2 = create({ id: theirs.id, email: mine.email }, 'm2@example.com', 'x');
+    const c3 = create(mine, 'm3@example.com', 'x');
+    const rows = await Promise.all([
+      repo.createAlone(db, c1.row, c1.w, c1.w.data, mine.revision),
+      repo.createAlone(db, c2.row, c2.w, c2.w.data, mine.revision),
+      repo.createAlone(db, c3.row, c3.w, c3.w.data, mine.revision),
+    ]);
+    assert.deepEqual(
+      rows.map((r) => r !== undefined),
+      [true, false, true],
+    );
+    assert.equal((await b.get(`/forms/${theirs.id}`)).body.submissionsCount, 0);
   });
 
   it('gives each token look-up of a shared statement its own owner, and none to a revoked or unknown token', async () => {

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { withRequestId } from '../request-context.js';
 import type { Database } from './schema.js';
 import type { Executor } from './transaction.js';
 
@@ -38,7 +39,8 @@ export class Coalescer<I, O> {
   call(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (this.out < this.limits.inFlight) this.take();
+      // The statement is every queued call's, not the request's that happened to send it.
+      if (this.out < this.limits.inFlight) withRequestId(undefined, () => this.take());
     });
   }
 

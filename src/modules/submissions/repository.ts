@@ -227,6 +227,10 @@ export interface NewSubmission {
 const rowOf = (r: SubmissionRow): SubmissionRow =>
   Object.fromEntries(SUBMISSION_COLUMNS.map((c) => [c, r[c]])) as SubmissionRow;
 
+/** Unique values in field order: every create writes its values in one order (see insertTogether). */
+const byField = (unique: SubmissionWrite['unique']) =>
+  unique.length < 2 ? unique : [...unique].sort((x, y) => x.fieldId - y.fieldId);
+
 const insertArgs = (row: NewSubmission, w: SubmissionWrite, data: string) =>
   [
     row.accountId,
@@ -239,8 +243,8 @@ const insertArgs = (row: NewSubmission, w: SubmissionWrite, data: string) =>
     data,
     w.prettyName,
     w.tokens,
-    w.unique.map((v) => v.fieldId),
-    w.unique.map((v) => v.norm),
+    byField(w.unique).map((v) => v.fieldId),
+    byField(w.unique).map((v) => v.norm),
     Math.floor(w.now / HOUR_MS),
   ] as const;
 
@@ -315,17 +319,31 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     try {
       return [await createOneAlone(connection, creates[0]!)];
     } catch (error) {
-      return [error instanceof Error ? error : new Error(String(error))];
+      return [asError(error)];
     }
   }
   try {
     const rows = await insertTogether(connection, ...togetherArgs(creates));
     const byIndex = new Map(rows.map((r) => [Number(r.i), rowOf(r)]));
     return creates.map((_, i) => byIndex.get(i + 1) ?? AGAIN);
-  } catch {
-    return creates.map(() => AGAIN);
+  } catch (error) {
+    if (madeAgainAlone(error)) return creates.map(() => AGAIN);
+    // Anything else (a connection lost, maybe after the commit) is every create's error: made
+    // again, a create that went in would go in twice.
+    const failed = asError(translateDbError(error));
+    return creates.map(() => failed);
   }
 }
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/**
+ * The failures of a shared statement that say only that one of its creates could not go in
+ * with the others: its own end (a form not at revision, a value taken), a value taken at the
+ * unique index, a deadlock, a form locked by another transaction (NOWAIT).
+ */
+const madeAgainAlone = (error: unknown): boolean =>
+  isStatementAbort(error) || ['23505', '40P01', '55P03'].includes(String((error as { code?: unknown })?.code));
 
 /**
  * The arguments of insertTogether, as JSON: the creates' columns (one object each, in order),
@@ -365,8 +383,12 @@ function togetherArgs(creates: AloneCreate[]): [string, string, string] {
  * form and hour. It ends itself (formwork_abort) unless every form is at the revision its
  * create expects and every unique value went in, and then none of it stays. Ids are drawn
  * first, so that each create's row, values and answer are matched by its index, not by the
- * order PostgreSQL returns rows in. Counts and hours are written in the order of their keys,
- * so that two such statements never wait for each other's rows the other way round.
+ * order PostgreSQL returns rows in. Unique values, counts and hours are written in the order
+ * of their keys (as a create alone writes its values, see insertArgs), so that two such
+ * statements never wait for each other's rows the other way round. The forms are share-locked
+ * without waiting: a transaction that changes several forms locks them in no set order, and a
+ * statement that waited for one while holding another could close a cycle with it; instead
+ * the statement fails at once and its creates are made alone, where waiting is safe.
  */
 const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique: string) => {
   const slot = engineOf(db).countSlot();
@@ -376,7 +398,7 @@ const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique:
         json_to_record(o.e) AS v(a int, f int, t int8, ua text, ra text, la float8, lo float8, d text, p text,
           h int, r int)
     ),
-    f AS (SELECT id, account_id, revision FROM forms WHERE id IN (SELECT f FROM v) ORDER BY id FOR SHARE),
+    f AS (SELECT id, account_id, revision FROM forms WHERE id IN (SELECT f FROM v) FOR SHARE NOWAIT),
     ids AS MATERIALIZED (SELECT i, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS id FROM v),
     t AS (
       SELECT o.i, array_to_tsvector(ARRAY(SELECT json_array_elements_text(o.e))) AS vector
@@ -392,7 +414,7 @@ const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique:
     ),
     w AS (
       INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
-      SELECT ids.id, v.f, u.f, u.n FROM u JOIN v ON v.i = u.i JOIN ids ON ids.i = u.i
+      SELECT ids.id, v.f, u.f, u.n FROM u JOIN v ON v.i = u.i JOIN ids ON ids.i = u.i ORDER BY v.f, u.f, u.n
       ON CONFLICT DO NOTHING
       RETURNING field_id
     ),
