@@ -1022,9 +1022,10 @@ async function pgSection(
     );
 
     // 2. The service that is measured (API and worker), its forms, and pgbench's tables.
-    // A pool wider than the default 10 (DATABASE_POOL_SIZE): the service's requests are
-    // latency-bound (seven round trips each), so more of them in flight at once is what
-    // fills the database; 25 of the server's 100 connections.
+    // A pool wider than the default 10 (DATABASE_POOL_SIZE), for the creates with a webhook and
+    // an email, each a transaction that holds its connection for four round trips; plain creates
+    // and token look-ups share statements, two at a time (src/db/coalescer.ts), at any pool size.
+    // 25 of the server's 100 connections.
     const service = await startService('service (PostgreSQL)', dataDir, pgUrl, profDir, {
       ...eventEnv,
       DATABASE_POOL_SIZE: String(PG_POOL),
