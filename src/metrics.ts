@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
 import type { Database } from './db/schema.js';
+import { sharedStatementCounts } from './db/coalescer.js';
 import { outboxStats, type OutboxKindStats } from './jobs/repository.js';
 
 /** Connections of the PostgreSQL pool (pg.Pool's counts); SQLite has one connection and no pool. */
@@ -176,6 +177,33 @@ function processRegistry(role = 'serve'): Registry {
     processWide = new Registry();
     processWide.setDefaultLabels({ role });
     collectDefaultMetrics({ register: processWide, prefix: 'formwork_' });
+    // The coalescers are the process's (one per database it opened), so their counts are too.
+    const shared = (
+      name: string,
+      help: string,
+      of: (c: { statements: number; calls: number; madeAgain: number }) => number,
+    ) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['kind'],
+        registers: [processWide!],
+        collect() {
+          this.reset();
+          for (const [kind, counts] of sharedStatementCounts) this.inc({ kind }, of(counts));
+        },
+      });
+    shared(
+      'formwork_db_shared_statements_total',
+      'PostgreSQL statements that carried calls arriving together (src/db/coalescer.ts), by kind: submission_create, token_look_up',
+      (c) => c.statements,
+    );
+    shared('formwork_db_shared_calls_total', 'Calls those statements carried, by kind', (c) => c.calls);
+    shared(
+      'formwork_db_shared_calls_made_again_total',
+      'Calls whose shared statement failed for one of them (a form changed, a value taken) and that were made again alone, by kind',
+      (c) => c.madeAgain,
+    );
   }
   return processWide;
 }

@@ -81,11 +81,24 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     },
   });
 
+  /** A shared statements' counter of /metrics, for kind (0 before its first statement). */
+  const shared = async (name: string, kind: string) => {
+    const text = (await app.request('GET', '/metrics')).text;
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`kind="${kind}"`));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const counters = async (kind: string) => ({
+    statements: await shared('formwork_db_shared_statements_total', kind),
+    calls: await shared('formwork_db_shared_calls_total', kind),
+    madeAgain: await shared('formwork_db_shared_calls_made_again_total', kind),
+  });
+
   const insertsSince = (from: number) => sent.slice(from).filter((s) => /INSERT INTO submissions\b/.test(s.text));
   const countOf = async (formId: number) => (await a.get(`/forms/${formId}`)).body.submissionsCount as number;
 
   it('writes creates queued together in one statement, each with its own row, values, index and count', async () => {
     const form = await newForm('Together');
+    const counted = await counters('submission_create');
     const from = sent.length;
     const db = app.server.ctx.db;
     // Issued in one turn: the first statement out takes them all when its connection comes.
@@ -98,6 +111,11 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     assert.equal(inserts.length, 1, 'twelve creates, one statement');
     assert.ok(inserts[0]!.name, 'prepared');
     assert.match(inserts[0]!.text, /json_array_elements/);
+    const now = await counters('submission_create');
+    assert.deepEqual(
+      [now.statements - counted.statements, now.calls - counted.calls, now.madeAgain - counted.madeAgain],
+      [1, 12, 0],
+    );
     rows.forEach((row, i) => {
       assert.ok(row, `create ${i} written`);
       assert.equal(row.form_id, form.id);
@@ -132,6 +150,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     const db = app.server.ctx.db;
     const first = create(form, 'first@example.com', 'x');
     assert.ok(await repo.createAlone(db, first.row, first.w, first.w.data, form.revision));
+    const counted = await counters('submission_create');
     const from = sent.length;
     // Their statement fails three ways; each is then made alone.
     const calls = [
@@ -156,6 +175,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     const inserts = insertsSince(from);
     assert.equal(inserts.filter((s) => /json_array_elements/.test(s.text)).length, 1);
     assert.equal(inserts.length, 1 + 12, 'the statement, then each alone');
+    assert.equal((await counters('submission_create')).madeAgain - counted.madeAgain, 12);
     assert.equal(await countOf(form.id), 1 + 2 + 7);
     assert.equal(await countOf(other.id), 0);
     const { rows: values } = await sql<{ n: number }>`

@@ -3,6 +3,27 @@ import { withRequestId } from '../request-context.js';
 import type { Database } from './schema.js';
 import type { Executor } from './transaction.js';
 
+/**
+ * Per kind of shared statement, over the process's life: statements sent, the calls they
+ * carried, and calls whose shared statement failed for one of them and that were made again
+ * alone (GET /metrics: formwork_db_shared_*).
+ */
+export const sharedStatementCounts = new Map<string, { statements: number; calls: number; madeAgain: number }>();
+
+function countsOf(kind: string) {
+  let counts = sharedStatementCounts.get(kind);
+  if (!counts) {
+    counts = { statements: 0, calls: 0, madeAgain: 0 };
+    sharedStatementCounts.set(kind, counts);
+  }
+  return counts;
+}
+
+/** Counts calls of kind that were made again alone after their shared statement failed. */
+export function countMadeAgain(kind: string, calls: number): void {
+  countsOf(kind).madeAgain += calls;
+}
+
 interface Call<I, O> {
   item: I;
   resolve: (outcome: O) => void;
@@ -29,12 +50,15 @@ interface Call<I, O> {
 export class Coalescer<I, O> {
   private queue: Call<I, O>[] = [];
   private out = 0;
+  private readonly counts: { statements: number; calls: number };
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly run: (connection: Executor, items: I[]) => Promise<O[]>,
-    private readonly limits: { max: number; inFlight: number; slowMs: number },
-  ) {}
+    private readonly limits: { kind: string; max: number; inFlight: number; slowMs: number },
+  ) {
+    this.counts = countsOf(limits.kind);
+  }
 
   call(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -61,6 +85,8 @@ export class Coalescer<I, O> {
       .execute(async (connection) => {
         taken = this.queue.splice(0, this.limits.max);
         if (taken.length === 0) return;
+        this.counts.statements++;
+        this.counts.calls += taken.length;
         const outcomes = await this.run(
           connection,
           taken.map((c) => c.item),

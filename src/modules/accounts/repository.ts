@@ -169,7 +169,7 @@ export async function findUnrevokedTokenWithOthers(
 }
 
 /** At most 64 tokens in one look-up, two look-ups out at once (see Coalescer). */
-const LOOK_UPS_TOGETHER = { max: 64, inFlight: 2, slowMs: 50 };
+const LOOK_UPS_TOGETHER = { kind: 'token_look_up', max: 64, inFlight: 2, slowMs: 50 };
 
 async function selectTogether(connection: Executor, hashes: string[]): Promise<(TokenRow | undefined)[]> {
   const distinct = [...new Set(hashes)];

@@ -1,6 +1,6 @@
 import { permittedForms } from '../permissions/repository.js';
 import { sql, type Insertable, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { Coalescer } from '../../db/coalescer.js';
+import { Coalescer, countMadeAgain } from '../../db/coalescer.js';
 import { hotQuery } from '../../db/hot-query.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
@@ -295,7 +295,7 @@ type AloneOutcome = SubmissionRow | undefined | Error | typeof AGAIN;
  * At most 32 creates in one statement (its rows are locked until it commits), two such
  * statements out at once; one out for 50 ms (waiting for a form's lock, say) no longer counts.
  */
-const TOGETHER = { max: 32, inFlight: 2, slowMs: 50 };
+const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 };
 
 const together = new WeakMap<Kysely<Database>, Coalescer<AloneCreate, AloneOutcome>>();
 
@@ -328,7 +328,10 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     const byIndex = new Map(rows.map((r) => [Number(r.i), rowOf(r)]));
     return creates.map((_, i) => byIndex.get(i + 1) ?? AGAIN);
   } catch (error) {
-    if (madeAgainAlone(error)) return creates.map(() => AGAIN);
+    if (madeAgainAlone(error)) {
+      countMadeAgain(TOGETHER.kind, creates.length);
+      return creates.map(() => AGAIN);
+    }
     // Anything else (a connection lost, maybe after the commit) is every create's error: made
     // again, a create that went in would go in twice.
     const failed = asError(translateDbError(error));
