@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.js';
 import type { Database } from './db/schema.js';
-import { sharedStatementCounts } from './db/coalescer.js';
+import { sharedStatementCounts, type SharedCounts } from './db/coalescer.js';
 import { outboxStats, type OutboxKindStats } from './jobs/repository.js';
 
 /** Connections of the PostgreSQL pool (pg.Pool's counts); SQLite has one connection and no pool. */
@@ -178,11 +178,7 @@ function processRegistry(role = 'serve'): Registry {
     processWide.setDefaultLabels({ role });
     collectDefaultMetrics({ register: processWide, prefix: 'formwork_' });
     // The coalescers are the process's (one per database it opened), so their counts are too.
-    const shared = (
-      name: string,
-      help: string,
-      of: (c: { statements: number; calls: number; madeAgain: number }) => number,
-    ) =>
+    const shared = (name: string, help: string, of: (c: SharedCounts) => number) =>
       new Counter({
         name,
         help,

@@ -8,9 +8,15 @@ import type { Executor } from './transaction.js';
  * carried, and calls whose shared statement failed for one of them and that were made again
  * alone (GET /metrics: formwork_db_shared_*).
  */
-export const sharedStatementCounts = new Map<string, { statements: number; calls: number; madeAgain: number }>();
+export const sharedStatementCounts = new Map<string, SharedCounts>();
 
-function countsOf(kind: string) {
+export interface SharedCounts {
+  statements: number;
+  calls: number;
+  madeAgain: number;
+}
+
+function countsOf(kind: string): SharedCounts {
   let counts = sharedStatementCounts.get(kind);
   if (!counts) {
     counts = { statements: 0, calls: 0, madeAgain: 0 };
@@ -50,7 +56,7 @@ interface Call<I, O> {
 export class Coalescer<I, O> {
   private queue: Call<I, O>[] = [];
   private out = 0;
-  private readonly counts: { statements: number; calls: number };
+  private readonly counts: SharedCounts;
 
   constructor(
     private readonly db: Kysely<Database>,
