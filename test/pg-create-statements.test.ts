@@ -183,11 +183,16 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       const claims = matching(/UPDATE jobs SET state = 'running'/);
       assert.ok(claims.length >= 1);
       for (const claim of claims) assert.match(claim.text, /INSERT INTO job_runs/);
-      // An end sets the job's row and its run's together, for every run of its batch.
+      // An end sets the job's row and its run's together, for every run of its batch: at most a
+      // statement a run. The runs are more than the six jobs': a new worker's first housekeeping
+      // schedules the recurring chores (the jobs deleted above took theirs), and runDue runs them.
       const ends = matching(/update "?job_runs"?/i);
+      const { rows: runs } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_runs`.execute(
+        app.server.ctx.db,
+      );
       assert.ok(
-        ends.length >= 1 && ends.length <= 6,
-        `ends: ${ends.length} ${JSON.stringify(ends.map((e) => e.text.slice(0, 200)))}`,
+        ends.length >= 1 && ends.length <= runs[0]!.n,
+        `ends: ${ends.length} for ${runs[0]!.n} runs ${JSON.stringify(ends.map((e) => e.text.slice(0, 200)))}`,
       );
       for (const end of ends) assert.match(end.text, /UPDATE jobs SET state = e\.state/);
       assert.equal(matching(/^\s*update "jobs"/i).length, 0, 'no job updated apart from its run');
