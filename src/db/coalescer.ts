@@ -110,3 +110,24 @@ export class Coalescer<I, O> {
       });
   }
 }
+
+const coalescers = new WeakMap<Kysely<Database>, Map<string, Coalescer<never, unknown>>>();
+
+/** The Coalescer of limits.kind on db, made on its first call: one per database and kind. */
+export function sharedStatements<I, O>(
+  db: Kysely<Database>,
+  run: (connection: Executor, items: I[]) => Promise<O[]>,
+  limits: { kind: string; max: number; inFlight: number; slowMs: number },
+): Coalescer<I, O> {
+  let ofDb = coalescers.get(db);
+  if (!ofDb) {
+    ofDb = new Map();
+    coalescers.set(db, ofDb);
+  }
+  let coalescer = ofDb.get(limits.kind) as Coalescer<I, O> | undefined;
+  if (!coalescer) {
+    coalescer = new Coalescer(db, run, limits);
+    ofDb.set(limits.kind, coalescer as unknown as Coalescer<never, unknown>);
+  }
+  return coalescer;
+}

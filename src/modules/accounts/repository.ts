@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { Coalescer } from '../../db/coalescer.js';
+import { sharedStatements } from '../../db/coalescer.js';
 import { hotQuery } from '../../db/hot-query.js';
 import type { Executor } from '../../db/transaction.js';
 import type { Database, UserRow } from '../../db/schema.js';
@@ -147,8 +147,6 @@ export async function findUnrevokedToken(db: Executor, hash: string): Promise<Un
   return row && unrevokedOf(row, hash);
 }
 
-const lookUpsTogether = new WeakMap<Kysely<Database>, Coalescer<string, TokenRow | undefined>>();
-
 /**
  * findUnrevokedToken on a pool (PostgreSQL), in one statement with the look-ups that arrive
  * while it waits for a connection (Coalescer). Each of them arrived before the statement was
@@ -159,12 +157,7 @@ export async function findUnrevokedTokenWithOthers(
   db: Kysely<Database>,
   hash: string,
 ): Promise<UnrevokedToken | undefined> {
-  let lookUps = lookUpsTogether.get(db);
-  if (!lookUps) {
-    lookUps = new Coalescer(db, selectTogether, LOOK_UPS_TOGETHER);
-    lookUpsTogether.set(db, lookUps);
-  }
-  const row = await lookUps.call(hash);
+  const row = await sharedStatements(db, selectTogether, LOOK_UPS_TOGETHER).call(hash);
   return row && unrevokedOf(row, hash);
 }
 

@@ -1,6 +1,6 @@
 import { permittedForms } from '../permissions/repository.js';
 import { sql, type Insertable, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { Coalescer, countMadeAgain } from '../../db/coalescer.js';
+import { countMadeAgain, sharedStatements } from '../../db/coalescer.js';
 import { hotQuery } from '../../db/hot-query.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
@@ -269,12 +269,7 @@ export async function createAlone(
   data: string,
   revision: number,
 ): Promise<SubmissionRow | undefined> {
-  let creates = together.get(db);
-  if (!creates) {
-    creates = new Coalescer(db, createAllAlone, TOGETHER);
-    together.set(db, creates);
-  }
-  const outcome = await creates.call({ row, w, data, revision });
+  const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call({ row, w, data, revision });
   if (outcome === AGAIN) return createOneAlone(db, { row, w, data, revision });
   if (outcome instanceof Error) throw outcome;
   return outcome;
@@ -296,8 +291,6 @@ type AloneOutcome = SubmissionRow | undefined | Error | typeof AGAIN;
  * statements out at once; one out for 50 ms (waiting for a form's lock, say) no longer counts.
  */
 const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 };
-
-const together = new WeakMap<Kysely<Database>, Coalescer<AloneCreate, AloneOutcome>>();
 
 async function createOneAlone(db: Executor, c: AloneCreate): Promise<SubmissionRow | undefined> {
   try {
