@@ -1585,6 +1585,8 @@ async function main(): Promise<number> {
     await dropPgDatabases();
     if (CPU_PROF && measured.length > 0) profileReport = profileOf(services, measured);
     if (CPU_PROF && exported) profileReport = [profileReport, exportProfile(exported)].filter(Boolean).join('\n\n');
+    if (CPU_PROF && process.env.BENCH_KEEP_PROFILES)
+      cpSync(profDir, process.env.BENCH_KEEP_PROFILES, { recursive: true });
     rmSync(tmp, { recursive: true, force: true });
   }
   if (measured.length === 0 && !exported) return 1;

@@ -59,6 +59,10 @@ class CountedStatement {
     return this.statement.reader;
   }
 
+  get readonly(): boolean {
+    return this.statement.readonly;
+  }
+
   all(parameters: unknown[]): unknown[] {
     let rows: unknown[] | undefined;
     try {
@@ -94,7 +98,8 @@ class CountedStatement {
 /** How long one reading of PRAGMA data_version may be reused, at most (see sqliteChangeEpoch). */
 const MAX_READING_AGE_MS = 1;
 
-export type PreparedStatement = Pick<SQLite.Statement, 'reader' | 'all' | 'run' | 'iterate'> | CountedStatement;
+export type PreparedStatement =
+  Pick<SQLite.Statement, 'reader' | 'readonly' | 'all' | 'run' | 'iterate'> | CountedStatement;
 
 /**
  * The epoch of one SQLite connection: wrap(sql, statement) gives the statement Kysely
@@ -103,6 +108,8 @@ export type PreparedStatement = Pick<SQLite.Statement, 'reader' | 'all' | 'run' 
 export function sqliteChangeEpoch(sqlite: SQLite.Database): {
   wrap(sql: string, statement: SQLite.Statement): PreparedStatement;
   epoch(): string;
+  /** Another connection of this process (the create thread) committed changes: the epoch moves at once. */
+  moved(): void;
 } {
   const counter = { writes: 0 };
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
@@ -132,6 +139,9 @@ export function sqliteChangeEpoch(sqlite: SQLite.Database): {
         seenAt = now;
       }
       return seen + String(counter.writes);
+    },
+    moved: () => {
+      counter.writes++;
     },
   };
 }

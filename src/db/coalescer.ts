@@ -16,7 +16,8 @@ export interface SharedCounts {
   madeAgain: number;
 }
 
-function countsOf(kind: string): SharedCounts {
+/** The counts of kind's shared statements, made on first use (read by /metrics). */
+export function sharedCountsOf(kind: string): SharedCounts {
   let counts = sharedStatementCounts.get(kind);
   if (!counts) {
     counts = { statements: 0, calls: 0, madeAgain: 0 };
@@ -27,7 +28,7 @@ function countsOf(kind: string): SharedCounts {
 
 /** Counts calls of kind that were made again alone after their shared statement failed. */
 export function countMadeAgain(kind: string, calls: number): void {
-  countsOf(kind).madeAgain += calls;
+  sharedCountsOf(kind).madeAgain += calls;
 }
 
 interface Call<I, O> {
@@ -63,7 +64,7 @@ export class Coalescer<I, O> {
     private readonly run: (connection: Executor, items: I[]) => Promise<O[]>,
     private readonly limits: { kind: string; max: number; inFlight: number; slowMs: number },
   ) {
-    this.counts = countsOf(limits.kind);
+    this.counts = sharedCountsOf(limits.kind);
   }
 
   call(item: I): Promise<O> {

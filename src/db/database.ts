@@ -14,6 +14,8 @@ import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
 import { SqliteWriterDialect } from './sqlite-writer-dialect.js';
+import { attachCreateThread, stopCreateThread } from './sqlite-create-thread.js';
+import { WriteTurn } from './sqlite-write-turn.js';
 import type { Database } from './schema.js';
 
 export interface Db {
@@ -65,6 +67,9 @@ function withStatementCache(
   const statements = new Map<string, PreparedStatement>();
   return {
     close: () => sqlite.close(),
+    get inTransaction() {
+      return sqlite.inTransaction;
+    },
     prepare(sql: string) {
       let statement = statements.get(sql);
       if (statement) {
@@ -119,8 +124,18 @@ export function openDatabase(options: DbOptions): Db {
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   const epoch = sqliteChangeEpoch(sqlite);
   const statements = withStatementCache(sqlite, 500, epoch.wrap);
-  const kysely = new Kysely<Database>({ dialect: new SqliteWriterDialect({ database: statements }) });
+  const turn = new WriteTurn();
+  const kysely = new Kysely<Database>({ dialect: new SqliteWriterDialect({ database: statements, turn }) });
   attachEngine(kysely, sqliteEngine);
+  // Plain creates are written by a thread of their own (sqlite-create-thread.ts), beside the
+  // event loop; an in-memory database is this connection's alone.
+  if (file !== ':memory:')
+    attachCreateThread(kysely, {
+      file,
+      turn,
+      autocheckpointPages: FALLBACK_AUTOCHECKPOINT_PAGES,
+      onWritten: epoch.moved,
+    });
   runHotDirectly(kysely, (sql) => statements.prepare(sql));
   attachChangeEpoch(kysely, epoch.epoch);
   const closeBulk =
@@ -142,6 +157,7 @@ export function openDatabase(options: DbOptions): Db {
     dialect: 'sqlite',
     close: async () => {
       await closeBulk();
+      await stopCreateThread(kysely);
       await checkpointer?.stop();
       await kysely.destroy();
     },

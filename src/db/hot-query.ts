@@ -62,8 +62,8 @@ export function hotQuery<A extends unknown[], O>(
   arity: A['length'],
   build: (db: Executor, ...args: A) => Compilable<O>,
 ) {
-  const compiled = new WeakMap<object, { query: CompiledQuery<O>; slots: number[] }>();
-  return (db: Executor, ...args: A): Promise<O[]> => {
+  const compiled = new WeakMap<object, HotStatement<O>>();
+  const compiledFor = (db: Executor): HotStatement<O> => {
     // Kept per database (its adapter, which its transactions share), so that a query run in
     // transactions is compiled once too; per executor where plugins may change what it compiles.
     const executor = db.getExecutor();
@@ -81,7 +81,17 @@ export function hotQuery<A extends unknown[], O>(
       entry = { query, slots };
       compiled.set(key, entry);
     }
-    const { query, slots } = entry;
+    return entry;
+  };
+  const run = (db: Executor, ...args: A): Promise<O[]> => {
+    const { query, slots } = compiledFor(db);
     return runHot(db, { ...query, parameters: slots.map((i) => args[i]) });
   };
+  return Object.assign(run, { compiledFor });
+}
+
+/** A hotQuery compiled for one database: its SQL, and which argument each parameter is. */
+export interface HotStatement<O> {
+  query: CompiledQuery<O>;
+  slots: number[];
 }

@@ -8,8 +8,11 @@ export function ftsMatch(terms: SearchTerm[]): string {
   return terms.map((t) => `"${t.token}"${t.prefix ? '*' : ''}`).join(' AND ');
 }
 
+/** A submission's row of the FTS5 table: its tokens, space-separated. */
+export const fullTextOf = (tokens: string[]): string => tokens.join(' ');
+
 /** A submission's tokens into the FTS5 table: on every create, so built once. */
-const insertFullText = hotQuery(2, (db, rowid: number, content: string) =>
+export const insertFullText = hotQuery(2, (db, rowid: number, content: string) =>
   db.insertInto('submissions_fts').values({ rowid, content }),
 );
 
@@ -31,7 +34,7 @@ export const sqliteEngine: SqlEngine = {
   fullTextColumns: () => ({}),
   // In a write batch, the row goes in at the batch's end (see deferToBatchEnd).
   async writeFullText(db, submissionId, tokens) {
-    const write = () => insertFullText(db, submissionId, tokens.join(' '));
+    const write = () => insertFullText(db, submissionId, fullTextOf(tokens));
     if (!deferToBatchEnd(db, `fts:${submissionId}`, write)) await write();
   },
   async clearFullText(db, submissionId) {

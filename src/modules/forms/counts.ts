@@ -144,14 +144,14 @@ export async function noteSubmissionChange(
 // The statements of noteSubmissionChange where a database has no writable CTEs (SQLite): run
 // on every create, edit and delete, and built once (hotQuery), as building one costs about as
 // much as running it.
-const revisionForWrite = hotQuery(2, (db, formId: number, accountId: number) =>
+export const revisionForWrite = hotQuery(2, (db, formId: number, accountId: number) =>
   engineOf(db).shareRows(
     db.selectFrom('forms').select('revision').where('id', '=', formId).where('account_id', '=', accountId),
   ),
 );
 
 /** Adds n to the count of the form's slot and version (always 1, an argument: see hotQuery) to its version. */
-const addToCount = hotQuery(3, (db, formId: number, n: number, version: number) =>
+export const addToCount = hotQuery(3, (db, formId: number, n: number, version: number) =>
   db
     .insertInto('form_submission_counts')
     .values({ form_id: formId, slot: engineOf(db).countSlot(), n, version })
@@ -163,7 +163,7 @@ const addToCount = hotQuery(3, (db, formId: number, n: number, version: number) 
     ),
 );
 
-const addToHour = hotQuery(3, (db, formId: number, hour: number, n: number) =>
+export const addToHour = hotQuery(3, (db, formId: number, hour: number, n: number) =>
   db
     .insertInto('submission_hours')
     .values({ form_id: formId, hour, slot: engineOf(db).countSlot(), n })

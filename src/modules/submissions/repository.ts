@@ -1,11 +1,21 @@
 import { permittedForms } from '../permissions/repository.js';
 import { sql, type Insertable, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { countMadeAgain, sharedStatements } from '../../db/coalescer.js';
-import { hotQuery } from '../../db/hot-query.js';
+import { hotQuery, type HotStatement } from '../../db/hot-query.js';
+import { createThreadOf, type CreateStatements, type ThreadStatement } from '../../db/sqlite-create-thread.js';
+import { fullTextOf, insertFullText } from '../../db/sqlite-engine.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import { isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
-import { countOfForm, countOfHours, HOUR_MS, noteSubmissionChange } from '../forms/counts.js';
+import {
+  addToCount,
+  addToHour,
+  countOfForm,
+  countOfHours,
+  HOUR_MS,
+  noteSubmissionChange,
+  revisionForWrite,
+} from '../forms/counts.js';
 import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
@@ -116,12 +126,8 @@ const insertRow = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
   submissionInsert(db, Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
 );
 
-async function insertSubmission(
-  db: Executor,
-  row: NewSubmission,
-  w: SubmissionWrite,
-): Promise<{ row: SubmissionRow; taken: number[] }> {
-  const values: RowValues = {
+const rowValues = (row: NewSubmission, w: SubmissionWrite, data: string) =>
+  ({
     account_id: row.accountId,
     form_id: row.formId,
     created_at: w.now,
@@ -130,9 +136,16 @@ async function insertSubmission(
     remote_addr: row.remoteAddr,
     latitude: row.latitude,
     longitude: row.longitude,
-    data: typeof w.data === 'string' ? w.data : '',
+    data,
     pretty_name: w.prettyName,
-  };
+  }) satisfies RowValues;
+
+async function insertSubmission(
+  db: Executor,
+  row: NewSubmission,
+  w: SubmissionWrite,
+): Promise<{ row: SubmissionRow; taken: number[] }> {
+  const values = rowValues(row, w, typeof w.data === 'string' ? w.data : '');
   const fullText = engineOf(db).fullTextColumns(w.tokens);
   const inserted =
     Object.keys(fullText).length === 0
@@ -248,11 +261,74 @@ const insertArgs = (row: NewSubmission, w: SubmissionWrite, data: string) =>
     Math.floor(w.now / HOUR_MS),
   ] as const;
 
-/** Whether createAlone may write on db: one statement is a whole create there. */
+/**
+ * Whether createAlone may write on db: on PostgreSQL one statement is a whole create; on
+ * SQLite on a file, the create thread writes it (src/db/sqlite-create-thread.ts).
+ */
 export const createsAlone = (db: Executor): boolean => {
+  if (db.isTransaction) return false;
   const engine = engineOf(db);
-  return engine.writableCtes && engine.writeBatchSize === undefined && !db.isTransaction;
+  return engine.writableCtes ? engine.writeBatchSize === undefined : threadOf(db) !== undefined;
 };
+
+/** A plain create's row on the create thread: without RETURNING, its id is the insert's rowid. */
+const insertRowOnly = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
+  db.insertInto('submissions').values(Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
+);
+
+/** A unique value on the create thread: a value taken changes no row. */
+const insertUniqueOnly = hotQuery(4, (db, submissionId: number, formId: number, fieldId: number, norm: string) =>
+  db
+    .insertInto('submission_unique_values')
+    .values({ submission_id: submissionId, form_id: formId, field_id: fieldId, value_norm: norm })
+    .onConflict((oc) => oc.doNothing()),
+);
+
+const forThread = <O>(db: Executor, query: { compiledFor(db: Executor): HotStatement<O> }): ThreadStatement => {
+  const { query: compiled, slots } = query.compiledFor(db);
+  return { sql: compiled.sql, slots };
+};
+
+/** What the create thread writes, compiled by Kysely here and by the repositories that own each table. */
+const threadStatements = (db: Executor): CreateStatements => ({
+  row: forThread(db, insertRowOnly),
+  unique: forThread(db, insertUniqueOnly),
+  revision: forThread(db, revisionForWrite),
+  count: forThread(db, addToCount),
+  hour: forThread(db, addToHour),
+  fullText: forThread(db, insertFullText),
+});
+
+const threadOf = (db: Executor) =>
+  db.isTransaction ? undefined : createThreadOf(db as Kysely<Database>, () => threadStatements(db));
+
+/**
+ * A plain create on SQLite's create thread, in the next batch it writes: the row, its unique
+ * values, the counts and the full-text row, all or nothing. Undefined when it wrote nothing
+ * (a changed or deleted form, a value taken, a failed batch): the caller then makes the create
+ * in a transaction on the main connection, which says why.
+ */
+async function createInThread(
+  db: Kysely<Database>,
+  row: NewSubmission,
+  w: SubmissionWrite,
+  data: string,
+  revision: number,
+): Promise<SubmissionRow | undefined> {
+  const thread = threadOf(db);
+  if (!thread) return undefined;
+  const values = rowValues(row, w, data);
+  const id = await thread.write({
+    accountId: row.accountId,
+    formId: row.formId,
+    row: ROW_COLUMNS.map((c) => values[c]),
+    revision,
+    hour: Math.floor(w.now / HOUR_MS),
+    unique: byField(w.unique).map((v) => [v.fieldId, v.norm]),
+    fullText: fullTextOf(w.tokens),
+  });
+  return id === 0 ? undefined : { id, ...values };
+}
 
 /**
  * Writes a new submission in one statement outside any transaction (PostgreSQL, see
@@ -269,6 +345,7 @@ export async function createAlone(
   data: string,
   revision: number,
 ): Promise<SubmissionRow | undefined> {
+  if (!engineOf(db).writableCtes) return createInThread(db, row, w, data, revision);
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call({ row, w, data, revision });
   if (outcome === AGAIN) return createOneAlone(db, { row, w, data, revision });
   if (outcome instanceof Error) throw outcome;

@@ -1,0 +1,255 @@
+/**
+ * On SQLite, plain creates are written by a thread with a connection of its own
+ * (src/db/sqlite-create-thread.ts), in batches: creates that arrive while a batch is out go in
+ * the next one. Each create must still get exactly its own answer (its row, or "not written"
+ * when its form moved on or a unique value was taken, by anyone, including another create of
+ * the same batch), the counts, hours and index must hold every row written and nothing else,
+ * the main connection's reads must see a batch as soon as its creates are answered, and its
+ * writes must take turns with the thread's (sqlite-write-turn.ts).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { stopCreateThread } from '../src/db/sqlite-create-thread.js';
+import { WriteTurn } from '../src/db/sqlite-write-turn.js';
+import { formToken } from '../src/modules/submissions/keywords.js';
+import * as repo from '../src/modules/submissions/repository.js';
+import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
+
+describe('the write turn of a SQLite database', () => {
+  it('gives the turn to one holder at a time, a waiting main write before a waiting batch', async () => {
+    const turn = new WriteTurn();
+    const order: string[] = [];
+    await turn.enterThread();
+    const thread2 = turn.enterThread().then(() => order.push('thread 2'));
+    const main1 = turn.enterMain().then(() => order.push('main 1'));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(order, [], 'nobody enters while the thread holds the turn');
+    turn.leaveThread();
+    await main1;
+    assert.deepEqual(order, ['main 1'], 'the main write first');
+    turn.leaveMain();
+    await thread2;
+    assert.deepEqual(order, ['main 1', 'thread 2']);
+    // A batch waits while a main write waits, even with the turn free for a moment.
+    const main2 = turn.enterMain().then(() => order.push('main 2'));
+    turn.leaveThread();
+    await main2;
+    assert.throws(() => turn.leaveThread(), /did not hold/);
+    turn.leaveMain();
+  });
+});
+
+describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_URL !== undefined }, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account();
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  const newForm = async (name: string) => {
+    const reply = await a.post('/forms', {
+      name,
+      fields: [
+        { type: 'email', label: 'Email', unique: true },
+        { type: 'text', label: 'Note' },
+      ],
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const form = reply.body as { id: number; fields: { id: number }[] };
+    const revision = (
+      await app.server.ctx.db.selectFrom('forms').select('revision').where('id', '=', form.id).executeTakeFirstOrThrow()
+    ).revision;
+    return { id: form.id, email: form.fields[0]!.id, revision };
+  };
+
+  /** A plain create's arguments for createAlone, as the service makes them. */
+  const create = (form: { id: number; email: number }, address: string, note: string, now = Date.now()) => ({
+    row: {
+      accountId: a.accountId,
+      formId: form.id,
+      userAgent: 'test',
+      remoteAddr: '127.0.0.1',
+      latitude: note === 'placed' ? 52.5 : null,
+      longitude: note === 'placed' ? 13.4 : null,
+    },
+    w: {
+      data: JSON.stringify({ [form.email]: address, note }),
+      prettyName: address,
+      tokens: note === '' ? [] : [formToken(form.id), note, note, 'common'],
+      unique: [{ fieldId: form.email, norm: address }],
+      now,
+    },
+  });
+
+  const counter = async (name: string) => {
+    const text = (await app.request('GET', '/metrics')).text;
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes('kind="submission_create"'));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const counters = async () => ({
+    batches: await counter('formwork_db_shared_statements_total'),
+    creates: await counter('formwork_db_shared_calls_total'),
+    notWritten: await counter('formwork_db_shared_calls_made_again_total'),
+  });
+  const countOf = async (formId: number) => (await a.get(`/forms/${formId}`)).body.submissionsCount as number;
+  const one = async <T>(query: Promise<{ rows: T[] }>) => (await query).rows[0]!;
+
+  it('writes creates queued together in one batch, each with its own row, values, index, count and hour', async () => {
+    const form = await newForm('Together');
+    const db = app.server.ctx.db;
+    assert.equal(repo.createsAlone(db), true, 'a SQLite file has a create thread');
+    // Read, and so kept under the change epoch, before the batch: it must not be served stale after.
+    assert.equal(await countOf(form.id), 0);
+    const before = await counters();
+    const rows = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => {
+        const c = create(form, `p${i}@example.com`, i === 5 ? '' : i === 6 ? 'placed' : `note${i}`);
+        return repo.createAlone(db, c.row, c.w, c.w.data, form.revision);
+      }),
+    );
+    const now = await counters();
+    assert.deepEqual(
+      [now.batches - before.batches, now.creates - before.creates, now.notWritten - before.notWritten],
+      [1, 12, 0],
+      'twelve creates, one batch',
+    );
+    rows.forEach((row, i) => {
+      assert.ok(row, `create ${i} written`);
+      assert.equal(row.form_id, form.id);
+      assert.equal(row.pretty_name, `p${i}@example.com`);
+      assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
+    });
+    assert.equal(new Set(rows.map((r) => r!.id)).size, 12);
+    // The answers are the rows as stored.
+    const stored = await db
+      .selectFrom('submissions')
+      .selectAll()
+      .where('form_id', '=', form.id)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      stored,
+      rows.map((r) => ({ ...r })),
+    );
+    assert.equal(stored[6]!.latitude, 52.5);
+    assert.equal(await countOf(form.id), 12, 'the count read after the answers includes them');
+    const found = await a.get(`/forms/${form.id}/submissions?keyword=note7`);
+    assert.deepEqual(
+      found.body.submissions.map((s: { id: number }) => s.id),
+      [rows[7]!.id],
+    );
+    assert.equal((await a.get(`/forms/${form.id}/submissions?keyword=common`)).body.total, 11);
+    assert.equal(
+      (await one(sql<{ n: number }>`SELECT sum(n) AS n FROM submission_hours WHERE form_id = ${form.id}`.execute(db)))
+        .n,
+      12,
+    );
+    assert.equal(
+      (
+        await one(
+          sql<{ n: number }>`SELECT count(*) AS n FROM submission_unique_values WHERE form_id = ${form.id}`.execute(db),
+        )
+      ).n,
+      12,
+    );
+  });
+
+  it('writes nothing for a create whose value is taken or whose form moved on, and the rest of its batch', async () => {
+    const form = await newForm('Taken');
+    const other = await newForm('Moved on');
+    const db = app.server.ctx.db;
+    const first = create(form, 'first@example.com', 'x');
+    assert.ok(await repo.createAlone(db, first.row, first.w, first.w.data, form.revision));
+    const before = await counters();
+    const calls = [
+      create(form, 'a1@example.com', 'x'),
+      create(form, 'same@example.com', 'x'),
+      create(form, 'same@example.com', 'x'),
+      create(form, 'first@example.com', 'x'),
+      create(other, 'o@example.com', 'x'),
+      create(form, 'a2@example.com', 'x'),
+    ].map((c, i) => repo.createAlone(db, c.row, c.w, c.w.data, i === 4 ? other.revision + 1 : form.revision));
+    const written = (await Promise.all(calls)).map((r) => r !== undefined);
+    // Of the two with one address, the first in the batch gets in.
+    assert.deepEqual(written, [true, true, false, false, false, true]);
+    const now = await counters();
+    assert.equal(now.batches - before.batches, 1);
+    assert.equal(now.notWritten - before.notWritten, 3);
+    assert.equal(await countOf(form.id), 4);
+    assert.equal(await countOf(other.id), 0);
+    const values = await db
+      .selectFrom('submission_unique_values')
+      .select('value_norm')
+      .where('form_id', '=', form.id)
+      .orderBy('value_norm')
+      .execute();
+    assert.deepEqual(
+      values.map((v) => v.value_norm),
+      ['a1@example.com', 'a2@example.com', 'first@example.com', 'same@example.com'],
+    );
+    // Nothing of the creates not written stays: no row, no index entry.
+    assert.equal((await db.selectFrom('submissions').select('id').where('form_id', '=', form.id).execute()).length, 4);
+    assert.equal((await db.selectFrom('submissions').select('id').where('form_id', '=', other.id).execute()).length, 0);
+    assert.equal((await a.get(`/forms/${other.id}/submissions?keyword=x`)).body.total, 0);
+  });
+
+  it('answers each request through the API, with the creates a batch did not write made on the main connection', async () => {
+    const form = await newForm('Through the API');
+    const post = (address: string) =>
+      a.post(`/forms/${form.id}/submissions`, {
+        fields: [{ id: String(form.email), value: { value: address } }],
+      });
+    const before = await counters();
+    const replies = await Promise.all([
+      ...Array.from({ length: 40 }, (_, i) => post(`api${i}@example.com`)),
+      post('dup@example.com'),
+      post('dup@example.com'),
+    ]);
+    const statuses = replies.map((r) => r.status);
+    assert.deepEqual(statuses.slice(0, 40), Array(40).fill(200));
+    assert.deepEqual(statuses.slice(40).sort(), [200, 400], 'one of the two with one value');
+    assert.equal(replies.find((r) => r.status === 400)!.body.code, 'not_unique');
+    const now = await counters();
+    assert.ok(now.batches - before.batches >= 1);
+    assert.ok(now.batches - before.batches < 42, 'creates that arrive together share a batch');
+    assert.equal(await countOf(form.id), 41);
+    const ids = replies.filter((r) => r.status === 200).map((r) => (r.body as { id: number }).id);
+    for (const id of [ids[0]!, ids[39]!]) assert.equal((await a.get(`/submissions/${id}`)).status, 200);
+  });
+
+  it('lets the main connection write between batches, and makes creates there once the thread has stopped', async () => {
+    const form = await newForm('Turns');
+    const post = (address: string) =>
+      a.post(`/forms/${form.id}/submissions`, { fields: [{ id: String(form.email), value: { value: address } }] });
+    // Form writes (the main connection's) interleaved with creates (the thread's).
+    const replies = await Promise.all([
+      ...Array.from({ length: 30 }, (_, i) => post(`t${i}@example.com`)),
+      ...Array.from({ length: 5 }, (_, i) => a.put(`/forms/${form.id}`, { name: `Turns ${i}` })),
+    ]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      Array(35).fill(200),
+      replies
+        .filter((r) => r.status !== 200)
+        .map((r) => r.text)
+        .join(' '),
+    );
+    assert.equal(await countOf(form.id), 30);
+
+    await stopCreateThread(app.server.ctx.db);
+    assert.equal(repo.createsAlone(app.server.ctx.db), false, 'no thread once stopped');
+    const before = await counters();
+    const late = await Promise.all([post('late1@example.com'), post('late2@example.com'), post('t1@example.com')]);
+    assert.deepEqual(
+      late.map((r) => r.status),
+      [200, 200, 400],
+    );
+    assert.equal((await counters()).batches, before.batches, 'none through the thread');
+    assert.equal(await countOf(form.id), 32);
+  });
+});
