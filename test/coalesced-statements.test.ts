@@ -12,8 +12,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
 import { hashToken } from '../src/crypto/secrets.js';
-import { formToken } from '../src/modules/submissions/keywords.js';
 import * as repo from '../src/modules/submissions/repository.js';
+import { plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 interface Sent {
@@ -46,52 +46,10 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     await app.close();
   });
 
-  const newForm = async (name: string) => {
-    const reply = await a.post('/forms', {
-      name,
-      fields: [
-        { type: 'email', label: 'Email', unique: true },
-        { type: 'text', label: 'Note' },
-      ],
-    });
-    assert.equal(reply.status, 200, reply.text);
-    const form = reply.body as { id: number; fields: { id: number }[] };
-    const revision = (
-      await app.server.ctx.db.selectFrom('forms').select('revision').where('id', '=', form.id).executeTakeFirstOrThrow()
-    ).revision;
-    return { id: form.id, email: form.fields[0]!.id, revision };
-  };
-
-  /** A plain create's arguments for createAlone, as the service makes them. */
-  const create = (form: { id: number; email: number }, address: string, note: string, now = Date.now()) => ({
-    row: {
-      accountId: a.accountId,
-      formId: form.id,
-      userAgent: 'test',
-      remoteAddr: '127.0.0.1',
-      latitude: note === 'placed' ? 52.5 : null,
-      longitude: note === 'placed' ? 13.4 : null,
-    },
-    w: {
-      data: JSON.stringify({ [form.email]: address, note }),
-      prettyName: address,
-      tokens: note === '' ? [] : [formToken(form.id), note, note, 'common'],
-      unique: [{ fieldId: form.email, norm: address }],
-      now,
-    },
-  });
-
-  /** A shared statements' counter of /metrics, for kind (0 before its first statement). */
-  const shared = async (name: string, kind: string) => {
-    const text = (await app.request('GET', '/metrics')).text;
-    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`kind="${kind}"`));
-    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-  };
-  const counters = async (kind: string) => ({
-    statements: await shared('formwork_db_shared_statements_total', kind),
-    calls: await shared('formwork_db_shared_calls_total', kind),
-    madeAgain: await shared('formwork_db_shared_calls_made_again_total', kind),
-  });
+  const newForm = (name: string) => uniqueEmailForm(app, a, name);
+  const create = (form: { id: number; email: number }, address: string, note: string, now?: number) =>
+    plainCreate(a, form, address, note, now);
+  const counters = (kind: string) => sharedCounters(app, kind);
 
   const insertsSince = (from: number) => sent.slice(from).filter((s) => /INSERT INTO submissions\b/.test(s.text));
   const countOf = async (formId: number) => (await a.get(`/forms/${formId}`)).body.submissionsCount as number;

@@ -12,17 +12,18 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { stopCreateThread } from '../src/db/sqlite-create-thread.js';
 import { WriteTurn } from '../src/db/sqlite-write-turn.js';
-import { formToken } from '../src/modules/submissions/keywords.js';
 import * as repo from '../src/modules/submissions/repository.js';
+import { plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe('the write turn of a SQLite database', () => {
   it('gives the turn to one holder at a time, a waiting main write before a waiting batch', async () => {
     const turn = new WriteTurn();
     const order: string[] = [];
+    const entered = (who: string) => () => order.push(who);
     await turn.enterThread();
-    const thread2 = turn.enterThread().then(() => order.push('thread 2'));
-    const main1 = turn.enterMain().then(() => order.push('main 1'));
+    const thread2 = turn.enterThread().then(entered('thread 2'));
+    const main1 = turn.enterMain().then(entered('main 1'));
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(order, [], 'nobody enters while the thread holds the turn');
     turn.leaveThread();
@@ -31,8 +32,8 @@ describe('the write turn of a SQLite database', () => {
     turn.leaveMain();
     await thread2;
     assert.deepEqual(order, ['main 1', 'thread 2']);
-    // A batch waits while a main write waits, even with the turn free for a moment.
-    const main2 = turn.enterMain().then(() => order.push('main 2'));
+    // thread 2 holds the turn now: a main write enters when it leaves, and only one may leave.
+    const main2 = turn.enterMain().then(entered('main 2'));
     turn.leaveThread();
     await main2;
     assert.throws(() => turn.leaveThread(), /did not hold/);
@@ -51,51 +52,13 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     await app.close();
   });
 
-  const newForm = async (name: string) => {
-    const reply = await a.post('/forms', {
-      name,
-      fields: [
-        { type: 'email', label: 'Email', unique: true },
-        { type: 'text', label: 'Note' },
-      ],
-    });
-    assert.equal(reply.status, 200, reply.text);
-    const form = reply.body as { id: number; fields: { id: number }[] };
-    const revision = (
-      await app.server.ctx.db.selectFrom('forms').select('revision').where('id', '=', form.id).executeTakeFirstOrThrow()
-    ).revision;
-    return { id: form.id, email: form.fields[0]!.id, revision };
+  const newForm = (name: string) => uniqueEmailForm(app, a, name);
+  const create = (form: { id: number; email: number }, address: string, note: string) =>
+    plainCreate(a, form, address, note);
+  const counters = async () => {
+    const c = await sharedCounters(app, 'submission_create');
+    return { batches: c.statements, creates: c.calls, notWritten: c.madeAgain };
   };
-
-  /** A plain create's arguments for createAlone, as the service makes them. */
-  const create = (form: { id: number; email: number }, address: string, note: string, now = Date.now()) => ({
-    row: {
-      accountId: a.accountId,
-      formId: form.id,
-      userAgent: 'test',
-      remoteAddr: '127.0.0.1',
-      latitude: note === 'placed' ? 52.5 : null,
-      longitude: note === 'placed' ? 13.4 : null,
-    },
-    w: {
-      data: JSON.stringify({ [form.email]: address, note }),
-      prettyName: address,
-      tokens: note === '' ? [] : [formToken(form.id), note, note, 'common'],
-      unique: [{ fieldId: form.email, norm: address }],
-      now,
-    },
-  });
-
-  const counter = async (name: string) => {
-    const text = (await app.request('GET', '/metrics')).text;
-    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes('kind="submission_create"'));
-    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-  };
-  const counters = async () => ({
-    batches: await counter('formwork_db_shared_statements_total'),
-    creates: await counter('formwork_db_shared_calls_total'),
-    notWritten: await counter('formwork_db_shared_calls_made_again_total'),
-  });
   const countOf = async (formId: number) => (await a.get(`/forms/${formId}`)).body.submissionsCount as number;
   const one = async <T>(query: Promise<{ rows: T[] }>) => (await query).rows[0]!;
 
