@@ -27,7 +27,7 @@
  *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
- *   BENCH_KEEP_PROFILES     a directory to copy the .cpuprofile files into (one section alone),
+ *   BENCH_KEEP_PROFILES     a directory to copy the .cpuprofile files into (of the sections run),
  *                           to open them in a profiler afterwards
  *   BENCH_FILE_MB           size of the file of the file section (default 20)
  *   BENCH_LARGE_FILE_MB     the larger file that shows memory does not follow file size (default 100)
