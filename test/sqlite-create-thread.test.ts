@@ -161,12 +161,16 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     assert.equal((await a.get(`/forms/${other.id}/submissions?keyword=x`)).body.total, 0);
   });
 
-  it('answers each request through the API, with the creates a batch did not write made on the main connection', async () => {
+  it('answers each request through the API, a create the thread did not write made on the main connection', async () => {
     const form = await newForm('Through the API');
     const post = (address: string) =>
       a.post(`/forms/${form.id}/submissions`, {
         fields: [{ id: String(form.email), value: { value: address } }],
       });
+    // The first create of a form reads its definition, with its webhooks and emails, and the
+    // process keeps it; a create made with a definition that lacks them is made on the main
+    // connection, which reads them.
+    assert.equal((await post('first@example.com')).status, 200);
     const before = await counters();
     const replies = await Promise.all([
       ...Array.from({ length: 40 }, (_, i) => post(`api${i}@example.com`)),
@@ -178,9 +182,11 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     assert.deepEqual(statuses.slice(40).sort(), [200, 400], 'one of the two with one value');
     assert.equal(replies.find((r) => r.status === 400)!.body.code, 'not_unique');
     const now = await counters();
+    // How many batches depends on how the requests arrive; every create went to the thread.
     assert.ok(now.batches - before.batches >= 1);
-    assert.ok(now.batches - before.batches < 42, 'creates that arrive together share a batch');
-    assert.equal(await countOf(form.id), 41);
+    assert.equal(now.creates - before.creates, 42);
+    assert.equal(now.notWritten - before.notWritten, 1, 'the second of one value, made again and refused');
+    assert.equal(await countOf(form.id), 42);
     const ids = replies.filter((r) => r.status === 200).map((r) => (r.body as { id: number }).id);
     for (const id of [ids[0]!, ids[39]!]) assert.equal((await a.get(`/submissions/${id}`)).status, 200);
   });
