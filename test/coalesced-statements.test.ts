@@ -13,7 +13,7 @@ import pg from 'pg';
 import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
 import { hashToken } from '../src/crypto/secrets.js';
 import * as repo from '../src/modules/submissions/repository.js';
-import { plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
+import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 interface Sent {
@@ -74,13 +74,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       [now.statements - counted.statements, now.calls - counted.calls, now.madeAgain - counted.madeAgain],
       [1, 12, 0],
     );
-    rows.forEach((row, i) => {
-      assert.ok(row, `create ${i} written`);
-      assert.equal(row.form_id, form.id);
-      assert.equal(row.pretty_name, `p${i}@example.com`);
-      assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
-    });
-    assert.equal(new Set(rows.map((r) => r!.id)).size, 12);
+    assertOwnRows(rows, form);
     assert.deepEqual(
       rows.map((r) => r!.latitude),
       rows.map((_, i) => (i === 6 ? 52.5 : null)),

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import { stopCreateThread } from '../src/db/sqlite-create-thread.js';
 import { WriteTurn } from '../src/db/sqlite-write-turn.js';
 import * as repo from '../src/modules/submissions/repository.js';
-import { plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
+import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe('the write turn of a SQLite database', () => {
@@ -81,13 +81,7 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
       [1, 12, 0],
       'twelve creates, one batch',
     );
-    rows.forEach((row, i) => {
-      assert.ok(row, `create ${i} written`);
-      assert.equal(row.form_id, form.id);
-      assert.equal(row.pretty_name, `p${i}@example.com`);
-      assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
-    });
-    assert.equal(new Set(rows.map((r) => r!.id)).size, 12);
+    assertOwnRows(rows, form);
     // The answers are the rows as stored.
     const stored = await db
       .selectFrom('submissions')

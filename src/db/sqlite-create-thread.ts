@@ -157,6 +157,8 @@ export class CreateThread {
   private scheduled = false;
   private stopped = false;
   private failure: Error | undefined;
+  /** Called once nothing is queued or out (stop waits for it). */
+  private drained: (() => void) | undefined;
   private readonly counts: SharedCounts = sharedCountsOf('submission_create');
   private readonly exited: Promise<void>;
 
@@ -230,6 +232,7 @@ export class CreateThread {
     if (again > 0) this.counts.madeAgain += again;
     batch.forEach((p, i) => p.resolve(ids[i]!));
     if (this.queue.length > 0) void this.send();
+    else this.drained?.();
   }
 
   private died(error: Error): void {
@@ -244,14 +247,13 @@ export class CreateThread {
       for (const p of out) p.reject(error);
     }
     for (const p of this.queue.splice(0)) p.resolve(0);
+    this.drained?.();
   }
 
-  /** Waits for the batch out, then stops the thread; creates after this are made on the main connection. */
+  /** Waits for the batches queued and out, then stops the thread; creates after this are made on the main connection. */
   async stop(): Promise<void> {
-    while (this.out !== undefined || this.queue.length > 0) {
-      if (this.failure) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    if (this.open && (this.out !== undefined || this.queue.length > 0))
+      await new Promise<void>((resolve) => (this.drained = resolve));
     this.stopped = true;
     this.worker.ref();
     this.worker.postMessage('stop');

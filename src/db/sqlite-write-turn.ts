@@ -32,7 +32,8 @@ export class WriteTurn {
   }
 
   private enter(who: 'main' | 'thread', waiting: (() => void)[]): Promise<void> {
-    if (this.holder === undefined && (who === 'main' || this.mainWaiting.length === 0)) {
+    // A free turn has nobody waiting for it: leave hands it to the next in line at once.
+    if (this.holder === undefined) {
       this.holder = who;
       return Promise.resolve();
     }

@@ -4,6 +4,7 @@
  * create's arguments as the service makes them, and the shared statements' counters of /metrics.
  */
 import assert from 'node:assert/strict';
+import type { SubmissionRow } from '../../src/db/schema.js';
 import { formToken } from '../../src/modules/submissions/keywords.js';
 import type { TestAccount, TestApp } from './helpers.js';
 
@@ -67,3 +68,17 @@ export const sharedCounters = async (app: TestApp, kind: string) => ({
   calls: await shared(app, 'formwork_db_shared_calls_total', kind),
   madeAgain: await shared(app, 'formwork_db_shared_calls_made_again_total', kind),
 });
+
+/** Creates i of form made with address p<i>@example.com were each written, as a row of their own. */
+export function assertOwnRows(
+  rows: (SubmissionRow | undefined)[],
+  form: { id: number; email: number },
+): asserts rows is SubmissionRow[] {
+  rows.forEach((row, i) => {
+    assert.ok(row, `create ${i} written`);
+    assert.equal(row.form_id, form.id);
+    assert.equal(row.pretty_name, `p${i}@example.com`);
+    assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
+  });
+  assert.equal(new Set(rows.map((r) => r!.id)).size, rows.length);
+}

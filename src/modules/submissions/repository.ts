@@ -310,10 +310,7 @@ const threadOf = (db: Executor) =>
  */
 async function createInThread(
   db: Kysely<Database>,
-  row: NewSubmission,
-  w: SubmissionWrite,
-  data: string,
-  revision: number,
+  { row, w, data, revision }: AloneCreate,
 ): Promise<SubmissionRow | undefined> {
   const thread = threadOf(db);
   if (!thread) return undefined;
@@ -345,9 +342,10 @@ export async function createAlone(
   data: string,
   revision: number,
 ): Promise<SubmissionRow | undefined> {
-  if (!engineOf(db).writableCtes) return createInThread(db, row, w, data, revision);
-  const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call({ row, w, data, revision });
-  if (outcome === AGAIN) return createOneAlone(db, { row, w, data, revision });
+  const create: AloneCreate = { row, w, data, revision };
+  if (!engineOf(db).writableCtes) return createInThread(db, create);
+  const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
+  if (outcome === AGAIN) return createOneAlone(db, create);
   if (outcome instanceof Error) throw outcome;
   return outcome;
 }
