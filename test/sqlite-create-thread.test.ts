@@ -185,6 +185,54 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     for (const id of [ids[0]!, ids[39]!]) assert.equal((await a.get(`/submissions/${id}`)).status, 200);
   });
 
+  it('writes the outbox rows of a create with events in its batch, each with its own id, record and request id', async () => {
+    const form = await newForm('With a webhook');
+    const hook = await a.post(`/form/${form.id}/webhook`, { url: 'http://127.0.0.1:9/hook' });
+    assert.equal(hook.status, 200, hook.text);
+    const post = (address: string, requestId: string) =>
+      a.post(
+        `/forms/${form.id}/submissions`,
+        { fields: [{ id: String(form.email), value: { value: address } }] },
+        { headers: { 'x-request-id': requestId } },
+      );
+    // Keeps the form's definition with its webhook (see the test above).
+    assert.equal((await post('first@example.com', 'warm-up')).status, 200);
+    const before = await counters();
+    const replies = await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => post(`e${i}@example.com`, `request-${i}`)),
+      post('first@example.com', 'taken'),
+    ]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [...Array(10).fill(200), 400],
+    );
+    const now = await counters();
+    assert.equal(now.creates - before.creates, 11, 'every create went to the thread');
+    assert.equal(now.notWritten - before.notWritten, 1, 'the taken value, made again and refused');
+    const jobs = await app.server.ctx.db
+      .selectFrom('jobs')
+      .select(['payload', 'request_id'])
+      .where('kind', '=', 'webhooks.deliver')
+      .execute();
+    const bySubmission = new Map<number, { requestId: string | null; record: { id: number } }>();
+    for (const job of jobs) {
+      const { event } = JSON.parse(job.payload) as {
+        event: { formId: number; submissionId: number; submission: { id: number } };
+      };
+      if (event.formId !== form.id) continue;
+      assert.ok(!bySubmission.has(event.submissionId), `one delivery per submission: ${event.submissionId}`);
+      bySubmission.set(event.submissionId, { requestId: job.request_id, record: event.submission });
+    }
+    assert.equal(bySubmission.size, 11, 'the warm-up and the ten, nothing for the refused one');
+    replies.slice(0, 10).forEach((reply, i) => {
+      const id = (reply.body as { id: number }).id;
+      const job = bySubmission.get(id);
+      assert.ok(job, `a delivery for submission ${id}`);
+      assert.equal(job.requestId, `request-${i}`);
+      assert.equal(job.record.id, id);
+    });
+  });
+
   it('lets the main connection write between batches, and makes creates there once the thread has stopped', async () => {
     const form = await newForm('Turns');
     const post = (address: string) =>

@@ -24,6 +24,8 @@ export interface CreateStatements {
   count: ThreadStatement;
   hour: ThreadStatement;
   fullText: ThreadStatement;
+  /** An outbox job's row (kind, payload, run at, max attempts, request id). */
+  job: ThreadStatement;
 }
 
 /** One plain create, as plain data: what the thread writes for it. */
@@ -38,7 +40,12 @@ export interface ThreadCreate {
   /** Field id and normalized value of each unique field. */
   unique: [number, string][];
   fullText: string;
+  /** Whether the create's jobs (its events') go in with it: asked for once its id is known. */
+  events: boolean;
 }
+
+/** The arguments of the outbox rows of a create that has events, given its new id. */
+export type JobsFor = (id: number) => unknown[][];
 
 /**
  * The thread, plain JavaScript run as a CommonJS worker (the same from source and from dist,
@@ -47,7 +54,10 @@ export interface ThreadCreate {
  * written), the row, its unique values (under a savepoint when it has any: a value taken
  * undoes the create alone), the count and the hour; the batch's full-text rows at its end,
  * after the last savepoint (FTS5 flushes its pending terms into a new segment at each one).
- * It answers each create's id, or 0 for one it did not write. Anything that fails otherwise
+ * It answers each create's id, or 0 for one it did not write. When a create it wrote has
+ * events, their outbox rows hold its id and record, known only now: it answers the ids with
+ * needJobs, keeps the transaction open, and takes the rows the main thread sends back
+ * ({ jobs }) before it commits ({ abort } rolls the batch back). Anything that fails otherwise
  * rolls the whole batch back and is answered as an error: nothing of it was written.
  */
 const SOURCE = `
@@ -70,15 +80,19 @@ const revision = statement(S.revision);
 const count = statement(S.count);
 const hour = statement(S.hour);
 const fullText = statement(S.fullText);
+const job = db.prepare(S.job.sql);
 const begin = db.prepare('BEGIN IMMEDIATE');
 const commit = db.prepare('COMMIT');
 const rollback = db.prepare('ROLLBACK');
 const savepoint = db.prepare('SAVEPOINT formwork_create');
 const release = db.prepare('RELEASE formwork_create');
 const rollbackTo = db.prepare('ROLLBACK TO formwork_create');
+// The batch whose transaction waits for its creates' jobs.
+let waiting;
 function write(creates) {
   const ids = new Array(creates.length).fill(0);
   const texts = [];
+  let needJobs = false;
   begin.run();
   for (let i = 0; i < creates.length; i++) {
     const c = creates[i];
@@ -104,7 +118,11 @@ function write(creates) {
     if (guarded) release.run();
     ids[i] = id;
     texts.push([id, c.fullText]);
+    if (c.events) needJobs = true;
   }
+  return { ids, texts, needJobs };
+}
+function finish({ ids, texts }) {
   for (const [id, text] of texts) fullText.run([id, text]);
   commit.run();
   return ids;
@@ -116,8 +134,23 @@ parentPort.on('message', (message) => {
     return;
   }
   try {
-    parentPort.postMessage({ ids: write(message) });
+    if (message.abort) throw new Error('the batch was abandoned');
+    if (message.jobs) {
+      const batch = waiting;
+      waiting = undefined;
+      for (const args of message.jobs) job.run(S.job.slots.map((i) => args[i]));
+      parentPort.postMessage({ ids: finish(batch) });
+      return;
+    }
+    const batch = write(message);
+    if (batch.needJobs) {
+      waiting = batch;
+      parentPort.postMessage({ ids: batch.ids, needJobs: true });
+      return;
+    }
+    parentPort.postMessage({ ids: finish(batch) });
   } catch (error) {
+    waiting = undefined;
     try {
       if (db.inTransaction) rollback.run();
     } catch {}
@@ -131,6 +164,7 @@ const MAX_BATCH = 64;
 
 interface Pending {
   create: ThreadCreate;
+  jobsFor?: JobsFor;
   resolve: (id: number) => void;
   reject: (error: unknown) => void;
 }
@@ -173,7 +207,7 @@ export class CreateThread {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(SOURCE, { eval: true, workerData: { file, driver, statements, autocheckpointPages } });
     this.worker.unref();
-    this.worker.on('message', (m: { ids?: number[]; error?: string }) => this.answered(m));
+    this.worker.on('message', (m: { ids?: number[]; error?: string; needJobs?: boolean }) => this.answered(m));
     this.worker.on('error', (error) => this.died(error));
     this.exited = new Promise<void>((resolve) =>
       this.worker.once('exit', () => {
@@ -188,10 +222,11 @@ export class CreateThread {
     return !this.stopped && this.failure === undefined;
   }
 
-  write(create: ThreadCreate): Promise<number> {
+  /** jobsFor: the create's outbox rows, asked for once it is written (create.events). */
+  write(create: ThreadCreate, jobsFor?: JobsFor): Promise<number> {
     if (!this.open) return Promise.resolve(0);
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ create, resolve, reject });
+      this.queue.push({ create, jobsFor, resolve, reject });
       if (this.out === undefined && !this.scheduled) {
         // Creates read in the same turn of the event loop go together.
         this.scheduled = true;
@@ -219,9 +254,20 @@ export class CreateThread {
     this.worker.postMessage(batch.map((p) => p.create));
   }
 
-  private answered(m: { ids?: number[]; error?: string }): void {
+  private answered(m: { ids?: number[]; error?: string; needJobs?: boolean }): void {
     const batch = this.out;
     if (!batch || !this.posted) return;
+    if (m.needJobs) {
+      // The batch's transaction is open in the thread until it has its creates' jobs.
+      try {
+        const ids = m.ids!;
+        const jobs = batch.flatMap((p, i) => (ids[i] !== 0 && p.jobsFor ? p.jobsFor(ids[i]!) : []));
+        this.worker.postMessage({ jobs });
+      } catch {
+        this.worker.postMessage({ abort: true });
+      }
+      return;
+    }
     this.out = undefined;
     this.posted = false;
     this.worker.unref();

@@ -1,7 +1,7 @@
 import type { Executor } from '../db/transaction.js';
 import { currentRequestId } from '../request-context.js';
 import type { JobKind } from './kind.js';
-import { insertJobs } from './repository.js';
+import { insertJobs, type NewJobRow } from './repository.js';
 
 export interface EnqueueOptions {
   /** Epoch ms (from ctx.clock) before which the job does not run; unset means at once. */
@@ -58,18 +58,28 @@ export function jobOf<P>(kind: JobKind<P>, payload: NoInfer<P>): JobRequest {
  */
 export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Promise<number[]> {
   if (jobs.length === 0) return [];
-  const requestId = currentRequestId();
-  const ids = await insertJobs(
-    db,
-    jobs.map((j) => ({
-      kind: j.kind.name,
-      payload: JSON.stringify(j.payload ?? null),
-      runAt: 0,
-      maxAttempts: j.kind.maxAttempts,
-      requestId,
-    })),
-  );
+  const ids = await insertJobs(db, jobRowsOf(jobs, currentRequestId()));
   // One notification (insertJobs) wakes the listening workers; each claim takes every due job.
-  for (const listener of wakeListeners) listener();
+  wakeWorkers();
   return ids;
+}
+
+/**
+ * The rows of jobs due at once, for a writer that inserts them itself in the transaction of
+ * the change that causes them (SQLite's create thread); requestId is the enqueuing request's,
+ * read in its context. The writer calls wakeWorkers once they are committed.
+ */
+export function jobRowsOf(jobs: readonly JobRequest[], requestId: string | undefined): NewJobRow[] {
+  return jobs.map((j) => ({
+    kind: j.kind.name,
+    payload: JSON.stringify(j.payload ?? null),
+    runAt: 0,
+    maxAttempts: j.kind.maxAttempts,
+    requestId,
+  }));
+}
+
+/** Wakes this process's workers: jobs were enqueued. */
+export function wakeWorkers(): void {
+  for (const listener of wakeListeners) listener();
 }

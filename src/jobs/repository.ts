@@ -16,6 +16,24 @@ export interface NewJobRow {
   requestId?: string | undefined;
 }
 
+/**
+ * One job's row, for a writer that runs the statement itself (SQLite's create thread): its
+ * arguments are jobArguments(job). Without RETURNING, as insertRows writes them on SQLite.
+ */
+export const insertJobRow = hotQuery(
+  5,
+  (db, kind: string, payload: string, runAt: number, maxAttempts: number, requestId: string | null) =>
+    db.insertInto('jobs').values({ kind, payload, run_at: runAt, max_attempts: maxAttempts, request_id: requestId }),
+);
+
+export const jobArguments = (job: NewJobRow): unknown[] => [
+  job.kind,
+  job.payload,
+  job.runAt,
+  job.maxAttempts,
+  job.requestId ?? null,
+];
+
 function jobRow(job: NewJobRow) {
   return {
     kind: job.kind,

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { Database } from '../../db/schema.js';
-import { enqueueAll } from '../../jobs/outbox.js';
+import { enqueueAll, type JobRequest } from '../../jobs/outbox.js';
 import { documentJobsFor } from '../docmerge/enqueue.js';
 import { activeIntegrationsOf } from '../docmerge/repository.js';
 import { emailsToJudge, type EmailToJudge } from '../emails/repository.js';
@@ -81,12 +81,23 @@ export async function publishSubmissionEvent(
   event: SubmissionEvent,
   config?: FormEventConfig,
 ): Promise<void> {
-  const { webhooks, emails, integrations } = config ?? (await loadEventConfig(trx, event.accountId, event.formId));
-  await enqueueAll(trx, [
+  await enqueueAll(
+    trx,
+    submissionEventJobs(ctx, event, config ?? (await loadEventConfig(trx, event.accountId, event.formId))),
+  );
+}
+
+/** The jobs an event causes under the form's configuration: a delivery per webhook, an email, a document. */
+export function submissionEventJobs(
+  ctx: AppContext,
+  event: SubmissionEvent,
+  { webhooks, emails, integrations }: FormEventConfig,
+): JobRequest[] {
+  return [
     ...webhookDeliveriesFor(webhooks, event),
     ...submissionEmailsFor(emails, event),
     ...documentJobsFor(integrations, event, ctx.config.secretKey),
-  ]);
+  ];
 }
 
 /**

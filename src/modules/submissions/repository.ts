@@ -16,6 +16,7 @@ import {
   noteSubmissionChange,
   revisionForWrite,
 } from '../forms/counts.js';
+import { insertJobRow, jobArguments, type NewJobRow } from '../../jobs/repository.js';
 import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
@@ -271,6 +272,12 @@ export const createsAlone = (db: Executor): boolean => {
   return engine.writableCtes ? engine.writeBatchSize === undefined : threadOf(db) !== undefined;
 };
 
+/**
+ * Whether createAlone may also write the outbox rows of a create's events (jobs): on SQLite's
+ * create thread, which asks for them once it has the row's id, in the same transaction.
+ */
+export const createsAloneWithEvents = (db: Executor): boolean => !engineOf(db).writableCtes && createsAlone(db);
+
 /** A plain create's row on the create thread: without RETURNING, its id is the insert's rowid. */
 const insertRowOnly = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
   db.insertInto('submissions').values(Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
@@ -297,6 +304,7 @@ const threadStatements = (db: Executor): CreateStatements => ({
   count: forThread(db, addToCount),
   hour: forThread(db, addToHour),
   fullText: forThread(db, insertFullText),
+  job: forThread(db, insertJobRow),
 });
 
 const threadOf = (db: Executor) =>
@@ -310,30 +318,35 @@ const threadOf = (db: Executor) =>
  */
 async function createInThread(
   db: Kysely<Database>,
-  { row, w, data, revision }: AloneCreate,
+  { row, w, data, revision, jobs }: AloneCreate,
 ): Promise<SubmissionRow | undefined> {
   const thread = threadOf(db);
   if (!thread) return undefined;
   const values = rowValues(row, w, data);
-  const id = await thread.write({
-    accountId: row.accountId,
-    formId: row.formId,
-    row: ROW_COLUMNS.map((c) => values[c]),
-    revision,
-    hour: Math.floor(w.now / HOUR_MS),
-    unique: byField(w.unique).map((v) => [v.fieldId, v.norm]),
-    fullText: fullTextOf(w.tokens),
-  });
+  const id = await thread.write(
+    {
+      accountId: row.accountId,
+      formId: row.formId,
+      row: ROW_COLUMNS.map((c) => values[c]),
+      revision,
+      hour: Math.floor(w.now / HOUR_MS),
+      unique: byField(w.unique).map((v) => [v.fieldId, v.norm]),
+      fullText: fullTextOf(w.tokens),
+      events: jobs !== undefined,
+    },
+    jobs && ((newId) => jobs({ id: newId, ...values }).map(jobArguments)),
+  );
   return id === 0 ? undefined : { id, ...values };
 }
 
 /**
- * Writes a new submission in one statement outside any transaction (PostgreSQL, see
- * createsAlone), shared with the creates that arrive while two such statements are out
- * (Coalescer, createAllAlone): its row, unique values, index and counts, all or nothing.
- * Returns the row, or undefined when nothing was written because the form is not at revision
- * (changed, deleted) or a unique value is taken; the caller then makes the create in a
- * transaction, which says which.
+ * Writes a new submission outside any transaction of the caller's, all or nothing: its row,
+ * unique values, index and counts. On PostgreSQL in one statement, shared with the creates that
+ * arrive while two such statements are out (Coalescer, createAllAlone); on SQLite in the create
+ * thread's next batch, with the outbox rows of its events when jobs is given (only there: see
+ * createsAloneWithEvents). Returns the row, or undefined when nothing was written because the
+ * form is not at revision (changed, deleted) or a unique value is taken; the caller then makes
+ * the create in a transaction, which says which.
  */
 export async function createAlone(
   db: Kysely<Database>,
@@ -341,8 +354,9 @@ export async function createAlone(
   w: SubmissionWrite,
   data: string,
   revision: number,
+  jobs?: AloneCreate['jobs'],
 ): Promise<SubmissionRow | undefined> {
-  const create: AloneCreate = { row, w, data, revision };
+  const create: AloneCreate = { row, w, data, revision, jobs };
   if (!engineOf(db).writableCtes) return createInThread(db, create);
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
   if (outcome === AGAIN) return createOneAlone(db, create);
@@ -355,6 +369,8 @@ interface AloneCreate {
   w: SubmissionWrite;
   data: string;
   revision: number;
+  /** The outbox rows of the create's events, given its row (createsAloneWithEvents). */
+  jobs?: (row: SubmissionRow) => NewJobRow[];
 }
 
 /** A create that went with others whose statement failed: it is made again on its own. */

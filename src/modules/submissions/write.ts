@@ -1,13 +1,20 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { countOfForm, holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
-import { enqueue } from '../../jobs/outbox.js';
+import { enqueue, jobRowsOf, wakeWorkers } from '../../jobs/outbox.js';
+import { currentRequestId } from '../../request-context.js';
+import type { Database, SubmissionRow } from '../../db/schema.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
-import { isQuiet, loadEventConfig, publishSubmissionEvent } from '../events/publish.js';
+import {
+  isQuiet,
+  loadEventConfig,
+  publishSubmissionEvent,
+  submissionEventJobs,
+  type SubmissionEvent,
+} from '../events/publish.js';
 import { documentKeysOf } from '../docmerge/repository.js';
 import * as repo from './repository.js';
 import { isSealed } from './sealing.js';
@@ -152,24 +159,38 @@ async function createOnce(
   try {
     // A create that writes nothing but its row, values, index and counts is one statement
     // where the database can make it one (PostgreSQL): run alone, without BEGIN and COMMIT
-    // around it, it is two round trips fewer. It writes nothing unless it can write all; the
+    // around it, it is two round trips fewer. On SQLite the create thread writes it, and the
+    // outbox rows of its events too. It writes nothing unless it can write all; the
     // transaction below then finds out why (a changed form, a value taken) and answers.
+    const config = def.eventConfig;
+    const withEvents = config !== undefined && !isQuiet(config);
     const alone =
       typeof write.data === 'string' &&
       limit === undefined &&
       !onCreated &&
       files.plan.claims.length + files.plan.inline.length === 0 &&
       write.unique.every((v) => v.alt === undefined) &&
-      def.eventConfig !== undefined &&
-      isQuiet(def.eventConfig) &&
+      config !== undefined &&
+      (!withEvents || repo.createsAloneWithEvents(ctx.db)) &&
       repo.createsAlone(ctx.db)
         ? write.data
         : undefined;
     if (alone !== undefined) {
-      const row = await repo.createAlone(ctx.db, newRow, write, alone, def.form.revision);
+      // Asked for once the row has its id, outside this request's async context: the request id is read now.
+      let created: Submission | undefined;
+      const requestId = currentRequestId();
+      const jobs = withEvents
+        ? (row: SubmissionRow) => {
+            const made = createdEvent(ctx, def, accountId, row, data);
+            created = made.submission;
+            return jobRowsOf(submissionEventJobs(ctx, made.event, config), requestId);
+          }
+        : undefined;
+      const row = await repo.createAlone(ctx.db, newRow, write, alone, def.form.revision, jobs);
       if (row) {
         attempt.checked = true;
-        return toSubmission(def, row, data);
+        if (jobs) wakeWorkers();
+        return created ?? toSubmission(def, row, data);
       }
     }
     return await deps.write(async (trx) => {
@@ -187,32 +208,44 @@ async function createOnce(
       attempt.checked = true;
       failIfTaken(def, write, heldAlt, taken);
       await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
-      const submission = toSubmission(def, row, data);
-      const kept = def.seal ? { ...submission, prettyName: null, data: [] } : submission;
-      await onCreated?.(trx, kept);
+      const { submission, event } = createdEvent(ctx, def, accountId, row, data);
+      await onCreated?.(trx, event.submission!);
       // The revision was checked above, so what is read now is the configuration of def's revision.
       def.eventConfig ??= await loadEventConfig(trx, accountId, formId);
-      await publishSubmissionEvent(
-        trx,
-        ctx,
-        {
-          type: 'submission.created',
-          accountId,
-          formId,
-          submissionId: row.id,
-          occurredAt: ctx.clock.now(),
-          sealed: def.seal !== undefined,
-          submission: kept,
-          ...(def.seal && { plainValues: data }),
-        },
-        def.eventConfig,
-      );
+      await publishSubmissionEvent(trx, ctx, event, def.eventConfig);
       return submission;
     });
   } catch (error) {
     await discardInline(ctx, files.plan);
     throw error;
   }
+}
+
+/**
+ * A new row's record and its submission.created event, which carries the record without its
+ * values on an encrypted form (the service keeps no plaintext copy) and the values apart.
+ */
+function createdEvent(
+  ctx: SubmissionsDeps['ctx'],
+  def: FormDefinition,
+  accountId: number,
+  row: SubmissionRow,
+  data: DataMap,
+): { submission: Submission; event: SubmissionEvent } {
+  const submission = toSubmission(def, row, data);
+  return {
+    submission,
+    event: {
+      type: 'submission.created',
+      accountId,
+      formId: def.formId,
+      submissionId: row.id,
+      occurredAt: ctx.clock.now(),
+      sealed: def.seal !== undefined,
+      submission: def.seal ? { ...submission, prettyName: null, data: [] } : submission,
+      ...(def.seal && { plainValues: data }),
+    },
+  };
 }
 
 /** Edits open the stored values with the password and seal the result again. */
