@@ -80,7 +80,7 @@ const revision = statement(S.revision);
 const count = statement(S.count);
 const hour = statement(S.hour);
 const fullText = statement(S.fullText);
-const job = db.prepare(S.job.sql);
+const job = statement(S.job);
 const begin = db.prepare('BEGIN IMMEDIATE');
 const commit = db.prepare('COMMIT');
 const rollback = db.prepare('ROLLBACK');
@@ -138,7 +138,7 @@ parentPort.on('message', (message) => {
     if (message.jobs) {
       const batch = waiting;
       waiting = undefined;
-      for (const args of message.jobs) job.run(S.job.slots.map((i) => args[i]));
+      for (const args of message.jobs) job.run(args);
       parentPort.postMessage({ ids: finish(batch) });
       return;
     }
@@ -161,6 +161,13 @@ parentPort.on('message', (message) => {
 
 /** How many creates one batch takes at most: its transaction holds the write lock meanwhile. */
 const MAX_BATCH = 64;
+
+/** What the thread answers a message with: ids (0: not written), needJobs (the transaction waits for them), or error. */
+interface ThreadAnswer {
+  ids?: number[];
+  error?: string;
+  needJobs?: boolean;
+}
 
 interface Pending {
   create: ThreadCreate;
@@ -207,7 +214,7 @@ export class CreateThread {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(SOURCE, { eval: true, workerData: { file, driver, statements, autocheckpointPages } });
     this.worker.unref();
-    this.worker.on('message', (m: { ids?: number[]; error?: string; needJobs?: boolean }) => this.answered(m));
+    this.worker.on('message', (m: ThreadAnswer) => this.answered(m));
     this.worker.on('error', (error) => this.died(error));
     this.exited = new Promise<void>((resolve) =>
       this.worker.once('exit', () => {
@@ -254,7 +261,7 @@ export class CreateThread {
     this.worker.postMessage(batch.map((p) => p.create));
   }
 
-  private answered(m: { ids?: number[]; error?: string; needJobs?: boolean }): void {
+  private answered(m: ThreadAnswer): void {
     const batch = this.out;
     if (!batch || !this.posted) return;
     if (m.needJobs) {
