@@ -89,6 +89,7 @@ import {
 import { fileTable, runFileBench, type FileRow } from './files.js';
 import { docmergeTable, runDocmergeBench } from './docmerge.js';
 import { plainPost } from './public.js';
+import { runWrk, wrkAvailable, type WrkLoad } from './wrk.js';
 import { runScaleBench } from './scale.js';
 import { monotonicMicros, summarizeProfile, type Window } from './profile.js';
 import { cpuCells, cpuPerUnit, cpuSnapshot, processCpuMicros, type CpuPerUnit } from './cpu-split.js';
@@ -131,6 +132,12 @@ const PG_ENABLED = PG_ADMIN_URL !== 'off';
 /** DATABASE_POOL_SIZE of the measured PostgreSQL service. */
 const PG_POOL = intEnv('BENCH_PG_POOL', 25, 1);
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+/**
+ * What loads the PostgreSQL POSTs, whose rates are shares of pgbench's (bench/wrk.ts): wrk when
+ * it is installed, else autocannon; BENCH_PG_LOADER=autocannon chooses autocannon anyway.
+ */
+const PG_LOADER: 'wrk' | 'autocannon' =
+  process.env.BENCH_PG_LOADER === 'autocannon' || !wrkAvailable() ? 'autocannon' : 'wrk';
 const FILE_MB = intEnv('BENCH_FILE_MB', 20, 1);
 const LARGE_FILE_MB = intEnv('BENCH_LARGE_FILE_MB', 100, 1);
 const EVENT_RATE = intEnv('BENCH_EVENT_RATE', 100, 1);
@@ -397,6 +404,8 @@ interface Scenario {
   connections?: number;
   headers?: Record<string, string>;
   requests: autocannon.Request[];
+  /** Loaded by wrk instead (bench/wrk.ts): what it sends, in the place of requests. */
+  wrk?: Pick<WrkLoad, 'method' | 'path' | 'bodies'>;
   /** The child it loads: for its CPU profile, and the CPU time per request in the table. */
   child?: Child;
   /** Fewer bytes per response than this (headers included) means empty answers. */
@@ -434,7 +443,17 @@ function percentiles(samples: number[]): Latency {
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
-async function load(scenario: Scenario, seconds: number): Promise<{ result: autocannon.Result; samples: number[] }> {
+async function load(
+  scenario: Scenario,
+  seconds: number,
+): Promise<{ result: autocannon.Result; samples?: number[]; latency?: Latency }> {
+  if (scenario.wrk) {
+    const dir = mkdtempSync(join(tmpdir(), 'formwork-bench-wrk-'));
+    temporary.push(dir);
+    const connections = scenario.connections ?? CONNECTIONS;
+    const headers = scenario.headers ?? {};
+    return runWrk({ ...scenario.wrk, url: scenario.url, headers, connections, seconds, dir });
+  }
   const samples: number[] = [];
   const instance = autocannon({
     url: scenario.url,
@@ -483,7 +502,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
   log(`${scenario.name}: measuring ${DURATION} s with ${connections} connections`);
   const start = monotonicMicros();
   const split = cpuSnapshot(scenario.child?.proc.pid);
-  const { result, samples } = await load(scenario, DURATION);
+  const { result, samples, latency } = await load(scenario, DURATION);
   const cpu = cpuPerUnit(split, cpuSnapshot(scenario.child?.proc.pid), result.requests.total);
   const window = { label: scenario.name, start, end: monotonicMicros() };
   runs.push(result);
@@ -493,7 +512,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
   return {
     scenario,
     result,
-    latency: percentiles(samples),
+    latency: latency ?? percentiles(samples ?? []),
     window,
     problems,
     okTotal,
@@ -593,25 +612,47 @@ async function submissionCount(service: Child, token: string, formId: number): P
   return body.count;
 }
 
-/** POST of a new body every time; afterwards the form must hold one more submission per 2xx. */
+/** Bodies that wrk sends in turn (bench/wrk.ts): each email gets a string of its request's own, so it stays unique. */
+const WRK_BODIES = 1000;
+
+function wrkBodies(ids: FieldIds): string[] {
+  return Array.from({ length: WRK_BODIES }, () => {
+    const body = submissionBody(nextBody++, ids);
+    // The email is the body's only "@" (bench/submission-data.ts).
+    if (body.split('@').length !== 2) throw new Error(`expected one "@" in a submission body: ${body}`);
+    return body.replace('@', '__N__@');
+  });
+}
+
+/**
+ * POST of a new body every time; afterwards the form must hold one more submission per 2xx.
+ * Loaded by autocannon (a user agent of its own per request too), or with viaWrk by wrk.
+ */
 async function postScenario(
   name: string,
   service: Child,
   token: string,
   formId: number,
   ids: FieldIds,
+  viaWrk = false,
 ): Promise<Scenario> {
   const before = await submissionCount(service, token, formId);
+  const path = `${API}/forms/${formId}/submissions`;
   return {
     name,
     url: service.url,
     child: service,
     connections: POST_CONNECTIONS,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      ...(viaWrk && { 'user-agent': clientOf(0).userAgent }),
+    },
+    ...(viaWrk && { wrk: { method: 'POST', path, bodies: wrkBodies(ids) } }),
     requests: [
       {
         method: 'POST',
-        path: `${API}/forms/${formId}/submissions`,
+        path,
         setupRequest: (request) => {
           const n = nextBody++;
           return {
@@ -1062,7 +1103,7 @@ async function pgSection(
     };
     const post = async (name: string, form: { id: number; ids: FieldIds }) => {
       await vacuum();
-      const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids));
+      const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids, PG_LOADER === 'wrk'));
       measured.push(m);
       return m;
     };
@@ -1138,8 +1179,9 @@ function pgReport(r: PgSectionResult): string {
   return [
     '',
     `PostgreSQL writes, ${POST_CONNECTIONS} connections, next to pgbench in the same run (pgbench: latency average in the p50 column).`,
+    `The POSTs are loaded by ${PG_LOADER === 'wrk' ? 'wrk (C, as pgbench is; bench/wrk.ts)' : 'autocannon (in this process; wrk is not installed or BENCH_PG_LOADER chose autocannon)'}.`,
     "The machine's CPU per transaction or request, µs, by whom: the service, the PostgreSQL server, the load generator",
-    '(autocannon in this process, or pgbench), everything else, and idle (bench/cpu-split.ts):',
+    `(${PG_LOADER === 'wrk' ? 'wrk' : 'autocannon in this process'}, or pgbench), everything else, and idle (bench/cpu-split.ts):`,
     '',
     '| scenario | tx/s or req/s | p50 ms | p99 ms | POST as a share of pgbench | service | PostgreSQL | load | other | idle |',
     '|---|---:|---:|---:|---|---:|---:|---:|---:|---:|',

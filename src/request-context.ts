@@ -41,3 +41,17 @@ export function holdRequestId(): () => void {
     if (holders === 0) current.disable();
   };
 }
+
+/**
+ * Runs fn with id as the current request id, held (holdRequestId) until its promise settles:
+ * for the part of a route that runs outside the request-id context (requestIdPassed in
+ * src/http/observability.ts) and enqueues jobs.
+ */
+export async function withHeldRequestId<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  const release = holdRequestId();
+  try {
+    return await withRequestId(id, fn);
+  } finally {
+    release();
+  }
+}

@@ -18,6 +18,7 @@ import { collectFields, type FieldInput } from './form-model.js';
 import { pageHeaders } from './headers.js';
 import { closedPage, confirmationPage, DEFAULT_SUCCESS, formPage } from './page.js';
 import { renderForm } from './render.js';
+import { requestMetaOf } from '../../http/request-meta.js';
 import * as service from './service.js';
 import { assetUrls, CSS_HASH } from './assets.js';
 import { FORM_CSS } from './styles.js';
@@ -211,10 +212,6 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
       return formView(reply, status, def, html);
     }
 
-    function meta(req: FastifyRequest) {
-      return { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
-    }
-
     /** PUBLIC_SUBMIT_PER_MINUTE per client address, shared by every process through Redis when REDIS_URL is set. */
     async function limit(req: FastifyRequest, def: service.PageDefinition, what: string, times = 1) {
       try {
@@ -393,7 +390,7 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
           deps,
           def,
           { ...posted, portalSession: sessionCookie(req.headers.cookie) },
-          meta(req),
+          requestMetaOf(req),
         );
         if (outcome.kind === 'closed') {
           if (posted.plain) return closed(reply, def, outcome.state);
@@ -515,7 +512,7 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
         await limit(req, def, 'partial');
         const resumeEmail = resumeEmailOf(req.body, posted.plain);
         if (resumeEmail !== undefined) await limitResumeEmails(req, def, resumeEmail, posted.resumeToken);
-        return service.savePagePartial(deps, def, { ...posted, resumeEmail }, meta(req));
+        return service.savePagePartial(deps, def, { ...posted, resumeEmail }, requestMetaOf(req));
       },
     );
 

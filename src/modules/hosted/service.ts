@@ -16,7 +16,7 @@ import type { SubmissionsDeps } from '../submissions/definitions.js';
 import { tieToPortalUser } from '../portals/session.js';
 import { imageVersion } from '../images/serve.js';
 import { imagesOfLists } from '../smartlists/repository.js';
-import { createSubmission } from '../submissions/write.js';
+import { createSubmission, type RequestMeta } from '../submissions/write.js';
 import { isEmptyInput, readValue, ValueError, visibleFields, type StoredValue } from '../submissions/values.js';
 import type { PageCounters } from './counters.js';
 import { fieldMessage, type FieldInput, type PageField } from './form-model.js';
@@ -369,7 +369,7 @@ export async function submitPage(
   deps: HostedDeps,
   def: PageDefinition,
   input: PageSubmit,
-  meta: PartialMeta,
+  meta: RequestMeta,
 ): Promise<SubmitOutcome> {
   const { ctx } = deps;
   const state = stateOf(def.form, def.settings);

@@ -24,6 +24,7 @@ import { UploadQuery } from '../uploads/schemas.js';
 import { submissionsDeps } from './definitions.js';
 import { exportSubmissions } from './export.js';
 import { countSubmissions, getSubmission, listSubmissions, openSubmissionFile, searchAccount } from './query.js';
+import { requestMetaOf } from '../../http/request-meta.js';
 import { createSubmission, deleteSubmission, updateSubmission } from './write.js';
 
 const tags = ['Submissions'];
@@ -56,7 +57,10 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/forms/:formId/submissions',
       {
-        config: { access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' } },
+        config: {
+          access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' },
+          requestIdPassed: true,
+        },
         schema: {
           tags,
           operationId: 'createSubmission',
@@ -73,7 +77,7 @@ export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       },
       async (req, reply) => {
         const accountId = principal(req).accountId;
-        const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
+        const meta = requestMetaOf(req);
         const outcome = await withIdempotencyKey(
           ctx,
           accountId,

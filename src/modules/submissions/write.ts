@@ -4,7 +4,7 @@ import { countOfForm, holdCountOfForm, noteSubmissionChange } from '../forms/cou
 import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue, jobRowsOf, wakeWorkers } from '../../jobs/outbox.js';
-import { currentRequestId } from '../../request-context.js';
+import { withHeldRequestId } from '../../request-context.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
@@ -33,9 +33,16 @@ import { failIfTaken, heldOtherWay, prepareSubmission } from './indexing.js';
 import { toSubmission } from './presentation.js';
 import type { AccountScope, FormRef, SubmissionRef } from '../permissions/caller.js';
 
+/** What a create keeps of the request that makes it (requestMetaOf makes it from one). */
 export interface RequestMeta {
   userAgent: string;
   remoteAddr: string;
+  /**
+   * The request's x-request-id, which the create's jobs carry. Given here because the create
+   * routes run outside the request-id context (requestIdPassed, src/http/observability.ts):
+   * createOnce enters it only where it enqueues the usual way.
+   */
+  requestId: string;
 }
 
 /**
@@ -176,9 +183,8 @@ async function createOnce(
         ? write.data
         : undefined;
     if (alone !== undefined) {
-      // Asked for once the row has its id, outside this request's async context: the request id is read now.
       let created: Submission | undefined;
-      const requestId = currentRequestId();
+      const { requestId } = meta;
       const jobs = withEvents
         ? (row: SubmissionRow) => {
             const made = createdEvent(ctx, def, accountId, row, data);
@@ -193,30 +199,34 @@ async function createOnce(
         return created ?? toSubmission(def, row, data);
       }
     }
-    return await deps.write(async (trx) => {
-      if (limit !== undefined) {
-        // The creates of a limited form take turns from here to their commit (see
-        // holdCountOfForm), so the count read here is the one this create adds to.
-        const held = await holdCountOfForm(trx, accountId, formId);
-        if (held?.revision !== def.form.revision) throw new StaleDefinition();
+    // From here jobs are enqueued the usual way (publishSubmissionEvent, a file's removal),
+    // which reads the request id from its context.
+    return await withHeldRequestId(meta.requestId, () =>
+      deps.write(async (trx) => {
+        if (limit !== undefined) {
+          // The creates of a limited form take turns from here to their commit (see
+          // holdCountOfForm), so the count read here is the one this create adds to.
+          const held = await holdCountOfForm(trx, accountId, formId);
+          if (held?.revision !== def.form.revision) throw new StaleDefinition();
+          attempt.checked = true;
+          if (held.count >= limit) throw full();
+        }
+        const heldAlt = await heldOtherWay(trx, def, write);
+        const { row, taken, revision } = await repo.createSubmission(trx, newRow, write);
+        if (revision !== def.form.revision) throw new StaleDefinition();
         attempt.checked = true;
-        if (held.count >= limit) throw full();
-      }
-      const heldAlt = await heldOtherWay(trx, def, write);
-      const { row, taken, revision } = await repo.createSubmission(trx, newRow, write);
-      if (revision !== def.form.revision) throw new StaleDefinition();
-      attempt.checked = true;
-      failIfTaken(def, write, heldAlt, taken);
-      await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
-      const { submission, event } = createdEvent(ctx, def, accountId, row, data);
-      await onCreated?.(trx, event.submission!);
-      // The revision was checked above, so what is read now is the configuration of def's revision.
-      def.eventConfig ??= await loadEventConfig(trx, accountId, formId);
-      await publishSubmissionEvent(trx, ctx, event, def.eventConfig);
-      return submission;
-    });
+        failIfTaken(def, write, heldAlt, taken);
+        await commitFiles(trx, accountId, files.plan, row.id, ctx.clock.now());
+        const { submission, event } = createdEvent(ctx, def, accountId, row, data);
+        await onCreated?.(trx, event.submission!);
+        // The revision was checked above, so what is read now is the configuration of def's revision.
+        def.eventConfig ??= await loadEventConfig(trx, accountId, formId);
+        await publishSubmissionEvent(trx, ctx, event, def.eventConfig);
+        return submission;
+      }),
+    );
   } catch (error) {
-    await discardInline(ctx, files.plan);
+    await withHeldRequestId(meta.requestId, () => discardInline(ctx, files.plan));
     throw error;
   }
 }

@@ -19,6 +19,7 @@ import {
   type Submission,
   type SubmissionListItem,
 } from '../submissions/schemas.js';
+import { requestMetaOf } from '../../http/request-meta.js';
 import { createSubmission, deleteSubmission, updateSubmission } from '../submissions/write.js';
 import { contentDisposition } from '../uploads/routes.js';
 import { v2Route } from './route.js';
@@ -181,7 +182,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
         const input = pick(params, { latitude: ['latitude', Number], longitude: ['longitude', Number] });
         input.fields = await fieldValues(ctx, caller, formId, params);
         const body = checked<SubmissionCreate>(SubmissionCreate, input);
-        const meta = { userAgent: (req.headers['user-agent'] ?? '').slice(0, 500), remoteAddr: req.ip };
+        const meta = requestMetaOf(req);
         return toV2Submission(await createSubmission(deps, caller, { formId }, body, meta));
       },
     });
