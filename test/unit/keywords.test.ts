@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { tsQuery } from '../../src/db/postgres-engine.js';
 import { ftsMatch } from '../../src/db/sqlite-engine.js';
-import { fieldToken, formToken, queryWords, words } from '../../src/modules/submissions/keywords.js';
+import { FTS_TOKEN_CHARS } from '../../src/modules/submissions/fts-token-chars.js';
+import { ASCII_WORD, fieldToken, formToken, queryWords, words } from '../../src/modules/submissions/keywords.js';
 
 describe('words', () => {
   it('lower-cases, drops accents and splits on anything that is not a letter or a digit', () => {
@@ -33,6 +34,20 @@ describe('words', () => {
 
   it('lets no query syntax through', () => {
     assert.deepEqual(words("\" OR 1=1 -- 'x':* & | NEAR(a b)"), ['or', '1', '1', 'x', 'near', 'a', 'b']);
+  });
+
+  it('splits ASCII text (its own faster class) exactly as the class of every letter and digit does', () => {
+    const word = new RegExp(`^[${FTS_TOKEN_CHARS}]$`, 'u');
+    const ascii = new RegExp(`^${ASCII_WORD.source.replace('+', '')}$`);
+    for (let c = 0; c < 128; c++) {
+      const ch = String.fromCharCode(c).toLowerCase();
+      assert.equal(ascii.test(ch), word.test(ch), `U+${c.toString(16)}`);
+    }
+    // The same text split both ways: ASCII alone, and with a non-ASCII letter that takes the general path.
+    let text = '';
+    for (let i = 0; i < 2000; i++) text += String.fromCharCode((i * 7919) % 128);
+    assert.deepEqual([...words(text), 'é'.normalize('NFD')[0]], words(`${text} é`));
+    assert.equal(words(`${'a'.repeat(250)} B`)[0]!.length, 200);
   });
 
   it('gives nothing for text without letters or digits', () => {
