@@ -96,6 +96,10 @@ describe('field and form tokens', () => {
     assert.equal(fieldToken(12, 'abc'), '_f12x616263');
     assert.equal(fieldToken(3, 'é'), '_f3xc3a9');
     assert.equal(fieldToken(3, ''), '_f3x');
+    // ASCII takes its own path: every character of it, and mixed with the rest, is UTF-8's hex.
+    const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join('');
+    for (const text of [ascii, `${ascii}é`, 'ü', 'a😀b'])
+      assert.equal(fieldToken(9, text), `_f9x${Buffer.from(text, 'utf8').toString('hex')}`);
     assert.equal(formToken(7), '_form7');
   });
 

@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { BadRequestError, type CodeWithStatus, type ErrorDetail } from '../../errors.js';
 import { TYPE_RULES } from '../fields/types.js';
-import { fieldToken, formToken, words, type Term } from './keywords.js';
+import { fieldToken, formToken, NOT_ASCII, words, type Term } from './keywords.js';
 import * as repo from './repository.js';
 import { blindValue, sealData } from './sealing.js';
 import type { SubmissionCreate } from './schemas.js';
@@ -104,11 +104,15 @@ export function derived(
     const value = data.get(field.id);
     if (value === undefined) continue;
     const shown = displayValue(field, value);
-    for (const key of searchKeys(field, value)) {
+    const keys = searchKeys(field, value);
+    for (const key of keys) {
       tokens.add(fieldToken(field.id, key));
       for (const word of words(key)) tokens.add(word);
     }
-    for (const word of words(shown)) tokens.add(word);
+    // The first key is the shown value normalized, whose words are the shown value's own when
+    // it is ASCII and not cut (normalize keeps 200 characters): no need to split it again.
+    if (!(keys[0] === normalize(shown) && shown.length <= 200 && !NOT_ASCII.test(shown)))
+      for (const word of words(shown)) tokens.add(word);
     if (field.unique) unique.push({ fieldId: field.id, norm: normalize(shown) });
     if (field.type === 'name' && prettyName === null) prettyName = shown;
     if (field.type === 'email' && email === null) email = String(value);

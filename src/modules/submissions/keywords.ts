@@ -20,7 +20,7 @@ import { FTS_TOKEN_CHARS } from './fts-token-chars.js';
 const WORD = new RegExp(`[${FTS_TOKEN_CHARS}]+`, 'gu');
 
 /** ASCII text has no marks to take off: most values, spared the decomposition. */
-const NOT_ASCII = /[^\x00-\x7f]/; // eslint-disable-line no-control-regex -- the whole ASCII range, controls included
+export const NOT_ASCII = /[^\x00-\x7f]/; // eslint-disable-line no-control-regex -- the whole ASCII range, controls included
 
 /**
  * WORD's ASCII part, for ASCII text: a class of a few ranges, where WORD's hundreds of ranges
@@ -61,8 +61,19 @@ export function queryWords(keyword: string): string[] {
   return [...new Set(words(keyword))].slice(0, 10);
 }
 
+/** Two hex digits of each ASCII code (its UTF-8 byte). */
+const ASCII_HEX = Array.from({ length: 128 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** The hex of text's UTF-8 bytes; ASCII text without a Buffer, which took twice as long. */
+function utf8Hex(text: string): string {
+  if (NOT_ASCII.test(text)) return Buffer.from(text, 'utf8').toString('hex');
+  let hex = '';
+  for (let i = 0; i < text.length; i++) hex += ASCII_HEX[text.charCodeAt(i)]!;
+  return hex;
+}
+
 export function fieldToken(fieldId: number, normalizedValue: string): string {
-  return `_f${fieldId}x${Buffer.from(normalizedValue, 'utf8').toString('hex')}`;
+  return `_f${fieldId}x${utf8Hex(normalizedValue)}`;
 }
 
 export function formToken(formId: number): string {
