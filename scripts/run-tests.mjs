@@ -11,6 +11,8 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlink
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 function collect(dir) {
@@ -62,11 +64,52 @@ function typeScriptIn(dir) {
   return out;
 }
 
+/**
+ * On PostgreSQL (FORMWORK_TEST_DATABASE_URL), a database migrated once for the run, that each
+ * test app's database is copied from (CREATE DATABASE ... TEMPLATE; test/support/helpers.ts):
+ * migrating took about half a second for each of the suite's hundred-odd apps. Dropped after
+ * the run, however it ends.
+ */
+async function migratedTemplate(copy) {
+  const adminUrl = process.env.FORMWORK_TEST_DATABASE_URL;
+  if (!adminUrl) return undefined;
+  const { default: pg } = await import('pg');
+  const name = `fw_template_${randomBytes(6).toString('hex')}`;
+  const admin = async (statement) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const drop = () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  try {
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    const { openDatabase } = await import(pathToFileURL(join(copy, 'src/db/database.js')).href);
+    const { migrateToLatest } = await import(pathToFileURL(join(copy, 'src/db/migrate.js')).href);
+    const db = openDatabase({ databaseUrl: url.toString(), dataDir: tmpdir() });
+    try {
+      await migrateToLatest(db);
+    } finally {
+      await db.close();
+    }
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  return { name, drop };
+}
+
 const only = process.argv.slice(2);
 const files = longestFirst(only.length > 0 ? only : collect('test'));
 const root = process.cwd();
 const copy = mkdtempSync(join(tmpdir(), 'formwork-tests-'));
 let status = 1;
+let template;
 try {
   cpSync(root, copy, { recursive: true, filter: (path) => !LEFT_OUT.has(relative(root, path).split(sep)[0]) });
   symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir');
@@ -80,6 +123,7 @@ try {
     sourcemap: 'inline',
     logLevel: 'error',
   });
+  template = await migratedTemplate(copy);
   const result = spawnSync(
     process.execPath,
     [
@@ -89,10 +133,15 @@ try {
       '--test-reporter=spec',
       ...files.map((f) => f.replace(/\.ts$/, '.js')),
     ],
-    { stdio: 'inherit', cwd: copy },
+    {
+      stdio: 'inherit',
+      cwd: copy,
+      env: { ...process.env, ...(template && { FORMWORK_TEST_PG_TEMPLATE: template.name }) },
+    },
   );
   status = result.status ?? 1;
 } finally {
+  await template?.drop();
   // What a failed browser test left to look at.
   if (existsSync(join(copy, 'test-artifacts')))
     cpSync(join(copy, 'test-artifacts'), join(root, 'test-artifacts'), { recursive: true });
