@@ -25,6 +25,8 @@
  *   BENCH_PG_URL            PostgreSQL to make the bench database in (default
  *                           postgres://postgres@127.0.0.1:5432/test; "off" skips PostgreSQL)
  *   BENCH_PG_POOL           DATABASE_POOL_SIZE of the measured PostgreSQL service (default 25)
+ *   BENCH_PG_LOADER         autocannon: load the PostgreSQL POSTs with autocannon even where wrk is
+ *                           installed (bench/wrk.ts)
  *   BENCH_CPU_PROF=1        run the services with --cpu-prof and print where their time went
  *                           during each measured run
  *   BENCH_KEEP_PROFILES     a directory to copy the .cpuprofile files into (of the sections run),
@@ -43,6 +45,7 @@
  *    pgbench at the same concurrency in the same run: (a) one 10-key jsonb row per transaction,
  *    (b) the statements of one create, captured from the service (replayed prepared when the
  *    service prepared them), with the machine's CPU per request by whom (bench/cpu-split.ts).
+ *    The POSTs are loaded by wrk (C, as pgbench is) when it is installed, else by autocannon.
  *    BENCH_PG_KEEP=1 keeps the database and writes the pgbench scripts to /tmp, to run
  *    pgbench on them by hand.
  * 7. Export (`npm run bench -- export` runs it alone, after seeding the form): the CSV export of
