@@ -24,8 +24,8 @@ declare module 'fastify' {
     /**
      * The route hands its request id on itself (a submission create: RequestMeta), and enters
      * the request-id context only for the part that needs it. The context costs every promise
-     * of the process a hook on Node 20 while any request holds it: about a tenth of the CPU of
-     * a create on PostgreSQL.
+     * of the process a hook on Node 20 while any request holds it: 6–9% more creates a second
+     * on PostgreSQL without it (docs/performance.md, seventeenth pass).
      */
     requestIdPassed?: boolean;
   }

@@ -25,7 +25,7 @@ export const NOT_ASCII = /[^\x00-\x7f]/; // eslint-disable-line no-control-regex
 /**
  * WORD's ASCII part, for ASCII text: a class of a few ranges, where WORD's hundreds of ranges
  * (and its `u` flag) made matching it the larger part of making a submission's tokens
- * (test/keywords.test.ts checks that the two agree on every ASCII character).
+ * (test/unit/keywords.test.ts checks that the two agree on every ASCII character).
  */
 export const ASCII_WORD = /[0-9a-z]+/g;
 
