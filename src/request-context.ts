@@ -9,6 +9,8 @@ const current = new AsyncLocalStorage<string>();
 
 /** Work under way that holds the request id (holdRequestId). */
 let holders = 0;
+/** Holds taken over the process's life. */
+let holdsTaken = 0;
 
 export function currentRequestId(): string | undefined {
   return current.getStore();
@@ -24,6 +26,11 @@ export function requestIdHolders(): number {
   return holders;
 }
 
+/** How many holds were ever taken: for tests, which check that a create written alone takes none. */
+export function requestIdHoldsTaken(): number {
+  return holdsTaken;
+}
+
 /**
  * Marks work that may enqueue jobs (a writing request, a job run) as under way until the
  * function returned is called. With none under way the storage is disabled: once entered,
@@ -33,6 +40,7 @@ export function requestIdHolders(): number {
  */
 export function holdRequestId(): () => void {
   holders++;
+  holdsTaken++;
   let released = false;
   return () => {
     if (released) return;

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type WorkerLog } from '../src/jobs/worker.js';
-import { requestIdHolders } from '../src/request-context.js';
+import { requestIdHolders, requestIdHoldsTaken } from '../src/request-context.js';
 import { startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ProcessSet } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
@@ -116,6 +116,18 @@ describe('observability', () => {
     const deadline = Date.now() + 5000;
     while (requestIdHolders() > 0 && Date.now() < deadline) await sleep(20);
     assert.equal(requestIdHolders(), 0);
+  });
+
+  it('runs a plain create outside the request-id context (a promise hook on Node 20), and other writes inside it', async () => {
+    const form = (await a.post<any>('/forms', { name: 'Quiet', fields: [{ type: 'text', label: 'Note' }] })).body;
+    const create = () => a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'x' }] });
+    // The first create reads the form's definition; the ones after it find it kept.
+    assert.equal((await create()).status, 200);
+    const before = requestIdHoldsTaken();
+    for (let i = 0; i < 3; i++) assert.equal((await create()).status, 200);
+    assert.equal(requestIdHoldsTaken(), before);
+    assert.equal((await a.put(`/forms/${form.id}`, { name: 'Quiet still' })).status, 200);
+    assert.equal(requestIdHoldsTaken(), before + 1);
   });
 
   it('carries the request id into the jobs a request enqueues and the worker lines of their runs, and counts outbox depth and runs', async () => {
