@@ -446,13 +446,16 @@ function percentiles(samples: number[]): Latency {
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
 }
 
+/** Where wrk's scripts go (bench/wrk.ts), made on first use. */
+let wrkDir: string | undefined;
+
 async function load(
   scenario: Scenario,
   seconds: number,
 ): Promise<{ result: autocannon.Result; samples?: number[]; latency?: Latency }> {
   if (scenario.wrk) {
-    const dir = mkdtempSync(join(tmpdir(), 'formwork-bench-wrk-'));
-    temporary.push(dir);
+    if (wrkDir === undefined) temporary.push((wrkDir = mkdtempSync(join(tmpdir(), 'formwork-bench-wrk-'))));
+    const dir = wrkDir;
     const connections = scenario.connections ?? CONNECTIONS;
     const headers = scenario.headers ?? {};
     return runWrk({ ...scenario.wrk, url: scenario.url, headers, connections, seconds, dir });

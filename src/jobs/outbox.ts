@@ -6,6 +6,11 @@ import { insertJobs, type NewJobRow } from './repository.js';
 export interface EnqueueOptions {
   /** Epoch ms (from ctx.clock) before which the job does not run; unset means at once. */
   runAt?: number;
+  /**
+   * The enqueuing request's id, for work that has it at hand outside the request-id context
+   * (src/request-context.ts); unset, the context's is read.
+   */
+  requestId?: string;
 }
 
 const wakeListeners = new Set<() => void>();
@@ -29,16 +34,9 @@ export async function enqueue<P>(
   payload: NoInfer<P>,
   options: EnqueueOptions = {},
 ): Promise<number> {
-  const [id] = await insertJobs(db, [
-    {
-      kind: kind.name,
-      payload: JSON.stringify(payload ?? null),
-      runAt: options.runAt ?? 0,
-      maxAttempts: kind.maxAttempts,
-      requestId: currentRequestId(),
-    },
-  ]);
-  for (const listener of wakeListeners) listener();
+  const requestId = options.requestId ?? currentRequestId();
+  const [id] = await insertJobs(db, [jobRow(kind as JobKind<unknown>, payload, requestId, options.runAt)]);
+  wakeWorkers();
   return id!;
 }
 
@@ -66,17 +64,15 @@ export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Pro
 
 /**
  * The rows of jobs due at once, for a writer that inserts them itself in the transaction of
- * the change that causes them (SQLite's create thread); requestId is the enqueuing request's,
- * read in its context. The writer calls wakeWorkers once they are committed.
+ * the change that causes them (SQLite's create thread); requestId is the enqueuing request's.
+ * The writer calls wakeWorkers once they are committed.
  */
 export function jobRowsOf(jobs: readonly JobRequest[], requestId: string | undefined): NewJobRow[] {
-  return jobs.map((j) => ({
-    kind: j.kind.name,
-    payload: JSON.stringify(j.payload ?? null),
-    runAt: 0,
-    maxAttempts: j.kind.maxAttempts,
-    requestId,
-  }));
+  return jobs.map((j) => jobRow(j.kind, j.payload, requestId));
+}
+
+function jobRow(kind: JobKind<unknown>, payload: unknown, requestId: string | undefined, runAt = 0): NewJobRow {
+  return { kind: kind.name, payload: JSON.stringify(payload ?? null), runAt, maxAttempts: kind.maxAttempts, requestId };
 }
 
 /** Wakes this process's workers: jobs were enqueued. */

@@ -315,15 +315,18 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
   }
 }
 
-/** Inline files of a submission that was not written: removed now, or by a job if storage fails. */
-export async function discardInline(ctx: AppContext, plan: FilePlan): Promise<void> {
+/**
+ * Inline files of a submission that was not written: removed now, or by a job if storage fails
+ * (carrying requestId when given, else the request-id context's).
+ */
+export async function discardInline(ctx: AppContext, plan: FilePlan, requestId?: string): Promise<void> {
   if (plan.inline.length === 0) return;
   const keys = plan.inline.map((f) => f.row.storage_key);
   try {
     await ctx.storage.deleteMany(keys);
   } catch {
     // No row names these objects, so the sweep would never find them: the outbox keeps trying.
-    await transact(ctx.db, (trx) => enqueue(trx, removeFilesJob, { keys }));
+    await transact(ctx.db, (trx) => enqueue(trx, removeFilesJob, { keys }, { requestId }));
   }
 }
 

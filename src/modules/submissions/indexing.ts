@@ -104,6 +104,7 @@ export function derived(
     const value = data.get(field.id);
     if (value === undefined) continue;
     const shown = displayValue(field, value);
+    const norm = normalize(shown);
     const keys = searchKeys(field, value);
     for (const key of keys) {
       tokens.add(fieldToken(field.id, key));
@@ -111,9 +112,9 @@ export function derived(
     }
     // The first key is the shown value normalized, whose words are the shown value's own when
     // it is ASCII and not cut (normalize keeps 200 characters): no need to split it again.
-    if (!(keys[0] === normalize(shown) && shown.length <= 200 && !NOT_ASCII.test(shown)))
+    if (!(keys[0] === norm && shown.length <= 200 && !NOT_ASCII.test(shown)))
       for (const word of words(shown)) tokens.add(word);
-    if (field.unique) unique.push({ fieldId: field.id, norm: normalize(shown) });
+    if (field.unique) unique.push({ fieldId: field.id, norm });
     if (field.type === 'name' && prettyName === null) prettyName = shown;
     if (field.type === 'email' && email === null) email = String(value);
   }

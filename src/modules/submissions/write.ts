@@ -199,8 +199,8 @@ async function createOnce(
         return created ?? toSubmission(def, row, data);
       }
     }
-    // From here jobs are enqueued the usual way (publishSubmissionEvent, a file's removal),
-    // which reads the request id from its context.
+    // In the transaction jobs are enqueued the usual way (publishSubmissionEvent, a file's
+    // removal, onCreated's), which reads the request id from its context.
     return await withHeldRequestId(meta.requestId, () =>
       deps.write(async (trx) => {
         if (limit !== undefined) {
@@ -226,7 +226,7 @@ async function createOnce(
       }),
     );
   } catch (error) {
-    await withHeldRequestId(meta.requestId, () => discardInline(ctx, files.plan));
+    await discardInline(ctx, files.plan, meta.requestId);
     throw error;
   }
 }
