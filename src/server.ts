@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
-import { Hasher } from './crypto/hasher.js';
+import { Hasher, type ScryptParams } from './crypto/hasher.js';
 import { queryRedaction } from './http/logging.js';
 import { throttle } from './http/rate-limit.js';
 import { createRateLimiter } from './http/rate-limiter.js';
@@ -46,6 +46,7 @@ export async function openContext(
   config: Config,
   sqliteFile?: string,
   role: 'serve' | 'worker' = 'serve',
+  hashParams?: ScryptParams,
 ): Promise<OpenContext> {
   const db = openDatabase({
     databaseUrl: config.databaseUrl,
@@ -82,6 +83,7 @@ export async function openContext(
     concurrency: config.hashConcurrency,
     queueLimit: config.hashQueueLimit,
     chargeAccount: (accountId) => throttle(rateLimiter, `hash:account:${accountId}`, config.accountHashAttempts, 900),
+    params: hashParams,
   });
   const formKeys = new FormKeyCache({ config, clock, rateLimiter, hasher });
   const metrics = new Metrics({
@@ -114,9 +116,14 @@ export async function openContext(
 /** Starts listening and, with worker, runs the background worker in the same process. */
 export async function startServer(
   config: Config,
-  options: { sqliteFile?: string; worker?: boolean } = {},
+  options: {
+    sqliteFile?: string;
+    worker?: boolean;
+    /** What new password hashes and form keys are made with (the Hasher's params; the test suite's). */
+    hashParams?: ScryptParams;
+  } = {},
 ): Promise<RunningServer> {
-  const { db, ctx, close } = await openContext(config, options.sqliteFile);
+  const { db, ctx, close } = await openContext(config, options.sqliteFile, 'serve', options.hashParams);
   try {
     const app = await buildApp(ctx);
     await app.listen({ port: config.port, host: config.host });

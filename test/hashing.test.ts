@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { Hasher, HashingBusyError } from '../src/crypto/hasher.js';
+import { Hasher, HashingBusyError, SCRYPT_PARAMS } from '../src/crypto/hasher.js';
+import { hashPassword, unmatchableHash, verifyPassword } from '../src/crypto/secrets.js';
 import { TooManyRequestsError } from '../src/errors.js';
 import { dialectName, startTestApp, type Reply } from './support/helpers.js';
 import { authorizeUrl, Browser, readForm, registerClient } from './support/oauth-flow.js';
@@ -34,6 +35,23 @@ describe('bounded password hasher', () => {
     assert.deepEqual(hasher.load, { running: 0, waiting: 0 }, 'every slot is given back');
   });
 
+  it("makes new hashes with its parameters (the service's unless given) and checks a stored one with the stored one's", async () => {
+    const service = new Hasher({ concurrency: 1, queueLimit: 1 }).kdf();
+    const cheap = new Hasher({ concurrency: 1, queueLimit: 1, params: CHEAP }).kdf();
+    assert.deepEqual(SCRYPT_PARAMS, { N: 2 ** 17, r: 8, p: 1 }, "OWASP's floor");
+    assert.deepEqual(service.params, SCRYPT_PARAMS);
+    const made = await hashPassword(PASSWORD, cheap);
+    assert.match(made, /^scrypt\$1024\$8\$1\$/);
+    assert.equal(await verifyPassword(PASSWORD, made, service), true);
+    assert.equal(await verifyPassword('a wrong guess', made, service), false);
+    const full = await hashPassword(PASSWORD, service);
+    assert.match(full, /^scrypt\$131072\$8\$1\$/);
+    assert.equal(await verifyPassword(PASSWORD, full, cheap), true);
+    // An unknown email's stand-in costs what a new hash costs, and matches nothing.
+    assert.match(unmatchableHash(service.params), /^scrypt\$131072\$8\$1\$/);
+    assert.equal(await verifyPassword(PASSWORD, unmatchableHash(cheap.params), cheap), false);
+  });
+
   it('counts the account before it queues, and a spent budget takes no slot', async () => {
     const charged: number[] = [];
     const hasher = new Hasher({
@@ -55,7 +73,10 @@ describe('bounded password hasher', () => {
 
 describe(`password hashing limits (${dialectName})`, () => {
   it('answers 503 hashing_busy with Retry-After beyond the queue, while other requests answer', async () => {
-    const app = await startTestApp({ HASH_CONCURRENCY: '1', HASH_QUEUE_LIMIT: '2' });
+    // The service's own scrypt cost: the hashes must take long enough for the queue to fill.
+    const app = await startTestApp({ HASH_CONCURRENCY: '1', HASH_QUEUE_LIMIT: '2' }, undefined, {
+      productionHashes: true,
+    });
     try {
       const [a, b] = [await app.account('A'), await app.account('B')];
       // Eight hashes at once from two accounts (forms and a user), one slot and two places in the queue.

@@ -24,9 +24,6 @@ import type { Kdf } from './hasher.js';
  * nothing the service stores can be read without it.
  */
 
-/** OWASP's scrypt recommendation: N=2^17, r=8, p=1 (128 MiB, about a third of a second here). */
-export const SCRYPT_PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
-
 /** What a form stores: the public key in the clear and the private key wrapped by the password. */
 export interface WrappedFormKey {
   v: 1;
@@ -80,14 +77,16 @@ export function newFormKeys(): FormKeys {
 export async function wrapFormKey(keys: FormKeys, password: string, aad: string, kdf: Kdf): Promise<WrappedFormKey> {
   const salt = randomBytes(16);
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', await kek(kdf, password, salt, SCRYPT_PARAMS), iv);
+  const cipher = createCipheriv('aes-256-gcm', await kek(kdf, password, salt, kdf.params), iv);
   cipher.setAAD(Buffer.from(aad));
   const der = keys.privateKey.export({ format: 'der', type: 'pkcs8' });
   const wrapped = Buffer.concat([cipher.update(der), cipher.final()]);
   return {
     v: 1,
     kdf: 'scrypt',
-    ...SCRYPT_PARAMS,
+    N: kdf.params.N,
+    r: kdf.params.r,
+    p: kdf.params.p,
     salt: salt.toString('base64'),
     iv: iv.toString('base64'),
     tag: cipher.getAuthTag().toString('base64'),

@@ -8,8 +8,18 @@ export interface ScryptParams {
   p: number;
 }
 
-/** Derives a key from a password: what password hashes and form keys are made with. */
-export type Kdf = (password: string, salt: Buffer, keylen: number, params: ScryptParams) => Promise<Buffer>;
+/** OWASP's scrypt floor: N=2^17, r=8, p=1 (128 MiB, about a third of a second here). */
+export const SCRYPT_PARAMS: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
+
+/**
+ * Derives a key from a password: what password hashes and form keys are made with. params
+ * are the parameters that new hashes and keys are made with; a stored one is checked with
+ * its own.
+ */
+export interface Kdf {
+  (password: string, salt: Buffer, keylen: number, params: ScryptParams): Promise<Buffer>;
+  readonly params: ScryptParams;
+}
 
 // N=2^17, r=8 needs 128 MiB; twice that leaves room for records made with larger parameters.
 const MAXMEM = 256 * 1024 * 1024;
@@ -29,6 +39,12 @@ export interface HasherOptions {
   queueLimit: number;
   /** Counts one hash against an account's budget; throws (a 429) when it is spent. */
   chargeAccount?: (accountId: number) => Promise<void>;
+  /**
+   * What new hashes and keys are made with; SCRYPT_PARAMS unless given. Not a setting: the
+   * test suite alone lowers it (test/support/helpers.ts), where a third of a second of CPU
+   * for each of its hundreds of passwords made no test stronger.
+   */
+  params?: ScryptParams;
 }
 
 export interface HashOptions {
@@ -56,7 +72,11 @@ export class Hasher {
 
   /** A Kdf whose every call is bounded here and counted as the options say. */
   kdf(options: HashOptions = {}): Kdf {
-    return (password, salt, keylen, params) => this.scrypt(password, salt, keylen, params, options);
+    return Object.assign(
+      (password: string, salt: Buffer, keylen: number, params: ScryptParams) =>
+        this.scrypt(password, salt, keylen, params, options),
+      { params: this.options.params ?? SCRYPT_PARAMS },
+    );
   }
 
   async scrypt(

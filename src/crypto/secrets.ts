@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Kdf } from './hasher.js';
+import type { Kdf, ScryptParams } from './hasher.js';
 
 /** A random secret with a readable prefix, such as fw_pat_… for personal access tokens. */
 export function newToken(prefix: string): string {
@@ -19,9 +19,6 @@ export function newKey(bytes = 12): string {
   return randomBytes(bytes).toString('base64url');
 }
 
-// OWASP's scrypt floor: N=2^17, r=8, p=1.
-const SCRYPT = { N: 2 ** 17, r: 8, p: 1 };
-
 /**
  * A scrypt hash of the password; kdf is the process's bounded hasher (src/crypto/hasher.ts).
  * With sameSaltAs (another stored hash), the salt of that hash: the hashes of one email in
@@ -30,8 +27,20 @@ const SCRYPT = { N: 2 ** 17, r: 8, p: 1 };
  */
 export async function hashPassword(password: string, kdf: Kdf, sameSaltAs?: string): Promise<string> {
   const salt = (sameSaltAs === undefined ? undefined : parseHash(sameSaltAs)?.salt) ?? randomBytes(16);
-  const key = await kdf(password, salt, 32, SCRYPT);
-  return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const key = await kdf(password, salt, 32, kdf.params);
+  return storedHash(kdf.params, salt, key);
+}
+
+function storedHash({ N, r, p }: ScryptParams, salt: Buffer, key: Buffer): string {
+  return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`;
+}
+
+/**
+ * A hash that no password matches, made with params: checked in place of an unknown email's,
+ * so that a wrong email takes as long as a wrong password.
+ */
+export function unmatchableHash(params: ScryptParams): string {
+  return storedHash(params, Buffer.alloc(16), Buffer.alloc(32));
 }
 
 interface ParsedHash {

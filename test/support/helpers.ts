@@ -122,6 +122,16 @@ export async function openSqliteFile(): Promise<{ db: Db; file: string; drop(): 
   };
 }
 
+/**
+ * What a test app makes new password hashes and form keys with: scrypt at N=2^10, not the
+ * service's 2^17 (SCRYPT_PARAMS), which took a third of a second of CPU for each of the
+ * suite's hundreds of passwords (a tenth of the suite's CPU) and made no test stronger. What
+ * the cost itself brings (the hasher's bounds, hashing_busy) is tested with the service's
+ * parameters (startTestApp's productionHashes; test/hashing.test.ts), and so is a stored
+ * hash's being checked with its own parameters whatever the process makes new ones with.
+ */
+export const TEST_HASH_PARAMS = { N: 2 ** 10, r: 8, p: 1 };
+
 /** Every error body that any test receives must carry a code of src/errors.ts (docs/api.md lists them). */
 function assertCataloguedCode(body: unknown, what: string): void {
   if (typeof body !== 'object' || body === null || (body as { status?: unknown }).status !== 'error') return;
@@ -134,7 +144,11 @@ function assertCataloguedCode(body: unknown, what: string): void {
  * A service on a database of its own, or, with share, a second process-like instance on
  * the same database as another test app (as when several servers run behind a balancer).
  */
-export async function startTestApp(env: Record<string, string> = {}, share?: TestApp): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  share?: TestApp,
+  options: { productionHashes?: boolean } = {},
+): Promise<TestApp> {
   const owned = !share;
   const dataDir = share ? share.config.dataDir : mkdtempSync(join(tmpdir(), 'formwork-test-'));
   const pgDb = owned && TEST_PG_URL ? await createPgDatabase({ migrated: true }) : undefined;
@@ -158,7 +172,7 @@ export async function startTestApp(env: Record<string, string> = {}, share?: Tes
     ...(sharedDb ? { DATABASE_URL: sharedDb } : {}),
     ...env,
   });
-  const server = await startServer(config);
+  const server = await startServer(config, { hashParams: options.productionHashes ? undefined : TEST_HASH_PARAMS });
 
   async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...options.headers };

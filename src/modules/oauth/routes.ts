@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { HashingBusyError } from '../../crypto/hasher.js';
-import { verifyPasswords } from '../../crypto/secrets.js';
+import { unmatchableHash, verifyPasswords } from '../../crypto/secrets.js';
 import { AppError, TooManyRequestsError } from '../../errors.js';
 import { parseFormBody } from '../../http/characters.js';
 import { countAuthFailure, throttle } from '../../http/rate-limit.js';
@@ -33,8 +33,6 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
 };
 const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke', '/oauth2/introspect']);
-// Verified when the email is unknown, so that a wrong email takes as long as a wrong password.
-const DUMMY_HASH = 'scrypt$131072$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=';
 
 function html(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).headers(PAGE_HEADERS).send(body);
@@ -184,12 +182,13 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       // hashes share one salt (users/service.ts hashPasswordFor), so this costs one derivation
       // whether the email is in no account, one or many.
       const candidates = email === '' ? [] : await findSignInCandidates(ctx.db, email);
+      const kdf = ctx.hasher.kdf();
       let valid: boolean[];
       try {
         valid = await verifyPasswords(
           password,
-          candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [DUMMY_HASH],
-          ctx.hasher.kdf(),
+          candidates.length > 0 ? candidates.map((u) => u.password_hash!) : [unmatchableHash(kdf.params)],
+          kdf,
         );
       } catch (error) {
         if (!(error instanceof HashingBusyError)) throw error;
