@@ -42,6 +42,22 @@ describe('encryption envelope', () => {
     assert.throws(() => open(tampered, keys, 'form A'), SealError);
   });
 
+  it("wraps with the hasher's parameters and unwraps with the record's, whatever the unwrapping hasher makes", async () => {
+    const cheap = new Hasher({ concurrency: 2, queueLimit: 100, params: { N: 2 ** 10, r: 8, p: 1 } }).kdf();
+    const keys = newFormKeys();
+    const light = await wrapFormKey(keys, 'a long password', 'form key X', cheap);
+    assert.deepEqual([light.N, light.r, light.p], [2 ** 10, 8, 1]);
+    const full = await wrapFormKey(keys, 'a long password', 'form key X', kdf);
+    for (const [record, by] of [
+      [light, kdf],
+      [full, cheap],
+    ] as const) {
+      const back = await unwrapFormKey(record, 'a long password', 'form key X', by);
+      assert.deepEqual(open(seal(Buffer.from('y'), keys.publicKey, 'v'), back, 'v'), Buffer.from('y'));
+    }
+    await assert.rejects(unwrapFormKey(light, 'another password', 'form key X', kdf), WrongPasswordError);
+  });
+
   it('wraps the private key with the password and refuses another password or form', async () => {
     const keys = newFormKeys();
     const wrapped = await wrapFormKey(keys, 'a long password', 'form key X', kdf);

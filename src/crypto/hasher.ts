@@ -9,7 +9,7 @@ export interface ScryptParams {
 }
 
 /** OWASP's scrypt floor: N=2^17, r=8, p=1 (128 MiB, about a third of a second here). */
-export const SCRYPT_PARAMS: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
+export const SCRYPT_PARAMS: Readonly<ScryptParams> = Object.freeze({ N: 2 ** 17, r: 8, p: 1 });
 
 /**
  * Derives a key from a password: what password hashes and form keys are made with. params
