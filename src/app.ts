@@ -9,7 +9,7 @@ import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { BearerTokens, requireBearerToken } from './http/auth.js';
 import { EarlyRoutes } from './http/early-routes.js';
-import { decodeBody, refuseInvalidCharacters } from './http/characters.js';
+import { decodeBody, noteJsonBodyText, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
 import { lazyChildLogger, queryRedaction } from './http/logging.js';
@@ -138,6 +138,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       return done(error as Error);
     }
     if (text === '') return done(null, undefined);
+    noteJsonBodyText(req, text);
     parseJson(req, text, done);
   });
 

@@ -142,6 +142,31 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     assert.equal(await dumpData(app), before);
   });
 
+  it('reads JSON escapes as JSON does: upper-case and property-name escapes refused, pairs and escaped backslashes kept', async () => {
+    // A body whose text has no \u0000 or \uD800-\uDFFF escape is not walked (characters.ts):
+    // what the rule refuses can come in no other way, in whatever case or place it is written.
+    const send = (text: string) =>
+      fetch(`${app.url}/api/v2025/forms`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: text,
+      }).then(async (res) => ({ status: res.status, headers: res.headers, body: await res.json(), text: '' }));
+    const before = await dumpData(app);
+    assertRefused(await send('{"name":"Con\\uD800tact"}'), 'body.name', 'an upper-case lone surrogate escape');
+    assertRefused(await send('{"name":"Contact","x\\u0000":1}'), 'body', 'an escaped NUL in a property name');
+    assert.equal(await dumpData(app), before);
+    const kept = [
+      ['{"name":"Rocket \\uD83D\\uDE80"}', 'Rocket 🚀'],
+      ['{"name":"Back\\\\u0000slash"}', 'Back\\u0000slash'],
+      ['{"name":"Caf\\u00E9"}', 'Café'],
+    ];
+    for (const [text, name] of kept) {
+      const res = await send(text!);
+      assert.equal(res.status, 200, `${text}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.name, name);
+    }
+  });
+
   it('answers a path whose escapes are not UTF-8, or an over-long path part, with the usual error body', async () => {
     for (const path of ['/forms/%FF', `/forms/${form.id}/fields/%ED%A0%80`, '/folders/caf%C3']) {
       const res = await a.get(path);

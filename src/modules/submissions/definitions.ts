@@ -11,6 +11,7 @@ import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
+import type { FormSettings } from '../forms/schemas.js';
 import { sealingKeyOf } from '../encryption/keys.js';
 import * as repo from './repository.js';
 import { isSealed, openData } from './sealing.js';
@@ -46,6 +47,8 @@ export interface FormDefinition extends FormShape {
    * them moves the form's revision, so they are as current as the definition.
    */
   eventConfig?: FormEventConfig;
+  /** The form's submission limit (settings.submissionLimit), read once per definition. */
+  submissionLimit: number | undefined;
 }
 
 export interface SubmissionsDeps {
@@ -81,7 +84,14 @@ export type DataMap = Map<number, StoredValue>;
 /** The one way a form's definition is made, for requests and background conversions alike. */
 export function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: string): FormDefinition {
   const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
-  return { form, formId: form.id, fields, byId: new Map(fields.map((f) => [f.id, f])), ...sealingOf(secretKey, form) };
+  return {
+    form,
+    formId: form.id,
+    fields,
+    byId: new Map(fields.map((f) => [f.id, f])),
+    submissionLimit: (JSON.parse(form.settings) as FormSettings).submissionLimit,
+    ...sealingOf(secretKey, form),
+  };
 }
 
 /** A live form's definition, from the cache while its revision has not moved; 404 for no such form. */

@@ -331,8 +331,13 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
 }
 
 /** Normalized strings that a field search matches: the whole value and, for lists and parts, each one. */
-export function searchKeys(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string[] {
-  const keys = new Set<string>([normalize(displayValue(field, value))]);
+export function searchKeys(
+  field: Pick<FieldForValues, 'type' | 'options'>,
+  value: StoredValue,
+  /** The value's displayValue, when the caller has it already. */
+  shown: string = displayValue(field, value),
+): string[] {
+  const keys = new Set<string>([normalize(shown)]);
   const files = fileRefs(value);
   if (files) for (const f of files) keys.add(normalize(f.name));
   else if (Array.isArray(value)) for (const v of value as string[]) keys.add(normalize(v));

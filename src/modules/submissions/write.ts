@@ -1,7 +1,6 @@
 import type { Transaction } from 'kysely';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { countOfForm, holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
-import type { FormSettings } from '../forms/schemas.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue, jobRowsOf, wakeWorkers } from '../../jobs/outbox.js';
 import { withHeldRequestId } from '../../request-context.js';
@@ -140,7 +139,7 @@ async function createOnce(
   const { def } = attempt;
   const formId = def.formId;
   if (def.form.inactive === 1) throw new ConflictError('form_inactive');
-  const limit = (JSON.parse(def.form.settings) as FormSettings).submissionLimit;
+  const limit = def.submissionLimit;
   const full = () => new ConflictError('form_full', `This form has reached its limit of ${limit} submissions`);
   const { ctx } = deps;
   // Spares the work of a create that cannot go in; the exact check is in the transaction.
