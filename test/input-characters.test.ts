@@ -150,7 +150,7 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
         method: 'POST',
         headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
         body: text,
-      }).then(async (res) => ({ status: res.status, headers: res.headers, body: await res.json(), text: '' }));
+      }).then(async (res) => ({ status: res.status, headers: res.headers, body: (await res.json()) as any, text: '' }));
     const before = await dumpData(app);
     assertRefused(await send('{"name":"Con\\uD800tact"}'), 'body.name', 'an upper-case lone surrogate escape');
     assertRefused(await send('{"name":"Contact","x\\u0000":1}'), 'body', 'an escaped NUL in a property name');

@@ -355,6 +355,8 @@ export function normalize(text: string): string {
 
 /** Whether each field is shown, given the values: fields hidden by their logic are not required. */
 export function visibleFields(fields: FieldForValues[], values: Map<number, StoredValue>): Set<number> {
+  // Most forms have no logic: every field shows, and the rounds below would only say so.
+  if (!fields.some((f) => f.logic)) return new Set(fields.map((f) => f.id));
   const byId = new Map(fields.map((f) => [f.id, f]));
   let visible = new Set(fields.map((f) => f.id));
   // A check on a hidden field sees an empty value; repeat until nothing changes (chains of logic).
