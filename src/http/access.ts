@@ -95,10 +95,19 @@ export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>)
     }
   });
 
-  scope.addHook('preHandler', async (request) => {
+  // A callback hook: most calls are decided by the token's scopes and the user's role alone,
+  // without a promise; a member's level on a form is read from the database.
+  scope.addHook('preHandler', (request, _reply, done) => {
     const access = request.routeOptions.config.access;
-    if (!access) return;
-    await check(db, request, access);
+    if (!access) return done();
+    let reading: Promise<void> | undefined;
+    try {
+      reading = check(db, request, access);
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (!reading) return done();
+    reading.then(() => done(), done);
   });
 }
 
@@ -115,19 +124,30 @@ export function accessByRole(who: TokenOwner, access: RouteAccess): ForbiddenErr
   return access.level && access.formFrom ? 'level' : 'allowed';
 }
 
-async function check(db: Kysely<Database>, request: FastifyRequest, access: RouteAccess): Promise<void> {
+/** Throws a refusal, or answers undefined (allowed) or the read of the member's level that decides. */
+function check(db: Kysely<Database>, request: FastifyRequest, access: RouteAccess): Promise<void> | undefined {
   const who = principal(request);
   const byRole = accessByRole(who, access);
   if (byRole instanceof ForbiddenError) throw byRole;
-  if (byRole === 'allowed' || !access.level || !access.formFrom) return;
+  if (byRole === 'allowed' || !access.level || !access.formFrom) return undefined;
 
   const params = request.params as Record<string, number | undefined>;
   const id = params[access.formFrom];
-  if (id === undefined) return;
-  const formId = access.formFrom === 'formId' ? id : await FORM_OF[access.formFrom](db, who.accountId, id);
+  if (id === undefined) return undefined;
+  return checkLevel(db, who, access.level, access.formFrom, id);
+}
+
+async function checkLevel(
+  db: Kysely<Database>,
+  who: TokenOwner,
+  level: Level,
+  formFrom: NonNullable<RouteAccess['formFrom']>,
+  id: number,
+): Promise<void> {
+  const formId = formFrom === 'formId' ? id : await FORM_OF[formFrom](db, who.accountId, id);
   // Not in the account: the handler answers 404, exactly as it does for anyone else.
   if (formId === undefined) return;
-  await requireFormLevel(db, who.accountId, who.userId, formId, access.level);
+  await requireFormLevel(db, who.accountId, who.userId, formId, level);
 }
 
 /**

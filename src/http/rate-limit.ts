@@ -98,9 +98,16 @@ export class ApiQuota {
  */
 export function registerRateLimits(scope: FastifyInstance, quota: ApiQuota): void {
   if (!quota.enabled) return;
-  scope.addHook('onRequest', async (request, reply) => {
-    if (!request.principal) return; // the token check has already answered 401
-    await quota.count(request.principal.tokenHash, reply);
+  // A callback hook: counters in this process (countNow) answer without a promise; a call they
+  // refuse counted nothing, so count() counts it again and answers the 429.
+  scope.addHook('onRequest', (request, reply, done) => {
+    if (!request.principal) return done(); // the token check has already answered 401
+    const headers = quota.countNow(request.principal.tokenHash);
+    if (headers) {
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]);
+      return done();
+    }
+    quota.count(request.principal.tokenHash, reply).then(() => done(), done);
   });
 }
 
