@@ -49,9 +49,9 @@ if (process.argv.includes('serve')) {
   const emit = http.Server.prototype.emit;
   http.Server.prototype.emit = function countRequests(event, ...args) {
     if (event === 'request') {
-      requests++;
       if (requests === skip) start();
-      else if (requests === skip + count) stop();
+      requests++;
+      if (requests === skip + count) stop();
     }
     return emit.call(this, event, ...args);
   };
