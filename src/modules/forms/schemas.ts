@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import type { FormRow } from '../../db/schema.js';
 import { Flag, Id, StringEnum, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
 import { Field, FieldCreate, MAX_FIELDS_PER_FORM } from '../fields/schemas.js';
 import { THEME_ID_PATTERN } from '../themes/schemas.js';
@@ -22,6 +23,11 @@ export const FormSettings = Type.Object(
   { additionalProperties: false, title: 'FormSettings' },
 );
 export type FormSettings = Static<typeof FormSettings>;
+
+/** A form row's settings column, read (the one place it is parsed). */
+export function settingsOf(form: Pick<FormRow, 'settings'>): FormSettings {
+  return JSON.parse(form.settings) as FormSettings;
+}
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
 const folder = Type.Union([Id, Type.Null()], { description: 'Folder id; null for the top level' });

@@ -17,7 +17,14 @@ import * as fieldsRepo from '../fields/repository.js';
 import type { Field } from '../fields/schemas.js';
 import { requireFolderId } from '../folders/service.js';
 import * as repo from './repository.js';
-import type { CopyQuery, Form, FormCreate, FormListQuery, FormUpdate } from './schemas.js';
+import {
+  settingsOf,
+  type CopyQuery,
+  type Form,
+  type FormCreate,
+  type FormListQuery,
+  type FormUpdate,
+} from './schemas.js';
 import * as emailsRepo from '../emails/repository.js';
 import { copyWebhooks } from '../webhooks/copy.js';
 import { copyIntegrations } from '../docmerge/copy.js';
@@ -42,7 +49,7 @@ export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
     submissionsCount: row.submissions_count,
     submitButtonTitle: row.submit_button_title,
     themeId: row.theme_id,
-    settings: JSON.parse(row.settings) as Form['settings'],
+    settings: settingsOf(row),
   };
   if (row.deleted_at !== null) form.deleted = isoTime(row.deleted_at);
   if (fields) form.fields = fields;

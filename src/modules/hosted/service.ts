@@ -7,7 +7,7 @@ import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
-import type { FormSettings } from '../forms/schemas.js';
+import { settingsOf, type FormSettings } from '../forms/schemas.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
 import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
 import { enqueueResumeLinkEmail } from '../emails/resume-link.js';
@@ -75,10 +75,6 @@ export function hostedDeps(ctx: AppContext, submissions: SubmissionsDeps, counte
     definitions: new VersionedCache<PageDefinition>(8 * 1024 * 1024, (d) => 4096 + d.plain.length * 2),
     recent: new Map(),
   };
-}
-
-function settingsOf(form: FormRow): FormSettings {
-  return JSON.parse(form.settings) as FormSettings;
 }
 
 export function stateOf(form: FormRow, settings: FormSettings = settingsOf(form)): FormState {

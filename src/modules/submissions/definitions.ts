@@ -11,7 +11,7 @@ import { VersionedCache } from '../../http/versioned-cache.js';
 import { toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
-import type { FormSettings } from '../forms/schemas.js';
+import { settingsOf } from '../forms/schemas.js';
 import { sealingKeyOf } from '../encryption/keys.js';
 import * as repo from './repository.js';
 import { isSealed, openData } from './sealing.js';
@@ -89,7 +89,7 @@ export function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: stri
     formId: form.id,
     fields,
     byId: new Map(fields.map((f) => [f.id, f])),
-    submissionLimit: (JSON.parse(form.settings) as FormSettings).submissionLimit,
+    submissionLimit: settingsOf(form).submissionLimit,
     ...sealingOf(secretKey, form),
   };
 }
