@@ -8,6 +8,7 @@ import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { dialectName } from './support/helpers.js';
 import { ProcessSet, type Served } from './support/processes.js';
 
@@ -138,6 +139,38 @@ describe(`slow clients and stopping (${dialectName})`, () => {
       await stop(served);
     }
   });
+
+  it(
+    'answers 408 when the body deadline passed while the token was still being read, before reading the body',
+    { skip: dialectName === 'sqlite' && 'PostgreSQL only: a lock held on the tokens makes the token check wait' },
+    async () => {
+      const served = await serve({ REQUEST_TIMEOUT_MS: '500' });
+      const formCount = async () => ((await (await api(served, 'GET', '/forms')).json()) as any).forms.length;
+      const formsBefore = await formCount();
+      const locker = new pg.Client({ connectionString: processes.env.DATABASE_URL });
+      await locker.connect();
+      try {
+        // Every request on PostgreSQL reads its token: while the table is locked, the check waits.
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE access_tokens IN ACCESS EXCLUSIVE MODE');
+        const started = Date.now();
+        const body = trickle(served.port, jsonHead(10_000), 'a');
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await locker.query('COMMIT');
+        const b = await body.outcome;
+
+        assert.ok(b.closed, 'the connection is closed once the token is read, not when the body ends');
+        assert.equal(statusOf(b.text), 408, b.text);
+        assert.equal(jsonOf(b.text).code, 'body_timeout');
+        assert.match(b.text, /\r\nconnection: close\r\n/i);
+        assert.ok(Date.now() - started < BOUND_MS / 2, 'answered soon after the lock went');
+        assert.equal(await formCount(), formsBefore, 'nothing was created');
+      } finally {
+        await locker.end();
+        await stop(served);
+      }
+    },
+  );
 
   it('cuts off an upload slower than UPLOAD_MIN_BYTES_PER_SECOND, keeps nothing and lets the URL be used again', async () => {
     const served = await serve({ REQUEST_TIMEOUT_MS: '1000', UPLOAD_MIN_BYTES_PER_SECOND: '1000' });

@@ -51,14 +51,20 @@ function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
   else reply.header('connection', 'close');
 }
 
+/** Requests whose body deadline passed before anything read their body (an onRequest hook still waiting). */
+const expired = new WeakSet<IncomingMessage>();
+
 /**
  * A request body that is still arriving when the headers are in must be complete within
  * REQUEST_TIMEOUT_MS. Past it the body parser fails with 408 body_timeout (JSON, like every
  * error) and the connection closes after the answer; when the answer has already gone (a 401
  * before the body was read), the connection is closed outright. A client that trickles a
- * body therefore holds neither memory nor a connection for longer than the timeout.
+ * body therefore holds neither memory nor a connection for longer than the timeout. A
+ * deadline that passes while the request still waits for its hooks (a token read from a
+ * slow database) is answered the same way as soon as they are done, before the body is read.
  */
 export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): void {
+  const timedOut = () => new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`);
   app.addHook('onRequest', (request, reply, done) => {
     const raw: IncomingMessage = request.raw;
     if (raw.complete || !announcesBody(raw) || request.routeOptions.config.streamedBody) return done();
@@ -68,15 +74,20 @@ export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): vo
       // Fails the body's reader (Fastify's, which listens for errors on the request while it
       // reads) without touching the socket, so that the 408 can still be written. Not a stream
       // between the request and the reader for this: one per request cost every JSON request
-      // about a twentieth of its time (docs/performance.md, "Twentieth pass").
-      if (raw.listenerCount('error') > 0)
-        raw.emit('error', new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`));
+      // about a twentieth of its time (docs/performance.md, "Twentieth pass"). No reader yet:
+      // the preParsing hook below fails the request when its turn comes.
+      if (raw.listenerCount('error') > 0) raw.emit('error', timedOut());
+      else expired.add(raw);
     }, timeoutMs);
     timer.unref();
     const clear = () => clearTimeout(timer);
     raw.once('end', clear);
     raw.once('close', clear);
     done();
+  });
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (expired.has(request.raw) && !request.raw.complete) done(timedOut());
+    else done(null, payload);
   });
 }
 
