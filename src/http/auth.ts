@@ -86,10 +86,11 @@ export class BearerTokens {
    * expired, PostgreSQL), where owner() must tell.
    */
   keptOwner(header: string | undefined): TokenOwner | undefined {
-    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
-    if (token === undefined) return undefined;
+    // The epoch first: PostgreSQL has none, and owner() then parses the header alone.
     const epoch = changeEpoch(this.ctx.db);
-    const found = epoch === undefined ? undefined : this.cache.get(token, epoch);
+    if (epoch === undefined || header === undefined) return undefined;
+    const token = BEARER.exec(header)?.[1];
+    const found = token === undefined ? undefined : this.cache.get(token, epoch);
     return found && this.live(found, this.ctx.clock.now());
   }
 
