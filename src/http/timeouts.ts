@@ -51,9 +51,6 @@ function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
   else reply.header('connection', 'close');
 }
 
-/** Requests whose body deadline passed before anything read their body (an onRequest hook still waiting). */
-const expired = new WeakSet<IncomingMessage>();
-
 /**
  * A request body that is still arriving when the headers are in must be complete within
  * REQUEST_TIMEOUT_MS. Past it the body parser fails with 408 body_timeout (JSON, like every
@@ -74,20 +71,26 @@ export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): vo
       // Fails the body's reader (Fastify's, which listens for errors on the request while it
       // reads) without touching the socket, so that the 408 can still be written. Not a stream
       // between the request and the reader for this: one per request cost every JSON request
-      // about a twentieth of its time (docs/performance.md, "Twentieth pass"). No reader yet:
-      // the preParsing hook below fails the request when its turn comes.
-      if (raw.listenerCount('error') > 0) raw.emit('error', timedOut());
-      else expired.add(raw);
+      // about a twentieth of its time (docs/performance.md, "Twentieth pass").
+      const fail = () => raw.emit('error', timedOut());
+      if (raw.listenerCount('error') > 0) return fail();
+      // No reader yet (an onRequest hook still waits): the first one is failed once it listens,
+      // which costs nothing to the requests whose deadline does not pass.
+      const onListener = (event: string | symbol) => {
+        if (event !== 'error') return;
+        raw.off('newListener', onListener);
+        // Emitted before the listener is added.
+        process.nextTick(() => {
+          if (!raw.complete) fail();
+        });
+      };
+      raw.on('newListener', onListener);
     }, timeoutMs);
     timer.unref();
     const clear = () => clearTimeout(timer);
     raw.once('end', clear);
     raw.once('close', clear);
     done();
-  });
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    if (expired.has(request.raw) && !request.raw.complete) done(timedOut());
-    else done(null, payload);
   });
 }
 
