@@ -61,20 +61,36 @@ const literal = (v: string | null) =>
  * transaction, or the replay would only meet conflicts: each value_norm becomes one drawn from
  * a sequence (SEQUENCE below, made by the caller), in a Kysely insert into
  * submission_unique_values (every fourth parameter, as Kysely lays the rows out) and in the
- * create's one statement (the text array of unnest(field ids, values)).
+ * create's one statement (the text array of unnest(field ids, values), or the "n" of each
+ * object of the JSON list of a shared statement's unique values).
+ *
+ * A create with events draws its id first (drawIds in the submissions repository) and sends it
+ * in its statement's JSON ("id":N): the replay draws it the same way, into a pgbench variable
+ * (\gset), and puts it in place of the captured one.
  */
 export const SEQUENCE = 'fw_bench_unique';
 export function pgbenchScript(statements: Captured[]): string {
   const drawn = `('u' || nextval('${SEQUENCE}'))`;
   return statements
     .map((c) => {
+      if (/nextval\(pg_get_serial_sequence\('submissions', 'id'\)\)::int AS id FROM generate_series/.test(c.text)) {
+        if (c.values[0] !== '1') throw new Error(`the replay draws one id, not ${c.values[0]}`);
+        return "SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS fw_id \\gset";
+      }
       const unique = /insert into "submission_unique_values"/i.test(c.text);
       const uniqueArray = /unnest\(\$\d+::int\[\], \$(\d+)::text\[\]\)/.exec(c.text)?.[1];
+      const uniqueJson = /json_to_recordset\(\$(\d+)::json\) AS u\(i int, f int, n text\)/.exec(c.text)?.[1];
       const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
         const i = Number(n) - 1;
         if (unique && i % 4 === 3) return drawn;
-        const value = literal(c.values[i] ?? null);
+        const captured = c.values[i] ?? null;
+        const value = literal(captured);
         if (n === uniqueArray) return `ARRAY(SELECT ${drawn} FROM generate_series(1, cardinality(${value}::text[])))`;
+        if (n === uniqueJson)
+          return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM json_to_recordset(${value}::json) AS e(i int, f int, n text))`;
+        const id = captured === null ? null : /"id":(\d+),"d":/.exec(captured);
+        if (id)
+          return `replace(${value}, ${literal(`"id":${id[1]},"d":`)}, ${literal('"id":')} || :fw_id || ${literal(',"d":')})`;
         return value;
       });
       return `${sqlText.replace(/\s+/g, ' ').trim()};`;

@@ -118,29 +118,119 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
     assert.equal((await a.get(`/forms/${form.id}/submissions`)).body.total, 2);
   });
 
-  it('writes a create whose form has a webhook in a transaction, with its outbox row', async () => {
+  it('writes a create whose form has a webhook in one statement outside any transaction, with its outbox row and notification', async () => {
     const form = await uniqueForm();
     const [email] = form.fields.map((f) => f.id);
     const hook = await a.post(`/form/${form.id}/webhook`, { url: 'https://hooks.example.com/formwork' });
     assert.equal(hook.status, 200, hook.text);
-    const from = sent.length;
+    // The first create after the webhook reads the form's event configuration in its transaction.
+    assert.equal(
+      (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: email, value: 'w0@example.com' }] })).status,
+      200,
+    );
+    // What the workers of other processes hear of it.
+    const listener = new pg.Client({ connectionString: app.config.databaseUrl });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (m) => heard.push(String(m.payload)));
+    await listener.query('LISTEN formwork_jobs');
     for (const n of [1, 2]) {
+      let id = 0;
       const creates = await createsDuring(async () => {
         const reply = await a.post(`/forms/${form.id}/submissions`, {
           fields: [{ id: email, value: `w${n}@example.com` }],
         });
         assert.equal(reply.status, 200, reply.text);
+        id = (reply.body as { id: number }).id;
       });
       assert.equal(creates.length, 1);
-      assert.equal(creates[0]!.before?.toLowerCase(), 'begin');
+      const [{ create, before, next }] = creates as [(typeof creates)[0]];
+      assert.ok(create.name, 'prepared');
+      assert.match(create.text, /INSERT INTO jobs/);
+      assert.match(create.text, /pg_notify/);
+      // Before it on its connection: the id drawn for it, which its outbox row carries.
+      assert.match(before ?? '', /nextval/);
+      assert.notEqual(next?.toLowerCase(), 'commit');
+      const jobs = await app.server.ctx.db
+        .selectFrom('jobs')
+        .select(['payload'])
+        .where('kind', '=', 'webhooks.deliver')
+        .execute();
+      const mine = jobs.filter(
+        (j) => (JSON.parse(j.payload) as { event: { submissionId: number } }).event.submissionId === id,
+      );
+      assert.equal(mine.length, 1, `one delivery for submission ${id}`);
     }
-    // Each outbox row went in with its notification, in one prepared statement.
-    const enqueues = sent.slice(from).filter((s) => /insert into "?jobs"?/i.test(s.text));
-    assert.ok(enqueues.length >= 2, 'one per create at least (the worker may schedule its own)');
-    for (const e of enqueues) {
-      assert.ok(e.name, 'prepared');
-      assert.match(e.text, /pg_notify/);
-    }
+    for (let i = 0; i < 100 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    await listener.end();
+    assert.equal(heard.length, 2, 'a notification for each create');
+  });
+
+  it('writes the outbox rows of creates with events made together, each with its own id, record and request id', async () => {
+    const form = await uniqueForm();
+    const [email] = form.fields.map((f) => f.id);
+    assert.equal((await a.post(`/form/${form.id}/webhook`, { url: 'https://hooks.example.com/together' })).status, 200);
+    const post = (address: string, requestId: string) =>
+      a.post(
+        `/forms/${form.id}/submissions`,
+        { fields: [{ id: email, value: address }] },
+        { headers: { 'x-request-id': requestId } },
+      );
+    // Keeps the form's definition with its webhook.
+    assert.equal((await post('first@example.com', 'warm-up')).status, 200);
+    const plain = await uniqueForm();
+    const [plainEmail] = plain.fields.map((f) => f.id);
+    const creates = await createsDuring(async () => {
+      const replies = await Promise.all([
+        ...Array.from({ length: 30 }, (_, i) => post(`e${i}@example.com`, `request-${i}`)),
+        // A value taken: the statement it goes in fails, and its creates are made again.
+        post('first@example.com', 'taken'),
+        // Creates of a form without events share the statements too.
+        ...Array.from({ length: 10 }, (_, i) =>
+          a.post(`/forms/${plain.id}/submissions`, { fields: [{ id: plainEmail, value: `p${i}@example.com` }] }),
+        ),
+      ]);
+      assert.deepEqual(
+        replies.map((r) => r.status),
+        [...Array(30).fill(200), 400, ...Array(10).fill(200)],
+        replies.map((r) => r.text).join(' '),
+      );
+      const jobs = await app.server.ctx.db
+        .selectFrom('jobs')
+        .select(['payload', 'request_id'])
+        .where('kind', '=', 'webhooks.deliver')
+        .execute();
+      const bySubmission = new Map<number, { requestId: string | null; record: { id: number; data: unknown[] } }>();
+      for (const job of jobs) {
+        const { event } = JSON.parse(job.payload) as {
+          event: { formId: number; submissionId: number; submission: { id: number; data: unknown[] } };
+        };
+        if (event.formId !== form.id) continue;
+        assert.ok(!bySubmission.has(event.submissionId), `one delivery per submission: ${event.submissionId}`);
+        bySubmission.set(event.submissionId, { requestId: job.request_id, record: event.submission });
+      }
+      assert.equal(bySubmission.size, 31, 'the warm-up and the thirty, nothing for the refused one');
+      replies.slice(0, 30).forEach((reply, i) => {
+        const id = (reply.body as { id: number }).id;
+        const job = bySubmission.get(id);
+        assert.ok(job, `a delivery for submission ${id}`);
+        assert.equal(job.requestId, `request-${i}`);
+        // The record delivered is the one answered (its values packed: packed-entries.ts).
+        const { data, ...record } = job.record;
+        const { data: answered, ...answer } = reply.body as { data: { field: number; value: unknown }[] };
+        assert.deepEqual(record, answer);
+        assert.deepEqual(
+          (data as unknown[][]).map((d) => [d[0], d[3]]),
+          answered.map((d) => [d.field, d.value]),
+        );
+      });
+    });
+    assert.ok(
+      creates.some((c) => /INSERT INTO jobs/.test(c.create.text) && /json_array_elements/.test(c.create.text)),
+      'some creates with events went in a shared statement',
+    );
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 31);
+    assert.equal((await a.get(`/forms/${plain.id}`)).body.submissionsCount, 10);
   });
 
   it("runs a delivery's and an email's jobs with a prepared look-up each, and claims and ends runs in one statement", async () => {

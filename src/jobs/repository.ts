@@ -76,6 +76,26 @@ const insertAndNotify = hotQuery(
 );
 
 /**
+ * For a statement on PostgreSQL that writes other rows and their jobs at once (creates with
+ * events, submissions/repository.ts): the jobs as one JSON argument, their insert as a
+ * data-modifying WITH query over it, and the notification of their enqueue, an expression over
+ * that query's name that sends nothing when it inserted nothing. The channel is an argument of
+ * the statement too (JOBS_CHANNEL), as hotQuery wants every value.
+ */
+export const JOBS_CHANNEL = CHANNEL;
+
+export const jobsAsJson = (jobs: readonly NewJobRow[]): string =>
+  JSON.stringify(jobs.map((j) => ({ k: j.kind, p: j.payload, r: j.runAt, m: j.maxAttempts, q: j.requestId ?? null })));
+
+export const jobsInsertedFrom = (json: string) => sql`
+  INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
+  SELECT k, p, r, m, q FROM json_to_recordset(${json}::json) AS x(k text, p text, r int8, m int, q text)
+  RETURNING id`;
+
+export const jobsNotified = (inserted: string, channel: string) =>
+  sql`(SELECT pg_notify(${channel}, max(id)::text) FROM ${sql.table(inserted)} HAVING count(*) > 0)`;
+
+/**
  * Jobs to run once the transaction of db commits; their ids in the order given. Workers that
  * listen (PostgreSQL) hear of them at that commit. SQLite has no notifications, and needs
  * none: its one connection makes a worker's claim wait for the enqueuing transaction to end.

@@ -16,7 +16,15 @@ import {
   noteSubmissionChange,
   revisionForWrite,
 } from '../forms/counts.js';
-import { insertJobRow, jobArguments, type NewJobRow } from '../../jobs/repository.js';
+import {
+  insertJobRow,
+  jobArguments,
+  jobsAsJson,
+  jobsInsertedFrom,
+  jobsNotified,
+  JOBS_CHANNEL,
+  type NewJobRow,
+} from '../../jobs/repository.js';
 import { formToken, type Term } from './keywords.js';
 
 export interface SubmissionWrite {
@@ -272,12 +280,6 @@ export const createsAlone = (db: Executor): boolean => {
   return engine.writableCtes ? engine.writeBatchSize === undefined : threadOf(db) !== undefined;
 };
 
-/**
- * Whether createAlone may also write the outbox rows of a create's events (jobs): on SQLite's
- * create thread, which asks for them once it has the row's id, in the same transaction.
- */
-export const createsAloneWithEvents = (db: Executor): boolean => !engineOf(db).writableCtes && createsAlone(db);
-
 /** A plain create's row on the create thread: without RETURNING, its id is the insert's rowid. */
 const insertRowOnly = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
   db.insertInto('submissions').values(Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
@@ -343,10 +345,11 @@ async function createInThread(
  * Writes a new submission outside any transaction of the caller's, all or nothing: its row,
  * unique values, index and counts. On PostgreSQL in one statement, shared with the creates that
  * arrive while two such statements are out (Coalescer, createAllAlone); on SQLite in the create
- * thread's next batch, with the outbox rows of its events when jobs is given (only there: see
- * createsAloneWithEvents). Returns the row, or undefined when nothing was written because the
- * form is not at revision (changed, deleted) or a unique value is taken; the caller then makes
- * the create in a transaction, which says which.
+ * thread's next batch. With jobs, the outbox rows of its events (made from its row) go in the
+ * same statement or batch, and the listening workers are notified at its commit. Returns the
+ * row, or undefined when nothing was written because the form is not at revision (changed,
+ * deleted) or a unique value is taken; the caller then makes the create in a transaction,
+ * which says which.
  */
 export async function createAlone(
   db: Kysely<Database>,
@@ -359,7 +362,9 @@ export async function createAlone(
   const create: AloneCreate = { row, w, data, revision, jobs };
   if (!engineOf(db).writableCtes) return createInThread(db, create);
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
-  if (outcome === AGAIN) return createOneAlone(db, create);
+  // A create with events is not made again alone here (its statement has no outbox rows): the
+  // caller's transaction makes it.
+  if (outcome === AGAIN) return jobs ? undefined : createOneAlone(db, create);
   if (outcome instanceof Error) throw outcome;
   return outcome;
 }
@@ -370,7 +375,7 @@ interface AloneCreate {
   /** The values as a JSON object's text (insertTogether takes it in as it is). */
   data: string;
   revision: number;
-  /** The outbox rows of the create's events, given its row (createsAloneWithEvents). */
+  /** The outbox rows of the create's events, given its row. */
   jobs?: (row: SubmissionRow) => NewJobRow[];
 }
 
@@ -401,7 +406,8 @@ async function createOneAlone(db: Executor, c: AloneCreate): Promise<SubmissionR
  * each is made again alone, so that each gets its own answer.
  */
 async function createAllAlone(connection: Executor, creates: AloneCreate[]): Promise<AloneOutcome[]> {
-  if (creates.length === 1) {
+  const withJobs = creates.some((c) => c.jobs !== undefined);
+  if (creates.length === 1 && !withJobs) {
     try {
       return [await createOneAlone(connection, creates[0]!)];
     } catch (error) {
@@ -409,7 +415,9 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     }
   }
   try {
-    const rows = await insertTogether(connection, ...togetherArgs(creates));
+    const rows = withJobs
+      ? await insertTogetherWithJobs(connection, ...(await togetherWithJobsArgs(connection, creates)))
+      : await insertTogether(connection, ...togetherArgs(creates));
     const byIndex = new Map(rows.map((r) => [Number(r.i), rowOf(r)]));
     return creates.map((_, i) => byIndex.get(i + 1) ?? AGAIN);
   } catch (error) {
@@ -440,7 +448,7 @@ const madeAgainAlone = (error: unknown): boolean =>
  * node-postgres writes a JS array as an array literal, escaping each element in JavaScript:
  * for a batch's data and tokens that was 7% of the process's time; JSON.stringify is native.
  */
-function togetherArgs(creates: AloneCreate[]): [string, string, string] {
+function togetherArgs(creates: AloneCreate[], ids?: number[]): [string, string, string] {
   const unique: { i: number; f: number; n: string }[] = [];
   creates.forEach((c, i) => {
     for (const v of c.w.unique) unique.push({ i: i + 1, f: v.fieldId, n: v.norm });
@@ -448,7 +456,7 @@ function togetherArgs(creates: AloneCreate[]): [string, string, string] {
   // Each create's data (a JSON object's text) goes in as it is, not as a string that holds it:
   // escaped again, it was the larger part of this function's time. insertTogether reads it
   // as json, which keeps the text exactly.
-  const columns = creates.map((c) => {
+  const columns = creates.map((c, i) => {
     const others = JSON.stringify({
       a: c.row.accountId,
       f: c.row.formId,
@@ -460,10 +468,24 @@ function togetherArgs(creates: AloneCreate[]): [string, string, string] {
       p: c.w.prettyName,
       h: Math.floor(c.w.now / HOUR_MS),
       r: c.revision,
+      ...(ids && { id: ids[i] }),
     });
     return `${others.slice(0, -1)},"d":${c.data}}`;
   });
   return [`[${columns.join(',')}]`, JSON.stringify(creates.map((c) => c.w.tokens)), JSON.stringify(unique)];
+}
+
+/**
+ * insertTogetherWithJobs's arguments: the batch's ids are drawn first, so that each create's
+ * outbox rows, made from its row, go in with it.
+ */
+async function togetherWithJobsArgs(
+  connection: Executor,
+  creates: AloneCreate[],
+): Promise<[string, string, string, string, string]> {
+  const ids = (await drawIds(connection, creates.length)).map((r) => r.id);
+  const jobs = creates.flatMap((c, i) => c.jobs?.({ id: ids[i]!, ...rowValues(c.row, c.w, c.data) }) ?? []);
+  return [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL];
 }
 
 /**
@@ -479,16 +501,26 @@ function togetherArgs(creates: AloneCreate[]): [string, string, string] {
  * statement that waited for one while holding another could close a cycle with it; instead
  * the statement fails at once and its creates are made alone, where waiting is safe.
  */
-const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique: string) => {
+function togetherQuery(
+  db: Executor,
+  creates: string,
+  tokens: string,
+  unique: string,
+  /** The batch's ids, drawn before (drawIds), in creates' "id", and the outbox rows of its events (jobsAsJson). */
+  withJobs?: { jobs: string; channel: string },
+) {
   const slot = engineOf(db).countSlot();
+  const ids = withJobs
+    ? sql`SELECT i, id FROM v`
+    : sql`SELECT i, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS id FROM v`;
   const query = sql<SubmissionRow & { i: number }>`
     WITH v AS (
-      SELECT v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.d, v.p, v.h, v.r, o.i FROM json_array_elements(${creates}::json) WITH ORDINALITY AS o(e, i),
-        json_to_record(o.e) AS v(a int, f int, t int8, ua text, ra text, la float8, lo float8, d json, p text,
+      SELECT v.id, v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.d, v.p, v.h, v.r, o.i FROM json_array_elements(${creates}::json) WITH ORDINALITY AS o(e, i),
+        json_to_record(o.e) AS v(id int, a int, f int, t int8, ua text, ra text, la float8, lo float8, d json, p text,
           h int, r int)
     ),
     f AS (SELECT id, account_id, revision FROM forms WHERE id IN (SELECT f FROM v) FOR SHARE NOWAIT),
-    ids AS MATERIALIZED (SELECT i, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS id FROM v),
+    ids AS MATERIALIZED (${ids}),
     t AS (
       SELECT o.i, array_to_tsvector(ARRAY(SELECT json_array_elements_text(o.e))) AS vector
       FROM json_array_elements(${tokens}::json) WITH ORDINALITY AS o(e, i)
@@ -517,12 +549,37 @@ const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique:
       INSERT INTO submission_hours (form_id, hour, slot, n)
       SELECT f, h, ${slot}, count(*) FROM v GROUP BY f, h ORDER BY f, h
       ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + excluded.n
-    )
-    SELECT ${sql.raw(SUBMISSION_COLUMNS.map((c) => `s.${c}`).join(', '))}, ids.i FROM s JOIN ids ON ids.id = s.id
+    )${
+      withJobs
+        ? sql`,
+    j AS (${jobsInsertedFrom(withJobs.jobs)})`
+        : sql``
+    }
+    SELECT ${sql.raw(SUBMISSION_COLUMNS.map((c) => `s.${c}`).join(', '))}, ids.i${
+      withJobs ? sql`, ${jobsNotified('j', withJobs.channel)} AS notified` : sql``
+    } FROM s JOIN ids ON ids.id = s.id
     WHERE CASE WHEN EXISTS (
         SELECT 1 FROM v LEFT JOIN f ON f.id = v.f AND f.account_id = v.a WHERE f.revision IS DISTINCT FROM v.r)
       OR (SELECT count(*) FROM w) < (SELECT count(*) FROM u)
       THEN formwork_abort('create_together') ELSE true END`;
+  return { compile: () => query.compile(db) };
+}
+
+const insertTogether = hotQuery(3, (db, creates: string, tokens: string, unique: string) =>
+  togetherQuery(db, creates, tokens, unique),
+);
+
+/** insertTogether for a batch that holds creates with events: their outbox rows go in the same statement. */
+const insertTogetherWithJobs = hotQuery(
+  5,
+  (db, creates: string, tokens: string, unique: string, jobs: string, channel: string) =>
+    togetherQuery(db, creates, tokens, unique, { jobs, channel }),
+);
+
+/** Ids of new submissions, drawn ahead of their insert: a create's outbox rows carry its id. */
+const drawIds = hotQuery(1, (db, n: number) => {
+  const query = sql<{ id: number }>`
+    SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS id FROM generate_series(1, ${n}::int)`;
   return { compile: () => query.compile(db) };
 });
 

@@ -163,10 +163,10 @@ async function createOnce(
     longitude: input.longitude ?? null,
   };
   try {
-    // A create that writes nothing but its row, values, index and counts is one statement
-    // where the database can make it one (PostgreSQL): run alone, without BEGIN and COMMIT
-    // around it, it is two round trips fewer. On SQLite the create thread writes it, and the
-    // outbox rows of its events too. It writes nothing unless it can write all; the
+    // A create that writes nothing but its row, values, index, counts and the outbox rows of
+    // its events is one statement where the database can make it one (PostgreSQL): run alone,
+    // without BEGIN and COMMIT around it, and shared with the creates that arrive meanwhile.
+    // On SQLite the create thread writes it. It writes nothing unless it can write all; the
     // transaction below then finds out why (a changed form, a value taken) and answers.
     const config = def.eventConfig;
     const withEvents = config !== undefined && !isQuiet(config);
@@ -177,7 +177,6 @@ async function createOnce(
       files.plan.claims.length + files.plan.inline.length === 0 &&
       write.unique.every((v) => v.alt === undefined) &&
       config !== undefined &&
-      (!withEvents || repo.createsAloneWithEvents(ctx.db)) &&
       repo.createsAlone(ctx.db)
         ? write.data
         : undefined;
