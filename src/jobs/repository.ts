@@ -84,12 +84,21 @@ const insertAndNotify = hotQuery(
  */
 export const JOBS_CHANNEL = CHANNEL;
 
+/**
+ * Each payload (a JSON text) goes in as it is, not escaped again as a string: read as json its
+ * text is kept exactly, but for a payload of null, which json_to_recordset reads as SQL NULL.
+ */
 export const jobsAsJson = (jobs: readonly NewJobRow[]): string =>
-  JSON.stringify(jobs.map((j) => ({ k: j.kind, p: j.payload, r: j.runAt, m: j.maxAttempts, q: j.requestId ?? null })));
+  `[${jobs
+    .map((j) => {
+      const others = JSON.stringify({ k: j.kind, r: j.runAt, m: j.maxAttempts, q: j.requestId ?? null });
+      return `${others.slice(0, -1)},"p":${j.payload}}`;
+    })
+    .join(',')}]`;
 
 export const jobsInsertedFrom = (json: string) => sql`
   INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
-  SELECT k, p, r, m, q FROM json_to_recordset(${json}::json) AS x(k text, p text, r int8, m int, q text)
+  SELECT k, coalesce(p::text, 'null'), r, m, q FROM json_to_recordset(${json}::json) AS x(k text, p json, r int8, m int, q text)
   RETURNING id`;
 
 export const jobsNotified = (inserted: string, channel: string) =>
