@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker } from '../src/jobs/worker.js';
+import { deliveriesOf } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 interface Sent {
@@ -195,32 +196,19 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
         [...Array(30).fill(200), 400, ...Array(10).fill(200)],
         replies.map((r) => r.text).join(' '),
       );
-      const jobs = await app.server.ctx.db
-        .selectFrom('jobs')
-        .select(['payload', 'request_id'])
-        .where('kind', '=', 'webhooks.deliver')
-        .execute();
-      const bySubmission = new Map<number, { requestId: string | null; record: { id: number; data: unknown[] } }>();
-      for (const job of jobs) {
-        const { event } = JSON.parse(job.payload) as {
-          event: { formId: number; submissionId: number; submission: { id: number; data: unknown[] } };
-        };
-        if (event.formId !== form.id) continue;
-        assert.ok(!bySubmission.has(event.submissionId), `one delivery per submission: ${event.submissionId}`);
-        bySubmission.set(event.submissionId, { requestId: job.request_id, record: event.submission });
-      }
+      const bySubmission = await deliveriesOf(app, form.id);
       assert.equal(bySubmission.size, 31, 'the warm-up and the thirty, nothing for the refused one');
       replies.slice(0, 30).forEach((reply, i) => {
         const id = (reply.body as { id: number }).id;
         const job = bySubmission.get(id);
         assert.ok(job, `a delivery for submission ${id}`);
         assert.equal(job.requestId, `request-${i}`);
-        // The record delivered is the one answered (its values packed: packed-entries.ts).
+        // The record delivered is the one answered.
         const { data, ...record } = job.record;
         const { data: answered, ...answer } = reply.body as { data: { field: number; value: unknown }[] };
         assert.deepEqual(record, answer);
         assert.deepEqual(
-          (data as unknown[][]).map((d) => [d[0], d[3]]),
+          data.map((d) => [d[0], d[3]]),
           answered.map((d) => [d.field, d.value]),
         );
       });

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import { stopCreateThread } from '../src/db/sqlite-create-thread.js';
 import { WriteTurn } from '../src/db/sqlite-write-turn.js';
 import * as repo from '../src/modules/submissions/repository.js';
-import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
+import { assertOwnRows, deliveriesOf, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe('the write turn of a SQLite database', () => {
@@ -209,20 +209,7 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     const now = await counters();
     assert.equal(now.creates - before.creates, 11, 'every create went to the thread');
     assert.equal(now.notWritten - before.notWritten, 1, 'the taken value, made again and refused');
-    const jobs = await app.server.ctx.db
-      .selectFrom('jobs')
-      .select(['payload', 'request_id'])
-      .where('kind', '=', 'webhooks.deliver')
-      .execute();
-    const bySubmission = new Map<number, { requestId: string | null; record: { id: number } }>();
-    for (const job of jobs) {
-      const { event } = JSON.parse(job.payload) as {
-        event: { formId: number; submissionId: number; submission: { id: number } };
-      };
-      if (event.formId !== form.id) continue;
-      assert.ok(!bySubmission.has(event.submissionId), `one delivery per submission: ${event.submissionId}`);
-      bySubmission.set(event.submissionId, { requestId: job.request_id, record: event.submission });
-    }
+    const bySubmission = await deliveriesOf(app, form.id);
     assert.equal(bySubmission.size, 11, 'the warm-up and the ten, nothing for the refused one');
     replies.slice(0, 10).forEach((reply, i) => {
       const id = (reply.body as { id: number }).id;

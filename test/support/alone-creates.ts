@@ -1,7 +1,8 @@
 /**
- * Shared setup of the tests of plain creates made with createAlone (test/coalesced-statements,
- * test/sqlite-create-thread): a form with a unique email field and a note, its revision, a
- * create's arguments as the service makes them, and the shared statements' counters of /metrics.
+ * Shared setup of the tests of creates made with createAlone (test/coalesced-statements,
+ * test/sqlite-create-thread, test/pg-create-statements): a form with a unique email field and a
+ * note, its revision, a create's arguments as the service makes them, the shared statements'
+ * counters of /metrics, and the webhook deliveries the creates put in the outbox.
  */
 import assert from 'node:assert/strict';
 import type { SubmissionRow } from '../../src/db/schema.js';
@@ -81,4 +82,29 @@ export function assertOwnRows(
     assert.equal(JSON.parse(row.data)[form.email], `p${i}@example.com`);
   });
   assert.equal(new Set(rows.map((r) => r!.id)).size, rows.length);
+}
+
+export interface Delivery {
+  requestId: string | null;
+  /** The record the event carries (its values packed: src/modules/submissions/packed-entries.ts). */
+  record: { id: number; data: unknown[][] };
+}
+
+/** The webhook deliveries waiting in the outbox for the submissions of formId, by submission; at most one each. */
+export async function deliveriesOf(app: TestApp, formId: number): Promise<Map<number, Delivery>> {
+  const jobs = await app.server.ctx.db
+    .selectFrom('jobs')
+    .select(['payload', 'request_id'])
+    .where('kind', '=', 'webhooks.deliver')
+    .execute();
+  const bySubmission = new Map<number, Delivery>();
+  for (const job of jobs) {
+    const { event } = JSON.parse(job.payload) as {
+      event: { formId: number; submissionId: number; submission: Delivery['record'] };
+    };
+    if (event.formId !== formId) continue;
+    assert.ok(!bySubmission.has(event.submissionId), `one delivery per submission: ${event.submissionId}`);
+    bySubmission.set(event.submissionId, { requestId: job.request_id, record: event.submission });
+  }
+  return bySubmission;
 }
