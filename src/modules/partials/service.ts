@@ -14,13 +14,13 @@ import * as formsRepo from '../forms/repository.js';
 import { publishPartialEvent } from '../events/publish.js';
 import { sealingKeyOf } from '../encryption/keys.js';
 import { lowerBound, parseWallTime, upperBound } from '../submissions/eastern-time.js';
-import { fieldToken, queryWords, words } from '../submissions/keywords.js';
+import { derived, matches } from '../submissions/indexing.js';
+import { fieldToken, queryWords, type Term } from '../submissions/keywords.js';
 import type { SubmissionListQuery } from '../submissions/schemas.js';
 import {
   displayValue,
   normalize,
   readValue,
-  searchKeys,
   ValueError,
   type FieldForValues,
   type StoredValue,
@@ -66,12 +66,9 @@ export function acceptedValues(
   return values;
 }
 
-function prettyNameOf(fields: FieldForValues[], values: Values): string | null {
-  const name = fields.find((f) => f.type === 'name' && values.has(f.id));
-  if (name) return displayValue(name, values.get(name.id)!);
-  const email = fields.find((f) => f.type === 'email' && values.has(f.id));
-  return email ? String(values.get(email.id)) : null;
-}
+/** The pretty name a submission of these values would have (indexing.ts). */
+const prettyNameOf = (formId: number, fields: FieldForValues[], values: Values): string | null =>
+  derived({ formId, fields }, values).prettyName;
 
 const toJson = (values: Values) => JSON.stringify(Object.fromEntries(values));
 const fromJson = (json: string): Values =>
@@ -100,7 +97,7 @@ export async function savePartial(
   const token = existing ? resumeToken! : randomBytes(24).toString('base64url');
   const write = {
     data: plain ? json : '',
-    prettyName: plain ? prettyNameOf(fields, values) : null,
+    prettyName: plain ? prettyNameOf(form.id, fields, values) : null,
     ...meta,
     now,
     expiresAt,
@@ -238,7 +235,7 @@ export async function getPartial(
   if (!row) throw new NotFoundError('partial_submission_not_found');
   const { form, fields } = await formOf(ctx, accountId, row.form_id);
   const values = valuesOf(form, row, await keysOf(ctx, form, password));
-  return { ...base(row), prettyName: prettyNameOf(fields, values), data: entries(fields, values) };
+  return { ...base(row), prettyName: prettyNameOf(row.form_id, fields, values), data: entries(fields, values) };
 }
 
 export async function deletePartial(
@@ -264,21 +261,6 @@ function bound(text: string | undefined, property: string, side: 'lower' | 'uppe
   return side === 'lower' ? lowerBound(t) : upperBound(t);
 }
 
-/** Tokens of a partial's values, as a submission's index holds them (keywords.ts), to filter by. */
-function tokensOf(fields: FieldForValues[], values: Values): Set<string> {
-  const tokens = new Set<string>();
-  for (const f of fields) {
-    const value = values.get(f.id);
-    if (value === undefined) continue;
-    for (const key of searchKeys(f, value)) {
-      tokens.add(fieldToken(f.id, key));
-      for (const w of words(key)) tokens.add(w);
-    }
-    for (const w of words(displayValue(f, value))) tokens.add(w);
-  }
-  return tokens;
-}
-
 /**
  * GET /form/{formId}/partialsubmission: the submission list's parameters and meanings. The
  * filters that look at values run on the form's live partials here (partials are few and
@@ -294,7 +276,7 @@ export async function listPartials(
   const { form, fields } = await formOf(ctx, accountId, formId);
   const from = bound(q.minTime, 'query.minTime', 'lower');
   const to = bound(q.maxTime, 'query.maxTime', 'upper');
-  const terms: { token: string; prefix: boolean }[] = [];
+  const terms: Term[] = [];
   for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
     if (!fields.some((f) => f.id === c.fieldId))
       throw new BadRequestError('validation_failed', `query.search.${n}.fieldId: this form has no field ${c.fieldId}`, {
@@ -324,18 +306,14 @@ export async function listPartials(
     if (!v) opened.set(row.id, (v = valuesOf(form, row, keys)));
     return v;
   };
-  if (terms.length > 0) {
-    rows = rows.filter((row) => {
-      const tokens = tokensOf(fields, open(row));
-      return terms.every((t) => (t.prefix ? [...tokens].some((x) => x.startsWith(t.token)) : tokens.has(t.token)));
-    });
-  }
+  // Filtered by the tokens a submission's index would hold for the values (indexing.ts).
+  if (terms.length > 0) rows = rows.filter((row) => matches(derived({ formId, fields }, open(row)).tokens, terms));
   const total = rows.length;
   const slice = rows.slice((q.pageNumber - 1) * q.pageSize, q.pageNumber * q.pageSize);
   const items = slice.map((row) => {
     const item: PartialListItem = base(row);
     if (q.prettyName)
-      item.prettyName = sealed || isSealedPartial(row.data) ? prettyNameOf(fields, open(row)) : row.pretty_name;
+      item.prettyName = sealed || isSealedPartial(row.data) ? prettyNameOf(formId, fields, open(row)) : row.pretty_name;
     if (showsData) {
       const list = entries(fields, open(row));
       item.data =

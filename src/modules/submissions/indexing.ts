@@ -93,7 +93,7 @@ export function searchable(def: FormShape, data: DataMap, now: number): repo.Sub
 
 /** What a submission's values make for searching: index tokens, unique values and the pretty name. */
 export function derived(
-  def: FormShape,
+  def: Pick<FormShape, 'formId' | 'fields'>,
   data: DataMap,
 ): { tokens: Set<string>; unique: repo.SubmissionWrite['unique']; prettyName: string | null } {
   const tokens = new Set<string>([formToken(def.formId)]);
