@@ -14,12 +14,14 @@ export interface ThreadStatement {
 /**
  * The statements of a plain create on SQLite, each built by the repository that owns it:
  * row (no RETURNING; its arguments are ThreadCreate.row), unique (submission id, form id,
- * field id, value; no RETURNING), revision (form id, account id), count (form id, n, version),
- * hour (form id, hour, n), fullText (submission id, text).
+ * field id, value; no RETURNING), held (form id, field id, value: the holder of a unique
+ * value, if any), revision (form id, account id), count (form id, n, version), hour (form id,
+ * hour, n), fullText (submission id, text).
  */
 export interface CreateStatements {
   row: ThreadStatement;
   unique: ThreadStatement;
+  held: ThreadStatement;
   revision: ThreadStatement;
   count: ThreadStatement;
   hour: ThreadStatement;
@@ -49,11 +51,13 @@ export type JobsFor = (id: number) => unknown[][];
 
 /**
  * The thread, plain JavaScript run as a CommonJS worker (the same from source and from dist,
- * as the checkpointer's). It writes each batch it is sent in one transaction: per create, the
- * form's revision (anything but the expected one, or no form, and nothing of the create is
- * written), the row, its unique values (under a savepoint when it has any: a value taken
- * undoes the create alone), the count and the hour; the batch's full-text rows at its end,
- * after the last savepoint (FTS5 flushes its pending terms into a new segment at each one).
+ * as the checkpointer's). It writes each batch it is sent in one transaction, which holds
+ * SQLite's write lock from its start (BEGIN IMMEDIATE), so nothing it reads changes under it:
+ * per create, the form's revision (read once per form in a batch; anything but the expected
+ * one, or no form, and nothing of the create is written), whether each unique value is held
+ * already (by an earlier create of the batch too; if so nothing of the create is written),
+ * the row and its unique values; per batch, the count and the hours of each form, and the
+ * full-text rows, at its end.
  * It answers each create's id, or 0 for one it did not write. When a create it wrote has
  * events, their outbox rows hold its id and record, known only now: it answers the ids with
  * needJobs, keeps the transaction open, and takes the rows the main thread sends back
@@ -76,6 +80,7 @@ const statement = (s) => {
 const S = workerData.statements;
 const row = statement(S.row);
 const unique = statement(S.unique);
+const held = statement(S.held);
 const revision = statement(S.revision);
 const count = statement(S.count);
 const hour = statement(S.hour);
@@ -84,9 +89,6 @@ const job = statement(S.job);
 const begin = db.prepare('BEGIN IMMEDIATE');
 const commit = db.prepare('COMMIT');
 const rollback = db.prepare('ROLLBACK');
-const savepoint = db.prepare('SAVEPOINT formwork_create');
-const release = db.prepare('RELEASE formwork_create');
-const rollbackTo = db.prepare('ROLLBACK TO formwork_create');
 // The batch whose transaction waits for its creates' jobs.
 let waiting;
 function write(creates) {
@@ -94,31 +96,35 @@ function write(creates) {
   const texts = [];
   let needJobs = false;
   begin.run();
+  // Per form: its revision (null for none of the account's), and how many it gets, in all and by hour.
+  const forms = new Map();
   for (let i = 0; i < creates.length; i++) {
     const c = creates[i];
-    const form = revision.get([c.formId, c.accountId]);
-    if (!form || form.revision !== c.revision) continue;
-    const guarded = c.unique.length > 0;
-    if (guarded) savepoint.run();
+    const key = c.formId + ':' + c.accountId;
+    let form = forms.get(key);
+    if (!form) {
+      const found = revision.get([c.formId, c.accountId]);
+      form = { id: c.formId, revision: found ? found.revision : null, n: 0, hours: new Map() };
+      forms.set(key, form);
+    }
+    if (form.revision !== c.revision) continue;
+    if (c.unique.some(([fieldId, norm]) => held.get([c.formId, fieldId, norm]) !== undefined)) continue;
     const id = Number(row.run(c.row).lastInsertRowid);
-    let taken = false;
     for (const [fieldId, norm] of c.unique) {
-      if (unique.run([id, c.formId, fieldId, norm]).changes === 0) {
-        taken = true;
-        break;
-      }
+      // Not held a moment ago, under this transaction's write lock: a conflict now is a fault.
+      if (unique.run([id, c.formId, fieldId, norm]).changes === 0) throw new Error('a unique value was taken meanwhile');
     }
-    if (taken) {
-      rollbackTo.run();
-      release.run();
-      continue;
-    }
-    count.run([c.formId, 1, 1]);
-    hour.run([c.formId, c.hour, 1]);
-    if (guarded) release.run();
+    form.n++;
+    form.hours.set(c.hour, (form.hours.get(c.hour) || 0) + 1);
     ids[i] = id;
     texts.push([id, c.fullText]);
     if (c.events) needJobs = true;
+  }
+  // In the order of their keys, as every writer of these rows adds to them.
+  const written = [...forms.values()].filter((f) => f.n > 0).sort((a, b) => a.id - b.id);
+  for (const f of written) {
+    count.run([f.id, f.n, f.n]);
+    for (const [h, n] of [...f.hours].sort((a, b) => a[0] - b[0])) hour.run([f.id, h, n]);
   }
   return { ids, texts, needJobs };
 }

@@ -293,6 +293,16 @@ const insertUniqueOnly = hotQuery(4, (db, submissionId: number, formId: number, 
     .onConflict((oc) => oc.doNothing()),
 );
 
+/** Whether a unique value is held, on the create thread (which holds the write lock while it looks). */
+const uniqueHeld = hotQuery(3, (db, formId: number, fieldId: number, norm: string) =>
+  db
+    .selectFrom('submission_unique_values')
+    .select('submission_id')
+    .where('form_id', '=', formId)
+    .where('field_id', '=', fieldId)
+    .where('value_norm', '=', norm),
+);
+
 const forThread = <O>(db: Executor, query: { compiledFor(db: Executor): HotStatement<O> }): ThreadStatement => {
   const { query: compiled, slots } = query.compiledFor(db);
   return { sql: compiled.sql, slots };
@@ -302,6 +312,7 @@ const forThread = <O>(db: Executor, query: { compiledFor(db: Executor): HotState
 const threadStatements = (db: Executor): CreateStatements => ({
   row: forThread(db, insertRowOnly),
   unique: forThread(db, insertUniqueOnly),
+  held: forThread(db, uniqueHeld),
   revision: forThread(db, revisionForWrite),
   count: forThread(db, addToCount),
   hour: forThread(db, addToHour),
