@@ -116,6 +116,38 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     );
   });
 
+  it("adds a batch's creates to each form's count and to each hour's once, each right", async () => {
+    const forms = [await newForm('Counts one'), await newForm('Counts two')];
+    const db = app.server.ctx.db;
+    const hour = 3_600_000;
+    const now = Math.floor(Date.now() / hour) * hour;
+    const before = await counters();
+    // Creates 0–3 an hour ago, 4–9 now; even ones to the first form, odd ones to the second.
+    const rows = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => {
+        const form = forms[i % 2]!;
+        const c = plainCreate(a, form, `h${i}@example.com`, 'counted', i < 4 ? now - hour + i : now + i);
+        return repo.createAlone(db, c.row, c.w, c.w.data, form.revision);
+      }),
+    );
+    assert.equal((await counters()).batches - before.batches, 1, 'one batch');
+    assert.ok(rows.every((r) => r !== undefined));
+    for (const form of forms) {
+      assert.equal(await countOf(form.id), 5);
+      const hours = await sql<{ hour: number; n: number }>`
+        SELECT hour, sum(n) AS n FROM submission_hours WHERE form_id = ${form.id} GROUP BY hour ORDER BY hour`.execute(
+        db,
+      );
+      assert.deepEqual(
+        hours.rows.map((h) => [h.hour * hour, h.n]),
+        [
+          [now - hour, 2],
+          [now, 3],
+        ],
+      );
+    }
+  });
+
   it('writes nothing for a create whose value is taken or whose form moved on, and the rest of its batch', async () => {
     const form = await newForm('Taken');
     const other = await newForm('Moved on');
