@@ -100,6 +100,11 @@ describe('field and form tokens', () => {
     const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join('');
     for (const text of [ascii, `${ascii}é`, 'ü', 'a😀b'])
       assert.equal(fieldToken(9, text), `_f9x${Buffer.from(text, 'utf8').toString('hex')}`);
+    // ASCII tokens are spelled in one reused buffer: longer ones than it held, then shorter ones
+    // again (nothing of a longer one left over), under ids of every length.
+    for (const text of ['x'.repeat(1000), ascii.repeat(5), 'ab', '', 'a'.repeat(3000), 'z'])
+      for (const id of [1, 42, 1234567])
+        assert.equal(fieldToken(id, text), `_f${id}x${Buffer.from(text, 'utf8').toString('hex')}`);
     assert.equal(formToken(7), '_form7');
   });
 

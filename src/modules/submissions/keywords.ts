@@ -61,23 +61,41 @@ export function queryWords(keyword: string): string[] {
   return [...new Set(words(keyword))].slice(0, 10);
 }
 
-/** Two hex digits of each ASCII code (its UTF-8 byte). */
-const ASCII_HEX = Array.from({ length: 128 }, (_, i) => i.toString(16).padStart(2, '0'));
+/** The character codes of the two hex digits of each ASCII code (its UTF-8 byte): 2c and 2c + 1. */
+const ASCII_HEX_CODES = Uint8Array.from({ length: 256 }, (_, i) =>
+  (i >> 1)
+    .toString(16)
+    .padStart(2, '0')
+    .charCodeAt(i % 2),
+);
+
+/** Where a token of ASCII text is spelled out, grown as needed: one token at a time (tokens are made synchronously). */
+let spelling = Buffer.allocUnsafe(512);
 
 /**
- * The hex of text's UTF-8 bytes; ASCII text without a Buffer, which took twice as long (and
- * writing into one reused Buffer, a third longer in the service: docs/performance.md,
- * "Twentieth pass").
+ * `_f<fieldId>x<hex of the value's UTF-8 bytes>`. For ASCII text (most values) the whole token is
+ * spelled into one reused buffer and read out as one string: built by concatenation, a long
+ * value's hex was a chain of a string per character (most of a create's index garbage), which
+ * the token set then had to flatten to hash it. Buffer.from(text).toString('hex') took twice as
+ * long (docs/performance.md, "Twentieth" and "Twenty-second pass").
  */
-function utf8Hex(text: string): string {
-  if (NOT_ASCII.test(text)) return Buffer.from(text, 'utf8').toString('hex');
-  let hex = '';
-  for (let i = 0; i < text.length; i++) hex += ASCII_HEX[text.charCodeAt(i)]!;
-  return hex;
-}
-
 export function fieldToken(fieldId: number, normalizedValue: string): string {
-  return `_f${fieldId}x${utf8Hex(normalizedValue)}`;
+  if (NOT_ASCII.test(normalizedValue)) return `_f${fieldId}x${Buffer.from(normalizedValue, 'utf8').toString('hex')}`;
+  const id = String(fieldId);
+  const length = id.length + 3 + 2 * normalizedValue.length;
+  if (length > spelling.length) spelling = Buffer.allocUnsafe(2 * length);
+  // Byte by byte: Buffer.write of the prefix cost as much as the rest of a short token.
+  let at = 0;
+  spelling[at++] = 0x5f; // _
+  spelling[at++] = 0x66; // f
+  for (let i = 0; i < id.length; i++) spelling[at++] = id.charCodeAt(i);
+  spelling[at++] = 0x78; // x
+  for (let i = 0; i < normalizedValue.length; i++) {
+    const code = normalizedValue.charCodeAt(i) << 1;
+    spelling[at++] = ASCII_HEX_CODES[code]!;
+    spelling[at++] = ASCII_HEX_CODES[code + 1]!;
+  }
+  return spelling.toString('latin1', 0, length);
 }
 
 export function formToken(formId: number): string {
