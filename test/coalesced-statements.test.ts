@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
 import { hashToken } from '../src/crypto/secrets.js';
+import type { SubmissionRow } from '../src/db/schema.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
@@ -133,6 +134,46 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     const { rows: values } = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM submission_unique_values WHERE form_id = ${form.id}`.execute(db);
     assert.equal(values[0]!.n, 10);
+  });
+
+  it('makes each create with events of a failed statement again as a statement of its own, with its outbox rows', async () => {
+    const form = await newForm('Taken, with events');
+    const db = app.server.ctx.db;
+    const first = create(form, 'first@example.com', 'x');
+    assert.ok(await repo.createAlone(db, first.row, first.w, first.w.data, form.revision));
+    // A job of its own for each create, with its id; not due for an hour, so no worker takes it.
+    const jobsOf = (tag: string) => (row: SubmissionRow) => [
+      {
+        kind: 'test.held',
+        payload: JSON.stringify({ id: row.id, tag }),
+        runAt: Date.now() + 3_600_000,
+        maxAttempts: 1,
+      },
+    ];
+    const from = sent.length;
+    const rows = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => create(form, i === 4 ? 'first@example.com' : `e${i}@example.com`, 'x')).map(
+        (c, i) => repo.createAlone(db, c.row, c.w, c.w.data, form.revision, jobsOf(`e${i}`)),
+      ),
+    );
+    assert.deepEqual(
+      rows.map((r) => r !== undefined),
+      [true, true, true, true, false, true],
+      'all but the taken value, which the caller then makes in a transaction',
+    );
+    const inserts = insertsSince(from);
+    assert.equal(inserts.length, 1 + 6, 'the shared statement, then each alone');
+    assert.ok(inserts.every((s) => /INSERT INTO jobs/.test(s.text)));
+    const jobs = await db.selectFrom('jobs').select('payload').where('kind', '=', 'test.held').execute();
+    const idOf = new Map(
+      jobs.map((j) => JSON.parse(j.payload) as { id: number; tag: string }).map((j) => [j.tag, j.id]),
+    );
+    assert.deepEqual(
+      [...idOf].sort(),
+      rows.flatMap((r, i) => (r ? [[`e${i}`, r.id]] : [])).sort(),
+      'one job for each create written, with its id; none for the one refused',
+    );
+    await db.deleteFrom('jobs').where('kind', '=', 'test.held').execute();
   });
 
   it('lets creates for other forms through while two wait for a form that another transaction holds', async () => {

@@ -373,9 +373,15 @@ export async function createAlone(
   const create: AloneCreate = { row, w, data, revision, jobs };
   if (!engineOf(db).writableCtes) return createInThread(db, create);
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
-  // A create with events is not made again alone here (its statement has no outbox rows): the
-  // caller's transaction makes it.
-  if (outcome === AGAIN) return jobs ? undefined : createOneAlone(db, create);
+  if (outcome !== AGAIN) return settled(outcome);
+  if (!jobs) return createOneAlone(db, create);
+  // A create with events is made again alone as a statement of its own (a new id drawn, its
+  // outbox rows made anew); if that fails for its own sake too, the caller's transaction says why.
+  const [again] = await createAllAlone(db, [create]);
+  return again === AGAIN ? undefined : settled(again!);
+}
+
+function settled(outcome: Exclude<AloneOutcome, typeof AGAIN>): SubmissionRow | undefined {
   if (outcome instanceof Error) throw outcome;
   return outcome;
 }
