@@ -369,6 +369,18 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
         bySearch.body.partialSubmissions.map((p: any) => p.id),
         [first.id],
       );
+      // The submission list's filters, refused the same way.
+      for (const [query, property] of [
+        ['search[0][fieldId]=999999&search[0][value]=x', 'query.search.0.fieldId'],
+        ['minTime=2026-02-30 10:00:00', 'query.minTime'],
+      ]) {
+        const refused = await owner.get(`/form/${form.id}/partialsubmission?${query}`);
+        assert.equal(refused.status, 400, query);
+        assert.equal(refused.body.code, 'validation_failed');
+        assert.equal(refused.body.details[0].property, property);
+        const submissions = await owner.get(`/forms/${form.id}/submissions?${query}`);
+        assert.deepEqual(submissions.body.details, refused.body.details);
+      }
       // The v2 path answers in v2's names and shape (docs/v2.md).
       const legacy = await app.request('GET', `/api/v2/form/${form.id}/partialsubmission.json?per_page=1&page=2`, {
         token: owner.token,

@@ -5,7 +5,7 @@ import type { FormRow, PartialSubmissionRow } from '../../db/schema.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { AppError, BadRequestError, NotFoundError } from '../../errors.js';
+import { AppError, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { toDefinition } from '../fields/definition.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
@@ -13,18 +13,10 @@ import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
 import { publishPartialEvent } from '../events/publish.js';
 import { sealingKeyOf } from '../encryption/keys.js';
-import { lowerBound, parseWallTime, upperBound } from '../submissions/eastern-time.js';
 import { derived, matches } from '../submissions/indexing.js';
-import { fieldToken, queryWords, type Term } from '../submissions/keywords.js';
+import { resolveFilter } from '../submissions/query.js';
 import type { SubmissionListQuery } from '../submissions/schemas.js';
-import {
-  displayValue,
-  normalize,
-  readValue,
-  ValueError,
-  type FieldForValues,
-  type StoredValue,
-} from '../submissions/values.js';
+import { displayValue, readValue, ValueError, type FieldForValues, type StoredValue } from '../submissions/values.js';
 import * as repo from './repository.js';
 import type { PartialListItem, PartialSubmission } from './schemas.js';
 import { isSealedPartial, openForOwner, openForResume, resumeHash, sealForOwner, sealForResume } from './sealing.js';
@@ -251,16 +243,6 @@ export async function deletePartial(
   });
 }
 
-function bound(text: string | undefined, property: string, side: 'lower' | 'upper'): number | undefined {
-  if (text === undefined) return undefined;
-  const t = parseWallTime(text);
-  if (!t)
-    throw new BadRequestError('validation_failed', `${property}: is not a valid date or time`, {
-      details: [{ property, message: 'is not a valid date or time' }],
-    });
-  return side === 'lower' ? lowerBound(t) : upperBound(t);
-}
-
 /**
  * GET /form/{formId}/partialsubmission: the submission list's parameters and meanings. The
  * filters that look at values run on the form's live partials here (partials are few and
@@ -274,20 +256,8 @@ export async function listPartials(
   password: string | undefined,
 ): Promise<Page & { partialSubmissions: PartialListItem[] }> {
   const { form, fields } = await formOf(ctx, accountId, formId);
-  const from = bound(q.minTime, 'query.minTime', 'lower');
-  const to = bound(q.maxTime, 'query.maxTime', 'upper');
-  const terms: Term[] = [];
-  for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
-    if (!fields.some((f) => f.id === c.fieldId))
-      throw new BadRequestError('validation_failed', `query.search.${n}.fieldId: this form has no field ${c.fieldId}`, {
-        details: [{ property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` }],
-      });
-    const prefix = c.value.endsWith('*');
-    terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
-  }
-  const keywords = q.keyword === undefined ? [] : queryWords(q.keyword);
-  for (const w of keywords) terms.push({ token: w, prefix: true });
-  const impossible = q.keyword !== undefined && keywords.length === 0;
+  // The submission list's filters, checked and read the same way.
+  const { from, to, terms, impossible } = resolveFilter({ byId: new Map(fields.map((f) => [f.id, f])) }, q);
   const showsData = q.data || q.expandData || q.dataFormat === 'standardized';
   const sealed = form.encryption_key !== null;
   const keys = showsData || q.prettyName || terms.length > 0 ? await keysOf(ctx, form, password) : undefined;

@@ -51,7 +51,10 @@ export function timeBound(text: string | undefined, property: string, bound: 'lo
 }
 
 /** The list filters as the repository takes them; field criteria must name fields of the form. */
-export function resolveFilter(def: FormDefinition | undefined, q: SubmissionFilters): repo.ResolvedFilter {
+export function resolveFilter(
+  def: Pick<FormDefinition, 'byId'> | undefined,
+  q: SubmissionFilters,
+): repo.ResolvedFilter {
   const from = timeBound(q.minTime, 'query.minTime', 'lower');
   const to = timeBound(q.maxTime, 'query.maxTime', 'upper');
   const terms: Term[] = [];
