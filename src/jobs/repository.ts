@@ -45,42 +45,11 @@ function jobRow(job: NewJobRow) {
 }
 
 /**
- * On PostgreSQL, the jobs and the notification of their enqueue in one statement, built once
- * and prepared once per connection: a submission's events enqueue in its transaction, and
- * these were two more statements parsed and planned anew on every create with a webhook or
- * an email. A notification sent in a transaction is delivered when it commits and dropped
- * when it rolls back: exactly when a listening worker should look.
- */
-const insertAndNotify = hotQuery(
-  6,
-  (
-    db,
-    kinds: string[],
-    payloads: string[],
-    runAts: number[],
-    maxAttempts: number[],
-    requestIds: (string | null)[],
-    channel: string,
-  ) => {
-    const query = sql<{ ids: number[] }>`
-      WITH j AS (
-        INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
-        SELECT k, p, r, m, q
-        FROM unnest(${kinds}::text[], ${payloads}::text[], ${runAts}::bigint[], ${maxAttempts}::int[], ${requestIds}::text[])
-          AS u(k, p, r, m, q)
-        RETURNING id
-      )
-      SELECT array_agg(id ORDER BY id) AS ids, pg_notify(${channel}, max(id)::text) AS notified FROM j`;
-    return { compile: () => query.compile(db) };
-  },
-);
-
-/**
- * For a statement on PostgreSQL that writes other rows and their jobs at once (creates with
- * events, submissions/repository.ts): the jobs as one JSON argument, their insert as a
- * data-modifying WITH query over it, and the notification of their enqueue, an expression over
- * that query's name that sends nothing when it inserted nothing. The channel is an argument of
- * the statement too (JOBS_CHANNEL), as hotQuery wants every value.
+ * Jobs in a statement on PostgreSQL, alone (insertAndNotify below) or with the rows that cause
+ * them (creates with events, submissions/repository.ts): the jobs as one JSON argument, their
+ * insert as a data-modifying WITH query over it, and the notification of their enqueue, an
+ * expression over that query's name that sends nothing when it inserted nothing. The channel
+ * is an argument of the statement too (JOBS_CHANNEL), as hotQuery wants every value.
  */
 export const JOBS_CHANNEL = CHANNEL;
 
@@ -105,6 +74,20 @@ export const jobsNotified = (inserted: string, channel: string) =>
   sql`(SELECT pg_notify(${channel}, max(id)::text) FROM ${sql.table(inserted)} HAVING count(*) > 0)`;
 
 /**
+ * On PostgreSQL, the jobs and the notification of their enqueue in one statement, built once
+ * and prepared once per connection: a submission's events enqueue in its transaction, and
+ * these were two more statements parsed and planned anew on every create with a webhook or
+ * an email. A notification sent in a transaction is delivered when it commits and dropped
+ * when it rolls back: exactly when a listening worker should look.
+ */
+const insertAndNotify = hotQuery(2, (db, jobs: string, channel: string) => {
+  const query = sql<{ ids: number[] }>`
+    WITH j AS (${jobsInsertedFrom(jobs)})
+    SELECT array_agg(id ORDER BY id) AS ids, ${jobsNotified('j', channel)} AS notified FROM j`;
+  return { compile: () => query.compile(db) };
+});
+
+/**
  * Jobs to run once the transaction of db commits; their ids in the order given. Workers that
  * listen (PostgreSQL) hear of them at that commit. SQLite has no notifications, and needs
  * none: its one connection makes a worker's claim wait for the enqueuing transaction to end.
@@ -112,15 +95,7 @@ export const jobsNotified = (inserted: string, channel: string) =>
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
   const engine = engineOf(db);
   if (engine.writableCtes && engine.notifies) {
-    const [row] = await insertAndNotify(
-      db,
-      jobs.map((j) => j.kind),
-      jobs.map((j) => j.payload),
-      jobs.map((j) => j.runAt),
-      jobs.map((j) => j.maxAttempts),
-      jobs.map((j) => j.requestId ?? null),
-      CHANNEL,
-    );
+    const [row] = await insertAndNotify(db, jobsAsJson(jobs), CHANNEL);
     return row!.ids;
   }
   return engine.insertRows(db, 'jobs', jobs.map(jobRow));
