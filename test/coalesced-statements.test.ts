@@ -80,6 +80,19 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       rows.map((r) => r!.latitude),
       rows.map((_, i) => (i === 6 ? 52.5 : null)),
     );
+    // Only the ids come back from the statement: each answer, made from what was sent, is the
+    // row as it is stored, to the data's text.
+    const columns = Object.keys(rows[0]!) as (keyof SubmissionRow)[];
+    const stored = await db
+      .selectFrom('submissions')
+      .select(columns)
+      .where('form_id', '=', form.id)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      stored,
+      [...rows].sort((x, y) => x!.id - y!.id),
+    );
     assert.equal(await countOf(form.id), 12);
     // The index holds each row's own words, and the row with none is still a row.
     const found = await a.get(`/forms/${form.id}/submissions?keyword=note7`);

@@ -177,6 +177,7 @@ async function insertSubmission(
  * alone: the statement is the whole write, run outside a transaction; it then ends itself
  * with an error (formwork_abort, migration 0034) unless the form is at revision and every
  * unique value went in, so that all of it is undone.
+ * Only the row's id comes back: the rest is what was sent, and the caller has it (rowValues).
  */
 const insertWithCounts = hotQuery(
   15,
@@ -200,14 +201,14 @@ const insertWithCounts = hotQuery(
   ) => {
     const engine = engineOf(db);
     const slot = engine.countSlot();
-    const query = sql<SubmissionRow & { revision: number | null; stored: number[] }>`
+    const query = sql<{ id: number; revision: number | null; stored: number[] }>`
     WITH f AS (SELECT revision FROM forms WHERE id = ${formId} AND account_id = ${accountId} FOR SHARE),
     s AS (
       INSERT INTO submissions (account_id, form_id, created_at, updated_at, user_agent, remote_addr,
         latitude, longitude, data, pretty_name, search_vector)
       VALUES (${accountId}, ${formId}, ${now}, ${now}, ${userAgent}, ${remoteAddr},
         ${latitude}, ${longitude}, ${data}, ${prettyName}, ${engine.fullTextColumns(tokens).search_vector})
-      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
+      RETURNING id
     ),
     u AS (
       INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
@@ -227,8 +228,7 @@ const insertWithCounts = hotQuery(
       SELECT ${formId}, ${hour}, ${slot}, 1 FROM f
       ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
     )
-    SELECT ${sql.raw(SUBMISSION_COLUMNS.map((c) => `s.${c}`).join(', '))},
-      (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
+    SELECT s.id, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
     WHERE CASE WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
         OR (SELECT count(*) FROM u) < cardinality(${uniqueFields}::int[]))
       THEN formwork_abort('create_alone') ELSE true END`;
@@ -244,10 +244,6 @@ export interface NewSubmission {
   latitude: number | null;
   longitude: number | null;
 }
-
-/** The row's own columns, without what the create's statement adds to it. */
-const rowOf = (r: SubmissionRow): SubmissionRow =>
-  Object.fromEntries(SUBMISSION_COLUMNS.map((c) => [c, r[c]])) as SubmissionRow;
 
 /** Unique values in field order: every create writes its values in one order (see insertTogether). */
 const byField = (unique: SubmissionWrite['unique']) =>
@@ -409,7 +405,7 @@ const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 }
 async function createOneAlone(db: Executor, c: AloneCreate): Promise<SubmissionRow | undefined> {
   try {
     const [created] = await insertWithCounts(db, ...insertArgs(c.row, c.w, c.data), true, c.revision);
-    return rowOf(created!);
+    return { id: created!.id, ...rowValues(c.row, c.w, c.data) };
   } catch (error) {
     if (isStatementAbort(error)) return undefined;
     throw translateDbError(error);
@@ -435,8 +431,13 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     const rows = withJobs
       ? await insertTogetherWithJobs(connection, ...(await togetherWithJobsArgs(connection, creates)))
       : await insertTogether(connection, ...togetherArgs(creates));
-    const byIndex = new Map(rows.map((r) => [Number(r.i), rowOf(r)]));
-    return creates.map((_, i) => byIndex.get(i + 1) ?? AGAIN);
+    // Only the ids come back, as from insertWithCounts: the rest of each row is what was sent
+    // (the data's text too: the statement takes it in as json, which keeps the text exactly).
+    const byIndex = new Map(rows.map((r) => [Number(r.i), r.id]));
+    return creates.map((c, i) => {
+      const id = byIndex.get(i + 1);
+      return id === undefined ? AGAIN : { id, ...rowValues(c.row, c.w, c.data) };
+    });
   } catch (error) {
     if (madeAgainAlone(error)) {
       countMadeAgain(TOGETHER.kind, creates.length);
@@ -530,7 +531,7 @@ function togetherQuery(
   const ids = withJobs
     ? sql`SELECT i, id FROM v`
     : sql`SELECT i, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS id FROM v`;
-  const query = sql<SubmissionRow & { i: number }>`
+  const query = sql<{ id: number; i: number }>`
     WITH v AS (
       SELECT v.id, v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.d, v.p, v.h, v.r, o.i FROM json_array_elements(${creates}::json) WITH ORDINALITY AS o(e, i),
         json_to_record(o.e) AS v(id int, a int, f int, t int8, ua text, ra text, la float8, lo float8, d json, p text,
@@ -548,7 +549,7 @@ function togetherQuery(
         latitude, longitude, data, pretty_name, search_vector)
       SELECT ids.id, v.a, v.f, v.t, v.t, v.ua, v.ra, v.la, v.lo, v.d::text, v.p, t.vector
       FROM v JOIN ids ON ids.i = v.i JOIN t ON t.i = v.i
-      RETURNING id, account_id, form_id, created_at, updated_at, user_agent, remote_addr, latitude, longitude, data, pretty_name
+      RETURNING id
     ),
     w AS (
       INSERT INTO submission_unique_values (submission_id, form_id, field_id, value_norm)
@@ -572,7 +573,7 @@ function togetherQuery(
     j AS (${jobsInsertedFrom(withJobs.jobs)})`
         : sql``
     }
-    SELECT ${sql.raw(SUBMISSION_COLUMNS.map((c) => `s.${c}`).join(', '))}, ids.i${
+    SELECT s.id, ids.i${
       withJobs ? sql`, ${jobsNotified('j', withJobs.channel)} AS notified` : sql``
     } FROM s JOIN ids ON ids.id = s.id
     WHERE CASE WHEN EXISTS (
@@ -622,7 +623,7 @@ export async function createSubmission(
   const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0);
   const got = new Set(created!.stored);
   return {
-    row: rowOf(created!),
+    row: { id: created!.id, ...rowValues(row, w, w.data) },
     taken: w.unique.map((v) => v.fieldId).filter((f) => !got.has(f)),
     revision: created!.revision ?? undefined,
   };
