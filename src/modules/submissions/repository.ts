@@ -149,6 +149,15 @@ const rowValues = (row: NewSubmission, w: SubmissionWrite, data: string) =>
     pretty_name: w.prettyName,
   }) satisfies RowValues;
 
+/**
+ * A new row as it is stored, from its id and what was sent: PostgreSQL's create statements
+ * return only the id (the data goes in as text, or as json, which keeps its text exactly).
+ */
+const storedRow = (id: number, row: NewSubmission, w: SubmissionWrite, data: string): SubmissionRow => ({
+  id,
+  ...rowValues(row, w, data),
+});
+
 async function insertSubmission(
   db: Executor,
   row: NewSubmission,
@@ -177,7 +186,7 @@ async function insertSubmission(
  * alone: the statement is the whole write, run outside a transaction; it then ends itself
  * with an error (formwork_abort, migration 0034) unless the form is at revision and every
  * unique value went in, so that all of it is undone.
- * Only the row's id comes back: the rest is what was sent, and the caller has it (rowValues).
+ * Only the row's id comes back (see storedRow).
  */
 const insertWithCounts = hotQuery(
   15,
@@ -405,7 +414,7 @@ const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 }
 async function createOneAlone(db: Executor, c: AloneCreate): Promise<SubmissionRow | undefined> {
   try {
     const [created] = await insertWithCounts(db, ...insertArgs(c.row, c.w, c.data), true, c.revision);
-    return { id: created!.id, ...rowValues(c.row, c.w, c.data) };
+    return storedRow(created!.id, c.row, c.w, c.data);
   } catch (error) {
     if (isStatementAbort(error)) return undefined;
     throw translateDbError(error);
@@ -431,12 +440,10 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     const rows = withJobs
       ? await insertTogetherWithJobs(connection, ...(await togetherWithJobsArgs(connection, creates)))
       : await insertTogether(connection, ...togetherArgs(creates));
-    // Only the ids come back, as from insertWithCounts: the rest of each row is what was sent
-    // (the data's text too: the statement takes it in as json, which keeps the text exactly).
     const byIndex = new Map(rows.map((r) => [Number(r.i), r.id]));
     return creates.map((c, i) => {
       const id = byIndex.get(i + 1);
-      return id === undefined ? AGAIN : { id, ...rowValues(c.row, c.w, c.data) };
+      return id === undefined ? AGAIN : storedRow(id, c.row, c.w, c.data);
     });
   } catch (error) {
     if (madeAgainAlone(error)) {
@@ -502,7 +509,7 @@ async function togetherWithJobsArgs(
   creates: AloneCreate[],
 ): Promise<[string, string, string, string, string]> {
   const ids = (await drawIds(connection, creates.length)).map((r) => r.id);
-  const jobs = creates.flatMap((c, i) => c.jobs?.({ id: ids[i]!, ...rowValues(c.row, c.w, c.data) }) ?? []);
+  const jobs = creates.flatMap((c, i) => c.jobs?.(storedRow(ids[i]!, c.row, c.w, c.data)) ?? []);
   return [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL];
 }
 
@@ -623,7 +630,7 @@ export async function createSubmission(
   const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0);
   const got = new Set(created!.stored);
   return {
-    row: { id: created!.id, ...rowValues(row, w, w.data) },
+    row: storedRow(created!.id, row, w, w.data),
     taken: w.unique.map((v) => v.fieldId).filter((f) => !got.has(f)),
     revision: created!.revision ?? undefined,
   };
