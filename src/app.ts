@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { BearerTokens, requireBearerToken } from './http/auth.js';
-import { EarlyRoutes } from './http/early-routes.js';
+import { EarlyRoutes, readEarlyBodies } from './http/early-routes.js';
 import { decodeBody, noteJsonBodyText, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
@@ -28,6 +28,9 @@ import { Field } from './modules/fields/schemas.js';
 import { folderRoutes } from './modules/folders/routes.js';
 import { Folder } from './modules/folders/schemas.js';
 import { earlyFormRead } from './modules/forms/early-read.js';
+import { submissionsDeps } from './modules/submissions/definitions.js';
+import { earlyCreate } from './modules/submissions/early-create.js';
+import { trustProxyOf } from './http/request-meta.js';
 import { formRoutes } from './modules/forms/routes.js';
 import { formReadCaches } from './modules/forms/service.js';
 import { hostedForms } from './modules/hosted/module.js';
@@ -72,10 +75,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const early = new EarlyRoutes(ctx.metrics, {
     publicUrl: ctx.config.publicUrl,
     logsRequests: ['info', 'debug', 'trace'].includes(ctx.config.logLevel),
+    bodyTimeoutMs: ctx.config.requestTimeoutMs,
   });
+  const trust = trustProxyOf(ctx.config.trustProxy);
   const app = Fastify({
     // Fastify's own server, but a few hot public GETs are answered before it routes them (EarlyRoutes).
     serverFactory: (handler) => {
+      early.handOffTo(handler);
       const server = createServer(timeouts.http, (req, res) => {
         if (!early.handle(req, res)) handler(req, res);
       });
@@ -103,14 +109,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimit,
-    // A number of hops trusts that many proxies nearest to the server.
-    trustProxy:
-      typeof ctx.config.trustProxy === 'number'
-        ? (
-            (hops: number) => (_addr: string, hop: number) =>
-              hop < hops
-          )(ctx.config.trustProxy)
-        : ctx.config.trustProxy,
+    trustProxy: trust,
     rewriteUrl: (req) => rewriteLegacyUrl(req.url ?? '/'),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
     frameworkErrors: frameworkError,
@@ -119,6 +118,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('earlyRoutes', early);
+  early.logTo(app.log);
+  readEarlyBodies(app);
   app.setValidatorCompiler(validatorCompiler);
   registerRequestId(app);
   registerMetrics(app, ctx);
@@ -129,6 +130,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   // Clients that send Content-Type: application/json on every request also send it with no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
+  /** The same parser for text in hand (the early create's): throws what it fails with. */
+  const parseJsonText = (text: string): unknown => {
+    let parsed: { error: Error | null; body?: unknown } | undefined;
+    parseJson(undefined as never, text, (error, body) => (parsed = { error, body }));
+    if (!parsed || parsed.error) throw parsed?.error ?? new Error('the JSON parser did not answer');
+    return parsed.body;
+  };
   app.removeAllContentTypeParsers(); // JSON only: any other body type gets a clear 415
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     let text: string;
@@ -283,6 +291,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const quota = new ApiQuota(ctx.rateLimiter, ctx.config);
   const formReads = formReadCaches(ctx.config.readCacheBytes);
   early.add(`${API_PREFIX}/forms/`, earlyFormRead(ctx, API_PREFIX, { caches: formReads, tokens, quota }));
+  const submissions = submissionsDeps(ctx);
+  early.addBody(
+    `${API_PREFIX}/forms/`,
+    earlyCreate(submissions, API_PREFIX, { tokens, quota, trust, parseJson: parseJsonText, log: app.log }),
+  );
 
   await app.register(
     async (api) => {
@@ -293,7 +306,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       await api.register(fieldRoutes(ctx));
       await api.register(emailRoutes(ctx));
       await api.register(folderRoutes(ctx));
-      await api.register(submissionRoutes(ctx));
+      await api.register(submissionRoutes(submissions));
       await api.register(uploadRoutes(ctx));
       await api.register(userRoutes(ctx));
       await api.register(oauthClientRoutes(ctx));

@@ -106,7 +106,11 @@ describe(`the hosted page answered before Fastify (${dialectName})`, () => {
   });
 
   it('is off when every request is logged (LOG_LEVEL info and below)', () => {
-    const early = new EarlyRoutes(app.server.ctx.metrics, { publicUrl: 'http://x.test', logsRequests: true });
+    const early = new EarlyRoutes(app.server.ctx.metrics, {
+      publicUrl: 'http://x.test',
+      logsRequests: true,
+      bodyTimeoutMs: 1000,
+    });
     early.add('/', () => ({ route: '/', headers: {}, body: Buffer.from('x') }));
     const req = { method: 'GET', url: '/', headers: {} } as never;
     assert.equal(early.handle(req, {} as never), false);

@@ -61,6 +61,23 @@ export class BearerTokens {
     if (header === undefined) throw new UnauthorizedError('token_missing');
     const token = BEARER.exec(header)?.[1];
     if (!token) throw new UnauthorizedError('token_malformed');
+    const owner = await this.ownerOf(token);
+    if (owner) return owner;
+    // A token that was looked up and not found is a guess or a stale token: counted per address.
+    await countAuthFailure(this.ctx, ip);
+    throw new UnauthorizedError('token_invalid');
+  }
+
+  /**
+   * The owner of the live token in an Authorization header, or undefined (none, or not live),
+   * counting nothing: for an early route, which leaves every refusal to the route (owner()).
+   */
+  async lookUp(header: string | undefined): Promise<TokenOwner | undefined> {
+    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    return token === undefined ? undefined : this.ownerOf(token);
+  }
+
+  private async ownerOf(token: string): Promise<TokenOwner | undefined> {
     const now = this.ctx.clock.now();
     // Read before the database is: a write in between moves the epoch, and the entry kept is never used.
     const epoch = changeEpoch(this.ctx.db);
@@ -73,11 +90,7 @@ export class BearerTokens {
         if (found) this.cache.set(token, epoch, found);
       }
     }
-    const owner = found && this.live(found, now);
-    if (owner) return owner;
-    // A token that was looked up and not found is a guess or a stale token: counted per address.
-    await countAuthFailure(this.ctx, ip);
-    throw new UnauthorizedError('token_invalid');
+    return found && this.live(found, now);
   }
 
   /**

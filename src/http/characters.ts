@@ -46,6 +46,11 @@ export function noteJsonBodyText(request: object, text: string): void {
   if (!RISKY_ESCAPE.test(text)) cleanBodies.add(request);
 }
 
+/** Whether a JSON body, parsed from text, holds nothing the rule refuses (an early route's check; refuseInvalidCharacters answers). */
+export function jsonBodyAllowed(text: string, body: unknown): boolean {
+  return !RISKY_ESCAPE.test(text) || invalidCharacters(body, 'body').length === 0;
+}
+
 function refusal(details: ErrorDetail[]): BadRequestError {
   const first = details[0]!;
   return new BadRequestError('invalid_characters', `${first.property}: ${first.message}`, { details });

@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Metrics } from '../metrics.js';
+import { appErrorAnswer, errorBody } from './error-handler.js';
 import { everyAnswersHeaders } from './headers.js';
 import { requestIdOf } from './observability.js';
-import { announcesBody } from './timeouts.js';
+import { announcesBody, bodyTimeoutError } from './timeouts.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,9 +14,10 @@ declare module 'fastify' {
   }
 }
 
-/** A 200 that an early route gives: its route pattern (for the metrics), its headers and its body. */
+/** An answer that an early route gives: its route pattern (for the metrics), its status (200 when left out), its headers and its body. */
 export interface EarlyAnswer {
   route: string;
+  status?: number;
   /** Kept by the route and given again for every answer of the same kind: the raw header list is made once per object. */
   headers: Readonly<Record<string, string>>;
   /** Headers of this answer alone, as name and value pairs (an ETag, the rate limit's). */
@@ -27,6 +31,35 @@ export interface EarlyAnswer {
  * done already (a call counted against the quota).
  */
 export type EarlyRoute = (req: IncomingMessage, url: string) => EarlyAnswer | undefined;
+
+/**
+ * Given a POST and its URL, undefined to leave the request to Fastify untouched, or the route
+ * pattern it is taken as and what answers it once its body is in: that resolves to the
+ * answer, or to undefined to give the request, with the body already read, to Fastify, which
+ * then runs it in full. It may give the request on only while it has done nothing that
+ * Fastify's run would do again (a call counted against the quota, a write); it must not
+ * reject (EarlyRoutes answers a rejection with a 500).
+ */
+export type EarlyBodyRoute = (
+  req: IncomingMessage,
+  url: string,
+) => { route: string; answer: (body: Buffer, requestId: string) => Promise<EarlyAnswer | undefined> } | undefined;
+
+/** Bodies read before a request was given to Fastify (EarlyRoutes.handOff), which its parser reads instead of the socket. */
+const readBodies = new WeakMap<IncomingMessage, Buffer>();
+
+/**
+ * Fastify reads a body that an early route read already from memory: a preParsing hook that
+ * puts it in place of the request stream. Registered once, before any route.
+ */
+export function readEarlyBodies(app: FastifyInstance): void {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const body = readBodies.get(request.raw);
+    if (body === undefined) return done(null, payload);
+    readBodies.delete(request.raw);
+    done(null, Readable.from([body], { objectMode: false }));
+  });
+}
 
 /**
  * A few GETs that are most of a deployment's traffic answered before Fastify routes them: the
@@ -44,16 +77,24 @@ export type EarlyRoute = (req: IncomingMessage, url: string) => EarlyAnswer | un
  */
 export class EarlyRoutes {
   private readonly routes: { prefix: string; answer: EarlyRoute }[] = [];
+  private readonly bodyRoutes: { prefix: string; answer: EarlyBodyRoute }[] = [];
+  /** Fastify's handler, for the requests given on after their body was read, and its logger. */
+  private handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  private log: FastifyBaseLogger | undefined;
   private readonly rawHeaders = new WeakMap<object, string[]>();
   private readonly always: [string, string][];
   private open = true;
   /** How many requests were answered here (tests tell by it which way a request went). */
   answered = 0;
 
+  /** How long a body taken here may take to arrive, as registerBodyTimeout gives Fastify's. */
+  private readonly bodyTimeoutMs: number;
+
   constructor(
     private readonly metrics: Metrics,
-    options: { publicUrl: string; logsRequests: boolean },
+    options: { publicUrl: string; logsRequests: boolean; bodyTimeoutMs: number },
   ) {
+    this.bodyTimeoutMs = options.bodyTimeoutMs;
     this.always = Object.entries(everyAnswersHeaders(options.publicUrl));
     if (options.logsRequests) this.open = false;
   }
@@ -63,6 +104,21 @@ export class EarlyRoutes {
     this.routes.push({ prefix, answer });
   }
 
+  /** POSTs whose paths start with prefix are offered to answer first (see EarlyBodyRoute). */
+  addBody(prefix: string, answer: EarlyBodyRoute): void {
+    this.bodyRoutes.push({ prefix, answer });
+  }
+
+  /** Where the requests go that a body route gives on: Fastify's handler (its serverFactory's). */
+  handOffTo(handler: (req: IncomingMessage, res: ServerResponse) => void): void {
+    this.handler = handler;
+  }
+
+  /** Where a body route's unexpected failures are logged: the app's logger, once there is one. */
+  logTo(log: FastifyBaseLogger): void {
+    this.log = log;
+  }
+
   /** From now on every request goes to Fastify (its preClose: it answers 503 while closing). */
   close(): void {
     this.open = false;
@@ -70,7 +126,9 @@ export class EarlyRoutes {
 
   /** Answers the request and says true, or says false and leaves it untouched. */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
-    if (!this.open || req.method !== 'GET') return false;
+    if (!this.open) return false;
+    if (req.method === 'POST') return this.handleBody(req, res);
+    if (req.method !== 'GET') return false;
     const url = req.url;
     if (url === undefined || announcesBody(req)) return false;
     const started = performance.now();
@@ -78,21 +136,78 @@ export class EarlyRoutes {
       if (!url.startsWith(prefix)) continue;
       const found = answer(req, url);
       if (!found) return false;
-      const headers = this.headerList(found.headers);
-      res.writeHead(200, [
-        ...headers,
-        ...(found.perAnswer ?? []),
-        'x-request-id',
-        requestIdOf(req),
-        'content-length',
-        String(found.body.length),
-      ]);
-      res.end(found.body);
-      this.answered++;
-      this.metrics.request('GET', found.route, 200, (performance.now() - started) / 1000);
+      this.send(res, requestIdOf(req), 'GET', found, started);
       return true;
     }
     return false;
+  }
+
+  /**
+   * A POST that a body route takes: its body read here (the route checked its length), then
+   * answered, or given to Fastify with the body. A body that has not come whole within the
+   * body timeout is answered as registerBodyTimeout answers it (408, the connection closed);
+   * one whose client goes is dropped with its socket, as Node does.
+   */
+  private handleBody(req: IncomingMessage, res: ServerResponse): boolean {
+    const url = req.url;
+    const handler = this.handler;
+    if (url === undefined || handler === undefined) return false;
+    const started = performance.now();
+    for (const { prefix, answer } of this.bodyRoutes) {
+      if (!url.startsWith(prefix)) continue;
+      const taken = answer(req, url);
+      if (!taken) return false;
+      const chunks: Buffer[] = [];
+      let timedOut = false;
+      const onData = (chunk: Buffer) => chunks.push(chunk);
+      const timer = setTimeout(() => {
+        timedOut = true;
+        req.off('data', onData);
+        this.send(res, requestIdOf(req), 'POST', this.bodyTimedOut(taken.route), started);
+      }, this.bodyTimeoutMs);
+      timer.unref();
+      req.on('data', onData);
+      req.once('close', () => clearTimeout(timer));
+      req.once('end', () => {
+        clearTimeout(timer);
+        if (timedOut) return;
+        const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        const requestId = requestIdOf(req);
+        taken.answer(body, requestId).then(
+          (found) => {
+            if (found) return this.send(res, requestId, 'POST', found, started);
+            readBodies.set(req, body);
+            handler(req, res);
+          },
+          (error: unknown) => {
+            this.log?.error({ err: error, requestId }, 'request failed');
+            this.send(res, requestId, 'POST', errorAnswer(taken.route, 500, errorBody('internal_error')), started);
+          },
+        );
+      });
+      return true;
+    }
+    return false;
+  }
+
+  private bodyTimedOut(route: string): EarlyAnswer {
+    const refused = appErrorAnswer(bodyTimeoutError(this.bodyTimeoutMs));
+    return { ...errorAnswer(route, refused.status, refused.body), perAnswer: ['connection', 'close'] };
+  }
+
+  private send(res: ServerResponse, requestId: string, method: string, found: EarlyAnswer, started: number): void {
+    const status = found.status ?? 200;
+    res.writeHead(status, [
+      ...this.headerList(found.headers),
+      ...(found.perAnswer ?? []),
+      'x-request-id',
+      requestId,
+      'content-length',
+      String(found.body.length),
+    ]);
+    res.end(found.body);
+    this.answered++;
+    this.metrics.request(method, found.route, status, (performance.now() - started) / 1000);
   }
 
   private headerList(headers: Readonly<Record<string, string>>): string[] {
@@ -103,4 +218,15 @@ export class EarlyRoutes {
     }
     return list;
   }
+}
+
+/** The headers of an API route's JSON answers, as its hooks set them (but the quota's). */
+export const JSON_ANSWER_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+} as const;
+
+/** An error answer of an early body route's, worded by the error handler's errorBody. */
+function errorAnswer(route: string, status: number, body: ReturnType<typeof errorBody>): EarlyAnswer {
+  return { route, status, headers: JSON_ANSWER_HEADERS, body: Buffer.from(JSON.stringify(body)) };
 }

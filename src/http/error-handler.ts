@@ -11,6 +11,11 @@ import {
 } from '../errors.js';
 import { validationDetails } from './validation.js';
 
+/** The JSON body of every error answer (ErrorBody). */
+export function errorBody(code: ErrorCode, error: string = ERRORS[code].message, details?: ErrorDetail[]) {
+  return details ? { status: 'error' as const, error, code, details } : { status: 'error' as const, error, code };
+}
+
 function send(
   reply: FastifyReply,
   status: number,
@@ -18,9 +23,48 @@ function send(
   error: string = ERRORS[code].message,
   details?: ErrorDetail[],
 ) {
-  return reply
-    .status(status)
-    .send(details ? { status: 'error', error, code, details } : { status: 'error', error, code });
+  return reply.status(status).send(errorBody(code, error, details));
+}
+
+/**
+ * What an error of the app's own is answered with: its status, body and Retry-After, and
+ * what is logged of it. The error handler's, and the early routes' that answer before Fastify.
+ */
+export function appErrorAnswer(error: AppError): {
+  status: number;
+  body: ReturnType<typeof errorBody>;
+  retryAfter?: number;
+  log?: { level: 'error' | 'debug'; message: string };
+} {
+  // The types allow only catalogued codes; this keeps a cast or a plain-JS caller from
+  // sending a code that clients were never told about.
+  if (!isErrorCode(error.code)) {
+    return {
+      status: 500,
+      body: errorBody('internal_error'),
+      log: { level: 'error', message: 'request failed with an uncatalogued error code' },
+    };
+  }
+  const retryAfter =
+    error instanceof TooManyRequestsError ||
+    error instanceof RetryLaterError ||
+    error instanceof ServiceUnavailableError
+      ? error.retryAfterSeconds
+      : undefined;
+  // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
+  // A 4xx is the client's, but what it wraps (a constraint, a storage answer) helps debugging.
+  const log =
+    error.statusCode >= 500
+      ? { level: 'error' as const, message: 'request failed' }
+      : error.cause !== undefined
+        ? { level: 'debug' as const, message: 'request refused' }
+        : undefined;
+  return {
+    status: error.statusCode,
+    body: errorBody(error.code, error.message, error.details),
+    ...(retryAfter !== undefined && { retryAfter }),
+    ...(log && { log }),
+  };
 }
 
 // Fastify's own client errors, by their code, as stable codes and plain messages.
@@ -53,24 +97,10 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof AppError) {
-      // The types allow only catalogued codes; this keeps a cast or a plain-JS caller from
-      // sending a code that clients were never told about.
-      if (!isErrorCode(error.code)) {
-        request.log.error({ err: error }, 'request failed with an uncatalogued error code');
-        return send(reply, 500, 'internal_error');
-      }
-      const retryAfter =
-        error instanceof TooManyRequestsError ||
-        error instanceof RetryLaterError ||
-        error instanceof ServiceUnavailableError
-          ? error.retryAfterSeconds
-          : undefined;
-      if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
-      // A 5xx of our own (a dependency away) is the operator's business: log it and its cause.
-      // A 4xx is the client's, but what it wraps (a constraint, a storage answer) helps debugging.
-      if (error.statusCode >= 500) request.log.error({ err: error }, 'request failed');
-      else if (error.cause !== undefined) request.log.debug({ err: error }, 'request refused');
-      return send(reply, error.statusCode, error.code, error.message, error.details);
+      const answer = appErrorAnswer(error);
+      if (answer.retryAfter !== undefined) reply.header('Retry-After', String(answer.retryAfter));
+      if (answer.log) request.log[answer.log.level]({ err: error }, answer.log.message);
+      return reply.status(answer.status).send(answer.body);
     }
     if (error.validation) {
       const details = validationDetails(error.validation as never, error.validationContext);

@@ -46,6 +46,11 @@ export function announcesBody(raw: IncomingMessage): boolean {
   return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** The refusal of a body that did not arrive within timeoutMs (here, and in EarlyRoutes). */
+export function bodyTimeoutError(timeoutMs: number): BodyTimeoutError {
+  return new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`);
+}
+
 function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
   if (reply.sent) request.raw.socket?.destroy();
   else reply.header('connection', 'close');
@@ -61,7 +66,7 @@ function closeWhenSent(request: FastifyRequest, reply: FastifyReply): void {
  * slow database) is answered the same way as soon as they are done, before the body is read.
  */
 export function registerBodyTimeout(app: FastifyInstance, timeoutMs: number): void {
-  const timedOut = () => new BodyTimeoutError(`The request body did not arrive within ${timeoutMs} ms`);
+  const timedOut = () => bodyTimeoutError(timeoutMs);
   app.addHook('onRequest', (request, reply, done) => {
     const raw: IncomingMessage = request.raw;
     if (raw.complete || !announcesBody(raw) || request.routeOptions.config.streamedBody) return done();

@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
-import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { passwordFrom } from '../encryption/keys.js';
@@ -21,7 +20,8 @@ import {
 } from './schemas.js';
 import { contentDisposition } from '../uploads/routes.js';
 import { UploadQuery } from '../uploads/schemas.js';
-import { submissionsDeps } from './definitions.js';
+import type { SubmissionsDeps } from './definitions.js';
+import { CREATE_ACCESS } from './early-create.js';
 import { exportSubmissions } from './export.js';
 import { countSubmissions, getSubmission, listSubmissions, openSubmissionFile, searchAccount } from './query.js';
 import { requestMetaOf } from '../../http/request-meta.js';
@@ -51,14 +51,15 @@ export const PasswordHeaders = Type.Object({
   ),
 });
 
-export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
-  const deps = submissionsDeps(ctx);
+/** The routes of submissions, on deps that the early create (early-create.ts) shares: one definition cache, one batcher. */
+export function submissionRoutes(deps: SubmissionsDeps): FastifyPluginAsyncTypebox {
+  const ctx = deps.ctx;
   return async (app) => {
     app.post(
       '/forms/:formId/submissions',
       {
         config: {
-          access: { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' },
+          access: CREATE_ACCESS,
           requestIdPassed: true,
         },
         schema: {

@@ -1,0 +1,106 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import { AppError } from '../../errors.js';
+import { accessByRole, type RouteAccess } from '../../http/access.js';
+import type { BearerTokens } from '../../http/auth.js';
+import { decodeBody, jsonBodyAllowed } from '../../http/characters.js';
+import { JSON_ANSWER_HEADERS, type EarlyAnswer, type EarlyBodyRoute } from '../../http/early-routes.js';
+import { appErrorAnswer, errorBody } from '../../http/error-handler.js';
+import type { ApiQuota } from '../../http/rate-limit.js';
+import { clientAddress, metaOf, type TrustProxy } from '../../http/request-meta.js';
+import { MAX_ID } from '../../http/schemas.js';
+import { buildSerializer } from '../../http/serialization.js';
+import { validatorCompiler } from '../../http/validation.js';
+import type { SubmissionsDeps } from './definitions.js';
+import { Submission, SubmissionCreate } from './schemas.js';
+import { createSubmission } from './write.js';
+
+/** POST /forms/{formId}/submissions's access rule: the route's (routes.ts), and what the early create checks. */
+export const CREATE_ACCESS: RouteAccess = { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' };
+
+/** What Fastify's JSON parser takes: application/json, with or without a charset of UTF-8. */
+const JSON_TYPE = /^application\/json(?:;\s*charset=utf-8)?$/i;
+
+export interface EarlyCreateParts {
+  tokens: BearerTokens;
+  quota: ApiQuota;
+  trust: TrustProxy;
+  /** The app's JSON parser (its prototype-poisoning rules); throws on invalid JSON. */
+  parseJson: (text: string) => unknown;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * POST {prefix}/forms/{formId}/submissions answered by EarlyRoutes, before Fastify routes it:
+ * Fastify's routing, its request and reply objects and the hooks' chain were about a quarter
+ * of a create's CPU in the service (docs/performance.md, "Twenty-fourth pass"). Taken only
+ * when the request is plain: JSON with a length, no query string, no Idempotency-Key. Every
+ * step the route's hooks take is taken with their own code, in an order where nothing is
+ * changed until the last: the body decoded and parsed (the app's parser), its characters
+ * (the rule of characters.ts) and its schema (the route's, through the same compiler), the
+ * token (looked up, nothing counted), the caller's access by scopes and role alone, then
+ * the quota, counted in memory. Any of them that would refuse, or could not decide without
+ * waiting, gives the request with its body to Fastify, whose run answers it as it would have
+ * (a 401 counted as a failure, a member's level read, a 429). From the quota on, the answer
+ * is this route's, the create's refusals included, through the error handler's mapping.
+ */
+export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyCreateParts): EarlyBodyRoute {
+  const shape = new RegExp(`^${prefix}/forms/([1-9][0-9]{0,9})/submissions$`);
+  const route = `${prefix}/forms/:formId/submissions`;
+  const validate = validatorCompiler({ schema: SubmissionCreate, method: 'POST', url: route, httpPart: 'body' }) as (
+    data: unknown,
+  ) => boolean;
+  const serialize = buildSerializer()({ schema: Submission });
+  const limit = deps.ctx.config.bodyLimit;
+  const { tokens, quota } = parts;
+
+  const answer = (status: number, limits: string[], body: string): EarlyAnswer => ({
+    route,
+    status,
+    headers: JSON_ANSWER_HEADERS,
+    perAnswer: limits,
+    body: Buffer.from(body),
+  });
+
+  return (req, url) => {
+    const matched = shape.exec(url);
+    if (!matched || req.headers['idempotency-key'] !== undefined || req.headers['transfer-encoding'] !== undefined)
+      return undefined;
+    if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
+    const length = Number(req.headers['content-length']);
+    const formId = Number(matched[1]);
+    if (!(length > 0 && length <= limit) || formId > MAX_ID) return undefined;
+    return { route, answer: (bytes, requestId) => create(req, formId, bytes, requestId) };
+  };
+
+  async function create(req: IncomingMessage, formId: number, bytes: Buffer, requestId: string) {
+    let text: string;
+    let body: unknown;
+    try {
+      text = decodeBody(bytes);
+      body = parts.parseJson(text);
+    } catch {
+      return undefined;
+    }
+    if (!jsonBodyAllowed(text, body) || !validate(body)) return undefined;
+    const header = req.headers.authorization;
+    const who = tokens.keptOwner(header) ?? (await tokens.lookUp(header));
+    if (!who || accessByRole(who, CREATE_ACCESS) !== 'allowed') return undefined;
+    const limits = quota.countNow(who.tokenHash);
+    if (!limits) return undefined;
+    const meta = metaOf(req.headers['user-agent'], clientAddress(req, parts.trust), requestId);
+    try {
+      const made = await createSubmission(deps, who, { formId }, body as SubmissionCreate, meta);
+      return answer(200, limits, serialize(made));
+    } catch (error) {
+      if (!(error instanceof AppError)) {
+        parts.log.error({ err: error, requestId }, 'request failed');
+        return answer(500, limits, JSON.stringify(errorBody('internal_error')));
+      }
+      const refused = appErrorAnswer(error);
+      if (refused.log) parts.log[refused.log.level]({ err: error, requestId }, refused.log.message);
+      const retryAfter = refused.retryAfter === undefined ? [] : ['retry-after', String(refused.retryAfter)];
+      return answer(refused.status, [...limits, ...retryAfter], JSON.stringify(refused.body));
+    }
+  }
+}
