@@ -79,7 +79,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   const trust = trustProxyOf(ctx.config.trustProxy);
   const app = Fastify({
-    // Fastify's own server, but a few hot public GETs are answered before it routes them (EarlyRoutes).
+    // Fastify's own server, but a few hot requests (public GETs, the plain create) are answered before it routes them (EarlyRoutes).
     serverFactory: (handler) => {
       early.handOffTo(handler);
       const server = createServer(timeouts.http, (req, res) => {

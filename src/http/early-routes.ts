@@ -62,15 +62,17 @@ export function readEarlyBodies(app: FastifyInstance): void {
 }
 
 /**
- * A few GETs that are most of a deployment's traffic answered before Fastify routes them: the
- * hosted page of an open form that this process has in memory, and a form read whose answer
- * and token this process holds (forms/early-read.ts). Fastify's routing, its request and reply
- * objects and the app's global hooks cost about as much again as such an answer's own work
- * (docs/performance.md, "Seventh pass" and "Tenth pass"); here the answer carries what those
- * hooks would have added (x-request-id, the headers of registerSecurityHeaders) and is
- * counted in the same metrics series. Anything else falls through to Fastify: another
- * method, a body, whatever a route does not take early, and everything while the server is
- * closing (Fastify answers 503 then).
+ * A few requests that are most of a deployment's traffic answered before Fastify routes them:
+ * the hosted page of an open form that this process has in memory, a form read whose answer
+ * and token this process holds (forms/early-read.ts), and a plain submission create
+ * (submissions/early-create.ts, a body route). Fastify's routing, its request and reply
+ * objects and the app's global hooks cost about as much again as such a read's own work, and
+ * a sixth to a quarter of a create's (docs/performance.md, "Seventh", "Tenth" and
+ * "Twenty-fourth pass"); here the answer carries what those hooks would have added
+ * (x-request-id, the headers of registerSecurityHeaders) and is counted in the same metrics
+ * series. Anything else falls through to Fastify: another method, a GET with a body,
+ * whatever a route does not take early, and everything while the server is closing (Fastify
+ * answers 503 then).
  *
  * Not used when LOG_LEVEL logs every request (info and below): Fastify's two lines per
  * request would be missing, and they cost more than what this saves.

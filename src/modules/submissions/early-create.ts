@@ -32,7 +32,7 @@ export interface EarlyCreateParts {
 
 /**
  * POST {prefix}/forms/{formId}/submissions answered by EarlyRoutes, before Fastify routes it:
- * Fastify's routing, its request and reply objects and the hooks' chain were about a quarter
+ * Fastify's routing, its request and reply objects and the hooks' chain were a sixth to a quarter
  * of a create's CPU in the service (docs/performance.md, "Twenty-fourth pass"). Taken only
  * when the request is plain: JSON with a length, no query string, no Idempotency-Key. Every
  * step the route's hooks take is taken with their own code, in an order where nothing is
