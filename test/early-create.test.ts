@@ -24,6 +24,11 @@ function sameParts(body: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
+/** A body sent in chunks, without a Content-Length: a request that is never taken early. */
+function chunked(text: string): { body: ReadableStream<Uint8Array>; duplex: 'half' } {
+  return { body: new Blob([text]).stream(), duplex: 'half' };
+}
+
 /** The quota's remaining calls, from a RateLimit header (`"minute";r=999;t=42`). */
 const remaining = (res: Response) => Number(/;r=(\d+);/.exec(res.headers.get('ratelimit') ?? '')?.[1]);
 
@@ -54,7 +59,10 @@ describe(`a submission's create answered before Fastify (${dialectName})`, () =>
   after(() => app.close());
 
   /** A POST of body (text as it is) to path, with the owner's token unless another is given. */
-  async function post(body: string, options: { path?: string; token?: string; headers?: Record<string, string> } = {}) {
+  async function post(
+    body: string,
+    options: { path?: string; token?: string; headers?: Record<string, string>; chunked?: boolean } = {},
+  ) {
     const before = answered();
     const res = await fetch(`${app.url}/api/v2025${options.path ?? `/forms/${formId}/submissions`}`, {
       method: 'POST',
@@ -63,8 +71,8 @@ describe(`a submission's create answered before Fastify (${dialectName})`, () =>
         'content-type': 'application/json',
         ...options.headers,
       },
-      body,
-    });
+      ...(options.chunked ? chunked(body) : { body }),
+    } as RequestInit);
     const text = await res.text();
     return { res, text, json: JSON.parse(text) as Record<string, unknown>, early: answered() > before };
   }
@@ -72,10 +80,8 @@ describe(`a submission's create answered before Fastify (${dialectName})`, () =>
     JSON.stringify({
       fields: [{ id: nameField, value: name }, ...(email === undefined ? [] : [{ id: emailField, value: email }])],
     });
-  /** The same request given to the route: an Idempotency-Key is never taken early. */
-  let keys = 0;
-  const routed = (body: string, options: Parameters<typeof post>[1] = {}) =>
-    post(body, { ...options, headers: { ...options.headers, 'idempotency-key': `key-${++keys}` } });
+  /** The same request given to the route: a body in chunks is never taken early. */
+  const routed = (body: string, options: Parameters<typeof post>[1] = {}) => post(body, { ...options, chunked: true });
 
   it('answers a plain create as the route does: status, headers and body', async () => {
     const early = await post(values('Ada', 'ada@example.com'), {
@@ -182,6 +188,35 @@ describe(`a submission's create answered before Fastify (${dialectName})`, () =>
     assert.equal(failures, 1, 'the 401 answered once, by the route');
   });
 
+  it('runs a create under an Idempotency-Key as the route does: the first answer replayed, another body refused', async () => {
+    const body = values('Kay', 'kay@example.com');
+    const first = await post(body, { headers: { 'idempotency-key': 'early-key' } });
+    assert.equal(first.early, true);
+    assert.equal(first.res.status, 200, first.text);
+    assert.equal(first.res.headers.get('idempotent-replayed'), null);
+    const early = await post(body, { headers: { 'idempotency-key': 'early-key' } });
+    const route = await routed(body, { headers: { 'idempotency-key': 'early-key' } });
+    assert.equal(early.early, true, 'the retry answered early');
+    assert.equal(route.early, false);
+    for (const retry of [early, route]) {
+      assert.equal(retry.res.status, 200, retry.text);
+      assert.equal(retry.res.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(retry.json, first.json, 'the first answer');
+    }
+    assert.deepEqual(lasting(early.res.headers), lasting(route.res.headers));
+    const other = await post(values('Kay'), { headers: { 'idempotency-key': 'early-key' } });
+    const otherRouted = await routed(values('Kay'), { headers: { 'idempotency-key': 'early-key' } });
+    assert.equal(other.early, true);
+    assert.equal(other.res.status, 422, other.text);
+    assert.deepEqual(other.json, otherRouted.json);
+    const bad = await post(body, { headers: { 'idempotency-key': 'not visible ascii' } });
+    assert.equal(bad.res.status, 400, bad.text);
+    assert.deepEqual(bad.json, (await routed(body, { headers: { 'idempotency-key': 'not visible ascii' } })).json);
+    const kept = await owner.get(`/forms/${formId}/submissions?keyword=kay`);
+    assert.equal(kept.status, 200, kept.text);
+    assert.equal(kept.body.submissions.length, 1, 'one submission for the key, however it was retried');
+  });
+
   it('drops a request whose body never comes whole, writing nothing, and goes on serving', async () => {
     const before = (await owner.get(`/forms/${formId}/submissions/count`)).body.count as number;
     const port = Number(new URL(app.url).port);
@@ -254,20 +289,20 @@ describe(`the early create behind a proxy (${dialectName})`, () => {
     const field = form.body.fields[0].id as number;
     const body = JSON.stringify({ fields: [{ id: field, value: 'Eve' }] });
     const at = app.server.app.earlyRoutes.answered;
-    const send = (headers: Record<string, string>) =>
+    const send = (inChunks: boolean) =>
       fetch(`${app.url}/api/v2025/forms/${form.body.id}/submissions`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${owner.token}`,
           'content-type': 'application/json',
           'x-forwarded-for': '198.51.100.4, 203.0.113.9',
-          ...headers,
         },
-        body,
-      }).then(async (res) => (await res.json()) as { remoteAddr: string });
-    const early = await send({});
+        ...(inChunks ? chunked(body) : { body }),
+      } as RequestInit).then(async (res) => (await res.json()) as { remoteAddr: string });
+    const early = await send(false);
     assert.equal(app.server.app.earlyRoutes.answered, at + 1);
-    const routed = await send({ 'idempotency-key': 'proxied' });
+    const routed = await send(true);
+    assert.equal(app.server.app.earlyRoutes.answered, at + 1, 'in chunks: answered by the route');
     assert.equal(early.remoteAddr, '203.0.113.9', 'one hop trusted: the address that proxy saw');
     assert.equal(routed.remoteAddr, early.remoteAddr);
   });

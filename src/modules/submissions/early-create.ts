@@ -13,7 +13,7 @@ import { buildSerializer } from '../../http/serialization.js';
 import { validatorCompiler } from '../../http/validation.js';
 import type { SubmissionsDeps } from './definitions.js';
 import { Submission, SubmissionCreate } from './schemas.js';
-import { createSubmission } from './write.js';
+import { createWithKey } from './write.js';
 
 /** POST /forms/{formId}/submissions's access rule: the route's (routes.ts), and what the early create checks. */
 export const CREATE_ACCESS: RouteAccess = { scope: 'submissions:write', level: 'submissions', formFrom: 'formId' };
@@ -34,8 +34,8 @@ export interface EarlyCreateParts {
  * POST {prefix}/forms/{formId}/submissions answered by EarlyRoutes, before Fastify routes it:
  * Fastify's routing, its request and reply objects and the hooks' chain were a sixth to a quarter
  * of a create's CPU in the service (docs/performance.md, "Twenty-fourth pass"). Taken only
- * when the request is plain: JSON with a length, no query string, no Idempotency-Key. Every
- * step the route's hooks take is taken with their own code, in an order where nothing is
+ * when the request is plain: JSON with a length, no query string (with an Idempotency-Key or
+ * without: createWithKey runs it as the route's handler does). Every step the route's hooks take is taken with their own code, in an order where nothing is
  * changed until the last: the body decoded and parsed (the app's parser), its characters
  * (the rule of characters.ts) and its schema (the route's, through the same compiler), the
  * token (looked up, nothing counted), the caller's access by scopes and role alone, then
@@ -64,16 +64,15 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
 
   return (req, url) => {
     const matched = shape.exec(url);
-    if (!matched || req.headers['idempotency-key'] !== undefined || req.headers['transfer-encoding'] !== undefined)
-      return undefined;
+    if (!matched || req.headers['transfer-encoding'] !== undefined) return undefined;
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
     const length = Number(req.headers['content-length']);
     const formId = Number(matched[1]);
     if (!(length > 0 && length <= limit) || formId > MAX_ID) return undefined;
-    return { route, answer: (bytes, requestId) => create(req, formId, bytes, requestId) };
+    return { route, answer: (bytes, requestId) => create(req, url, formId, bytes, requestId) };
   };
 
-  async function create(req: IncomingMessage, formId: number, bytes: Buffer, requestId: string) {
+  async function create(req: IncomingMessage, url: string, formId: number, bytes: Buffer, requestId: string) {
     let text: string;
     let body: unknown;
     try {
@@ -83,6 +82,8 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
       return undefined;
     }
     if (!jsonBodyAllowed(text, body) || !validate(body)) return undefined;
+    const key = req.headers['idempotency-key'];
+    if (Array.isArray(key)) return undefined;
     const header = req.headers.authorization;
     const who = tokens.keptOwner(header) ?? (await tokens.lookUp(header));
     if (!who || accessByRole(who, CREATE_ACCESS) !== 'allowed') return undefined;
@@ -90,8 +91,10 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
     if (!limits) return undefined;
     const meta = metaOf(req.headers['user-agent'], clientAddress(req, parts.trust), requestId);
     try {
-      const made = await createSubmission(deps, who, { formId }, body as SubmissionCreate, meta);
-      return answer(200, limits, serialize(made));
+      const outcome = await createWithKey(deps, who, formId, body as SubmissionCreate, meta, { key, url });
+      if (!outcome.replayed) return answer(200, limits, serialize(outcome.result));
+      const { status, body: first } = outcome.response;
+      return answer(status, [...limits, 'idempotent-replayed', 'true'], first);
     } catch (error) {
       if (!(error instanceof AppError)) {
         parts.log.error({ err: error, requestId }, 'request failed');

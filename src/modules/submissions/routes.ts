@@ -5,7 +5,6 @@ import type { FastifyReply } from 'fastify';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { passwordFrom } from '../encryption/keys.js';
-import { requestHash, withIdempotencyKey } from '../idempotency/service.js';
 import {
   AccountSearchQuery,
   CountQuery,
@@ -25,7 +24,7 @@ import { CREATE_ACCESS } from './early-create.js';
 import { exportSubmissions } from './export.js';
 import { countSubmissions, getSubmission, listSubmissions, openSubmissionFile, searchAccount } from './query.js';
 import { requestMetaOf } from '../../http/request-meta.js';
-import { createSubmission, deleteSubmission, updateSubmission } from './write.js';
+import { createWithKey, deleteSubmission, updateSubmission } from './write.js';
 
 const tags = ['Submissions'];
 const formParams = idParams('formId');
@@ -53,7 +52,6 @@ export const PasswordHeaders = Type.Object({
 
 /** The routes of submissions, on deps that the early create (early-create.ts) shares: one definition cache, one batcher. */
 export function submissionRoutes(deps: SubmissionsDeps): FastifyPluginAsyncTypebox {
-  const ctx = deps.ctx;
   return async (app) => {
     app.post(
       '/forms/:formId/submissions',
@@ -77,23 +75,10 @@ export function submissionRoutes(deps: SubmissionsDeps): FastifyPluginAsyncTypeb
         },
       },
       async (req, reply) => {
-        const accountId = principal(req).accountId;
-        const meta = requestMetaOf(req);
-        const outcome = await withIdempotencyKey(
-          ctx,
-          accountId,
-          req.headers['idempotency-key'],
-          () => requestHash(ctx.config.secretKey, 'POST', req.url, req.body),
-          (save) =>
-            createSubmission(
-              deps,
-              principal(req),
-              { formId: req.params.formId },
-              req.body,
-              meta,
-              save && ((trx, submission) => save(trx, { status: 200, body: JSON.stringify(submission) })),
-            ),
-        );
+        const outcome = await createWithKey(deps, principal(req), req.params.formId, req.body, requestMetaOf(req), {
+          key: req.headers['idempotency-key'],
+          url: req.url,
+        });
         if (!outcome.replayed) return outcome.result;
         const raw = reply as FastifyReply;
         return raw

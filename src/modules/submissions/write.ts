@@ -16,6 +16,7 @@ import {
 } from '../events/publish.js';
 import { documentKeysOf } from '../docmerge/repository.js';
 import * as repo from './repository.js';
+import { requestHash, withIdempotencyKey, type IdempotentOutcome } from '../idempotency/service.js';
 import { isSealed } from './sealing.js';
 import type { Submission, SubmissionCreate, SubmissionUpdate } from './schemas.js';
 import {
@@ -80,6 +81,35 @@ async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
       if (tries === 3) throw new ConflictError('form_changed');
     }
   }
+}
+
+/**
+ * A create as the API takes it: under an Idempotency-Key when one is sent (the first answer
+ * replayed, see withIdempotencyKey), else as it comes. The route's and the early create's.
+ */
+export function createWithKey(
+  deps: SubmissionsDeps,
+  scope: AccountScope,
+  formId: number,
+  input: SubmissionCreate,
+  meta: RequestMeta,
+  request: { key: string | undefined; url: string },
+): Promise<IdempotentOutcome<Submission>> {
+  return withIdempotencyKey(
+    deps.ctx,
+    scope.accountId,
+    request.key,
+    () => requestHash(deps.ctx.config.secretKey, 'POST', request.url, input),
+    (save) =>
+      createSubmission(
+        deps,
+        scope,
+        { formId },
+        input,
+        meta,
+        save && ((trx, submission) => save(trx, { status: 200, body: JSON.stringify(submission) })),
+      ),
+  );
 }
 
 /**
