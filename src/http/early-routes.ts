@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { AppError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { appErrorAnswer, errorBody } from './error-handler.js';
 import { everyAnswersHeaders } from './headers.js';
@@ -165,7 +166,9 @@ export class EarlyRoutes {
       const timer = setTimeout(() => {
         timedOut = true;
         req.off('data', onData);
-        this.send(res, requestIdOf(req), 'POST', this.bodyTimedOut(taken.route), started);
+        const requestId = requestIdOf(req);
+        const refused = earlyErrorAnswer(taken.route, bodyTimeoutError(this.bodyTimeoutMs), this.log, requestId);
+        this.send(res, requestId, 'POST', { ...refused, perAnswer: ['connection', 'close'] }, started);
       }, this.bodyTimeoutMs);
       timer.unref();
       req.on('data', onData);
@@ -181,20 +184,13 @@ export class EarlyRoutes {
             readBodies.set(req, body);
             handler(req, res);
           },
-          (error: unknown) => {
-            this.log?.error({ err: error, requestId }, 'request failed');
-            this.send(res, requestId, 'POST', errorAnswer(taken.route, 500, errorBody('internal_error')), started);
-          },
+          (error: unknown) =>
+            this.send(res, requestId, 'POST', earlyErrorAnswer(taken.route, error, this.log, requestId), started),
         );
       });
       return true;
     }
     return false;
-  }
-
-  private bodyTimedOut(route: string): EarlyAnswer {
-    const refused = appErrorAnswer(bodyTimeoutError(this.bodyTimeoutMs));
-    return { ...errorAnswer(route, refused.status, refused.body), perAnswer: ['connection', 'close'] };
   }
 
   private send(res: ServerResponse, requestId: string, method: string, found: EarlyAnswer, started: number): void {
@@ -228,7 +224,29 @@ export const JSON_ANSWER_HEADERS = {
   'cache-control': 'no-store',
 } as const;
 
-/** An error answer of an early body route's, worded by the error handler's errorBody. */
-function errorAnswer(route: string, status: number, body: ReturnType<typeof errorBody>): EarlyAnswer {
-  return { route, status, headers: JSON_ANSWER_HEADERS, body: Buffer.from(JSON.stringify(body)) };
+/**
+ * An early body route's answer to an error, as the error handler gives it: the app's own
+ * errors through appErrorAnswer (with Retry-After, logged as it says), anything else a 500,
+ * logged.
+ */
+export function earlyErrorAnswer(
+  route: string,
+  error: unknown,
+  log: FastifyBaseLogger | undefined,
+  requestId: string,
+): EarlyAnswer {
+  const answer = (status: number, body: ReturnType<typeof errorBody>): EarlyAnswer => ({
+    route,
+    status,
+    headers: JSON_ANSWER_HEADERS,
+    body: Buffer.from(JSON.stringify(body)),
+  });
+  if (!(error instanceof AppError)) {
+    log?.error({ err: error, requestId }, 'request failed');
+    return answer(500, errorBody('internal_error'));
+  }
+  const refused = appErrorAnswer(error);
+  if (refused.log) log?.[refused.log.level]({ err: error, requestId }, refused.log.message);
+  const retryAfter = refused.retryAfter === undefined ? undefined : ['retry-after', String(refused.retryAfter)];
+  return { ...answer(refused.status, refused.body), ...(retryAfter && { perAnswer: retryAfter }) };
 }

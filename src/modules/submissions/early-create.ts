@@ -1,11 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { AppError } from '../../errors.js';
 import { accessByRole, type RouteAccess } from '../../http/access.js';
 import type { BearerTokens } from '../../http/auth.js';
 import { decodeBody, jsonBodyAllowed } from '../../http/characters.js';
-import { JSON_ANSWER_HEADERS, type EarlyAnswer, type EarlyBodyRoute } from '../../http/early-routes.js';
-import { appErrorAnswer, errorBody } from '../../http/error-handler.js';
+import {
+  earlyErrorAnswer,
+  JSON_ANSWER_HEADERS,
+  type EarlyAnswer,
+  type EarlyBodyRoute,
+} from '../../http/early-routes.js';
 import type { ApiQuota } from '../../http/rate-limit.js';
 import { clientAddress, metaOf, type TrustProxy } from '../../http/request-meta.js';
 import { MAX_ID } from '../../http/schemas.js';
@@ -32,17 +35,18 @@ export interface EarlyCreateParts {
 
 /**
  * POST {prefix}/forms/{formId}/submissions answered by EarlyRoutes, before Fastify routes it:
- * Fastify's routing, its request and reply objects and the hooks' chain were a sixth to a quarter
- * of a create's CPU in the service (docs/performance.md, "Twenty-fourth pass"). Taken only
- * when the request is plain: JSON with a length, no query string (with an Idempotency-Key or
- * without: createWithKey runs it as the route's handler does). Every step the route's hooks take is taken with their own code, in an order where nothing is
- * changed until the last: the body decoded and parsed (the app's parser), its characters
- * (the rule of characters.ts) and its schema (the route's, through the same compiler), the
- * token (looked up, nothing counted), the caller's access by scopes and role alone, then
- * the quota, counted in memory. Any of them that would refuse, or could not decide without
- * waiting, gives the request with its body to Fastify, whose run answers it as it would have
- * (a 401 counted as a failure, a member's level read, a 429). From the quota on, the answer
- * is this route's, the create's refusals included, through the error handler's mapping.
+ * Fastify's routing, its request and reply objects and the hooks' chain were a sixth to a
+ * quarter of a create's CPU in the service (docs/performance.md, "Twenty-fourth pass"). Taken
+ * only when the request is plain: JSON with a length, no query string (with an
+ * Idempotency-Key or without: createWithKey runs it as the route's handler does). Every step
+ * the route's hooks take is taken with their own code, in an order where nothing is changed
+ * until the last: the body decoded and parsed (the app's parser), its characters (the rule of
+ * characters.ts) and its schema (the route's, through the same compiler), the token (looked
+ * up, nothing counted), the caller's access by scopes and role alone, then the quota, counted
+ * in memory. Any of them that would refuse, or could not decide without waiting, gives the
+ * request with its body to Fastify, whose run answers it as it would have (a 401 counted as a
+ * failure, a member's level read, a 429). From the quota on, the answer is this route's, the
+ * create's refusals included (earlyErrorAnswer, the error handler's mapping).
  */
 export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyCreateParts): EarlyBodyRoute {
   const shape = new RegExp(`^${prefix}/forms/([1-9][0-9]{0,9})/submissions$`);
@@ -96,14 +100,8 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
       const { status, body: first } = outcome.response;
       return answer(status, [...limits, 'idempotent-replayed', 'true'], first);
     } catch (error) {
-      if (!(error instanceof AppError)) {
-        parts.log.error({ err: error, requestId }, 'request failed');
-        return answer(500, limits, JSON.stringify(errorBody('internal_error')));
-      }
-      const refused = appErrorAnswer(error);
-      if (refused.log) parts.log[refused.log.level]({ err: error, requestId }, refused.log.message);
-      const retryAfter = refused.retryAfter === undefined ? [] : ['retry-after', String(refused.retryAfter)];
-      return answer(refused.status, [...limits, ...retryAfter], JSON.stringify(refused.body));
+      const refused = earlyErrorAnswer(route, error, parts.log, requestId);
+      return { ...refused, perAnswer: [...limits, ...(refused.perAnswer ?? [])] };
     }
   }
 }

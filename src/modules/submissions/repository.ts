@@ -437,13 +437,16 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     }
   }
   try {
-    const rows = withJobs
-      ? await insertTogetherWithJobs(connection, ...(await togetherWithJobsArgs(connection, creates)))
+    // With jobs, each create's row is made before the statement (its outbox rows carry it) and is its answer.
+    const withRows = withJobs ? await togetherWithJobsArgs(connection, creates) : undefined;
+    const rows = withRows
+      ? await insertTogetherWithJobs(connection, ...withRows.args)
       : await insertTogether(connection, ...togetherArgs(creates));
     const byIndex = new Map(rows.map((r) => [Number(r.i), r.id]));
     return creates.map((c, i) => {
       const id = byIndex.get(i + 1);
-      return id === undefined ? AGAIN : storedRow(id, c.row, c.w, c.data);
+      if (id === undefined) return AGAIN;
+      return withRows?.made[i] ?? storedRow(id, c.row, c.w, c.data);
     });
   } catch (error) {
     if (madeAgainAlone(error)) {
@@ -501,16 +504,17 @@ function togetherArgs(creates: AloneCreate[], ids?: number[]): [string, string, 
 }
 
 /**
- * insertTogetherWithJobs's arguments: the batch's ids are drawn first, so that each create's
- * outbox rows, made from its row, go in with it.
+ * insertTogetherWithJobs's arguments, and each create's row as it will be stored: the batch's
+ * ids are drawn first, so that each create's outbox rows, made from its row, go in with it.
  */
 async function togetherWithJobsArgs(
   connection: Executor,
   creates: AloneCreate[],
-): Promise<[string, string, string, string, string]> {
+): Promise<{ args: [string, string, string, string, string]; made: SubmissionRow[] }> {
   const ids = (await drawIds(connection, creates.length)).map((r) => r.id);
-  const jobs = creates.flatMap((c, i) => c.jobs?.(storedRow(ids[i]!, c.row, c.w, c.data)) ?? []);
-  return [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL];
+  const made = creates.map((c, i) => storedRow(ids[i]!, c.row, c.w, c.data));
+  const jobs = creates.flatMap((c, i) => c.jobs?.(made[i]!) ?? []);
+  return { args: [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL], made };
 }
 
 /**
