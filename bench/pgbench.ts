@@ -73,13 +73,14 @@ export function pgbenchScript(statements: Captured[]): string {
   const drawn = `('u' || nextval('${SEQUENCE}'))`;
   return statements
     .map((c) => {
-      if (/nextval\(pg_get_serial_sequence\('submissions', 'id'\)\)::int AS id FROM generate_series/.test(c.text)) {
+      if (/pg_get_serial_sequence\('submissions', 'id'\)::regclass\)\)::int AS id\s+FROM generate_series/.test(c.text)) {
         if (c.values[0] !== '1') throw new Error(`the replay draws one id, not ${c.values[0]}`);
         return "SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS fw_id \\gset";
       }
       const unique = /insert into "submission_unique_values"/i.test(c.text);
       const uniqueArray = /unnest\(\$\d+::int\[\], \$(\d+)::text\[\]\)/.exec(c.text)?.[1];
-      const uniqueJson = /json_to_recordset\(\$(\d+)::json\) AS u\(i int, f int, n text\)/.exec(c.text)?.[1];
+      const createsJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS v\(i int, id int/.exec(c.text)?.[1];
+      const uniqueJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS u\(i int, f int, n text\)/.exec(c.text)?.[1];
       const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
         const i = Number(n) - 1;
         if (unique && i % 4 === 3) return drawn;
@@ -87,10 +88,9 @@ export function pgbenchScript(statements: Captured[]): string {
         const value = literal(captured);
         if (n === uniqueArray) return `ARRAY(SELECT ${drawn} FROM generate_series(1, cardinality(${value}::text[])))`;
         if (n === uniqueJson)
-          return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM json_to_recordset(${value}::json) AS e(i int, f int, n text))`;
-        const id = captured === null ? null : /"id":(\d+),"d":/.exec(captured);
-        if (id)
-          return `replace(${value}, ${literal(`"id":${id[1]},"d":`)}, ${literal('"id":')} || :fw_id || ${literal(',"d":')})`;
+          return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM jsonb_to_recordset(${value}::jsonb) AS e(i int, f int, n text))`;
+        const id = n !== createsJson || captured === null ? null : /"id":(\d+)}/.exec(captured);
+        if (id) return `replace(${value}, ${literal(`"id":${id[1]}}`)}, ${literal('"id":')} || :fw_id || '}')`;
         return value;
       });
       return `${sqlText.replace(/\s+/g, ' ').trim()};`;

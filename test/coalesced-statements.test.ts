@@ -69,7 +69,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     const inserts = insertsSince(from);
     assert.equal(inserts.length, 1, 'twelve creates, one statement');
     assert.ok(inserts[0]!.name, 'prepared');
-    assert.match(inserts[0]!.text, /json_array_elements/);
+    assert.match(inserts[0]!.text, /jsonb_to_recordset/);
     const now = await counters('submission_create');
     assert.deepEqual(
       [now.statements - counted.statements, now.calls - counted.calls, now.madeAgain - counted.madeAgain],
@@ -139,7 +139,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       [true, true, true, true, true, true, true, true, false, false],
     );
     const inserts = insertsSince(from);
-    assert.equal(inserts.filter((s) => /json_array_elements/.test(s.text)).length, 1);
+    assert.equal(inserts.filter((s) => /jsonb_to_recordset/.test(s.text)).length, 1);
     assert.equal(inserts.length, 1 + 12, 'the statement, then each alone');
     assert.equal((await counters('submission_create')).madeAgain - counted.madeAgain, 12);
     assert.equal(await countOf(form.id), 1 + 2 + 7);

@@ -219,7 +219,7 @@ describe('what a create sends to PostgreSQL', { skip: TEST_PG_URL === undefined 
       });
     });
     assert.ok(
-      creates.some((c) => /INSERT INTO jobs/.test(c.create.text) && /json_array_elements/.test(c.create.text)),
+      creates.some((c) => /INSERT INTO jobs/.test(c.create.text) && /jsonb_to_recordset/.test(c.create.text)),
       'some creates with events went in a shared statement',
     );
     // The statement the taken value was in failed; its other creates were made again alone, each
