@@ -122,6 +122,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0032_idempotency_expiry_index',
       '0033_drop_jobs_due',
       '0034_create_abort',
+      '0035_search_pending_list',
     ]);
 
     assert.equal(

@@ -193,6 +193,13 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     }
   });
 
+  it('the full-text index moves its pending entries in at 1 MB, not the default 4 (PostgreSQL)', async (t) => {
+    if (dialectName !== 'postgres') return t.skip('a GIN index setting');
+    const { rows } = await sql<{ options: string[] | null }>`
+      SELECT reloptions AS options FROM pg_class WHERE relname = 'submissions_search'`.execute(app.server.db.kysely);
+    assert.deepEqual(rows[0]?.options, ['gin_pending_list_limit=1024']);
+  });
+
   it('a time range uses submissions_form_created', async () => {
     const range = { from: BASE + 100 * MINUTE, to: BASE + 130 * MINUTE, terms: [] };
     const listPlans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, range, page));

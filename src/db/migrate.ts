@@ -28,6 +28,7 @@ import * as portalExpiry from './migrations/0031_portal_expiry.js';
 import * as idempotencyExpiryIndex from './migrations/0032_idempotency_expiry_index.js';
 import * as dropJobsDue from './migrations/0033_drop_jobs_due.js';
 import * as createAbort from './migrations/0034_create_abort.js';
+import * as searchPendingList from './migrations/0035_search_pending_list.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -62,6 +63,7 @@ const migrations: Record<string, MigrationModule> = {
   '0032_idempotency_expiry_index': idempotencyExpiryIndex,
   '0033_drop_jobs_due': dropJobsDue,
   '0034_create_abort': createAbort,
+  '0035_search_pending_list': searchPendingList,
 };
 
 /** Every migration's name, in the order they run. */
