@@ -472,6 +472,21 @@ describe('displayValue', () => {
     assert.equal(displayValue(field('number'), 2.5), '2.5');
   });
 
+  it('shows the first option of a value that two share, and a new list of options as it is', () => {
+    const options = [
+      { label: 'First', value: 'x' },
+      { label: 'Second', value: 'x' },
+      { label: 'Why', value: 'y' },
+    ];
+    const f = field('checkbox', {}, options);
+    assert.equal(displayValue(f, ['y', 'x']), 'Why, First');
+    assert.equal(displayValue(field('radio', {}, options), 'x'), 'First');
+    // An edit gives the field a new list: what was looked up in the old one is not kept for it.
+    f.options = [{ label: 'Ex', value: 'x' }];
+    assert.equal(displayValue(f, ['y', 'x']), 'y, Ex');
+    assert.throws(() => readValue(f, ['y'], 0), /"y" is not one of the options \(x\)/);
+  });
+
   it('shows a name in its usual order and an address on one line', () => {
     assert.equal(
       displayValue(field('name'), { suffix: 'Jr.', last: 'López', first: 'Ana', prefix: 'Dr.' }),

@@ -105,7 +105,7 @@ export function derived(
     if (value === undefined) continue;
     const shown = displayValue(field, value);
     const norm = normalize(shown);
-    const keys = searchKeys(field, value, shown);
+    const keys = searchKeys(field, value, shown, norm);
     for (const key of keys) {
       tokens.add(fieldToken(field.id, key));
       for (const word of words(key)) tokens.add(word);

@@ -186,13 +186,32 @@ function checkCard(value: unknown, attributes: Record<string, unknown>, nowMs: n
   return { brand, last4: digits.slice(-4), expMonth: String(month).padStart(2, '0'), expYear: String(year) };
 }
 
+type FieldOption = FieldForValues['options'][number];
+const optionIndexes = new WeakMap<FieldForValues['options'], Map<string, FieldOption>>();
+
+/**
+ * A field's options by value, the first of each value (as a search of the list would find),
+ * made once per list: a form's definition is kept, its lists with it, and no list is changed
+ * in place (an edit makes a new one). A country list of 250 was searched from the start for
+ * every value shown, and made into a set for every value checked.
+ */
+function optionsByValue(options: FieldForValues['options']): Map<string, FieldOption> {
+  let index = optionIndexes.get(options);
+  if (!index) {
+    index = new Map();
+    for (const o of options) if (!index.has(o.value)) index.set(o.value, o);
+    optionIndexes.set(options, index);
+  }
+  return index;
+}
+
 function optionValues(field: FieldForValues, value: unknown): string[] {
   const list = Array.isArray(value) ? value : [value];
-  const allowed = new Set(field.options.map((o) => o.value));
+  const allowed = optionsByValue(field.options);
   const out: string[] = [];
   for (const v of list) {
     const s = text(v, 500);
-    if (!allowed.has(s)) throw new ValueError(`"${s}" is not one of the options (${[...allowed].join(', ')})`);
+    if (!allowed.has(s)) throw new ValueError(`"${s}" is not one of the options (${[...allowed.keys()].join(', ')})`);
     if (!out.includes(s)) out.push(s);
   }
   return out;
@@ -307,11 +326,13 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
   if (files) return files.map((f) => f.name).join(', ');
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string') {
-    if (field.type === 'radio') return field.options.find((o) => o.value === value)?.label ?? value;
+    if (field.type === 'radio') return optionsByValue(field.options).get(value)?.label ?? value;
     return value;
   }
-  if (Array.isArray(value))
-    return (value as string[]).map((v) => field.options.find((o) => o.value === v)?.label ?? v).join(', ');
+  if (Array.isArray(value)) {
+    const options = optionsByValue(field.options);
+    return (value as string[]).map((v) => options.get(v)?.label ?? v).join(', ');
+  }
   switch (field.type) {
     case 'name':
       return NAME_ORDER.filter((k) => value[k])
@@ -336,8 +357,10 @@ export function searchKeys(
   value: StoredValue,
   /** The value's displayValue, when the caller has it already. */
   shown: string = displayValue(field, value),
+  /** normalize(shown), when the caller has it already. */
+  normalized: string = normalize(shown),
 ): string[] {
-  const keys = new Set<string>([normalize(shown)]);
+  const keys = new Set<string>([normalized]);
   const files = fileRefs(value);
   if (files) for (const f of files) keys.add(normalize(f.name));
   else if (Array.isArray(value)) for (const v of value as string[]) keys.add(normalize(v));
