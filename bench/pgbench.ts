@@ -73,7 +73,9 @@ export function pgbenchScript(statements: Captured[]): string {
   const drawn = `('u' || nextval('${SEQUENCE}'))`;
   return statements
     .map((c) => {
-      if (/pg_get_serial_sequence\('submissions', 'id'\)::regclass\)\)::int AS id\s+FROM generate_series/.test(c.text)) {
+      if (
+        /pg_get_serial_sequence\('submissions', 'id'\)::regclass\)\)::int AS id\s+FROM generate_series/.test(c.text)
+      ) {
         if (c.values[0] !== '1') throw new Error(`the replay draws one id, not ${c.values[0]}`);
         return "SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS fw_id \\gset";
       }
