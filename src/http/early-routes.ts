@@ -219,10 +219,15 @@ export class EarlyRoutes {
 }
 
 /** The headers of an API route's JSON answers, as its hooks set them (but the quota's). */
-export const JSON_ANSWER_HEADERS = {
+const JSON_ANSWER_HEADERS = {
   'content-type': 'application/json; charset=utf-8',
   'cache-control': 'no-store',
 } as const;
+
+/** An API route's JSON answer given early: its status, its text, and headers of its own (the quota's, Retry-After). */
+export function jsonAnswer(route: string, status: number, body: string, perAnswer?: string[]): EarlyAnswer {
+  return { route, status, headers: JSON_ANSWER_HEADERS, body: Buffer.from(body), ...(perAnswer && { perAnswer }) };
+}
 
 /**
  * An early body route's answer to an error, as the error handler gives it: the app's own
@@ -235,18 +240,12 @@ export function earlyErrorAnswer(
   log: FastifyBaseLogger | undefined,
   requestId: string,
 ): EarlyAnswer {
-  const answer = (status: number, body: ReturnType<typeof errorBody>): EarlyAnswer => ({
-    route,
-    status,
-    headers: JSON_ANSWER_HEADERS,
-    body: Buffer.from(JSON.stringify(body)),
-  });
   if (!(error instanceof AppError)) {
     log?.error({ err: error, requestId }, 'request failed');
-    return answer(500, errorBody('internal_error'));
+    return jsonAnswer(route, 500, JSON.stringify(errorBody('internal_error')));
   }
   const refused = appErrorAnswer(error);
   if (refused.log) log?.[refused.log.level]({ err: error, requestId }, refused.log.message);
   const retryAfter = refused.retryAfter === undefined ? undefined : ['retry-after', String(refused.retryAfter)];
-  return { ...answer(refused.status, refused.body), ...(retryAfter && { perAnswer: retryAfter }) };
+  return jsonAnswer(route, refused.status, JSON.stringify(refused.body), retryAfter);
 }

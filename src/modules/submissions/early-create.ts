@@ -3,12 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { accessByRole, type RouteAccess } from '../../http/access.js';
 import type { BearerTokens } from '../../http/auth.js';
 import { decodeBody, jsonBodyAllowed } from '../../http/characters.js';
-import {
-  earlyErrorAnswer,
-  JSON_ANSWER_HEADERS,
-  type EarlyAnswer,
-  type EarlyBodyRoute,
-} from '../../http/early-routes.js';
+import { earlyErrorAnswer, jsonAnswer, type EarlyBodyRoute } from '../../http/early-routes.js';
 import type { ApiQuota } from '../../http/rate-limit.js';
 import { clientAddress, metaOf, type TrustProxy } from '../../http/request-meta.js';
 import { MAX_ID } from '../../http/schemas.js';
@@ -58,14 +53,6 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
   const limit = deps.ctx.config.bodyLimit;
   const { tokens, quota } = parts;
 
-  const answer = (status: number, limits: string[], body: string): EarlyAnswer => ({
-    route,
-    status,
-    headers: JSON_ANSWER_HEADERS,
-    perAnswer: limits,
-    body: Buffer.from(body),
-  });
-
   return (req, url) => {
     const matched = shape.exec(url);
     if (!matched || req.headers['transfer-encoding'] !== undefined) return undefined;
@@ -96,9 +83,9 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
     const meta = metaOf(req.headers['user-agent'], clientAddress(req, parts.trust), requestId);
     try {
       const outcome = await createWithKey(deps, who, formId, body as SubmissionCreate, meta, { key, url });
-      if (!outcome.replayed) return answer(200, limits, serialize(outcome.result));
+      if (!outcome.replayed) return jsonAnswer(route, 200, serialize(outcome.result), limits);
       const { status, body: first } = outcome.response;
-      return answer(status, [...limits, 'idempotent-replayed', 'true'], first);
+      return jsonAnswer(route, status, first, [...limits, 'idempotent-replayed', 'true']);
     } catch (error) {
       const refused = earlyErrorAnswer(route, error, parts.log, requestId);
       return { ...refused, perAnswer: [...limits, ...(refused.perAnswer ?? [])] };
