@@ -123,6 +123,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0033_drop_jobs_due',
       '0034_create_abort',
       '0035_search_pending_list',
+      '0036_submission_cascades',
     ]);
 
     assert.equal(

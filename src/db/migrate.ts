@@ -29,6 +29,7 @@ import * as idempotencyExpiryIndex from './migrations/0032_idempotency_expiry_in
 import * as dropJobsDue from './migrations/0033_drop_jobs_due.js';
 import * as createAbort from './migrations/0034_create_abort.js';
 import * as searchPendingList from './migrations/0035_search_pending_list.js';
+import * as submissionCascades from './migrations/0036_submission_cascades.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -64,6 +65,7 @@ const migrations: Record<string, MigrationModule> = {
   '0033_drop_jobs_due': dropJobsDue,
   '0034_create_abort': createAbort,
   '0035_search_pending_list': searchPendingList,
+  '0036_submission_cascades': submissionCascades,
 };
 
 /** Every migration's name, in the order they run. */

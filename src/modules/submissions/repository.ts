@@ -648,19 +648,25 @@ export async function createSubmission(
   };
 }
 
+/**
+ * Rewrites a submission's row, then its unique values and index: the row's lock, taken first,
+ * orders this against a delete of it (see deleteSubmission). Undefined when a delete came
+ * first, since the row was read.
+ */
 export async function updateSubmission(
   db: Executor,
   accountId: number,
   existing: SubmissionRow,
   w: SubmissionWrite,
-): Promise<{ row: SubmissionRow; taken: number[] }> {
+): Promise<{ row: SubmissionRow; taken: number[] } | undefined> {
   const row = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
     .returning(SUBMISSION_COLUMNS)
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!row) return undefined;
   await clearSearchable(db, existing.id);
   const taken = await writeSearchable(db, existing.id, existing.form_id, w, false);
   return { row, taken };
@@ -684,9 +690,14 @@ export async function rewriteSubmission(db: Executor, row: SubmissionRow, w: Sub
   return true;
 }
 
+/**
+ * The row first: an edit of the submission that writes unique values holds its row's lock, so
+ * this waits for the edit's commit and then clears what it wrote (on PostgreSQL the unique
+ * values have no foreign key to cascade them: migration 0036).
+ */
 export async function deleteSubmission(db: Executor, accountId: number, id: number): Promise<void> {
-  await clearSearchable(db, id);
   await db.deleteFrom('submissions').where('id', '=', id).where('account_id', '=', accountId).execute();
+  await clearSearchable(db, id);
 }
 
 const columns = [
