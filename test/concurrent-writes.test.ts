@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { describe, it } from 'node:test';
+import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 // Many submissions at once go through one group commit on SQLite (src/db/write-batcher.ts):
 // each must still stand or fall alone.
@@ -8,16 +8,7 @@ describe(`concurrent submissions (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  before(async () => {
-    app = await startTestApp();
-    // Another process's worth of app on the same database, with a pool of its own.
-    second = await startTestApp({}, app);
-    a = await app.account();
-  });
-  after(async () => {
-    await second.close();
-    await app.close();
-  });
+  withTwoApps((apps) => ({ app, second, a } = apps));
 
   it('commits every good submission of a burst and refuses only the duplicates of a unique value', async () => {
     const form = (

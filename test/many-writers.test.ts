@@ -6,9 +6,9 @@
  * unique values and every row must be exactly what the answered requests say.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import * as repo from '../src/modules/submissions/repository.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 // SQLite has one writer: fewer, so that the suite stays quick.
 const COUNT = dialectName === 'postgres' ? 3000 : 600;
@@ -35,15 +35,7 @@ describe(`many writers to one form (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  before(async () => {
-    app = await startTestApp();
-    second = await startTestApp({}, app);
-    a = await app.account();
-  });
-  after(async () => {
-    await second.close();
-    await app.close();
-  });
+  withTwoApps((apps) => ({ app, second, a } = apps));
 
   it('keeps the count, the unique values and every row right', async () => {
     const form = (

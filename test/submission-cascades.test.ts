@@ -5,23 +5,15 @@
  * its submissions and their unique values with it. On SQLite the foreign keys do the same.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe(`a submission's rows hang on it (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  before(async () => {
-    app = await startTestApp();
-    second = await startTestApp({}, app);
-    a = await app.account();
-  });
-  after(async () => {
-    await second.close();
-    await app.close();
-  });
+  withTwoApps((apps) => ({ app, second, a } = apps));
 
   const uniqueForm = async (account: TestAccount, name: string) => {
     const form = (

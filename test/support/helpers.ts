@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { after, before } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -219,6 +220,24 @@ export async function startTestApp(
       if (owned) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Two processes' worth of app on one database (each its own pool and caches) and an account,
+ * started before a describe block's tests and closed after them: given to use once started.
+ */
+export function withTwoApps(use: (apps: { app: TestApp; second: TestApp; a: TestAccount }) => void): void {
+  let started: { app: TestApp; second: TestApp } | undefined;
+  before(async () => {
+    const app = await startTestApp();
+    const second = await startTestApp({}, app);
+    started = { app, second };
+    use({ app, second, a: await app.account() });
+  });
+  after(async () => {
+    await started?.second.close();
+    await started?.app.close();
+  });
 }
 
 /**

@@ -24,30 +24,34 @@ import type { Dialect } from '../dialect.js';
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   if (dialect !== 'postgres') return;
-  await sql`
-    CREATE FUNCTION formwork_delete_submissions_of_forms() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      DELETE FROM submissions WHERE form_id IN (SELECT id FROM gone);
-      RETURN NULL;
-    END $$`.execute(db);
-  await sql`
-    CREATE TRIGGER forms_delete_submissions AFTER DELETE ON forms
-    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
-    EXECUTE FUNCTION formwork_delete_submissions_of_forms()`.execute(db);
-  await sql`
-    CREATE FUNCTION formwork_delete_unique_values_of_submissions() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      DELETE FROM submission_unique_values WHERE submission_id IN (SELECT id FROM gone);
-      RETURN NULL;
-    END $$`.execute(db);
-  await sql`
-    CREATE TRIGGER submissions_delete_unique_values AFTER DELETE ON submissions
-    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
-    EXECUTE FUNCTION formwork_delete_unique_values_of_submissions()`.execute(db);
+  await cascade(db, { parent: 'forms', child: 'submissions', column: 'form_id', name: 'submissions_of_forms' });
+  await cascade(db, {
+    parent: 'submissions',
+    child: 'submission_unique_values',
+    column: 'submission_id',
+    name: 'unique_values_of_submissions',
+  });
   await sql`
     ALTER TABLE submissions
       DROP CONSTRAINT submissions_account_id_fkey,
       DROP CONSTRAINT submissions_form_id_fkey`.execute(db);
   await sql`
     ALTER TABLE submission_unique_values DROP CONSTRAINT submission_unique_values_submission_id_fkey`.execute(db);
+}
+
+/** After a statement deletes parent rows, one statement deletes the child rows whose column holds their ids. */
+async function cascade(
+  db: Kysely<unknown>,
+  t: { parent: string; child: string; column: string; name: string },
+): Promise<void> {
+  const fn = sql.id(`formwork_delete_${t.name}`);
+  await sql`
+    CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      DELETE FROM ${sql.id(t.child)} WHERE ${sql.id(t.column)} IN (SELECT id FROM gone);
+      RETURN NULL;
+    END $$`.execute(db);
+  await sql`
+    CREATE TRIGGER ${sql.id(`${t.parent}_delete_${t.child}`)} AFTER DELETE ON ${sql.id(t.parent)}
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`.execute(db);
 }
