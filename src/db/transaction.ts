@@ -26,7 +26,15 @@ export function translateDbError(error: unknown): unknown {
   }
   // Another process held SQLite's write lock past busy_timeout: nothing was written, and a
   // retry soon may well pass.
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_BUSY_TIMEOUT') {
+  // PostgreSQL ended the transaction to break a deadlock (40P01) or a serialization conflict
+  // (40001): likewise nothing was written, and the same request made again would pass.
+  if (
+    code === 'SQLITE_BUSY' ||
+    code === 'SQLITE_BUSY_SNAPSHOT' ||
+    code === 'SQLITE_BUSY_TIMEOUT' ||
+    code === '40P01' ||
+    code === '40001'
+  ) {
     return new ServiceUnavailableError('database_busy', undefined, { cause: error, retryAfterSeconds: 1 });
   }
   return error;
