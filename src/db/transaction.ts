@@ -24,10 +24,9 @@ export function translateDbError(error: unknown): unknown {
   if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
     return new BadRequestError('invalid_reference', undefined, { cause: error });
   }
-  // Another process held SQLite's write lock past busy_timeout: nothing was written, and a
-  // retry soon may well pass.
-  // PostgreSQL ended the transaction to break a deadlock (40P01) or a serialization conflict
-  // (40001): likewise nothing was written, and the same request made again would pass.
+  // Another process held SQLite's write lock past busy_timeout, or PostgreSQL ended the
+  // transaction to break a deadlock (40P01) or a serialization conflict (40001): nothing was
+  // written, and the same request made again soon may well pass.
   if (
     code === 'SQLITE_BUSY' ||
     code === 'SQLITE_BUSY_SNAPSHOT' ||

@@ -19,8 +19,8 @@ import type { Dialect } from '../dialect.js';
  * The cascades run once per deleting statement: a form's row deleted (with its account's, or by
  * hand: the service itself only marks a form deleted) takes its submissions, and a
  * submission's row its unique values. The other tables that refer to submissions keep their
- * keys. SQLite keeps its
- * foreign keys: it checks them in the writer's own process, and cannot drop one in place.
+ * keys. SQLite keeps its foreign keys: it checks them in the writer's own process, and cannot
+ * drop one in place.
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   if (dialect !== 'postgres') return;
