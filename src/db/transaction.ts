@@ -1,5 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
-import { BadRequestError, ConflictError, ServiceUnavailableError } from '../errors.js';
+import {
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  ServiceUnavailableError,
+  type CodeWithStatus,
+} from '../errors.js';
 import type { Database } from './schema.js';
 
 /** What repositories take: the database itself or an open transaction. */
@@ -38,6 +44,13 @@ export function translateDbError(error: unknown): unknown {
   }
   return error;
 }
+
+/**
+ * What an update that finds no row throws (Kysely's executeTakeFirstOrThrow): on PostgreSQL a
+ * delete that commits between a request's read of the row and its update leaves nothing to
+ * update, and that request's answer is the 404 a later one would get, not a 500.
+ */
+export const deletedMeanwhile = (code: CodeWithStatus<404>) => (): NotFoundError => new NotFoundError(code);
 
 /**
  * Whether error is formwork_abort's (SQLSTATE FW001, migration 0034): a statement that ended

@@ -7,7 +7,7 @@ import type {
   DocmergeRunRow,
   DocmergeRunsTable,
 } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 /** Everything but the template's bytes, which only generation and previews read. */
 export type IntegrationInfo = Omit<DocmergeIntegrationRow, 'template'>;
@@ -103,7 +103,7 @@ export async function updateIntegration(
     .set(update)
     .where('id', '=', id)
     .returning(INFO_COLUMNS)
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('integration_not_found'));
 }
 
 /** Its run log goes with it (ON DELETE CASCADE); the documents it made stay with their submissions. */

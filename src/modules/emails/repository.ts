@@ -109,14 +109,14 @@ export async function updateEmail(
   accountId: number,
   id: number,
   columns: Partial<EmailColumns>,
-): Promise<FormEmailRow> {
+): Promise<FormEmailRow | undefined> {
   return db
     .updateTable('form_emails')
     .set(columns)
     .where('id', '=', id)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
 export async function deleteEmail(db: Executor, accountId: number, id: number): Promise<void> {

@@ -188,6 +188,7 @@ export async function updateEmail<K extends EmailKind>(
     const current = await requireEmail(trx, accountId, kind, id);
     check(input, await listFields(trx, accountId, current.form_id));
     const row = await repo.updateEmail(trx, accountId, id, { ...columns(input), updated_at: ctx.clock.now() });
+    if (!row) throw new NotFoundError(NOT_FOUND[kind]);
     await reviseForm(trx, accountId, current.form_id);
     return present(kind, row);
   });

@@ -1,5 +1,5 @@
 import type { FieldRow, FieldUpdate, NewFieldRow } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { optionsOfLists } from '../smartlists/repository.js';
 
 /**
@@ -81,7 +81,7 @@ export async function updateField(
     .where('id', '=', fieldId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('field_not_found'));
   return (await withListOptions(db, [updated]))[0]!;
 }
 

@@ -4,7 +4,7 @@ import { engineOf } from '../../db/engine.js';
 import type { FormRow, FormUpdate, NewFormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
 import { countersOfForm, submissionsCountOf, submissionsVersionOf } from './counts.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 const ORDER_COLUMNS = {
   id: 'id',
@@ -169,7 +169,7 @@ export async function updateForm(
     .where('id', '=', formId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('form_not_found'));
   return { ...form, ...(await countersOfForm(db, formId)) };
 }
 

@@ -1,7 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { PortalFormRow, PortalRow, PortalsTable, PortalUserRow } from '../../db/schema.js';
 import { engineOf } from '../../db/engine.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 /** A portal form with what the records and the page show of its form. */
 export type PortalFormWithForm = PortalFormRow & { name: string; view_key: string };
@@ -82,7 +82,7 @@ export async function updatePortal(
     .set({ ...update, updated_at: now })
     .where('id', '=', portalId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('portal_not_found'));
 }
 
 export async function deletePortal(db: Executor, portalId: number): Promise<void> {
@@ -203,7 +203,7 @@ export async function updatePortalUser(
     .set({ ...update, updated_at: now })
     .where('id', '=', userId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('portal_user_not_found'));
 }
 
 export async function deletePortalUser(db: Executor, userId: number): Promise<void> {

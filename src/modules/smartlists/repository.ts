@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { NewSmartListOptionRow, SmartListOptionRow, SmartListRow } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 export async function findList(db: Executor, accountId: number, listId: number): Promise<SmartListRow | undefined> {
   return db
@@ -77,7 +77,7 @@ export async function updateList(
     .where('id', '=', listId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('smart_list_not_found'));
 }
 
 export async function deleteList(db: Executor, accountId: number, listId: number): Promise<void> {
@@ -241,7 +241,7 @@ export async function updateOption(
     .set({ ...update, updated_at: now })
     .where('id', '=', optionId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('smart_list_option_not_found'));
 }
 
 export async function deleteOption(db: Executor, optionId: number): Promise<void> {
@@ -273,7 +273,7 @@ export async function setOptionImage(
     })
     .where('id', '=', optionId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('smart_list_option_not_found'));
 }
 
 /** The storage keys of the images of a list's options (of one option, with optionId). */

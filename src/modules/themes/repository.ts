@@ -1,7 +1,7 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Database, NewThemeRow, ThemeRow } from '../../db/schema.js';
 import { engineOf } from '../../db/engine.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 /**
  * One theme of the account. With lock (in a transaction), its row stays locked until the
@@ -64,7 +64,7 @@ export async function updateTheme(
     .where('id', '=', themeId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('theme_not_found'));
 }
 
 export async function deleteTheme(db: Executor, accountId: number, themeId: string): Promise<void> {

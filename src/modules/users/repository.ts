@@ -1,5 +1,5 @@
 import type { UserRow } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 export async function listUsers(db: Executor, accountId: number): Promise<UserRow[]> {
   return db.selectFrom('users').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
@@ -69,7 +69,7 @@ export async function updateUser(
     .where('id', '=', userId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('user_not_found'));
 }
 
 /** Removes the user; their tokens, grants and form permissions go with them (foreign keys cascade). */

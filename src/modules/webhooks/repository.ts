@@ -1,6 +1,6 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
-import type { Executor } from '../../db/transaction.js';
+import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { prepared } from '../../db/hot-query.js';
 
 export async function insertWebhook(db: Executor, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
@@ -81,7 +81,7 @@ export async function updateWebhook(
     .where('id', '=', webhookId)
     .where('account_id', '=', accountId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirstOrThrow(deletedMeanwhile('webhook_not_found'));
 }
 
 /** Its delivery log goes with it (ON DELETE CASCADE); deliveries still queued find it gone and do nothing. */
