@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 // Many submissions at once go through one group commit on SQLite (src/db/write-batcher.ts):
 // each must still stand or fall alone.
@@ -8,7 +8,7 @@ describe(`concurrent submissions (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  withTwoApps((apps) => ({ app, second, a } = apps));
+  withApps((apps) => ({ app, second, a } = apps));
 
   it('commits every good submission of a burst and refuses only the duplicates of a unique value', async () => {
     const form = (

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as repo from '../src/modules/submissions/repository.js';
-import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 // SQLite has one writer: fewer, so that the suite stays quick.
 const COUNT = dialectName === 'postgres' ? 3000 : 600;
@@ -35,7 +35,7 @@ describe(`many writers to one form (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  withTwoApps((apps) => ({ app, second, a } = apps));
+  withApps((apps) => ({ app, second, a } = apps));
 
   it('keeps the count, the unique values and every row right', async () => {
     const form = (

@@ -8,13 +8,13 @@
  * writes must take turns with the thread's (sqlite-write-turn.ts).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { stopCreateThread } from '../src/db/sqlite-create-thread.js';
 import { WriteTurn } from '../src/db/sqlite-write-turn.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { assertOwnRows, deliveriesOf, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
-import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
+import { TEST_PG_URL, withApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe('the write turn of a SQLite database', () => {
   it('gives the turn to one holder at a time, a waiting main write before a waiting batch', async () => {
@@ -44,13 +44,7 @@ describe('the write turn of a SQLite database', () => {
 describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_URL !== undefined }, () => {
   let app: TestApp;
   let a: TestAccount;
-  before(async () => {
-    app = await startTestApp();
-    a = await app.account();
-  });
-  after(async () => {
-    await app.close();
-  });
+  withApps((apps) => ({ app, a } = apps), 1);
 
   const newForm = (name: string) => uniqueEmailForm(app, a, name);
   const create = (form: { id: number; email: number }, address: string, note: string) =>

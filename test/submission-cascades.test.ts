@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { dialectName, withTwoApps, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withApps, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe(`a submission's rows hang on it (${dialectName})`, () => {
   let app: TestApp;
   let second: TestApp;
   let a: TestAccount;
-  withTwoApps((apps) => ({ app, second, a } = apps));
+  withApps((apps) => ({ app, second, a } = apps));
 
   const uniqueForm = async (account: TestAccount, name: string) => {
     const form = (

@@ -8,7 +8,7 @@
  *   on PostgreSQL it can).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { transact } from '../src/db/transaction.js';
 import { NotFoundError, ServiceUnavailableError } from '../src/errors.js';
 import * as docmerge from '../src/modules/docmerge/repository.js';
@@ -20,63 +20,49 @@ import * as smartlists from '../src/modules/smartlists/repository.js';
 import * as themes from '../src/modules/themes/repository.js';
 import * as users from '../src/modules/users/repository.js';
 import * as webhooks from '../src/modules/webhooks/repository.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, withApps, type TestAccount, type TestApp } from './support/helpers.js';
 
-describe(`a write ended by the database (${dialectName})`, { skip: dialectName !== 'postgres' }, () => {
+describe(`writes that meet other writes (${dialectName})`, () => {
   let app: TestApp;
   let a: TestAccount;
-  before(async () => {
-    app = await startTestApp();
-    a = await app.account();
-  });
-  after(async () => {
-    await app?.close();
-  });
+  withApps((apps) => ({ app, a } = apps), 1);
 
-  it('is a 503 database_busy, retryable, when PostgreSQL breaks a deadlock, and leaves nothing written', async () => {
-    const db = app.server.ctx.db;
-    const one = (await a.post('/forms', { name: 'One' })).body.id as number;
-    const two = (await a.post('/forms', { name: 'Two' })).body.id as number;
-    // Each transaction renames its first form, waits until the other has renamed its own, then
-    // renames the other's: a cycle, which PostgreSQL breaks by ending one of them.
-    let bothHold!: () => void;
-    const held = new Promise<void>((resolve) => (bothHold = resolve));
-    let holding = 0;
-    const rename = (first: number, second: number, name: string) =>
-      transact(db, async (trx) => {
-        await trx.updateTable('forms').set({ name }).where('id', '=', first).execute();
-        if (++holding === 2) bothHold();
-        await held;
-        await trx.updateTable('forms').set({ name }).where('id', '=', second).execute();
-      });
-    const outcomes = await Promise.allSettled([rename(one, two, 'A'), rename(two, one, 'B')]);
+  it(
+    'a write PostgreSQL ends to break a deadlock is a 503 database_busy, retryable, and leaves nothing written',
+    { skip: dialectName !== 'postgres' },
+    async () => {
+      const db = app.server.ctx.db;
+      const one = (await a.post('/forms', { name: 'One' })).body.id as number;
+      const two = (await a.post('/forms', { name: 'Two' })).body.id as number;
+      // Each transaction renames its first form, waits until the other has renamed its own, then
+      // renames the other's: a cycle, which PostgreSQL breaks by ending one of them.
+      let bothHold!: () => void;
+      const held = new Promise<void>((resolve) => (bothHold = resolve));
+      let holding = 0;
+      const rename = (first: number, second: number, name: string) =>
+        transact(db, async (trx) => {
+          await trx.updateTable('forms').set({ name }).where('id', '=', first).execute();
+          if (++holding === 2) bothHold();
+          await held;
+          await trx.updateTable('forms').set({ name }).where('id', '=', second).execute();
+        });
+      const outcomes = await Promise.allSettled([rename(one, two, 'A'), rename(two, one, 'B')]);
 
-    const failed = outcomes.filter((o) => o.status === 'rejected');
-    assert.equal(failed.length, 1, 'one of the two ended, the other went through');
-    const error = failed[0]!.reason as unknown;
-    assert.ok(error instanceof ServiceUnavailableError, String(error));
-    assert.equal(error.code, 'database_busy');
-    assert.equal(error.retryAfterSeconds, 1);
-    // The one that went through renamed both; nothing of the other stayed.
-    const names = await db.selectFrom('forms').select('name').where('id', 'in', [one, two]).execute();
-    assert.equal(new Set(names.map((n) => n.name)).size, 1);
-  });
-});
-
-describe(`an update of a row deleted meanwhile (${dialectName})`, () => {
-  let app: TestApp;
-  before(async () => {
-    app = await startTestApp();
-  });
-  after(async () => {
-    await app?.close();
-  });
-
+      const failed = outcomes.filter((o) => o.status === 'rejected');
+      assert.equal(failed.length, 1, 'one of the two ended, the other went through');
+      const error = failed[0]!.reason as unknown;
+      assert.ok(error instanceof ServiceUnavailableError, String(error));
+      assert.equal(error.code, 'database_busy');
+      assert.equal(error.retryAfterSeconds, 1);
+      // The one that went through renamed both; nothing of the other stayed.
+      const names = await db.selectFrom('forms').select('name').where('id', 'in', [one, two]).execute();
+      assert.equal(new Set(names.map((n) => n.name)).size, 1);
+    },
+  );
   // What an update finds when a delete committed after the request read the row: no row. A
   // race through the API hits that window too seldom to test; the update itself is tested here.
-  it("is its resource's 404, not Kysely's NoResultError (a 500)", async () => {
+  it("an update of a row deleted meanwhile is its resource's 404, not Kysely's NoResultError (a 500)", async () => {
     const db = app.server.ctx.db;
-    const a = await app.account();
     const gone = 999_999;
     const cases: [string, () => Promise<unknown>][] = [
       ['integration_not_found', () => docmerge.updateIntegration(db, gone, { name: 'x' })],

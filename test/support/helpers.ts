@@ -223,20 +223,24 @@ export async function startTestApp(
 }
 
 /**
- * Two processes' worth of app on one database (each its own pool and caches) and an account,
- * started before a describe block's tests and closed after them: given to use once started.
+ * An app and an account, started before a describe block's tests and closed after them, and a
+ * second app on the same database (its own pool and caches, as another process's), or with
+ * processes: 1 the first again. Given to use once started.
  */
-export function withTwoApps(use: (apps: { app: TestApp; second: TestApp; a: TestAccount }) => void): void {
-  let started: { app: TestApp; second: TestApp } | undefined;
+export function withApps(
+  use: (apps: { app: TestApp; second: TestApp; a: TestAccount }) => void,
+  processes: 1 | 2 = 2,
+): void {
+  const started: TestApp[] = [];
   before(async () => {
     const app = await startTestApp();
-    const second = await startTestApp({}, app);
-    started = { app, second };
+    started.push(app);
+    const second = processes === 2 ? await startTestApp({}, app) : app;
+    if (second !== app) started.push(second);
     use({ app, second, a: await app.account() });
   });
   after(async () => {
-    await started?.second.close();
-    await started?.app.close();
+    for (const app of started.reverse()) await app.close();
   });
 }
 
