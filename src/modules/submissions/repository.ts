@@ -6,7 +6,7 @@ import { createThreadOf, type CreateStatements, type ThreadStatement } from '../
 import { fullTextOf, insertFullText } from '../../db/sqlite-engine.js';
 import { engineOf } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
-import { isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
+import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
 import {
   addToCount,
   addToHour,
@@ -650,23 +650,21 @@ export async function createSubmission(
 
 /**
  * Rewrites a submission's row, then its unique values and index: the row's lock, taken first,
- * orders this against a delete of it (see deleteSubmission). Undefined when a delete came
- * first, since the row was read.
+ * orders this against a delete of it (see deleteSubmission).
  */
 export async function updateSubmission(
   db: Executor,
   accountId: number,
   existing: SubmissionRow,
   w: SubmissionWrite,
-): Promise<{ row: SubmissionRow; taken: number[] } | undefined> {
+): Promise<{ row: SubmissionRow; taken: number[] }> {
   const row = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
     .returning(SUBMISSION_COLUMNS)
-    .executeTakeFirst();
-  if (!row) return undefined;
+    .executeTakeFirstOrThrow(deletedMeanwhile('submission_not_found'));
   await clearSearchable(db, existing.id);
   const taken = await writeSearchable(db, existing.id, existing.form_id, w, false);
   return { row, taken };
@@ -691,13 +689,13 @@ export async function rewriteSubmission(db: Executor, row: SubmissionRow, w: Sub
 }
 
 /**
- * The row first: an edit of the submission that writes unique values holds its row's lock, so
- * this waits for the edit's commit and then clears what it wrote (on PostgreSQL the unique
- * values have no foreign key to cascade them: migration 0036).
+ * The row's delete takes its unique values with it (SQLite's foreign key, PostgreSQL's trigger:
+ * migration 0036), after an edit that holds the row's lock has committed, so that what the
+ * edit wrote goes too. Only SQLite's full-text row is apart.
  */
 export async function deleteSubmission(db: Executor, accountId: number, id: number): Promise<void> {
   await db.deleteFrom('submissions').where('id', '=', id).where('account_id', '=', accountId).execute();
-  await clearSearchable(db, id);
+  await engineOf(db).clearFullText(db, id);
 }
 
 const columns = [

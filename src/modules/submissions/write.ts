@@ -306,10 +306,7 @@ async function updateOnce(
   try {
     return await deps.write(async (trx) => {
       const heldAlt = await heldOtherWay(trx, def, write, id);
-      const rewritten = await repo.updateSubmission(trx, accountId, row, write);
-      // Deleted by a request that committed after this one read it.
-      if (!rewritten) throw new NotFoundError('submission_not_found');
-      const { row: updated, taken } = rewritten;
+      const { row: updated, taken } = await repo.updateSubmission(trx, accountId, row, write);
       failIfTaken(def, write, heldAlt, taken);
       const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
       if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
