@@ -161,8 +161,14 @@ export async function findUnrevokedTokenWithOthers(
   return row && unrevokedOf(row, hash);
 }
 
-/** At most 64 tokens in one look-up, two look-ups out at once (see Coalescer). */
-const LOOK_UPS_TOGETHER = { kind: 'token_look_up', max: 64, inFlight: 2, slowMs: 50 };
+/**
+ * At most 64 tokens in one look-up, one look-up out at a time (see Coalescer). A look-up is
+ * one short read: with a second out, each carried about half as many tokens (5.5 against 10
+ * under the benchmark's load), and PostgreSQL's start, snapshot and round trip per statement
+ * and the driver's per answer cost the service and the server more than the wait for the one
+ * out (docs/performance.md, "Twenty-seventh pass").
+ */
+const LOOK_UPS_TOGETHER = { kind: 'token_look_up', max: 64, inFlight: 1, slowMs: 50 };
 
 async function selectTogether(connection: Executor, hashes: string[]): Promise<(TokenRow | undefined)[]> {
   const distinct = [...new Set(hashes)];
