@@ -206,13 +206,89 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     const countPlans = await plansOf((db) => repo.countSubmissions(db, form.id, range.from, range.to));
     const exportPlans = await plansOf((db) => repo.nextBatch(db, a.accountId, form.id, range, undefined, 'asc', 500));
     for (const [what, plans] of [
-      ['list', listPlans],
       ['count', countPlans],
       ['export batch', exportPlans],
     ] as const) {
       assertEachUses(plans, /submissions_form_created/, `time range ${what}`);
       assertNoFullScan(plans, `time range ${what}`);
     }
+    // The page: the range's edge from the time index, then the ids from there in id order, by
+    // an index whose order that is (the form's ids; PostgreSQL may take the primary key where
+    // the form holds most rows, as here), not by sorting the range.
+    const byId = /submissions_form_id|submissions_pkey/;
+    assertEachUses(listPlans, new RegExp(`submissions_form_created|${byId.source}`), 'time range list');
+    assertNoFullScan(listPlans, 'time range list');
+    const edge = listPlans.find((p) => /\bmax\(/i.test(p.sql));
+    assert.match(edge?.plan ?? '', /submissions_form_created/, `time range list's edge\n${edge?.sql}`);
+    const walk = listPlans.find((p) => /"created_at" from/i.test(p.sql));
+    assert.match(walk?.plan ?? '', byId, `time range list's walk\n${walk?.sql}`);
+    assert.doesNotMatch(walk?.plan ?? '', /\bSort\b|TEMP B-TREE/, `time range list's walk\n${walk?.sql}`);
+  });
+
+  it("a time range's page is its ids in id order, whatever the rows' times", async () => {
+    // A form of its own: ids rise, and the times mostly with them, but some rows are out of
+    // order (a later time on an earlier id and the reverse), and in one stretch every tenth
+    // row's time is moved into a narrow range of its own, so that the ids near that range's
+    // edge hold few of it and the page is made by sorting the range instead.
+    const db = app.server.db.kysely;
+    const own = await ok(a.post('/forms', { name: 'Out of order', fields: [{ type: 'text', label: 'Code' }] }));
+    const count = 600;
+    const timeOf = (i: number) => {
+      if (i % 97 === 5) return BASE + (count - i) * MINUTE; // far from its neighbours
+      if (i >= 300 && i % 10 === 0) return BASE + 10_000 * MINUTE + i; // the sparse range
+      return BASE + i * MINUTE;
+    };
+    await db
+      .insertInto('submissions')
+      .values(
+        Array.from({ length: count }, (_, i) => ({
+          account_id: a.accountId,
+          form_id: own.id,
+          created_at: timeOf(i),
+          updated_at: timeOf(i),
+          user_agent: 'bulk',
+          remote_addr: '127.0.0.1',
+          data: '{}',
+          pretty_name: null,
+        })),
+      )
+      .execute();
+    const truth = async (from: number | undefined, to: number | undefined, order: 'asc' | 'desc') => {
+      let q = db.selectFrom('submissions').select('id').where('form_id', '=', own.id);
+      if (from !== undefined) q = q.where('created_at', '>=', from);
+      if (to !== undefined) q = q.where('created_at', '<=', to);
+      return (await q.orderBy('id', order).execute()).map((r) => r.id);
+    };
+    const ranges: [number | undefined, number | undefined][] = [
+      [BASE + 100 * MINUTE, BASE + 250 * MINUTE],
+      [BASE + 10_000 * MINUTE, BASE + 10_001 * MINUTE], // the sparse range: sorted
+      [BASE + 500 * MINUTE, undefined],
+      [undefined, BASE + 40 * MINUTE],
+      [BASE + 5 * MINUTE, BASE + 5 * MINUTE], // one minute: rows 5 and, moved there, none
+      [BASE + 20_000 * MINUTE, undefined], // empty
+    ];
+    for (const [from, to] of ranges)
+      for (const order of ['desc', 'asc'] as const) {
+        const all = await truth(from, to, order);
+        for (const offset of [0, 25, 60]) {
+          const { rows } = await repo.listSubmissions(
+            db,
+            a.accountId,
+            own.id,
+            { from, to, terms: [] },
+            {
+              order,
+              limit: 25,
+              offset,
+            },
+          );
+          assert.deepEqual(
+            rows.map((r) => r.id),
+            all.slice(offset, offset + 25),
+            `range ${from}..${to}, ${order}, offset ${offset}`,
+          );
+        }
+      }
   });
 
   it('the unique check is an index lookup', async () => {

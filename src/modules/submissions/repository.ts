@@ -817,8 +817,12 @@ export async function listSubmissions(
     if (found) return { rows: await rowsByIds(db, found.ids), total: found.total };
   }
   const q = applyFilter(db, scope(db, accountId, formId, f.visibleTo), f)!;
+  const sorted = () =>
+    q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute();
   const [ids, total] = await Promise.all([
-    q.select('submissions.id').orderBy('submissions.id', page.order).limit(page.limit).offset(page.offset).execute(),
+    formId !== undefined && f.terms.length === 0 && (f.from !== undefined || f.to !== undefined)
+      ? idsInRange(db, formId, q, f, page).then((found) => found ?? sorted())
+      : sorted(),
     page.knownTotal ??
       q
         .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -832,6 +836,53 @@ export async function listSubmissions(
     ),
     total,
   };
+}
+
+/** The deepest page that idsInRange looks for by its bound: deeper ones are sorted whole. */
+const RANGE_PAGE_DEPTH = 500;
+
+/**
+ * A page of a form's ids in a time range, in id order, without sorting the range: ordering a
+ * week of a million rows (19,000 ids) by id was most of such a request's time (2.6 of its
+ * 3.2 ms on SQLite, docs/performance.md, "Twenty-seventh pass"). The range's largest id (its
+ * smallest, ascending) is read from the form's time index; the form's ids from there down
+ * (up) are read in order with their times, by an id index, twice as many as the page needs
+ * and more, and those in the range kept. That is exact whatever the times: every id of the
+ * range lies on that side of the bound, and the ids are walked in order. It is short because
+ * a row's time rises with its id, nearly always; where the candidates hold too few of the
+ * range (times out of order, rows of other times between), undefined: the range is sorted.
+ */
+async function idsInRange(
+  db: Executor,
+  formId: number,
+  range: SubmissionQuery,
+  f: ResolvedFilter,
+  page: PageRequest,
+): Promise<{ id: number }[] | undefined> {
+  const wanted = page.offset + page.limit;
+  if (wanted > RANGE_PAGE_DEPTH) return undefined;
+  const desc = page.order === 'desc';
+  // `+ 0` keeps the aggregate off the id index, which it would walk from the form's end.
+  const id = sql<number>`submissions.id + 0`;
+  const edge = await range.select((eb) => (desc ? eb.fn.max(id) : eb.fn.min(id)).as('bound')).executeTakeFirst();
+  if (edge?.bound === null || edge?.bound === undefined) return [];
+  const reach = 2 * wanted + 50;
+  const candidates = await db
+    .selectFrom('submissions')
+    .select(['id', 'created_at'])
+    .where('form_id', '=', formId)
+    .where('id', desc ? '<=' : '>=', Number(edge.bound))
+    .orderBy('id', page.order)
+    .limit(reach)
+    .execute();
+  const ids: { id: number }[] = [];
+  for (const c of candidates) {
+    if ((f.from !== undefined && c.created_at < f.from) || (f.to !== undefined && c.created_at > f.to)) continue;
+    ids.push({ id: c.id });
+    if (ids.length === wanted) break;
+  }
+  if (ids.length < wanted && candidates.length === reach) return undefined;
+  return ids.slice(page.offset);
 }
 
 /** Rows of a form created in a time range (either end open), counted one by one. */
