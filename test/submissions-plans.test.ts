@@ -264,9 +264,10 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       [BASE + 10_000 * MINUTE, BASE + 10_001 * MINUTE], // the sparse range: sorted
       [BASE + 500 * MINUTE, undefined],
       [undefined, BASE + 40 * MINUTE],
-      [BASE + 5 * MINUTE, BASE + 5 * MINUTE], // one minute: rows 5 and, moved there, none
+      [BASE + 498 * MINUTE, BASE + 498 * MINUTE], // one minute: row 498, and row 102 moved there
       [BASE + 20_000 * MINUTE, undefined], // empty
     ];
+    assert.equal((await truth(BASE + 498 * MINUTE, BASE + 498 * MINUTE, 'asc')).length, 2);
     for (const [from, to] of ranges)
       for (const order of ['desc', 'asc'] as const) {
         const all = await truth(from, to, order);
