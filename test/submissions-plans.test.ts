@@ -225,6 +225,23 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     assert.doesNotMatch(walk?.plan ?? '', /\bSort\b|TEMP B-TREE/, `time range list's walk\n${walk?.sql}`);
   });
 
+  it("a range open at the page's start is walked from the form's end, without reading the range's edge", async () => {
+    // Newest first since a time: the walk starts at the form's newest row. Reading the range's
+    // largest id would read every index entry from that time on (here half the form).
+    const since = { from: BASE + 1500 * MINUTE, to: undefined, terms: [] };
+    const plans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, since, page));
+    assert.equal(plans.filter((p) => /\b(max|min)\(/i.test(p.sql)).length, 0, 'no edge read');
+    const walks = plans.filter((p) => /"created_at" from/i.test(p.sql));
+    assert.equal(walks.length, 1, 'one walk');
+    assert.match(walks[0]!.plan, /submissions_form_id|submissions_pkey/, walks[0]!.sql);
+    assert.doesNotMatch(walks[0]!.plan, /\bSort\b|TEMP B-TREE/, walks[0]!.sql);
+    const { rows } = await repo.listSubmissions(app.server.db.kysely, a.accountId, form.id, since, page);
+    assert.deepEqual(
+      rows.map((r) => r.created_at),
+      Array.from({ length: page.limit }, (_, k) => BASE + (ROWS - 1 - k) * MINUTE),
+    );
+  });
+
   it("a time range's page is its ids in id order, whatever the rows' times", async () => {
     // A form of its own: ids rise, and the times mostly with them, but some rows are out of
     // order (a later time on an earlier id and the reverse), and in one stretch every tenth

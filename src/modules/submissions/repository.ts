@@ -844,13 +844,18 @@ const RANGE_PAGE_DEPTH = 500;
 /**
  * A page of a form's ids in a time range, in id order, without sorting the range: ordering a
  * week of a million rows (19,000 ids) by id was most of such a request's time (2.6 of its
- * 3.2 ms on SQLite, docs/performance.md, "Twenty-seventh pass"). The range's largest id (its
- * smallest, ascending) is read from the form's time index; the form's ids from there down
- * (up) are read in order with their times, by an id index, twice as many as the page needs
- * and more, and those in the range kept. That is exact whatever the times: every id of the
- * range lies on that side of the bound, and the ids are walked in order. It is short because
- * a row's time rises with its id, nearly always; where the candidates hold too few of the
- * range (times out of order, rows of other times between), undefined: the range is sorted.
+ * 3.2 ms on SQLite, docs/performance.md, "Twenty-seventh pass"), and PostgreSQL, asked for the
+ * sorted page, walked the primary key from the table's end past every later row (50–280 ms for
+ * a week half a year back, "Twenty-eighth pass"). The form's ids are read in order with their
+ * times from the range's edge, by an id index, twice as many as the page needs and more, and
+ * those in the range kept. That is exact whatever the times: every id of the range lies on
+ * that side of the edge, and the ids are walked in order. The edge is the form's end where the
+ * range is open on that side (newest first since a time, oldest first up to one), else the
+ * range's largest id (its smallest, ascending) read from the form's time index, which costs a
+ * read of the range's index entries: so where the walk from the form's end finds too few of an
+ * open range, it is tried from that edge too. The walk is short because a row's time rises
+ * with its id, nearly always; where the candidates hold too few of the range (times out of
+ * order, rows of other times between), undefined: the range is sorted.
  */
 async function idsInRange(
   db: Executor,
@@ -862,19 +867,34 @@ async function idsInRange(
   const wanted = page.offset + page.limit;
   if (wanted > RANGE_PAGE_DEPTH) return undefined;
   const desc = page.order === 'desc';
+  if (desc ? f.to === undefined : f.from === undefined) {
+    const fromEnd = await walkIds(db, formId, f, page, undefined);
+    if (fromEnd) return fromEnd;
+  }
   // `+ 0` keeps the aggregate off the id index, which it would walk from the form's end.
   const id = sql<number>`submissions.id + 0`;
   const edge = await range.select((eb) => (desc ? eb.fn.max(id) : eb.fn.min(id)).as('bound')).executeTakeFirst();
   if (edge?.bound === null || edge?.bound === undefined) return [];
+  return walkIds(db, formId, f, page, Number(edge.bound));
+}
+
+/**
+ * idsInRange's walk: the form's ids in the page's order from edge (included; undefined: the
+ * form's end), 2 × (offset + limit) + 50 of them, those in f's range kept; undefined when
+ * they hold too few of it to make the page.
+ */
+async function walkIds(
+  db: Executor,
+  formId: number,
+  f: ResolvedFilter,
+  page: PageRequest,
+  edge: number | undefined,
+): Promise<{ id: number }[] | undefined> {
+  const wanted = page.offset + page.limit;
   const reach = 2 * wanted + 50;
-  const candidates = await db
-    .selectFrom('submissions')
-    .select(['id', 'created_at'])
-    .where('form_id', '=', formId)
-    .where('id', desc ? '<=' : '>=', Number(edge.bound))
-    .orderBy('id', page.order)
-    .limit(reach)
-    .execute();
+  let walk = db.selectFrom('submissions').select(['id', 'created_at']).where('form_id', '=', formId);
+  if (edge !== undefined) walk = walk.where('id', page.order === 'desc' ? '<=' : '>=', edge);
+  const candidates = await walk.orderBy('id', page.order).limit(reach).execute();
   const ids: { id: number }[] = [];
   for (const c of candidates) {
     if ((f.from !== undefined && c.created_at < f.from) || (f.to !== undefined && c.created_at > f.to)) continue;
