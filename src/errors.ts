@@ -241,6 +241,11 @@ export const ERRORS = {
     message: 'The database is busy with other writes; try again shortly',
     note: 'wait `Retry-After` seconds',
   },
+  database_unavailable: {
+    status: 503,
+    message: 'The database cannot be reached right now; try again shortly',
+    note: 'wait `Retry-After` seconds; a write may or may not have been made, so send it again with the same `Idempotency-Key`',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 type Catalogue = typeof ERRORS;

@@ -87,6 +87,19 @@ function withStatementCache(
 /** The page cache of the SQLite connection that exports read through (bulk-reader.ts), in KiB. */
 const BULK_READER_CACHE_KIB = 2048;
 
+/**
+ * A server that ends a connection (a restart, pg_terminate_backend) says so with a FATAL error,
+ * which node-postgres gives to the running statement alone: the client stays queryable until
+ * the socket's end arrives, and released in between, the pool would hand it to the next
+ * request, whose statement then fails on the closed socket. Marked unqueryable at once
+ * (node-postgres's own mark, which pg-pool reads on release), it is dropped instead.
+ */
+function dropWhenEnded(client: pg.PoolClient): void {
+  client.connection.on('errorMessage', (message: { severity?: string }) => {
+    if (message.severity === 'FATAL') (client as unknown as { _queryable: boolean })._queryable = false;
+  });
+}
+
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
     const pool = new (loadPg().Pool)({
@@ -97,7 +110,16 @@ export function openDatabase(options: DbOptions): Db {
     // An idle client whose connection drops (server restart, failover) is discarded by the
     // pool, which connects anew on the next query; without a listener the error would crash the process.
     pool.on('error', () => {});
-    pool.on('connect', prepareMarkedStatements);
+    pool.on('connect', (client) => {
+      // The pool listens only to its idle clients. One that is checked out but between
+      // statements (held by a transaction, a shared statement's turn) hears its connection's
+      // end as an 'error' event of its own, which would end the process: the client turns
+      // unqueryable instead, its holder's next statement fails, and the pool drops it when it
+      // is released (pg-pool checks _queryable).
+      client.on('error', () => {});
+      dropWhenEnded(client);
+      prepareMarkedStatements(client);
+    });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     attachEngine(kysely, postgresEngine(options.databaseUrl));
     const max = options.poolSize ?? 10;

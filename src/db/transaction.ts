@@ -42,7 +42,35 @@ export function translateDbError(error: unknown): unknown {
   ) {
     return new ServiceUnavailableError('database_busy', undefined, { cause: error, retryAfterSeconds: 1 });
   }
-  return error;
+  return databaseUnavailable(error) ?? error;
+}
+
+/**
+ * PostgreSQL's SQLSTATEs of a connection that failed (class 08) or that the server ended or
+ * refused while shutting down, crashing or starting (57P01–57P03), and node-postgres's own
+ * errors for a socket that ended, could not be made or a client left unusable by that.
+ */
+const CONNECTION_STATES = /^(08[0-9A-Z]{3}|57P0[1-3])$/;
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+const DRIVER_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed and is not queryable)/;
+
+/**
+ * The 503 for an error that says the database could not be reached or its connection ended
+ * under the statement (a restart, a failover, a connection ended by an administrator); else
+ * undefined. What was being written may or may not have been committed, which the error's
+ * note tells the client. The error handlers ask it of every error that is not the app's own,
+ * since a read that lost its connection reaches them untranslated.
+ */
+export function databaseUnavailable(error: unknown): ServiceUnavailableError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, message } = error as DriverError;
+  const lost =
+    (typeof code === 'string' && (CONNECTION_STATES.test(code) || SOCKET_CODES.has(code))) ||
+    (typeof message === 'string' && DRIVER_MESSAGES.test(message));
+  return lost
+    ? new ServiceUnavailableError('database_unavailable', undefined, { cause: error, retryAfterSeconds: 2 })
+    : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { databaseUnavailable } from '../db/transaction.js';
 import { AppError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { appErrorAnswer, errorBody } from './error-handler.js';
@@ -231,15 +232,16 @@ export function jsonAnswer(route: string, status: number, body: string, perAnswe
 
 /**
  * An early body route's answer to an error, as the error handler gives it: the app's own
- * errors through appErrorAnswer (with Retry-After, logged as it says), anything else a 500,
- * logged.
+ * errors (and a database out of reach, databaseUnavailable) through appErrorAnswer (with
+ * Retry-After, logged as it says), anything else a 500, logged.
  */
 export function earlyErrorAnswer(
   route: string,
-  error: unknown,
+  thrown: unknown,
   log: FastifyBaseLogger | undefined,
   requestId: string,
 ): EarlyAnswer {
+  const error = databaseUnavailable(thrown) ?? thrown;
   if (!(error instanceof AppError)) {
     log?.error({ err: error, requestId }, 'request failed');
     return jsonAnswer(route, 500, JSON.stringify(errorBody('internal_error')));

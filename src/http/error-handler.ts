@@ -9,6 +9,7 @@ import {
   type ErrorCode,
   type ErrorDetail,
 } from '../errors.js';
+import { databaseUnavailable } from '../db/transaction.js';
 import { validationDetails } from './validation.js';
 
 /** The JSON body of every error answer (ErrorBody). */
@@ -95,7 +96,8 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
 
 /** The one place where errors become HTTP responses. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler((thrown: FastifyError, request, reply) => {
+    const error = databaseUnavailable(thrown) ?? thrown;
     if (error instanceof AppError) {
       const answer = appErrorAnswer(error);
       if (answer.retryAfter !== undefined) reply.header('Retry-After', String(answer.retryAfter));

@@ -45,7 +45,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'Request body too large',
   429: 'Rate limit reached: see the RateLimit header and wait Retry-After seconds',
   500: 'Internal error',
-  503: 'Busy or a dependency away, for now: hashing_busy when too many passwords are being hashed, rate_limiter_unavailable when Redis does not answer, database_busy when the SQLite write lock stayed taken by another process past its wait, or PostgreSQL ended the write to break a deadlock (nothing was written); wait Retry-After seconds when it is given',
+  503: 'Busy or a dependency away, for now: hashing_busy when too many passwords are being hashed, rate_limiter_unavailable when Redis does not answer, database_busy when the SQLite write lock stayed taken by another process past its wait, or PostgreSQL ended the write to break a deadlock (nothing was written), database_unavailable when the database cannot be reached or the connection ended under the request (a write may or may not have been made: send it again with the same Idempotency-Key); wait Retry-After seconds when it is given',
 };
 
 /** The error responses a route declares; 400, 401, 429, 500 and 503 are possible on every API route. */

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { ConflictError, NotFoundError } from '../../errors.js';
+import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { countOfForm, holdCountOfForm, noteSubmissionChange } from '../forms/counts.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { enqueue, jobRowsOf, wakeWorkers } from '../../jobs/outbox.js';
@@ -119,10 +119,10 @@ export function createWithKey(
  * form's revision first (on SQLite that read, outside any transaction, costs about as much as
  * the row's insert; on PostgreSQL it is a round trip). The transaction checks the revision
  * anyway, so a kept definition that is out of date is caught there, and so is a form deleted
- * since (its deletion moves the revision). Whatever such an attempt fails with before that
- * check passed (values refused by the old fields, form_inactive, form_full, StaleDefinition)
- * may be the old definition's doing: the create is then made again against the definition
- * read now, which gives the answer. Its storage writes and its transaction are undone first,
+ * since (its deletion moves the revision). Whatever such an attempt is refused with before
+ * that check passed (values refused by the old fields, form_inactive, form_full,
+ * StaleDefinition) may be the old definition's doing: the create is then made again against
+ * the definition read now, which gives the answer; a failure that is no refusal is the answer. Its storage writes and its transaction are undone first,
  * and it removes no upload over a size limit (which the definition read now may have raised).
  */
 export async function createSubmission(
@@ -139,7 +139,11 @@ export async function createSubmission(
     try {
       return await createOnce(deps, attempt, scope, input, meta, onCreated);
     } catch (error) {
-      if (attempt.checked && !(error instanceof StaleDefinition)) throw error;
+      // Only a refusal can be the old definition's doing. Anything else (a database out of
+      // reach, a connection lost maybe after the commit) is the answer: made again, a create
+      // that went in would go in twice.
+      const refusal = error instanceof AppError && error.statusCode < 500;
+      if (!(error instanceof StaleDefinition) && (attempt.checked || !refusal)) throw error;
     }
   }
   return againIfStale(async () =>
