@@ -10,6 +10,7 @@ import { attachChangeEpoch, sqliteChangeEpoch, type PreparedStatement } from './
 import { attachEngine } from './engine.js';
 import { loadPg } from './pg-driver.js';
 import { prepareMarkedStatements } from './pg-prepared.js';
+import { markConnectionLost } from './transaction.js';
 import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
 import { sqliteEngine } from './sqlite-engine.js';
@@ -100,6 +101,19 @@ function dropWhenEnded(client: pg.PoolClient): void {
   });
 }
 
+/** A connection the pool could not make fails its request's statement with an error marked as the connection's. */
+function markConnectFailures(pool: pg.Pool): void {
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => Promise<pg.PoolClient> | undefined;
+  // Kysely asks for a promise; pg-pool's own query() passes a callback, left as it is.
+  pool.connect = ((callback?: unknown) =>
+    callback === undefined
+      ? connect()!.catch((error: unknown) => {
+          markConnectionLost(error);
+          throw error;
+        })
+      : connect(callback)) as typeof pool.connect;
+}
+
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
     const pool = new (loadPg().Pool)({
@@ -115,11 +129,13 @@ export function openDatabase(options: DbOptions): Db {
       // statements (held by a transaction, a shared statement's turn) hears its connection's
       // end as an 'error' event of its own, which would end the process: the client turns
       // unqueryable instead, its holder's next statement fails, and the pool drops it when it
-      // is released (pg-pool checks _queryable).
-      client.on('error', () => {});
+      // is released (pg-pool checks _queryable). The error is the one its running statements
+      // fail with, marked as the connection's (a 503, databaseUnavailable).
+      client.on('error', markConnectionLost);
       dropWhenEnded(client);
       prepareMarkedStatements(client);
     });
+    markConnectFailures(pool);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     attachEngine(kysely, postgresEngine(options.databaseUrl));
     const max = options.poolSize ?? 10;

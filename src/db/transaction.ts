@@ -48,12 +48,23 @@ export function translateDbError(error: unknown): unknown {
 /**
  * PostgreSQL's SQLSTATEs of a connection that failed (class 08) or that the server ended or
  * refused while shutting down, crashing or starting (57P01–57P03), and node-postgres's own
- * errors for a socket that ended, could not be made or a client left unusable by that.
+ * messages for a socket that ended or a client left unusable by that.
  */
 const CONNECTION_STATES = /^(08[0-9A-Z]{3}|57P0[1-3])$/;
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
 const DRIVER_MESSAGES =
   /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed and is not queryable)/;
+
+/**
+ * Errors that the pool reported as a connection that could not be made or was lost
+ * (markConnectionLost): a socket's own errors (ECONNREFUSED, ECONNRESET) carry nothing that
+ * says whose socket it was, and storage or a webhook's receiver fail with the same codes.
+ */
+const lostConnections = new WeakSet<object>();
+
+/** Notes that error is the database's connection failing (database.ts, the pool's connects and clients). */
+export function markConnectionLost(error: unknown): void {
+  if (typeof error === 'object' && error !== null) lostConnections.add(error);
+}
 
 /**
  * The 503 for an error that says the database could not be reached or its connection ended
@@ -66,7 +77,8 @@ export function databaseUnavailable(error: unknown): ServiceUnavailableError | u
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, message } = error as DriverError;
   const lost =
-    (typeof code === 'string' && (CONNECTION_STATES.test(code) || SOCKET_CODES.has(code))) ||
+    lostConnections.has(error) ||
+    (typeof code === 'string' && CONNECTION_STATES.test(code)) ||
     (typeof message === 'string' && DRIVER_MESSAGES.test(message));
   return lost
     ? new ServiceUnavailableError('database_unavailable', undefined, { cause: error, retryAfterSeconds: 2 })

@@ -40,7 +40,7 @@ describe('a database out of reach', () => {
     }
   });
 
-  it("a statement's own failure is not", () => {
+  it("a statement's own failure is not, nor another service's socket", () => {
     for (const code of ['23505', '40P01', '42P01', '57014', 'SQLITE_BUSY']) {
       assert.equal(databaseUnavailable({ code, message: 'x' }), undefined, code);
     }
@@ -48,6 +48,10 @@ describe('a database out of reach', () => {
       assert.ok(databaseUnavailable({ code, message: 'x' }) instanceof ServiceUnavailableError, code);
     }
     assert.equal(databaseUnavailable(new Error('Connection terminated unexpectedly'))?.code, 'database_unavailable');
+    // A socket's own failure says nothing of whose socket it was (storage's, a webhook
+    // receiver's): only the pool's are the database's.
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9000'), { code: 'ECONNREFUSED' });
+    assert.equal(databaseUnavailable(refused), undefined);
     assert.equal(databaseUnavailable(undefined), undefined);
   });
 });

@@ -122,8 +122,9 @@ export function createWithKey(
  * since (its deletion moves the revision). Whatever such an attempt is refused with before
  * that check passed (values refused by the old fields, form_inactive, form_full,
  * StaleDefinition) may be the old definition's doing: the create is then made again against
- * the definition read now, which gives the answer; a failure that is no refusal is the answer. Its storage writes and its transaction are undone first,
- * and it removes no upload over a size limit (which the definition read now may have raised).
+ * the definition read now, which gives the answer; a failure that is no refusal is the
+ * answer. Its storage writes and its transaction are undone first, and it removes no upload
+ * over a size limit (which the definition read now may have raised).
  */
 export async function createSubmission(
   deps: SubmissionsDeps,
