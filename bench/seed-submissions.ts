@@ -10,7 +10,7 @@
  * displayValue, searchKeys, normalize, words, fieldToken): the submissions row (data keyed
  * by field id, pretty_name), the submission_unique_values rows of fields marked unique,
  * the submissions_fts row (rowid = id; every word and field token) and the form's counts
- * (form_submission_counts, submission_hours: slot 0, the one SQLite writes). created_at rises with the id, spread over the last `days` days.
+ * (form_submission_counts, submission_hours with each hour's id bounds: slot 0, the one SQLite writes). created_at rises with the id, spread over the last `days` days.
  * storedSubmission() mirrors searchable() in src/modules/submissions/indexing.ts;
  * compareWithService() checks it against rows the running service wrote, so that a change
  * there shows up as a failed benchmark rather than as a benchmark of other data.
@@ -185,7 +185,7 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
       'INSERT INTO form_submission_counts (form_id, slot, n, version) VALUES (?, 0, ?, 1) ON CONFLICT (form_id, slot) DO UPDATE SET n = n + excluded.n, version = version + 1',
     );
     const bumpHour = db.prepare(
-      'INSERT INTO submission_hours (form_id, hour, slot, n) VALUES (?, ?, 0, ?) ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = n + excluded.n',
+      'INSERT INTO submission_hours (form_id, hour, slot, n, first_id, last_id) VALUES (?, ?, 0, ?, ?, ?) ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = n + excluded.n, first_id = min(coalesce(first_id, excluded.first_id), excluded.first_id), last_id = max(coalesce(last_id, excluded.last_id), excluded.last_id)',
     );
 
     const now = Date.now();
@@ -201,7 +201,8 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
     const batch = 50_000;
 
     const insertBatch = db.transaction((from: number, to: number) => {
-      const perHour = new Map<number, number>();
+      // Per hour: how many, and the first and last id (ids rise with i).
+      const perHour = new Map<number, [number, number, number]>();
       for (let i = from; i < to; i++) {
         const n = firstBody + i;
         const stored = storedSubmission(formId, fields, byId, submissionInput(n, ids));
@@ -220,7 +221,8 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
         );
         const id = Number(info.lastInsertRowid);
         const hour = Math.floor(created / 3_600_000);
-        perHour.set(hour, (perHour.get(hour) ?? 0) + 1);
+        const inHour = perHour.get(hour);
+        perHour.set(hour, inHour ? [inHour[0] + 1, inHour[1], id] : [1, id, id]);
         for (const v of stored.unique) insertUnique.run(id, formId, v.fieldId, v.norm);
         insertFts.run(id, stored.tokens.join(' '));
         uniqueRows += stored.unique.length;
@@ -230,7 +232,7 @@ export function seedSubmissions(options: SeedOptions): SeedResult {
         [lastId, lastCreated] = [id, created];
       }
       bumpCount.run(formId, to - from);
-      for (const [hour, n] of perHour) bumpHour.run(formId, hour, n);
+      for (const [hour, [n, first, last]] of perHour) bumpHour.run(formId, hour, n, first, last);
     });
 
     let lastReport = Date.now();

@@ -16,6 +16,7 @@ import type { SubmissionRow } from '../src/db/schema.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
 import { startTestApp, TEST_PG_URL, type TestAccount, type TestApp } from './support/helpers.js';
+import { assertHourBounds } from './support/submission-fixtures.js';
 
 interface Sent {
   text: string;
@@ -108,6 +109,8 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
     const { rows: hours } = await sql<{ n: number }>`
       SELECT sum(n)::int AS n FROM submission_hours WHERE form_id = ${form.id}`.execute(db);
     assert.equal(hours[0]!.n, 12);
+    // And the hour's id bounds hold every id of the statement's rows.
+    await assertHourBounds(db, form.id);
   });
 
   it('answers each create of a failed statement alone: a value taken inside it, or a form that moved on', async () => {

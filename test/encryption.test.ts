@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { bytesUnder } from './support/disk.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
-import { ok } from './support/submission-fixtures.js';
+import { assertHourBounds, ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'correct horse battery staple';
 const header = (password = PASSWORD) => ({ headers: { 'x-formwork-encryption-password': password } });
@@ -126,6 +126,8 @@ describe(`encrypted forms (${dialectName})`, () => {
     await ok(a.get(`/submissions/${created.id}`, { headers: { 'x-fs-encryption-password': PASSWORD } }), 'X-FS header');
     // Another account sees nothing, password or not.
     assertError(await b.get(`/submissions/${created.id}`, header()), 404, 'submission_not_found', 'other account');
+    // A sealed row is written step by step (its data needs its id): its hour bounds its id too.
+    await assertHourBounds(app.server.db.kysely, form.id);
   });
 
   it('lists without the password, but values, names and searches need it', async () => {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as repo from '../src/modules/submissions/repository.js';
 import { dialectName, withApps, type TestAccount, type TestApp } from './support/helpers.js';
+import { assertHourBounds } from './support/submission-fixtures.js';
 
 // SQLite has one writer: fewer, so that the suite stays quick.
 const COUNT = dialectName === 'postgres' ? 3000 : 600;
@@ -183,6 +184,32 @@ describe(`many writers to one form (${dialectName})`, () => {
     for (const [from, to] of ranges) {
       assert.equal(await repo.countSubmissions(db, form.id, from, to), rowsIn(from, to), `range ${from} to ${to}`);
     }
+
+    // Every hour's id bounds, as the create paths wrote them, hold its rows' ids; the pages of
+    // a range, found from those bounds, are the range's ids in id order.
+    await assertHourBounds(db, form.id);
+    const byId = [...rows].sort((x, y) => x.id - y.id);
+    for (const [from, to] of ranges)
+      for (const order of ['asc', 'desc'] as const) {
+        const inRange = byId
+          .filter((r) => (from === undefined || r.created_at >= from) && (to === undefined || r.created_at <= to))
+          .map((r) => r.id);
+        if (order === 'desc') inRange.reverse();
+        for (const offset of [0, 40]) {
+          const page = await repo.listSubmissions(
+            db,
+            a.accountId,
+            form.id,
+            { from, to, terms: [] },
+            { order, limit: 30, offset },
+          );
+          assert.deepEqual(
+            page.rows.map((r) => r.id),
+            inRange.slice(offset, offset + 30),
+            `page of ${from} to ${to}, ${order}, offset ${offset}`,
+          );
+        }
+      }
     assert.ok(deleted.length > 0);
   });
 });

@@ -124,6 +124,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0034_create_abort',
       '0035_search_pending_list',
       '0036_submission_cascades',
+      '0037_submission_hour_ids',
     ]);
 
     assert.equal(
@@ -252,8 +253,9 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
     const busy = await form('busy', 5, 9);
     const empty = await form('empty', 0, 0);
     // Two rows in the first hour, three in the third.
+    const ids: number[] = [];
     for (const at of [base + 1, base + hour - 1, base + 2 * hour, base + 2 * hour + 5, base + 3 * hour - 1]) {
-      await k
+      const { id } = await k
         .insertInto('submissions')
         .values({
           account_id: account,
@@ -265,16 +267,23 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
           data: '{}',
           pretty_name: null,
         })
-        .execute();
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      ids.push(id);
     }
     await migrateToLatest(fresh);
 
     const counts = await k.selectFrom('form_submission_counts').selectAll().orderBy('form_id').execute();
     assert.deepEqual(counts, [{ form_id: busy, slot: 0, n: 5, version: 9 }]);
-    const hours = await k.selectFrom('submission_hours').select(['form_id', 'hour', 'n']).orderBy('hour').execute();
+    // With each hour's id bounds (0037).
+    const hours = await k
+      .selectFrom('submission_hours')
+      .select(['form_id', 'hour', 'n', 'first_id', 'last_id'])
+      .orderBy('hour')
+      .execute();
     assert.deepEqual(hours, [
-      { form_id: busy, hour: base / hour, n: 2 },
-      { form_id: busy, hour: base / hour + 2, n: 3 },
+      { form_id: busy, hour: base / hour, n: 2, first_id: ids[0], last_id: ids[1] },
+      { form_id: busy, hour: base / hour + 2, n: 3, first_id: ids[2], last_id: ids[4] },
     ]);
     const columns = await k.selectFrom('forms').selectAll().where('id', '=', empty).executeTakeFirstOrThrow();
     assert.equal('submissions_count' in columns, false, 'the old column is gone');

@@ -11,7 +11,7 @@ import * as idempotency from '../src/modules/idempotency/repository.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { QueryRecorder } from './support/query-recorder.js';
-import { at, ok } from './support/submission-fixtures.js';
+import { at, ok, rewriteHours } from './support/submission-fixtures.js';
 
 const ROWS = 3000;
 const BASE = at('2026-01-01T00:00:00Z');
@@ -60,15 +60,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
         .insertInto('form_submission_counts')
         .values({ form_id: target.id, slot: 0, n: count, version: 1 })
         .execute();
-      const perHour = new Map<number, number>();
-      for (let i = 0; i < count; i++) {
-        const hour = Math.floor((BASE + i * MINUTE) / 3_600_000);
-        perHour.set(hour, (perHour.get(hour) ?? 0) + 1);
-      }
-      await db
-        .insertInto('submission_hours')
-        .values([...perHour].map(([hour, n]) => ({ form_id: target.id, hour, slot: 0, n })))
-        .execute();
+      await rewriteHours(app, target.id);
     }
     // Each row's tokens from its own value, "v" followed by the row's position.
     const rows = await db.selectFrom('submissions').select(['id', 'form_id', 'data']).execute();
@@ -212,17 +204,50 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       assertEachUses(plans, /submissions_form_created/, `time range ${what}`);
       assertNoFullScan(plans, `time range ${what}`);
     }
-    // The page: the range's edge from the time index, then the ids from there in id order, by
-    // an index whose order that is (the form's ids; PostgreSQL may take the primary key where
-    // the form holds most rows, as here), not by sorting the range.
+    // The page: the bound of the range's ids from its hours (by their key), then the ids from
+    // there in id order, by an index whose order that is (the form's ids; PostgreSQL may take
+    // the primary key where the form holds most rows, as here), not by sorting the range, and
+    // no read of the range's rows for its edge.
+    assertRangePage(listPlans, 'max', 'time range list');
+  });
+
+  /** A range's page made from its hours' bound (aggregate) and one walk by an id index, as idsInRange makes it. */
+  function assertRangePage(plans: { sql: string; plan: string }[], aggregate: 'max' | 'min', what: string): void {
     const byId = /submissions_form_id|submissions_pkey/;
-    assertEachUses(listPlans, new RegExp(`submissions_form_created|${byId.source}`), 'time range list');
-    assertNoFullScan(listPlans, 'time range list');
-    const edge = listPlans.find((p) => /\bmax\(/i.test(p.sql));
-    assert.match(edge?.plan ?? '', /submissions_form_created/, `time range list's edge\n${edge?.sql}`);
-    const walk = listPlans.find((p) => /"created_at" from/i.test(p.sql));
-    assert.match(walk?.plan ?? '', byId, `time range list's walk\n${walk?.sql}`);
-    assert.doesNotMatch(walk?.plan ?? '', /\bSort\b|TEMP B-TREE/, `time range list's walk\n${walk?.sql}`);
+    // By the hours' key; PostgreSQL reads a table of one page (this one's hundred hours) whole.
+    const hours =
+      dialectName === 'postgres'
+        ? /submission_hours_pk|Seq Scan on submission_hours\b/
+        : /sqlite_autoindex_submission_hours/;
+    const edges = plans.filter((p) => /\b(max|min)\(/i.test(p.sql));
+    assert.equal(edges.length, 1, `${what}: one edge read\n${edges.map((p) => p.sql).join('\n')}`);
+    assert.match(edges[0]!.sql, aggregate === 'max' ? /max\("last_id"\)/ : /min\("first_id"\)/, what);
+    assert.match(edges[0]!.plan, hours, `${what}'s edge\n${edges[0]!.sql}`);
+    assertEachUses(
+      plans.filter((p) => p !== edges[0]),
+      new RegExp(`submissions_form_created|${byId.source}`),
+      what,
+    );
+    assertNoFullScan(plans, what);
+    const walks = plans.filter((p) => /"created_at" from/i.test(p.sql));
+    assert.equal(walks.length, 1, `${what}: one walk`);
+    assert.match(walks[0]!.plan, byId, `${what}'s walk\n${walks[0]!.sql}`);
+    assert.doesNotMatch(walks[0]!.plan, /\bSort\b|TEMP B-TREE/, `${what}'s walk\n${walks[0]!.sql}`);
+  }
+
+  it("a range open at the page's far end is walked from its hours' bound, without reading the range's rows", async () => {
+    // Oldest first since a time: the range's smallest id read from the time index would read
+    // every index entry from that time on (here half the form); its hours bound it instead.
+    const since = { from: BASE + 1510 * MINUTE, to: undefined, terms: [] };
+    // The total as the service passes it (from the hours, countSubmissions): only the page's statements here.
+    const asc = { ...page, order: 'asc' as const, knownTotal: ROWS - 1510 };
+    const plans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, since, asc));
+    assertRangePage(plans, 'min', 'since a time, oldest first');
+    const { rows } = await repo.listSubmissions(app.server.db.kysely, a.accountId, form.id, since, asc);
+    assert.deepEqual(
+      rows.map((r) => r.created_at),
+      Array.from({ length: page.limit }, (_, k) => BASE + (1510 + k) * MINUTE),
+    );
   });
 
   it("a range open at the page's start is walked from the form's end, without reading the range's edge", async () => {
@@ -270,6 +295,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
         })),
       )
       .execute();
+    await rewriteHours(app, own.id);
     const truth = async (from: number | undefined, to: number | undefined, order: 'asc' | 'desc') => {
       let q = db.selectFrom('submissions').select('id').where('form_id', '=', own.id);
       if (from !== undefined) q = q.where('created_at', '>=', from);

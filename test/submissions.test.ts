@@ -3,7 +3,14 @@ import { after, before, describe, it } from 'node:test';
 import { API_PREFIX } from '../src/app.js';
 import { requestHash } from '../src/modules/idempotency/service.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
-import { body, createEveryFieldForm, ok, rowCounts, type EveryFieldForm } from './support/submission-fixtures.js';
+import {
+  assertHourBounds,
+  body,
+  createEveryFieldForm,
+  ok,
+  rowCounts,
+  type EveryFieldForm,
+} from './support/submission-fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -665,6 +672,8 @@ describe(`submissions (${dialectName})`, () => {
       assert.equal(full.body.code, 'form_full');
       await ok(a.delete(`/submissions/${second.id}`));
       await ok(post(), 'room again after a delete');
+      // A limited form's creates are made in a transaction: their hours bound their ids too.
+      await assertHourBounds(app.server.db.kysely, form.id);
     });
 
     it('answers 404 for every submission route of a deleted form, and serves them again once restored', async () => {

@@ -30,6 +30,7 @@ import * as dropJobsDue from './migrations/0033_drop_jobs_due.js';
 import * as createAbort from './migrations/0034_create_abort.js';
 import * as searchPendingList from './migrations/0035_search_pending_list.js';
 import * as submissionCascades from './migrations/0036_submission_cascades.js';
+import * as submissionHourIds from './migrations/0037_submission_hour_ids.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -66,6 +67,7 @@ const migrations: Record<string, MigrationModule> = {
   '0034_create_abort': createAbort,
   '0035_search_pending_list': searchPendingList,
   '0036_submission_cascades': submissionCascades,
+  '0037_submission_hour_ids': submissionHourIds,
 };
 
 /** Every migration's name, in the order they run. */

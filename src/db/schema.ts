@@ -543,6 +543,9 @@ export interface SubmissionHoursTable {
   hour: number;
   slot: number;
   n: number;
+  /** The smallest and largest id of the submissions this slot added in the hour (migration 0037); null for none. */
+  first_id: number | null;
+  last_id: number | null;
 }
 export interface SmartListsTable {
   id: Id;

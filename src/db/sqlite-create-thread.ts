@@ -16,7 +16,7 @@ export interface ThreadStatement {
  * row (no RETURNING; its arguments are ThreadCreate.row), unique (submission id, form id,
  * field id, value; no RETURNING), held (form id, field id, value: the holder of a unique
  * value, if any), revision (form id, account id), count (form id, n, version), hour (form id,
- * hour, n), fullText (submission id, text).
+ * hour, n, first id, last id), fullText (submission id, text).
  */
 export interface CreateStatements {
   row: ThreadStatement;
@@ -96,7 +96,7 @@ function write(creates) {
   const texts = [];
   let needJobs = false;
   begin.run();
-  // Per form: its revision (null for none of the account's), and how many it gets, in all and by hour.
+  // Per form: its revision (null for none of the account's), and how many it gets, in all and by hour (with the hour's ids' bounds).
   const forms = new Map();
   for (let i = 0; i < creates.length; i++) {
     const c = creates[i];
@@ -115,7 +115,12 @@ function write(creates) {
       if (unique.run([id, c.formId, fieldId, norm]).changes === 0) throw new Error('a unique value was taken meanwhile');
     }
     form.n++;
-    form.hours.set(c.hour, (form.hours.get(c.hour) || 0) + 1);
+    // Ids rise within the batch: the hour's first is the first seen, its last the latest.
+    const inHour = form.hours.get(c.hour);
+    if (inHour) {
+      inHour.n++;
+      inHour.last = id;
+    } else form.hours.set(c.hour, { n: 1, first: id, last: id });
     ids[i] = id;
     texts.push([id, c.fullText]);
     if (c.events) needJobs = true;
@@ -124,7 +129,7 @@ function write(creates) {
   const written = [...forms.values()].filter((f) => f.n > 0).sort((a, b) => a.id - b.id);
   for (const f of written) {
     count.run([f.id, f.n, f.n]);
-    for (const [h, n] of [...f.hours].sort((a, b) => a[0] - b[0])) hour.run([f.id, h, n]);
+    for (const [h, { n, first, last }] of [...f.hours].sort((a, b) => a[0] - b[0])) hour.run([f.id, h, n, first, last]);
   }
   return { ids, texts, needJobs };
 }

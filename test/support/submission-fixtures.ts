@@ -4,7 +4,8 @@
  * directly in the database (test setup, not a mock: the service reads them back as stored).
  */
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.js';
 import { dialectName, type Reply, type TestAccount, type TestApp } from './helpers.js';
 
 export const EVERY_FIELD = [
@@ -118,27 +119,50 @@ export async function rowCounts(app: TestApp): Promise<RowCounts> {
 
 /** Sets when a submission was created, as if it had been made then. */
 export async function setCreated(app: TestApp, id: number, ms: number): Promise<void> {
-  const db = app.server.db.kysely;
-  const { form_id: formId } = await db
+  const { form_id: formId } = await app.server.db.kysely
     .updateTable('submissions')
     .set({ created_at: ms })
     .where('id', '=', id)
     .returning('form_id')
     .executeTakeFirstOrThrow();
-  // The form's hourly counts, as the service would have written them for these times
-  // (src/modules/forms/counts.ts): the service itself never moves a created_at.
+  await rewriteHours(app, formId);
+}
+
+/**
+ * The form's hourly counts and their ids' bounds, as the service would have written them for
+ * the rows' times (src/modules/forms/counts.ts), for rows put in or moved by a test: the
+ * service itself never moves a created_at.
+ */
+export async function rewriteHours(app: TestApp, formId: number): Promise<void> {
+  const db = app.server.db.kysely;
   await db.deleteFrom('submission_hours').where('form_id', '=', formId).execute();
-  const hours = await db.selectFrom('submissions').select(['created_at']).where('form_id', '=', formId).execute();
-  const perHour = new Map<number, number>();
-  for (const { created_at } of hours) {
-    const hour = Math.floor(created_at / 3_600_000);
-    perHour.set(hour, (perHour.get(hour) ?? 0) + 1);
+  await sql`INSERT INTO submission_hours (form_id, hour, slot, n, first_id, last_id)
+    SELECT form_id, created_at / 3600000, 0, count(*), min(id), max(id) FROM submissions
+    WHERE form_id = ${formId} GROUP BY form_id, created_at / 3600000`.execute(db);
+}
+
+/**
+ * The form's hours (submission_hours) bound the ids of the rows created in them: each hour
+ * with rows has bounds that hold them, and no slot counts submissions without bounds. A
+ * delete leaves the bounds, so they may be wider than the rows left.
+ */
+export async function assertHourBounds(db: Kysely<Database>, formId: number): Promise<void> {
+  const rows = await sql<{ hour: number; low: number; high: number }>`
+    SELECT created_at / 3600000 AS hour, min(id) AS low, max(id) AS high FROM submissions
+    WHERE form_id = ${formId} GROUP BY created_at / 3600000`.execute(db);
+  const hours = await sql<{ hour: number; first: number | null; last: number | null; unbounded: number }>`
+    SELECT hour, min(first_id) AS first, max(last_id) AS last,
+      sum(CASE WHEN n > 0 AND first_id IS NULL THEN 1 ELSE 0 END) AS unbounded
+    FROM submission_hours WHERE form_id = ${formId} GROUP BY hour`.execute(db);
+  const byHour = new Map(hours.rows.map((h) => [Number(h.hour), h]));
+  assert.ok(rows.rows.length > 0, 'the form has rows');
+  for (const r of rows.rows) {
+    const h = byHour.get(Number(r.hour));
+    const what = `hour ${r.hour}: ids ${r.low}..${r.high}, bounds ${h?.first}..${h?.last}`;
+    assert.ok(h && h.first !== null && h.last !== null, what);
+    assert.ok(Number(h.first) <= Number(r.low) && Number(h.last) >= Number(r.high), what);
   }
-  if (perHour.size > 0)
-    await db
-      .insertInto('submission_hours')
-      .values([...perHour].map(([hour, n]) => ({ form_id: formId, hour, slot: 0, n })))
-      .execute();
+  for (const h of hours.rows) assert.equal(Number(h.unbounded), 0, `hour ${h.hour}: a slot counts rows without bounds`);
 }
 
 /** Epoch milliseconds of an ISO instant. */

@@ -99,9 +99,39 @@ export async function countOfHours(
 }
 
 /**
- * Records that a submission of the form was created (+1), deleted (-1) or edited (0), created
- * at createdAt: keeps the count and its hour right and moves the version that cached totals
- * check. Returns the form's revision as of this write, read under a share lock that lasts
+ * What a form's hours from first to last (inclusive; either open) say of its ids: the
+ * smallest and largest id of the submissions created in them (bounds, as deletes leave them;
+ * null where none were, or where an hour's slot counts submissions without bounds, which no
+ * create path writes: rows put in by hand), and how many submissions the hour `counted` holds.
+ */
+export async function idBoundsOfHours(
+  db: Executor,
+  formId: number,
+  first: number | undefined,
+  last: number | undefined,
+  counted: number,
+): Promise<{ low: number | null; high: number | null; inCounted: number }> {
+  const row = await db
+    .selectFrom('submission_hours')
+    .select((eb) => [
+      eb.fn.min('first_id').as('low'),
+      eb.fn.max('last_id').as('high'),
+      sql<number>`coalesce(sum(CASE WHEN hour = ${counted} THEN n ELSE 0 END), 0)`.as('in_counted'),
+      sql<number>`coalesce(sum(CASE WHEN n > 0 AND first_id IS NULL THEN 1 ELSE 0 END), 0)`.as('unbounded'),
+    ])
+    .where('form_id', '=', formId)
+    .$if(first !== undefined, (q) => q.where('hour', '>=', first!))
+    .$if(last !== undefined, (q) => q.where('hour', '<=', last!))
+    .executeTakeFirst();
+  const bound = (v: number | null | undefined) =>
+    v === null || v === undefined || Number(row!.unbounded) > 0 ? null : Number(v);
+  return { low: bound(row?.low), high: bound(row?.high), inCounted: Number(row?.in_counted ?? 0) };
+}
+
+/**
+ * Records that a submission of the form was created (+1, id: the new row's), deleted (-1) or
+ * edited (0), created at createdAt: keeps the count and its hour (and the hour's ids' bounds)
+ * right and moves the version that cached totals check. Returns the form's revision as of this write, read under a share lock that lasts
  * until commit: a change to the form (which updates its row) waits for this write to commit,
  * or this write sees its new revision, which the writer compares with the definition it
  * checked the values against. Undefined when the form is gone.
@@ -112,6 +142,7 @@ export async function noteSubmissionChange(
   formId: number,
   delta: number,
   createdAt: number,
+  id: number | null = null,
 ): Promise<number | undefined> {
   const engine = engineOf(db);
   const hour = Math.floor(createdAt / HOUR_MS);
@@ -127,9 +158,9 @@ export async function noteSubmissionChange(
         SET n = form_submission_counts.n + excluded.n, version = form_submission_counts.version + 1
       ),
       h AS (
-        INSERT INTO submission_hours (form_id, hour, slot, n)
-        SELECT ${formId}, ${hour}, ${slot}, ${delta} FROM f WHERE ${delta}::int <> 0
-        ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + excluded.n
+        INSERT INTO submission_hours (form_id, hour, slot, n, first_id, last_id)
+        SELECT ${formId}, ${hour}, ${slot}, ${delta}, ${id}::int, ${id}::int FROM f WHERE ${delta}::int <> 0
+        ON CONFLICT (form_id, hour, slot) DO UPDATE SET ${HOUR_ADDED}
       )
       SELECT revision FROM f`.execute(db);
     return rows[0]?.revision;
@@ -137,7 +168,7 @@ export async function noteSubmissionChange(
   const [form] = await revisionForWrite(db, formId, accountId);
   if (!form) return undefined;
   await addToCount(db, formId, delta, 1);
-  if (delta !== 0) await addToHour(db, formId, hour, delta);
+  if (delta !== 0) await addToHour(db, formId, hour, delta, id, id);
   return form.revision;
 }
 
@@ -163,13 +194,37 @@ export const addToCount = hotQuery(3, (db, formId: number, n: number, version: n
     ),
 );
 
-export const addToHour = hotQuery(3, (db, formId: number, hour: number, n: number) =>
-  db
-    .insertInto('submission_hours')
-    .values({ form_id: formId, hour, slot: engineOf(db).countSlot(), n })
-    .onConflict((oc) =>
-      oc
-        .columns(['form_id', 'hour', 'slot'])
-        .doUpdateSet((eb) => ({ n: eb('submission_hours.n', '+', eb.ref('excluded.n')) })),
-    ),
+/**
+ * Adds n to the count of the form's hour and slot, and widens the hour's bounds to the ids
+ * (null for none: a delete's).
+ */
+export const addToHour = hotQuery(
+  5,
+  (db, formId: number, hour: number, n: number, firstId: number | null, lastId: number | null) =>
+    db
+      .insertInto('submission_hours')
+      .values({ form_id: formId, hour, slot: engineOf(db).countSlot(), n, first_id: firstId, last_id: lastId })
+      .onConflict((oc) =>
+        oc.columns(['form_id', 'hour', 'slot']).doUpdateSet({
+          n: sql`submission_hours.n + excluded.n`,
+          first_id: widenedBound('first_id'),
+          last_id: widenedBound('last_id'),
+        }),
+      ),
 );
+
+/**
+ * An hour's bound widened by the one a write brings (excluded's), in SQL both databases run:
+ * a null on either side is no bound (SQLite's two-argument min() of a null is null, and
+ * PostgreSQL has no such min()).
+ */
+function widenedBound(column: 'first_id' | 'last_id') {
+  const [kept, given] = [`submission_hours.${column}`, `excluded.${column}`];
+  const wider = column === 'first_id' ? '<=' : '>=';
+  return sql<number | null>`CASE WHEN ${sql.raw(`${kept} ${wider} ${given}`)} THEN ${sql.raw(kept)}
+    ELSE coalesce(${sql.raw(`${given}, ${kept}`)}) END`;
+}
+
+/** The SET of an insert into submission_hours that met its row (ON CONFLICT): what every create path adds. */
+export const HOUR_ADDED = sql`n = submission_hours.n + excluded.n, first_id = ${widenedBound('first_id')},
+  last_id = ${widenedBound('last_id')}`;

@@ -10,9 +10,11 @@ import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } f
 import {
   addToCount,
   addToHour,
+  HOUR_ADDED,
   countOfForm,
   countOfHours,
   HOUR_MS,
+  idBoundsOfHours,
   noteSubmissionChange,
   revisionForWrite,
 } from '../forms/counts.js';
@@ -233,9 +235,9 @@ const insertWithCounts = hotQuery(
       SET n = form_submission_counts.n + 1, version = form_submission_counts.version + 1
     ),
     h AS (
-      INSERT INTO submission_hours (form_id, hour, slot, n)
-      SELECT ${formId}, ${hour}, ${slot}, 1 FROM f
-      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + 1
+      INSERT INTO submission_hours (form_id, hour, slot, n, first_id, last_id)
+      SELECT ${formId}, ${hour}, ${slot}, 1, s.id, s.id FROM f, s
+      ON CONFLICT (form_id, hour, slot) DO UPDATE SET ${HOUR_ADDED}
     )
     SELECT s.id, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
     WHERE CASE WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
@@ -582,9 +584,10 @@ function togetherQuery(
       SET n = form_submission_counts.n + excluded.n, version = form_submission_counts.version + excluded.version
     ),
     h AS (
-      INSERT INTO submission_hours (form_id, hour, slot, n)
-      SELECT f, h, ${slot}, count(*) FROM v GROUP BY f, h ORDER BY f, h
-      ON CONFLICT (form_id, hour, slot) DO UPDATE SET n = submission_hours.n + excluded.n
+      INSERT INTO submission_hours (form_id, hour, slot, n, first_id, last_id)
+      SELECT v.f, v.h, ${slot}, count(*), min(ids.id), max(ids.id) FROM v JOIN ids ON ids.i = v.i
+      GROUP BY v.f, v.h ORDER BY v.f, v.h
+      ON CONFLICT (form_id, hour, slot) DO UPDATE SET ${HOUR_ADDED}
     )${
       withJobs
         ? sql`,
@@ -636,7 +639,7 @@ export async function createSubmission(
   const engine = engineOf(db);
   if (!engine.writableCtes || typeof w.data !== 'string') {
     const inserted = await insertSubmission(db, row, w);
-    const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now);
+    const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now, inserted.row.id);
     return { ...inserted, revision };
   }
   const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0);
@@ -842,20 +845,30 @@ export async function listSubmissions(
 const RANGE_PAGE_DEPTH = 500;
 
 /**
+ * The most rows an edge hour may hold for a walk from the hours' bound: past it, the edge is
+ * read from the range's rows instead.
+ */
+const EDGE_HOUR_ROWS = 5_000;
+
+/**
  * A page of a form's ids in a time range, in id order, without sorting the range: ordering a
  * week of a million rows (19,000 ids) by id was most of such a request's time (2.6 of its
  * 3.2 ms on SQLite, docs/performance.md, "Twenty-seventh pass"), and PostgreSQL, asked for the
  * sorted page, walked the primary key from the table's end past every later row (50–280 ms for
  * a week half a year back, "Twenty-eighth pass"). The form's ids are read in order with their
- * times from the range's edge, by an id index, twice as many as the page needs and more, and
- * those in the range kept. That is exact whatever the times: every id of the range lies on
- * that side of the edge, and the ids are walked in order. The edge is the form's end where the
- * range is open on that side (newest first since a time, oldest first up to one), else the
- * range's largest id (its smallest, ascending) read from the form's time index, which costs a
- * read of the range's index entries: so where the walk from the form's end finds too few of an
- * open range, it is tried from that edge too. The walk is short because a row's time rises
- * with its id, nearly always; where the candidates hold too few of the range (times out of
- * order, rows of other times between), undefined: the range is sorted.
+ * times from an edge, by an id index, twice as many as the page needs and more, and those in
+ * the range kept. That is exact whatever the times: every id of the range lies on that side of
+ * the edge, and the ids are walked in order. The edge, tried in turn until a walk finds enough:
+ * - the form's end, where the range is open on that side (newest first since a time, oldest
+ *   first up to one);
+ * - the bound of the ids created in the range's hours (submission_hours, migration 0037), read
+ *   in O(hours): the walk from it also passes the rows of the range's edge hour that lie
+ *   outside the range, so it reaches that hour's count further ("Twenty-ninth pass");
+ * - the range's largest id (its smallest, ascending) read from the form's time index, a read of
+ *   every index entry of the range.
+ * The walk is short because a row's time rises with its id, nearly always; where the candidates
+ * hold too few of the range (times out of order, rows of other times between), undefined: the
+ * range is sorted.
  */
 async function idsInRange(
   db: Executor,
@@ -867,9 +880,18 @@ async function idsInRange(
   const wanted = page.offset + page.limit;
   if (wanted > RANGE_PAGE_DEPTH) return undefined;
   const desc = page.order === 'desc';
-  if (desc ? f.to === undefined : f.from === undefined) {
+  const edgeTime = desc ? f.to : f.from;
+  if (edgeTime === undefined) {
     const fromEnd = await walkIds(db, formId, f, page, undefined);
     if (fromEnd) return fromEnd;
+  } else {
+    const hourOf = (t: number | undefined) => (t === undefined ? undefined : Math.floor(t / HOUR_MS));
+    const hours = await idBoundsOfHours(db, formId, hourOf(f.from), hourOf(f.to), hourOf(edgeTime)!);
+    const bound = desc ? hours.high : hours.low;
+    if (bound !== null && hours.inCounted <= EDGE_HOUR_ROWS) {
+      const fromBound = await walkIds(db, formId, f, page, bound, hours.inCounted);
+      if (fromBound) return fromBound;
+    }
   }
   // `+ 0` keeps the aggregate off the id index, which it would walk from the form's end.
   const id = sql<number>`submissions.id + 0`;
@@ -880,8 +902,8 @@ async function idsInRange(
 
 /**
  * idsInRange's walk: the form's ids in the page's order from edge (included; undefined: the
- * form's end), 2 × (offset + limit) + 50 of them, those in f's range kept; undefined when
- * they hold too few of it to make the page.
+ * form's end), 2 × (offset + limit) + 50 of them and `further` more, those in f's range kept;
+ * undefined when they hold too few of it to make the page.
  */
 async function walkIds(
   db: Executor,
@@ -889,11 +911,17 @@ async function walkIds(
   f: ResolvedFilter,
   page: PageRequest,
   edge: number | undefined,
+  further = 0,
 ): Promise<{ id: number }[] | undefined> {
   const wanted = page.offset + page.limit;
-  const reach = 2 * wanted + 50;
+  const reach = 2 * wanted + 50 + further;
   let walk = db.selectFrom('submissions').select(['id', 'created_at']).where('form_id', '=', formId);
-  if (edge !== undefined) walk = walk.where('id', page.order === 'desc' ? '<=' : '>=', edge);
+  // The bound as a pair of the form's id index (form_id, id): SQLite, given `id >= ?`, walked
+  // the table by rowid from the edge past every other form's rows.
+  if (edge !== undefined)
+    walk = walk.where((eb) =>
+      eb(eb.refTuple('form_id', 'id'), page.order === 'desc' ? '<=' : '>=', eb.tuple(formId, edge)),
+    );
   const candidates = await walk.orderBy('id', page.order).limit(reach).execute();
   const ids: { id: number }[] = [];
   for (const c of candidates) {
