@@ -33,6 +33,7 @@ const OPERATIONS = [
   'writeFullText',
   'clearFullText',
   'matchFullText',
+  'submissionsByFormId',
   'pageFullText',
   'insertRows',
   'notifies',

@@ -229,7 +229,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
       what,
     );
     assertNoFullScan(plans, what);
-    const walks = plans.filter((p) => /"created_at" from/i.test(p.sql));
+    const walks = plans.filter((p) => /\bcreated_at"? from/i.test(p.sql));
     assert.equal(walks.length, 1, `${what}: one walk`);
     assert.match(walks[0]!.plan, byId, `${what}'s walk\n${walks[0]!.sql}`);
     assert.doesNotMatch(walks[0]!.plan, /\bSort\b|TEMP B-TREE/, `${what}'s walk\n${walks[0]!.sql}`);
@@ -256,7 +256,7 @@ describe(`submission query plans and streaming (${dialectName})`, () => {
     const since = { from: BASE + 1500 * MINUTE, to: undefined, terms: [] };
     const plans = await plansOf((db) => repo.listSubmissions(db, a.accountId, form.id, since, page));
     assert.equal(plans.filter((p) => /\b(max|min)\(/i.test(p.sql)).length, 0, 'no edge read');
-    const walks = plans.filter((p) => /"created_at" from/i.test(p.sql));
+    const walks = plans.filter((p) => /\bcreated_at"? from/i.test(p.sql));
     assert.equal(walks.length, 1, 'one walk');
     assert.match(walks[0]!.plan, /submissions_form_id|submissions_pkey/, walks[0]!.sql);
     assert.doesNotMatch(walks[0]!.plan, /\bSort\b|TEMP B-TREE/, walks[0]!.sql);

@@ -78,6 +78,11 @@ export interface SqlEngine {
   /** A condition on `submissions`: the row's index holds every term. */
   matchFullText(terms: SearchTerm[]): RawBuilder<SqlBool>;
   /**
+   * The submissions table as a FROM item whose reads by form and id bound take the form's id
+   * index (form_id, id), walking the form's ids in order from the bound.
+   */
+  submissionsByFormId(): RawBuilder<unknown>;
+  /**
    * Ids of matching submissions, in id order, and their count, found in the index alone
    * without reading the submissions table; undefined where the index cannot do that.
    */

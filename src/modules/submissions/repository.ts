@@ -915,14 +915,10 @@ async function walkIds(
 ): Promise<{ id: number }[] | undefined> {
   const wanted = page.offset + page.limit;
   const reach = 2 * wanted + 50 + further;
-  let walk = db.selectFrom('submissions').select(['id', 'created_at']).where('form_id', '=', formId);
-  // The bound as a pair of the form's id index (form_id, id): SQLite, given `id >= ?`, walked
-  // the table by rowid from the edge past every other form's rows.
-  if (edge !== undefined)
-    walk = walk.where((eb) =>
-      eb(eb.refTuple('form_id', 'id'), page.order === 'desc' ? '<=' : '>=', eb.tuple(formId, edge)),
-    );
-  const candidates = await walk.orderBy('id', page.order).limit(reach).execute();
+  const bound = edge === undefined ? sql`` : sql`AND id ${sql.raw(page.order === 'desc' ? '<=' : '>=')} ${edge}`;
+  const { rows: candidates } = await sql<{ id: number; created_at: number }>`
+    SELECT id, created_at FROM ${engineOf(db).submissionsByFormId()} WHERE form_id = ${formId} ${bound}
+    ORDER BY id ${sql.raw(page.order === 'desc' ? 'DESC' : 'ASC')} LIMIT ${reach}`.execute(db);
   const ids: { id: number }[] = [];
   for (const c of candidates) {
     if ((f.from !== undefined && c.created_at < f.from) || (f.to !== undefined && c.created_at > f.to)) continue;
