@@ -131,10 +131,11 @@ export async function idBoundsOfHours(
 /**
  * Records that a submission of the form was created (+1, id: the new row's), deleted (-1) or
  * edited (0), created at createdAt: keeps the count and its hour (and the hour's ids' bounds)
- * right and moves the version that cached totals check. Returns the form's revision as of this write, read under a share lock that lasts
- * until commit: a change to the form (which updates its row) waits for this write to commit,
- * or this write sees its new revision, which the writer compares with the definition it
- * checked the values against. Undefined when the form is gone.
+ * right and moves the version that cached totals check. Returns the form's revision as of this
+ * write, read under a share lock that lasts until commit: a change to the form (which updates
+ * its row) waits for this write to commit, or this write sees its new revision, which the
+ * writer compares with the definition it checked the values against. Undefined when the form
+ * is gone.
  */
 export async function noteSubmissionChange(
   db: Executor,

@@ -10,9 +10,9 @@ import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } f
 import {
   addToCount,
   addToHour,
-  HOUR_ADDED,
   countOfForm,
   countOfHours,
+  HOUR_ADDED,
   HOUR_MS,
   idBoundsOfHours,
   noteSubmissionChange,
