@@ -295,6 +295,68 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
   });
 });
 
+describe(`0037: each hour's id bounds (${dialectName})`, () => {
+  let fresh: Db;
+  let drop: () => Promise<void>;
+  before(async () => {
+    ({ db: fresh, drop } = await openFreshDatabase());
+  });
+  after(async () => {
+    await drop();
+  });
+
+  it('bounds every hour that holds rows, on each of its slots, and drops an hour whose rows were all deleted', async () => {
+    const k = fresh.kysely;
+    await migrateUpToBefore(fresh, '0037_submission_hour_ids');
+    const hour = 3_600_000;
+    const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
+    const account = (
+      await k.insertInto('accounts').values({ name: 'Old', created_at: base }).returning('id').executeTakeFirstOrThrow()
+    ).id;
+    const form = (
+      await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
+        is_encrypted, inactive, revision, created_at, updated_at)
+        VALUES (${account}, 'Busy', 'Submit', '{}', 'busy', 0, 0, 1, ${base}, ${base}) RETURNING id`.execute(k)
+    ).rows[0]!.id;
+    const ids: number[] = [];
+    for (const at of [base + 1, base + 5, base + 9]) {
+      const { id } = await k
+        .insertInto('submissions')
+        .values({
+          account_id: account,
+          form_id: form,
+          created_at: at,
+          updated_at: at,
+          user_agent: 'old',
+          remote_addr: '127.0.0.1',
+          data: '{}',
+          pretty_name: null,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      ids.push(id);
+    }
+    // The first hour: three created in slot 0, one of them (the one between) deleted through slot 1.
+    await k.deleteFrom('submissions').where('id', '=', ids[1]!).execute();
+    // The second hour: two created in slot 0, both deleted through slot 1, so no rows are left.
+    const h = base / hour;
+    await sql`INSERT INTO submission_hours (form_id, hour, slot, n) VALUES
+      (${form}, ${h}, 0, 3), (${form}, ${h}, 1, -1), (${form}, ${h + 1}, 0, 2), (${form}, ${h + 1}, 1, -2)`.execute(k);
+    await migrateToLatest(fresh);
+
+    const hours = await k
+      .selectFrom('submission_hours')
+      .select(['hour', 'slot', 'n', 'first_id', 'last_id'])
+      .orderBy('hour')
+      .orderBy('slot')
+      .execute();
+    assert.deepEqual(hours, [
+      { hour: h, slot: 0, n: 3, first_id: ids[0], last_id: ids[2] },
+      { hour: h, slot: 1, n: -1, first_id: ids[0], last_id: ids[2] },
+    ]);
+  });
+});
+
 describe(`0017: smart lists (${dialectName})`, () => {
   let fresh: Db;
   let drop: () => Promise<void>;
