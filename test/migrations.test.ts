@@ -225,6 +225,39 @@ describe(`migration 0016 on the mail log (${dialectName})`, () => {
   });
 });
 
+const hour = 3_600_000;
+/** The start of an hour in January 2026: when the old rows below were written. */
+const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
+
+/** Rows written as if before the migration under test: an account, and a form's submissions at times (their ids, in order). */
+async function oldAccount(k: Db['kysely'], at: number): Promise<number> {
+  return (
+    await k.insertInto('accounts').values({ name: 'Old', created_at: at }).returning('id').executeTakeFirstOrThrow()
+  ).id;
+}
+
+async function oldSubmissions(k: Db['kysely'], account: number, form: number, times: number[]): Promise<number[]> {
+  const ids: number[] = [];
+  for (const at of times) {
+    const { id } = await k
+      .insertInto('submissions')
+      .values({
+        account_id: account,
+        form_id: form,
+        created_at: at,
+        updated_at: at,
+        user_agent: 'old',
+        remote_addr: '127.0.0.1',
+        data: '{}',
+        pretty_name: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    ids.push(id);
+  }
+  return ids;
+}
+
 describe(`0014: submission counts leave the form's row (${dialectName})`, () => {
   let fresh: Db;
   let drop: () => Promise<void>;
@@ -238,11 +271,7 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
   it('carries each form’s count and version over, and counts the existing rows per hour', async () => {
     const k = fresh.kysely;
     await migrateUpTo(fresh, '0013_hosted_forms');
-    const hour = 3_600_000;
-    const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
-    const account = (
-      await k.insertInto('accounts').values({ name: 'Old', created_at: base }).returning('id').executeTakeFirstOrThrow()
-    ).id;
+    const account = await oldAccount(k, base);
     const form = async (key: string, count: number, version: number) =>
       (
         await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
@@ -253,24 +282,13 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
     const busy = await form('busy', 5, 9);
     const empty = await form('empty', 0, 0);
     // Two rows in the first hour, three in the third.
-    const ids: number[] = [];
-    for (const at of [base + 1, base + hour - 1, base + 2 * hour, base + 2 * hour + 5, base + 3 * hour - 1]) {
-      const { id } = await k
-        .insertInto('submissions')
-        .values({
-          account_id: account,
-          form_id: busy,
-          created_at: at,
-          updated_at: at,
-          user_agent: 'old',
-          remote_addr: '127.0.0.1',
-          data: '{}',
-          pretty_name: null,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      ids.push(id);
-    }
+    const ids = await oldSubmissions(k, account, busy, [
+      base + 1,
+      base + hour - 1,
+      base + 2 * hour,
+      base + 2 * hour + 5,
+      base + 3 * hour - 1,
+    ]);
     await migrateToLatest(fresh);
 
     const counts = await k.selectFrom('form_submission_counts').selectAll().orderBy('form_id').execute();
@@ -308,34 +326,13 @@ describe(`0037: each hour's id bounds (${dialectName})`, () => {
   it('bounds every hour that holds rows, on each of its slots, and drops an hour whose rows were all deleted', async () => {
     const k = fresh.kysely;
     await migrateUpToBefore(fresh, '0037_submission_hour_ids');
-    const hour = 3_600_000;
-    const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
-    const account = (
-      await k.insertInto('accounts').values({ name: 'Old', created_at: base }).returning('id').executeTakeFirstOrThrow()
-    ).id;
+    const account = await oldAccount(k, base);
     const form = (
       await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
         is_encrypted, inactive, revision, created_at, updated_at)
         VALUES (${account}, 'Busy', 'Submit', '{}', 'busy', 0, 0, 1, ${base}, ${base}) RETURNING id`.execute(k)
     ).rows[0]!.id;
-    const ids: number[] = [];
-    for (const at of [base + 1, base + 5, base + 9]) {
-      const { id } = await k
-        .insertInto('submissions')
-        .values({
-          account_id: account,
-          form_id: form,
-          created_at: at,
-          updated_at: at,
-          user_agent: 'old',
-          remote_addr: '127.0.0.1',
-          data: '{}',
-          pretty_name: null,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      ids.push(id);
-    }
+    const ids = await oldSubmissions(k, account, form, [base + 1, base + 5, base + 9]);
     // The first hour: three created in slot 0, one of them (the one between) deleted through slot 1.
     await k.deleteFrom('submissions').where('id', '=', ids[1]!).execute();
     // The second hour: two created in slot 0, both deleted through slot 1, so no rows are left.
