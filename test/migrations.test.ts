@@ -229,6 +229,19 @@ const hour = 3_600_000;
 /** The start of an hour in January 2026: when the old rows below were written. */
 const base = Math.floor(Date.UTC(2026, 0, 5) / hour) * hour;
 
+/** A database of the describe block's own, opened before its tests and dropped after them. */
+function ownDatabase(): () => Db {
+  let db: Db | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  before(async () => {
+    ({ db, drop } = await openFreshDatabase());
+  });
+  after(async () => {
+    await drop?.();
+  });
+  return () => db!;
+}
+
 /** Rows written as if before the migration under test: an account, and a form's submissions at times (their ids, in order). */
 async function oldAccount(k: Db['kysely'], at: number): Promise<number> {
   return (
@@ -259,18 +272,11 @@ async function oldSubmissions(k: Db['kysely'], account: number, form: number, ti
 }
 
 describe(`0014: submission counts leave the form's row (${dialectName})`, () => {
-  let fresh: Db;
-  let drop: () => Promise<void>;
-  before(async () => {
-    ({ db: fresh, drop } = await openFreshDatabase());
-  });
-  after(async () => {
-    await drop();
-  });
+  const fresh = ownDatabase();
 
   it('carries each form’s count and version over, and counts the existing rows per hour', async () => {
-    const k = fresh.kysely;
-    await migrateUpTo(fresh, '0013_hosted_forms');
+    const k = fresh().kysely;
+    await migrateUpTo(fresh(), '0013_hosted_forms');
     const account = await oldAccount(k, base);
     const form = async (key: string, count: number, version: number) =>
       (
@@ -289,7 +295,7 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
       base + 2 * hour + 5,
       base + 3 * hour - 1,
     ]);
-    await migrateToLatest(fresh);
+    await migrateToLatest(fresh());
 
     const counts = await k.selectFrom('form_submission_counts').selectAll().orderBy('form_id').execute();
     assert.deepEqual(counts, [{ form_id: busy, slot: 0, n: 5, version: 9 }]);
@@ -314,18 +320,11 @@ describe(`0014: submission counts leave the form's row (${dialectName})`, () => 
 });
 
 describe(`0037: each hour's id bounds (${dialectName})`, () => {
-  let fresh: Db;
-  let drop: () => Promise<void>;
-  before(async () => {
-    ({ db: fresh, drop } = await openFreshDatabase());
-  });
-  after(async () => {
-    await drop();
-  });
+  const fresh = ownDatabase();
 
   it('bounds every hour that holds rows, on each of its slots, and drops an hour whose rows were all deleted', async () => {
-    const k = fresh.kysely;
-    await migrateUpToBefore(fresh, '0037_submission_hour_ids');
+    const k = fresh().kysely;
+    await migrateUpToBefore(fresh(), '0037_submission_hour_ids');
     const account = await oldAccount(k, base);
     const form = (
       await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
@@ -339,7 +338,7 @@ describe(`0037: each hour's id bounds (${dialectName})`, () => {
     const h = base / hour;
     await sql`INSERT INTO submission_hours (form_id, hour, slot, n) VALUES
       (${form}, ${h}, 0, 3), (${form}, ${h}, 1, -1), (${form}, ${h + 1}, 0, 2), (${form}, ${h + 1}, 1, -2)`.execute(k);
-    await migrateToLatest(fresh);
+    await migrateToLatest(fresh());
 
     const hours = await k
       .selectFrom('submission_hours')
@@ -355,19 +354,11 @@ describe(`0037: each hour's id bounds (${dialectName})`, () => {
 });
 
 describe(`0017: smart lists (${dialectName})`, () => {
-  let fresh: Db;
-  let drop: () => Promise<void>;
-
-  before(async () => {
-    ({ db: fresh, drop } = await openFreshDatabase());
-  });
-  after(async () => {
-    await drop();
-  });
+  const fresh = ownDatabase();
 
   it('keeps the fields written before it with their own options, and lets fields point at a list', async () => {
-    const k = fresh.kysely;
-    await migrateUpToBefore(fresh, '0017_smart_lists');
+    const k = fresh().kysely;
+    await migrateUpToBefore(fresh(), '0017_smart_lists');
     const now = Date.now();
     const account = (
       await k
@@ -402,7 +393,7 @@ describe(`0017: smart lists (${dialectName})`, () => {
       )
     ).rows[0]!.id;
 
-    assert.ok((await migrateToLatest(fresh)).includes('0017_smart_lists'));
+    assert.ok((await migrateToLatest(fresh())).includes('0017_smart_lists'));
 
     const before = await k.selectFrom('fields').selectAll().where('id', '=', field).executeTakeFirstOrThrow();
     assert.equal(before.options, options);
@@ -448,19 +439,11 @@ describe(`0017: smart lists (${dialectName})`, () => {
 });
 
 describe(`0018 and 0019: themes and subaccounts (${dialectName})`, () => {
-  let fresh: Db;
-  let drop: () => Promise<void>;
-
-  before(async () => {
-    ({ db: fresh, drop } = await openFreshDatabase());
-  });
-  after(async () => {
-    await drop();
-  });
+  const fresh = ownDatabase();
 
   it('gives every existing account a default theme and puts its forms on it; accounts may have a parent', async () => {
-    const k = fresh.kysely;
-    await migrateUpToBefore(fresh, '0018_themes');
+    const k = fresh().kysely;
+    await migrateUpToBefore(fresh(), '0018_themes');
     const now = Date.now();
     const accounts: number[] = [];
     for (const name of ['One', 'Two'])
@@ -481,7 +464,7 @@ describe(`0018 and 0019: themes and subaccounts (${dialectName})`, () => {
       );
     const revisions = await k.selectFrom('forms').select(['id', 'revision']).orderBy('id').execute();
 
-    const applied = await migrateToLatest(fresh);
+    const applied = await migrateToLatest(fresh());
     assert.ok(applied.includes('0018_themes') && applied.includes('0019_subaccounts'));
 
     const themes = await k.selectFrom('themes').selectAll().orderBy('account_id').execute();
