@@ -104,9 +104,13 @@ const BEHIND_MS = 250;
  * LOAD_WINDOW_MS and received at least BUSY_REQUESTS requests in it. Received, not in flight:
  * on SQLite a request is mostly answered within the turn of the loop that parsed it, so the
  * worker, which runs between turns, found none in flight even at 1,500 requests a second
- * (docs/performance.md, seventh pass).
+ * (docs/performance.md, seventh pass). Not 0.9, as it was: a saturated API's loop now waits
+ * for the create thread (SQLite) or for PostgreSQL's shared statements a tenth of the time or
+ * more, so it read 0.85–0.9 and the worker, judging it not saturated in most windows, made
+ * deliveries that took a tenth of the loop and a quarter of the rate of creates with events
+ * (docs/performance.md, thirtieth pass).
  */
-const BUSY_UTILIZATION = 0.9;
+const BUSY_UTILIZATION = 0.7;
 const LOAD_WINDOW_MS = 100;
 const BUSY_REQUESTS = 8;
 /**
