@@ -27,7 +27,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { SMTPServer } from 'smtp-server';
 import { API } from './seed.js';
-import { clientOf, submissionBody, type FieldIds } from './submission-data.js';
+import { postSubmission, type FieldIds } from './submission-data.js';
 
 export interface EventService {
   url: string;
@@ -190,18 +190,9 @@ async function fixedRate(
     const n = nextBody();
     inFlight.push(
       (async () => {
-        const res = await fetch(`${service.url}${API}/forms/${formId}/submissions`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${service.token}`,
-            'content-type': 'application/json',
-            'user-agent': clientOf(n).userAgent,
-          },
-          body: submissionBody(n, ids),
-        });
-        const text = await res.text();
+        const { status, text } = await postSubmission(service.url, service.token, formId, ids, n);
         const at = performance.now();
-        if (res.status !== 200) failures.push(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+        if (status !== 200) failures.push(`HTTP ${status}: ${text.slice(0, 200)}`);
         else answered.set((JSON.parse(text) as { id: number }).id, at);
       })().catch((error: unknown) => void failures.push(String(error))),
     );

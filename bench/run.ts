@@ -106,6 +106,7 @@ import {
   submissionInput,
   SUBMISSION_FIELD_COUNT,
   type FieldIds,
+  postSubmission,
 } from './submission-data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
@@ -593,18 +594,9 @@ async function postOne(
   ids: FieldIds,
 ): Promise<{ n: number; id: number }> {
   const n = nextBody++;
-  const res = await fetch(`${service.url}${API}/forms/${formId}/submissions`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      'user-agent': clientOf(n).userAgent,
-    },
-    body: submissionBody(n, ids),
-  });
-  const text = await res.text();
-  if (res.status !== 200)
-    throw new Error(`POST /forms/${formId}/submissions on ${service.name}: HTTP ${res.status}: ${text.slice(0, 500)}`);
+  const { status, text } = await postSubmission(service.url, token, formId, ids, n);
+  if (status !== 200)
+    throw new Error(`POST /forms/${formId}/submissions on ${service.name}: HTTP ${status}: ${text.slice(0, 500)}`);
   const created = JSON.parse(text) as { id: number; data?: unknown[] };
   if (!created.data || created.data.length === 0)
     throw new Error(`POST /forms/${formId}/submissions on ${service.name}: no data in ${text.slice(0, 300)}`);

@@ -11,6 +11,7 @@
  */
 import type { FieldCreate } from '../src/modules/fields/schemas.js';
 import type { FormCreate } from '../src/modules/forms/schemas.js';
+import { API } from './seed.js';
 
 export const SUBMISSION_FIELD_COUNT = 10;
 
@@ -271,4 +272,24 @@ export function clientOf(n: number): { userAgent: string; remoteAddr: string } {
   const r = rng(Math.imul(n, 0x85ebca6b) ^ 0x27d4eb2f);
   const remoteAddr = r() < 0.5 ? `203.0.113.${Math.floor(r() * 254) + 1}` : `198.51.100.${Math.floor(r() * 254) + 1}`;
   return { userAgent: pick(r, AGENTS), remoteAddr };
+}
+
+/** POST of body n to the form at baseUrl, from body n's own client (clientOf): the status and the answer's text. */
+export async function postSubmission(
+  baseUrl: string,
+  token: string,
+  formId: number,
+  ids: FieldIds,
+  n: number,
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${baseUrl}${API}/forms/${formId}/submissions`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'user-agent': clientOf(n).userAgent,
+    },
+    body: submissionBody(n, ids),
+  });
+  return { status: res.status, text: await res.text() };
 }

@@ -17,8 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, MailSink, Receiver } from './events.js';
 import { summarizeProfile } from './profile.js';
-import { API, createBenchAccount } from './seed.js';
-import { clientOf, fieldIdsOf, submissionBody, submissionForm } from './submission-data.js';
+import { createBenchAccount } from './seed.js';
+import { fieldIdsOf, postSubmission, submissionForm } from './submission-data.js';
 
 const COUNT = Number(process.env.DRAIN_COUNT ?? 3000);
 const KIND = process.env.DRAIN_KIND ?? 'both';
@@ -90,17 +90,8 @@ try {
     Array.from({ length: 20 }, async () => {
       while (next <= COUNT) {
         const n = next++;
-        const res = await fetch(`${url}${API}/forms/${form.id}/submissions`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${token}`,
-            'content-type': 'application/json',
-            'user-agent': clientOf(n).userAgent,
-          },
-          body: submissionBody(n, ids),
-        });
-        const text = await res.text();
-        if (res.status !== 200) throw new Error(`POST submission: HTTP ${res.status}: ${text.slice(0, 300)}`);
+        const { status, text } = await postSubmission(url, token, form.id, ids, n);
+        if (status !== 200) throw new Error(`POST submission: HTTP ${status}: ${text.slice(0, 300)}`);
       }
     }),
   );
