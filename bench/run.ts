@@ -76,7 +76,7 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { easternDay, lowerBound, upperBound } from '../src/modules/submissions/eastern-time.js';
-import { call, eventReport, MailSink, Receiver, runEventBench, type EventResult } from './events.js';
+import { addEvents, eventReport, MailSink, Receiver, runEventBench, type EventResult } from './events.js';
 import {
   isBackground,
   JSONB_TABLE,
@@ -1041,14 +1041,7 @@ async function pgSection(
   try {
     const withEvents = async (child: Child, name: string) => {
       const form = await createSubmissionForm(child, pgToken, name);
-      const service = { url: child.url, token: pgToken };
-      await call(service, 'POST', `/form/${form.id}/webhook`, { url: hookUrl });
-      await call(service, 'POST', `/forms/${form.id}/notifications`, {
-        name: 'New submission',
-        recipients: ['team@example.com'],
-        subject: 'New submission to {{ form_name }}',
-        message: '<p>Submission {{ submission_id }}</p>{{ all_fields }}',
-      });
+      await addEvents({ url: child.url, token: pgToken }, form.id, hookUrl);
       return form;
     };
 

@@ -12,26 +12,22 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, MailSink, Receiver } from './events.js';
+import { processCpuMicros } from './cpu-split.js';
+import { addEvents, call, MailSink, Receiver } from './events.js';
 import { summarizeProfile } from './profile.js';
 import { createBenchAccount } from './seed.js';
 import { fieldIdsOf, postSubmission, submissionForm } from './submission-data.js';
 
 const COUNT = Number(process.env.DRAIN_COUNT ?? 3000);
-const KIND = process.env.DRAIN_KIND ?? 'both';
+const KINDS = ['webhook', 'email', 'both'] as const;
+const KIND = KINDS.find((k) => k === (process.env.DRAIN_KIND ?? 'both'));
+if (KIND === undefined) throw new Error(`DRAIN_KIND: webhook, email or both, not ${process.env.DRAIN_KIND}`);
 const PROFILE = process.env.DRAIN_PROFILE === '1';
-if (!['webhook', 'email', 'both'].includes(KIND)) throw new Error(`DRAIN_KIND: webhook, email or both, not ${KIND}`);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** CPU time of a process so far (user and system), ms. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 const exited = (child: ChildProcess) => new Promise((resolve) => child.once('exit', resolve));
 
@@ -76,15 +72,7 @@ try {
     fields: { id: number; label: string }[];
   };
   const ids = fieldIdsOf(form.fields);
-  if (KIND !== 'email') await call(service, 'POST', `/form/${form.id}/webhook`, { url: hookUrl });
-  if (KIND !== 'webhook') {
-    await call(service, 'POST', `/forms/${form.id}/notifications`, {
-      name: 'New submission',
-      recipients: ['team@example.com'],
-      subject: 'New submission to {{ form_name }}',
-      message: '<p>Submission {{ submission_id }}</p>{{ all_fields }}',
-    });
-  }
+  await addEvents(service, form.id, hookUrl, KIND);
   let next = 1;
   await Promise.all(
     Array.from({ length: 20 }, async () => {
@@ -108,17 +96,17 @@ try {
   // From the first job done to the last: the worker's start-up (tsx compiling the sources) left out.
   const done = () => receiver.deliveries + sink.messages;
   while (done() === 0) await sleep(5);
-  const first = { at: Date.now(), cpu: cpuMs(worker.pid!), jobs: done() };
+  const first = { at: Date.now(), cpu: processCpuMicros(worker.pid), jobs: done() };
   while (receiver.deliveries < hooks || sink.messages < mails) await sleep(20);
   const ms = Date.now() - first.at;
-  const cpu = cpuMs(worker.pid!) - first.cpu;
+  const cpu = processCpuMicros(worker.pid) - first.cpu;
   const jobs = hooks + mails - first.jobs;
   worker.kill('SIGTERM');
   await exited(worker);
   process.stdout.write(
     `${COUNT} submissions (${KIND}): ${hooks} webhook deliveries and ${mails} emails; after the first, ` +
       `${jobs} jobs in ${(ms / 1000).toFixed(1)} s, ${Math.round((jobs * 1000) / ms)} jobs/s, ` +
-      `the worker's CPU ${Math.round((cpu * 1000) / jobs)} µs a job\n`,
+      `the worker's CPU ${Math.round(cpu / jobs)} µs a job\n`,
   );
   if (PROFILE) {
     const [file] = readdirSync(profDir);
