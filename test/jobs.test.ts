@@ -700,9 +700,16 @@ describe(`background jobs (${dialectName})`, () => {
   // with waits in between, as it is while creates wait for the SQLite create thread or for
   // PostgreSQL (the worker counted that as idle when it needed 90% busy, and delivered at full
   // speed beside a saturated API).
+  // The second spins five times as long as its last wait took (at least 35 ms), so that a timer
+  // that a loaded machine fires late leaves the loop as busy: the share is what is tested.
   const loads = [
-    { shape: 'always busy', busyMs: 40, wait: () => new Promise<void>((resolve) => setImmediate(resolve)) },
-    { shape: 'busy 35 ms in every 42', busyMs: 35, wait: () => new Promise<void>((resolve) => setTimeout(resolve, 7)) },
+    { shape: 'always busy', busyMs: 40, perWait: 0, wait: () => new Promise<void>((resolve) => setImmediate(resolve)) },
+    {
+      shape: 'busy 35 ms in every 42',
+      busyMs: 35,
+      perWait: 5,
+      wait: () => new Promise<void>((resolve) => setTimeout(resolve, 7)),
+    },
   ];
   for (const load of loads) {
     it(`holds back while the API is saturated (yieldTo; its loop ${load.shape}), then runs every job at full speed`, async () => {
@@ -738,9 +745,12 @@ describe(`background jobs (${dialectName})`, () => {
         };
         const loadFor = async (ms: number) => {
           const ends = performance.now() + ms;
+          let busyMs = load.busyMs;
           while (performance.now() < ends) {
-            spin(load.busyMs);
+            spin(busyMs);
+            const waited = performance.now();
             await load.wait();
+            busyMs = Math.max(load.busyMs, load.perWait * (performance.now() - waited));
           }
         };
         await loadFor(150);
