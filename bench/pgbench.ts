@@ -64,25 +64,30 @@ const literal = (v: string | null) =>
  * create's one statement (the text array of unnest(field ids, values), or the "n" of each
  * object of the JSON list of a shared statement's unique values).
  *
- * A create with events draws its id first (drawIds in the submissions repository) and sends it
- * in its statement's JSON ("id":N): the replay draws it the same way, into a pgbench variable
- * (\gset), and puts it in place of the captured one.
+ * A create with events takes its id from those its process drew ahead (takeIds in the
+ * submissions repository: a statement before its own only when too few are left) and sends it
+ * in its statement's JSON ("id":N): the replay draws one id before every such statement, into
+ * a pgbench variable (\gset), and puts it in place of the captured one. A captured draw is
+ * replayed as that one draw, whatever it drew.
  */
 export const SEQUENCE = 'fw_bench_unique';
 export function pgbenchScript(statements: Captured[]): string {
   const drawn = `('u' || nextval('${SEQUENCE}'))`;
+  const drawOne = "SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS fw_id \\gset";
+  let drew = false;
   return statements
     .map((c) => {
       if (
         /pg_get_serial_sequence\('submissions', 'id'\)::regclass\)\)::int AS id\s+FROM generate_series/.test(c.text)
       ) {
-        if (c.values[0] !== '1') throw new Error(`the replay draws one id, not ${c.values[0]}`);
-        return "SELECT nextval(pg_get_serial_sequence('submissions', 'id'))::int AS fw_id \\gset";
+        drew = true;
+        return drawOne;
       }
       const unique = /insert into "submission_unique_values"/i.test(c.text);
       const uniqueArray = /unnest\(\$\d+::int\[\], \$(\d+)::text\[\]\)/.exec(c.text)?.[1];
       const createsJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS v\(i int, id int/.exec(c.text)?.[1];
       const uniqueJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS u\(i int, f int, n text\)/.exec(c.text)?.[1];
+      let withId = false;
       const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
         const i = Number(n) - 1;
         if (unique && i % 4 === 3) return drawn;
@@ -92,10 +97,12 @@ export function pgbenchScript(statements: Captured[]): string {
         if (n === uniqueJson)
           return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM jsonb_to_recordset(${value}::jsonb) AS e(i int, f int, n text))`;
         const id = n !== createsJson || captured === null ? null : /"id":(\d+)}/.exec(captured);
-        if (id) return `replace(${value}, ${literal(`"id":${id[1]}}`)}, ${literal('"id":')} || :fw_id || '}')`;
-        return value;
+        if (!id) return value;
+        withId = true;
+        return `replace(${value}, ${literal(`"id":${id[1]}}`)}, ${literal('"id":')} || :fw_id || '}')`;
       });
-      return `${sqlText.replace(/\s+/g, ' ').trim()};`;
+      const statement = `${sqlText.replace(/\s+/g, ' ').trim()};`;
+      return withId && !drew ? `${drawOne}\n${statement}` : statement;
     })
     .join('\n');
 }

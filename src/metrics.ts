@@ -197,7 +197,7 @@ function processRegistry(role = 'serve'): Registry {
     shared('formwork_db_shared_calls_total', 'Calls those statements carried, by kind', (c) => c.calls);
     shared(
       'formwork_db_shared_calls_made_again_total',
-      'Calls whose shared statement failed for one of them (a form changed, a value taken) and that were made again alone, by kind',
+      'Calls whose shared statement failed for one of them (a form changed, a value taken, a token no longer live) and that were made again alone, by kind',
       (c) => c.madeAgain,
     );
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
+import { sharedCountsOf } from '../src/db/coalescer.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { sample } from './support/prometheus.js';
 
@@ -234,6 +235,64 @@ describe(`a submission's create answered before Fastify (${dialectName})`, () =>
     const after = await post(values('Dee'));
     assert.equal(after.res.status, 200, after.text);
     assert.equal((await owner.get(`/forms/${formId}/submissions/count`)).body.count, before + 1);
+  });
+
+  it("acts for a token as last read only while the create's statement finds it live, its role unchanged", async () => {
+    const count = async () => (await owner.get(`/forms/${formId}/submissions/count`)).body.count as number;
+    // On PostgreSQL, a create for a token this process has read makes no look-up of it.
+    const lookUps = () => sharedCountsOf('token_look_up').calls;
+    const withoutLookUp = async (res: Promise<Awaited<ReturnType<typeof post>>>) => {
+      const at = lookUps();
+      const answer = await res;
+      if (dialectName === 'postgres') assert.equal(lookUps(), at, 'no look-up');
+      return answer;
+    };
+
+    // Revoked: refused at once, though this process read the token live a moment before.
+    const made = await owner.post('/tokens', { name: 'revoked while kept' });
+    assert.equal(made.status, 200, made.text);
+    const first = await post(values('Read'), { token: made.body.token });
+    assert.equal(first.res.status, 200, first.text);
+    const kept = await withoutLookUp(post(values('Kept'), { token: made.body.token }));
+    assert.equal(kept.res.status, 200, kept.text);
+    assert.equal(kept.early, true);
+    let at = await count();
+    assert.equal((await owner.delete(`/tokens/${made.body.id}`)).status, 200);
+    const revoked = await post(values('After revocation'), { token: made.body.token });
+    assert.equal(revoked.res.status, 401, revoked.text);
+    assert.equal(revoked.json.code, 'token_invalid');
+    assert.equal(await count(), at, 'nothing written for a revoked token');
+
+    // A new role: an admin made a member (no level on the form) is refused as a member.
+    const user = await owner.post('/users', { email: 'kept-admin@example.com', name: 'A', role: 'admin' });
+    assert.equal(user.status, 200, user.text);
+    const adminToken = (await createPersonalToken(app.server.ctx, user.body.id)).token;
+    assert.equal((await post(values('By an admin'), { token: adminToken })).res.status, 200);
+    assert.equal((await withoutLookUp(post(values('Kept'), { token: adminToken }))).res.status, 200);
+    at = await count();
+    const demoted = await owner.put(`/users/${user.body.id}`, { role: 'member' });
+    assert.equal(demoted.status, 200, demoted.text);
+    const asMember = await post(values('By a member'), { token: adminToken });
+    assert.equal(asMember.res.status, 403, asMember.text);
+    assert.equal(asMember.json.code, 'form_permission_required');
+    assert.equal(await count(), at, 'nothing written for a role that no longer allows it');
+
+    // Creates for live tokens that share a statement with one for a revoked token go in; it does not.
+    const many = await owner.post('/tokens', { name: 'revoked among others' });
+    assert.equal((await post(values('Read once'), { token: many.body.token })).res.status, 200);
+    assert.equal((await withoutLookUp(post(values('Kept'), { token: many.body.token }))).res.status, 200);
+    at = await count();
+    await owner.delete(`/tokens/${many.body.id}`);
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        post(values(`Together ${i}`), i % 6 === 0 ? { token: many.body.token } : {}),
+      ),
+    );
+    assert.deepEqual(
+      answers.map((a) => a.res.status),
+      Array.from({ length: 24 }, (_, i) => (i % 6 === 0 ? 401 : 200)),
+    );
+    assert.equal(await count(), at + 20);
   });
 });
 

@@ -40,7 +40,17 @@ class TokenCache {
     if (this.entries.size >= TOKEN_CACHE_ENTRIES && !this.entries.has(token)) this.entries.clear();
     this.entries.set(token, { epoch, ...found });
   }
+
+  forget(token: string): void {
+    this.entries.delete(token);
+  }
 }
+
+/**
+ * The epoch of the tokens last read on PostgreSQL (BearerTokens.unconfirmedOwner): one that never
+ * moves, since such an entry is never taken as the database's word.
+ */
+const LAST_READ = 'last read';
 
 /**
  * Bearer tokens checked against the database, or on SQLite against this process's cache while
@@ -50,6 +60,8 @@ class TokenCache {
  */
 export class BearerTokens {
   private readonly cache = new TokenCache();
+  /** On PostgreSQL: each token's owner as last read, for unconfirmedOwner. */
+  private readonly lastRead = new TokenCache();
 
   constructor(
     private readonly ctx: AppContext,
@@ -84,8 +96,11 @@ export class BearerTokens {
     let found = epoch === undefined ? undefined : this.cache.get(token, epoch);
     if (!found) {
       const hash = hashToken(token);
-      if (epoch === undefined) found = await findUnrevokedTokenWithOthers(this.ctx.db, hash);
-      else {
+      if (epoch === undefined) {
+        found = await findUnrevokedTokenWithOthers(this.ctx.db, hash);
+        if (found) this.lastRead.set(token, LAST_READ, found);
+        else this.lastRead.forget(token);
+      } else {
         found = await findUnrevokedToken(this.ctx.db, hash);
         if (found) this.cache.set(token, epoch, found);
       }
@@ -107,10 +122,37 @@ export class BearerTokens {
     return found && this.live(found, this.ctx.clock.now());
   }
 
+  /**
+   * On PostgreSQL, the owner of the token in an Authorization header as this process last read
+   * it, if it has not expired since, without waiting and without recording its use; undefined
+   * in every other case. Not the database's word: the token may have been revoked or its
+   * user's role changed since. Only a write that checks the token again in its own statement
+   * may act for it (the early create: repository.ts, TokenCheck), and record its use then
+   * (confirmedUse); forget() drops it when that check fails.
+   */
+  unconfirmedOwner(header: string | undefined): TokenOwner | undefined {
+    if (header === undefined || changeEpoch(this.ctx.db) !== undefined) return undefined;
+    const token = BEARER.exec(header)?.[1];
+    const found = token === undefined ? undefined : this.lastRead.get(token, LAST_READ);
+    return found && (found.expiresAt === null || found.expiresAt > this.ctx.clock.now()) ? found.owner : undefined;
+  }
+
+  /** Records the use of an unconfirmedOwner's token, once a write has found it live. */
+  confirmedUse(owner: TokenOwner, now = this.ctx.clock.now()): void {
+    // Only personal access tokens show their last use (TokenUsage).
+    if (owner.clientId === null) this.usage.record(owner.tokenId, now);
+  }
+
+  /** Drops the token in an Authorization header from what unconfirmedOwner answers from. */
+  forget(header: string | undefined): void {
+    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    if (token !== undefined) this.lastRead.forget(token);
+  }
+
   /** The token's owner if it has not expired, its use recorded. */
   private live(found: { owner: TokenOwner; expiresAt: number | null }, now: number): TokenOwner | undefined {
     if (found.expiresAt !== null && found.expiresAt <= now) return undefined;
-    if (found.owner.clientId === null) this.usage.record(found.owner.tokenId, now);
+    this.confirmedUse(found.owner, now);
     return found.owner;
   }
 }

@@ -11,6 +11,7 @@ import { buildSerializer } from '../../http/serialization.js';
 import { validatorCompiler } from '../../http/validation.js';
 import type { SubmissionsDeps } from './definitions.js';
 import { Submission, SubmissionCreate } from './schemas.js';
+import { TokenUnconfirmed, type TokenCheck } from './repository.js';
 import { createWithKey } from './write.js';
 
 /** POST /forms/{formId}/submissions's access rule: the route's (routes.ts), and what the early create checks. */
@@ -37,7 +38,8 @@ export interface EarlyCreateParts {
  * the route's hooks take is taken with their own code, in an order where nothing is changed
  * until the last: the body decoded and parsed (the app's parser), its characters (the rule of
  * characters.ts) and its schema (the route's, through the same compiler), the token (looked
- * up, nothing counted), the caller's access by scopes and role alone, then the quota, counted
+ * up, nothing counted; on PostgreSQL, a plain create's token as last read, which its statement
+ * checks again: repository.ts, TokenCheck), the caller's access by scopes and role alone, then the quota, counted
  * in memory. Any of them that would refuse, or could not decide without waiting, gives the
  * request with its body to Fastify, whose run answers it as it would have (a 401 counted as a
  * failure, a member's level read, a 429). From the quota on, the answer is this route's, the
@@ -76,19 +78,37 @@ export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyC
     const key = req.headers['idempotency-key'];
     if (Array.isArray(key)) return undefined;
     const header = req.headers.authorization;
-    const who = tokens.keptOwner(header) ?? (await tokens.lookUp(header));
+    const unconfirmed = key === undefined ? tokens.unconfirmedOwner(header) : undefined;
+    const who = unconfirmed ?? tokens.keptOwner(header) ?? (await tokens.lookUp(header));
     if (!who || accessByRole(who, CREATE_ACCESS) !== 'allowed') return undefined;
     const limits = quota.countNow(who.tokenHash);
     if (!limits) return undefined;
     const meta = metaOf(req.headers['user-agent'], clientAddress(req, parts.trust), requestId);
+    const input = body as SubmissionCreate;
+    const check: TokenCheck | undefined = unconfirmed && { tokenId: unconfirmed.tokenId, role: unconfirmed.role };
     try {
-      const outcome = await createWithKey(deps, who, formId, body as SubmissionCreate, meta, { key, url });
+      const outcome = await createWithKey(deps, who, formId, input, meta, { key, url }, check).catch(
+        async (error: unknown) => {
+          if (!(error instanceof TokenUnconfirmed)) throw error;
+          // Nothing was written: the token is looked up, and the create made as for any token.
+          // One that is not live, or no longer allowed by its role alone, goes to the route,
+          // which answers as it would have (a 401, a member's level read; the quota is then
+          // counted a second time, for a token whose role has just changed).
+          tokens.forget(header);
+          const live = await tokens.lookUp(header);
+          if (!live || accessByRole(live, CREATE_ACCESS) !== 'allowed') return undefined;
+          return createWithKey(deps, live, formId, input, meta, { key, url });
+        },
+      );
+      if (!outcome) return undefined;
       if (!outcome.replayed) return jsonAnswer(route, 200, serialize(outcome.result), limits);
       const { status, body: first } = outcome.response;
       return jsonAnswer(route, status, first, [...limits, 'idempotent-replayed', 'true']);
     } catch (error) {
       const refused = earlyErrorAnswer(route, error, parts.log, requestId);
       return { ...refused, perAnswer: [...limits, ...(refused.perAnswer ?? [])] };
+    } finally {
+      if (check?.confirmed) tokens.confirmedUse(who);
     }
   }
 }

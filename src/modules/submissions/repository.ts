@@ -1,10 +1,10 @@
 import { permittedForms } from '../permissions/repository.js';
-import { sql, type Insertable, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type Insertable, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { countMadeAgain, sharedStatements } from '../../db/coalescer.js';
 import { hotQuery, type HotStatement } from '../../db/hot-query.js';
 import { createThreadOf, type CreateStatements, type ThreadStatement } from '../../db/sqlite-create-thread.js';
 import { fullTextOf, insertFullText } from '../../db/sqlite-engine.js';
-import { engineOf } from '../../db/engine.js';
+import { engineOf, type SqlEngine } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
 import {
@@ -191,7 +191,7 @@ async function insertSubmission(
  * Only the row's id comes back (see storedRow).
  */
 const insertWithCounts = hotQuery(
-  15,
+  17,
   (
     db,
     accountId: number,
@@ -209,6 +209,9 @@ const insertWithCounts = hotQuery(
     hour: number,
     alone: boolean,
     revision: number,
+    /** The create's TokenCheck, or null and null. */
+    tokenId: number | null,
+    role: string | null,
   ) => {
     const engine = engineOf(db);
     const slot = engine.countSlot();
@@ -240,7 +243,9 @@ const insertWithCounts = hotQuery(
       ON CONFLICT (form_id, hour, slot) DO UPDATE SET ${HOUR_ADDED}
     )
     SELECT s.id, (SELECT revision FROM f) AS revision, ARRAY(SELECT field_id FROM u) AS stored FROM s
-    WHERE CASE WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
+    WHERE CASE WHEN ${tokenId}::int IS NOT NULL AND NOT ${tokenLive(sql`${tokenId}::int`, sql`${accountId}::int`, sql`${now}::int8`, sql`${role}::text`)}
+        THEN formwork_abort(${sql.lit(TOKEN_NOT_LIVE)})
+      WHEN ${alone}::boolean AND ((SELECT revision FROM f) IS DISTINCT FROM ${revision}::integer
         OR (SELECT count(*) FROM u) < cardinality(${uniqueFields}::int[]))
       THEN formwork_abort('create_alone') ELSE true END`;
     return { compile: () => query.compile(db) };
@@ -376,11 +381,17 @@ export async function createAlone(
   data: string,
   revision: number,
   jobs?: AloneCreate['jobs'],
+  check?: TokenCheck,
 ): Promise<SubmissionRow | undefined> {
-  const create: AloneCreate = { row, w, data, revision, jobs };
-  if (!engineOf(db).writableCtes) return createInThread(db, create);
+  const create: AloneCreate = { row, w, data, revision, jobs, check };
+  // SQLite's create thread checks no token: its look-ups cost no round trip (BearerTokens).
+  if (!engineOf(db).writableCtes) {
+    if (check) throw new TokenUnconfirmed();
+    return createInThread(db, create);
+  }
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
   if (outcome !== AGAIN) return settled(outcome);
+  if (check && !check.confirmed) throw new TokenUnconfirmed();
   if (!jobs) return createOneAlone(db, create);
   // A create with events is made again alone as a statement of its own (a new id drawn, its
   // outbox rows made anew); if that fails for its own sake too, the caller's transaction says why.
@@ -401,6 +412,34 @@ interface AloneCreate {
   revision: number;
   /** The outbox rows of the create's events, given its row. */
   jobs?: (row: SubmissionRow) => NewJobRow[];
+  /** The token the create acts for, checked in its statement (TokenCheck). */
+  check?: TokenCheck;
+}
+
+/**
+ * The token a create acts for, as the process last read it (BearerTokens.unconfirmedOwner), to
+ * be found again in the create's own statement: unrevoked, unexpired at the create's time, of
+ * the create's account, its user's role the one read. The statement writes nothing unless
+ * every such token in it is; its snapshot is taken after the request arrived, so a revocation
+ * or a new role answered before then is seen, as by a look-up of its own. On PostgreSQL this
+ * spares a plain create the token's look-up, a round trip before its statement.
+ */
+export interface TokenCheck {
+  tokenId: number;
+  role: string;
+  /** Set once a statement has found the token live: the create goes on as any other, refusals shown. */
+  confirmed?: boolean;
+}
+
+/**
+ * A create with a TokenCheck that wrote nothing before a statement found its token live:
+ * refused by the check, or by anything before it (a refusal may not be shown to a token that
+ * is not live). Its caller looks the token up and makes the create again.
+ */
+export class TokenUnconfirmed extends Error {
+  constructor() {
+    super('token_unconfirmed');
+  }
 }
 
 /** A create that went with others whose statement failed: it is made again on its own. */
@@ -414,14 +453,45 @@ type AloneOutcome = SubmissionRow | undefined | Error | typeof AGAIN;
 const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 };
 
 async function createOneAlone(db: Executor, c: AloneCreate): Promise<SubmissionRow | undefined> {
+  const { check } = c;
   try {
-    const [created] = await insertWithCounts(db, ...insertArgs(c.row, c.w, c.data), true, c.revision);
+    const args = insertArgs(c.row, c.w, c.data);
+    const [created] = await insertWithCounts(
+      db,
+      ...args,
+      true,
+      c.revision,
+      check?.tokenId ?? null,
+      check?.role ?? null,
+    );
+    confirm([c]);
     return storedRow(created!.id, c.row, c.w, c.data);
   } catch (error) {
-    if (isStatementAbort(error)) return undefined;
-    throw translateDbError(error);
+    if (!isStatementAbort(error)) throw translateDbError(error);
+    if (!tokenNotLive(error)) confirm([c]);
+    return undefined;
   }
 }
+
+/** The statement that carried these creates' TokenChecks found every token live. */
+const confirm = (creates: AloneCreate[]) => {
+  for (const c of creates) if (c.check) c.check.confirmed = true;
+};
+
+/** formwork_abort's reason when a create's TokenCheck fails; checked before any other reason. */
+const TOKEN_NOT_LIVE = 'token_not_live';
+const tokenNotLive = (error: unknown) => (error as { message?: unknown }).message === TOKEN_NOT_LIVE;
+
+/** Whether the token is live for a create of the account at time now, its user's role the one given (TokenCheck). */
+const tokenLive = (
+  tokenId: RawBuilder<unknown>,
+  accountId: RawBuilder<unknown>,
+  now: RawBuilder<unknown>,
+  role: RawBuilder<unknown>,
+) =>
+  sql`EXISTS (SELECT 1 FROM access_tokens k JOIN users ku ON ku.id = k.user_id
+    WHERE k.id = ${tokenId} AND k.account_id = ${accountId} AND k.revoked_at IS NULL
+      AND (k.expires_at IS NULL OR k.expires_at > ${now}) AND ku.role = ${role})`;
 
 /**
  * Creates that arrived together, on one connection: one alone as createAlone's own statement,
@@ -444,6 +514,7 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     const rows = withRows
       ? await insertTogetherWithJobs(connection, ...withRows.args)
       : await insertTogether(connection, ...togetherArgs(creates));
+    confirm(creates);
     const byIndex = new Map(rows.map((r) => [Number(r.i), r.id]));
     return creates.map((c, i) => {
       const id = byIndex.get(i + 1);
@@ -452,6 +523,8 @@ async function createAllAlone(connection: Executor, creates: AloneCreate[]): Pro
     });
   } catch (error) {
     if (madeAgainAlone(error)) {
+      // Its tokens were all checked first: any other reason to end says they were live.
+      if (isStatementAbort(error) && !tokenNotLive(error)) confirm(creates);
       countMadeAgain(TOGETHER.kind, creates.length);
       return creates.map(() => AGAIN);
     }
@@ -500,6 +573,8 @@ function togetherArgs(creates: AloneCreate[], ids?: number[]): [string, string, 
     p: c.w.prettyName,
     h: Math.floor(c.w.now / HOUR_MS),
     r: c.revision,
+    ...(c.check && { k: c.check.tokenId, ro: c.check.role }),
+    // Last: bench/pgbench.ts finds a create's drawn id as `"id":N}` in its capture.
     ...(ids && { id: ids[i] }),
   }));
   return [
@@ -512,13 +587,14 @@ function togetherArgs(creates: AloneCreate[], ids?: number[]): [string, string, 
 
 /**
  * insertTogetherWithJobs's arguments, and each create's row as it will be stored: the batch's
- * ids are drawn first, so that each create's outbox rows, made from its row, go in with it.
+ * ids are drawn first (takeIds), so that each create's outbox rows, made from its row, go in
+ * with it.
  */
 async function togetherWithJobsArgs(
   connection: Executor,
   creates: AloneCreate[],
 ): Promise<{ args: [string, string, string, string, string, string]; made: SubmissionRow[] }> {
-  const ids = (await drawIds(connection, creates.length)).map((r) => r.id);
+  const ids = await takeIds(connection, creates.length);
   const made = creates.map((c, i) => storedRow(ids[i]!, c.row, c.w, c.data));
   const jobs = creates.flatMap((c, i) => c.jobs?.(made[i]!) ?? []);
   return { args: [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL], made };
@@ -528,11 +604,11 @@ async function togetherWithJobsArgs(
  * Several plain creates in one statement (PostgreSQL, outside any transaction): what
  * insertWithCounts writes for one, for each, with the counts' slot and hours added once per
  * form and hour. It ends itself (formwork_abort) unless every form is at the revision its
- * create expects and every unique value went in, and then none of it stays. Ids are drawn
- * first, so that each create's row, values and answer are matched by its index, not by the
- * order PostgreSQL returns rows in. Unique values, counts and hours are written in the order
- * of their keys (as a create alone writes its values, see insertArgs), so that two such
- * statements never wait for each other's rows the other way round. The forms are share-locked
+ * create expects, every unique value went in and every create's TokenCheck holds, and then
+ * none of it stays. Ids are drawn first, so that each create's row, values and answer are
+ * matched by its index, not by the order PostgreSQL returns rows in. Unique values, counts
+ * and hours are written in the order of their keys (as a create alone writes its values, see
+ * insertArgs), so that two such statements never wait for each other's rows the other way round. The forms are share-locked
  * without waiting: a transaction that changes several forms locks them in no set order, and a
  * statement that waited for one while holding another could close a cycle with it; instead
  * the statement fails at once and its creates are made alone, where waiting is safe.
@@ -552,9 +628,9 @@ function togetherQuery(
     : sql`SELECT i, nextval((SELECT pg_get_serial_sequence('submissions', 'id')::regclass))::int AS id FROM v`;
   const query = sql<{ id: number; i: number }>`
     WITH v AS (
-      SELECT v.i, v.id, v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.p, v.h, v.r
+      SELECT v.i, v.id, v.a, v.f, v.t, v.ua, v.ra, v.la, v.lo, v.p, v.h, v.r, v.k, v.ro
       FROM jsonb_to_recordset(${creates}::jsonb) AS v(i int, id int, a int, f int, t int8, ua text, ra text,
-        la float8, lo float8, p text, h int, r int)
+        la float8, lo float8, p text, h int, r int, k int, ro text)
     ),
     d AS (SELECT i, d FROM unnest(string_to_array(${data}::text, E'\\n')) WITH ORDINALITY AS d(d, i)),
     f AS (SELECT id, account_id, revision FROM forms WHERE id IN (SELECT f FROM v) FOR SHARE NOWAIT),
@@ -597,7 +673,9 @@ function togetherQuery(
     SELECT s.id, ids.i${
       withJobs ? sql`, ${jobsNotified('j', withJobs.channel)} AS notified` : sql``
     } FROM s JOIN ids ON ids.id = s.id
-    WHERE CASE WHEN EXISTS (
+    WHERE CASE WHEN EXISTS (SELECT 1 FROM v WHERE v.k IS NOT NULL AND NOT ${tokenLive(sql`v.k`, sql`v.a`, sql`v.t`, sql`v.ro`)})
+        THEN formwork_abort(${sql.lit(TOKEN_NOT_LIVE)})
+      WHEN EXISTS (
         SELECT 1 FROM v LEFT JOIN f ON f.id = v.f AND f.account_id = v.a WHERE f.revision IS DISTINCT FROM v.r)
       OR (SELECT count(*) FROM w) < (SELECT count(*) FROM u)
       THEN formwork_abort('create_together') ELSE true END`;
@@ -614,6 +692,31 @@ const insertTogetherWithJobs = hotQuery(
   (db, creates: string, data: string, tokens: string, unique: string, jobs: string, channel: string) =>
     togetherQuery(db, creates, data, tokens, unique, { jobs, channel }),
 );
+
+/**
+ * Ids drawn ahead, per database, for the creates with events of this process. A batch takes
+ * its ids from here, and draws (on its own connection, before its statement) only when too
+ * few are left: then DRAW_AHEAD more than it needs. So most batches send nothing before their
+ * statement, where each drew its ids in a round trip of its own (docs/performance.md,
+ * "Thirty-first pass"). Ids kept longer than KEEP_DRAWN_MS are dropped: a row's id stays close
+ * in time to its creation, which submission_hours' bounds of each hour's ids (migration 0037)
+ * keep tight. Ids dropped, or left when the process stops, are never used: like any
+ * sequence's, submission ids have gaps.
+ */
+const drawnIds = new WeakMap<SqlEngine, { ids: number[]; at: number }>();
+const DRAW_AHEAD = 64;
+const KEEP_DRAWN_MS = 1000;
+
+async function takeIds(connection: Executor, n: number): Promise<number[]> {
+  const engine = engineOf(connection);
+  const drawn = drawnIds.get(engine);
+  const now = performance.now();
+  if (drawn && drawn.ids.length >= n && now - drawn.at < KEEP_DRAWN_MS) return drawn.ids.splice(0, n);
+  const ids = (await drawIds(connection, n + DRAW_AHEAD)).map((r) => r.id);
+  // Another batch may have drawn meanwhile: its ids left over are dropped with the old ones.
+  drawnIds.set(engine, { ids: ids.slice(n), at: now });
+  return ids.slice(0, n);
+}
 
 /** Ids of new submissions, drawn ahead of their insert: a create's outbox rows carry its id. */
 const drawIds = hotQuery(1, (db, n: number) => {
@@ -642,7 +745,7 @@ export async function createSubmission(
     const revision = await noteSubmissionChange(db, row.accountId, row.formId, 1, w.now, inserted.row.id);
     return { ...inserted, revision };
   }
-  const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0);
+  const [created] = await insertWithCounts(db, ...insertArgs(row, w, w.data), false, 0, null, null);
   const got = new Set(created!.stored);
   return {
     row: storedRow(created!.id, row, w, w.data),

@@ -94,6 +94,8 @@ export function createWithKey(
   input: SubmissionCreate,
   meta: RequestMeta,
   request: { key: string | undefined; url: string },
+  /** For a token as last read (see createSubmission): only without a key. */
+  check?: repo.TokenCheck,
 ): Promise<IdempotentOutcome<Submission>> {
   return withIdempotencyKey(
     deps.ctx,
@@ -108,6 +110,7 @@ export function createWithKey(
         input,
         meta,
         save && ((trx, submission) => save(trx, { status: 200, body: JSON.stringify(submission) })),
+        check,
       ),
   );
 }
@@ -125,6 +128,12 @@ export function createWithKey(
  * the definition read now, which gives the answer; a failure that is no refusal is the
  * answer. Its storage writes and its transaction are undone first, and it removes no upload
  * over a size limit (which the definition read now may have raised).
+ *
+ * With a check, scope is a token's owner as last read (repo.TokenCheck): until a statement of
+ * the create's has found the token live, the create goes only as far as that statement, with
+ * a kept definition, and shows no refusal (a token that is not live may see nothing); it then
+ * throws repo.TokenUnconfirmed having written nothing, and the caller looks the token up and
+ * makes the create again. Once found live, the create goes on as any other.
  */
 export async function createSubmission(
   deps: SubmissionsDeps,
@@ -133,17 +142,20 @@ export async function createSubmission(
   input: SubmissionCreate,
   meta: RequestMeta,
   onCreated?: OnCreated,
+  check?: repo.TokenCheck,
 ): Promise<Submission> {
   const kept = keptDefinition(deps, scope, ref);
+  if (check && !kept) throw new repo.TokenUnconfirmed();
   if (kept) {
     const attempt = { def: kept, read: false, checked: false };
     try {
-      return await createOnce(deps, attempt, scope, input, meta, onCreated);
+      return await createOnce(deps, attempt, scope, input, meta, onCreated, check);
     } catch (error) {
       // Only a refusal can be the old definition's doing. Anything else (a database out of
       // reach, a connection lost maybe after the commit) is the answer: made again, a create
       // that went in would go in twice.
       const refusal = error instanceof AppError && error.statusCode < 500;
+      if (check && !check.confirmed && (refusal || error instanceof StaleDefinition)) throw new repo.TokenUnconfirmed();
       if (!(error instanceof StaleDefinition) && (attempt.checked || !refusal)) throw error;
     }
   }
@@ -170,6 +182,7 @@ async function createOnce(
   input: SubmissionCreate,
   meta: RequestMeta,
   onCreated?: OnCreated,
+  check?: repo.TokenCheck,
 ): Promise<Submission> {
   const { def } = attempt;
   const formId = def.formId;
@@ -186,6 +199,25 @@ async function createOnce(
   const data: DataMap = new Map();
   const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
 
+  // A create that writes nothing but its row, values, index, counts and the outbox rows of
+  // its events is one statement where the database can make it one (PostgreSQL): run alone,
+  // without BEGIN and COMMIT around it, and shared with the creates that arrive meanwhile.
+  // On SQLite the create thread writes it. It writes nothing unless it can write all; the
+  // transaction below then finds out why (a changed form, a value taken) and answers.
+  const config = def.eventConfig;
+  const withEvents = config !== undefined && !isQuiet(config);
+  const alone =
+    typeof write.data === 'string' &&
+    limit === undefined &&
+    !onCreated &&
+    files.plan.claims.length + files.plan.inline.length === 0 &&
+    write.unique.every((v) => v.alt === undefined) &&
+    config !== undefined &&
+    repo.createsAlone(ctx.db)
+      ? write.data
+      : undefined;
+  if (check && !check.confirmed && alone === undefined) throw new repo.TokenUnconfirmed();
+
   // Inline bytes go to storage before the transaction (no slow I/O inside it) and are removed
   // again if the transaction does not commit.
   await storeInline(ctx, files.plan);
@@ -198,23 +230,6 @@ async function createOnce(
     longitude: input.longitude ?? null,
   };
   try {
-    // A create that writes nothing but its row, values, index, counts and the outbox rows of
-    // its events is one statement where the database can make it one (PostgreSQL): run alone,
-    // without BEGIN and COMMIT around it, and shared with the creates that arrive meanwhile.
-    // On SQLite the create thread writes it. It writes nothing unless it can write all; the
-    // transaction below then finds out why (a changed form, a value taken) and answers.
-    const config = def.eventConfig;
-    const withEvents = config !== undefined && !isQuiet(config);
-    const alone =
-      typeof write.data === 'string' &&
-      limit === undefined &&
-      !onCreated &&
-      files.plan.claims.length + files.plan.inline.length === 0 &&
-      write.unique.every((v) => v.alt === undefined) &&
-      config !== undefined &&
-      repo.createsAlone(ctx.db)
-        ? write.data
-        : undefined;
     if (alone !== undefined) {
       let created: Submission | undefined;
       const { requestId } = meta;
@@ -225,12 +240,13 @@ async function createOnce(
             return jobRowsOf(submissionEventJobs(ctx, made.event, config), requestId);
           }
         : undefined;
-      const row = await repo.createAlone(ctx.db, newRow, write, alone, def.form.revision, jobs);
+      const row = await repo.createAlone(ctx.db, newRow, write, alone, def.form.revision, jobs, check);
       if (row) {
         attempt.checked = true;
         if (jobs) wakeWorkers();
         return created ?? toSubmission(def, row, data);
       }
+      if (check && !check.confirmed) throw new repo.TokenUnconfirmed();
     }
     // In the transaction jobs are enqueued the usual way (publishSubmissionEvent, a file's
     // removal, onCreated's), which reads the request id from its context.
