@@ -6,6 +6,7 @@ import { buildApp } from './app.js';
 import { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
+import { sharedCallsWaiting } from './db/coalescer.js';
 import { openDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { Hasher, type ScryptParams } from './crypto/hasher.js';
@@ -136,7 +137,7 @@ export async function startServer(
       ? startWorker(ctx, {
           kinds: jobKinds,
           log: app.log,
-          yieldTo: { received: () => received },
+          yieldTo: { received: () => received, waiting: sharedCallsWaiting },
           graceMs: config.shutdownTimeoutMs,
           onRun: (kind, outcome, seconds) => ctx.metrics.jobRun(kind, outcome, seconds),
         })

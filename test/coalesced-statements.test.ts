@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
 import { hashToken } from '../src/crypto/secrets.js';
+import { sharedCountsOf } from '../src/db/coalescer.js';
 import type { SubmissionRow } from '../src/db/schema.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
@@ -216,9 +217,12 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       ]);
       assert.notEqual(through, 'held up');
       assert.ok(through);
+      // What the worker's yield reads: the two held calls wait, the one through does not.
+      assert.equal(sharedCountsOf('submission_create').waiting, 2);
       await locker.query('COMMIT');
       const after = await Promise.all(waiting);
       assert.ok(after.every((r) => r !== undefined));
+      assert.equal(sharedCountsOf('submission_create').waiting, 0);
       assert.equal(await countOf(held.id), 2);
     } finally {
       await locker.end();

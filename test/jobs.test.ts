@@ -701,14 +701,30 @@ describe(`background jobs (${dialectName})`, () => {
   // PostgreSQL (the worker counted that as idle when it needed 90% busy, and delivered at full
   // speed beside a saturated API).
   // The second spins five times as long as its last wait took (at least 35 ms), so that a timer
-  // that a loaded machine fires late leaves the loop as busy: the share is what is tested.
+  // that a loaded machine fires late leaves the loop as busy: the share is what is tested. A
+  // third: a loop mostly idle, with 20 of the API's calls waiting for PostgreSQL's shared
+  // statements (yieldTo.waiting), as when it waits for them more than it works.
   const loads = [
-    { shape: 'always busy', busyMs: 40, perWait: 0, wait: () => new Promise<void>((resolve) => setImmediate(resolve)) },
+    {
+      shape: 'always busy',
+      busyMs: 40,
+      perWait: 0,
+      waiting: 0,
+      wait: () => new Promise<void>((resolve) => setImmediate(resolve)),
+    },
     {
       shape: 'busy 35 ms in every 42',
       busyMs: 35,
       perWait: 5,
+      waiting: 0,
       wait: () => new Promise<void>((resolve) => setTimeout(resolve, 7)),
+    },
+    {
+      shape: 'mostly idle, 20 calls waiting for the database',
+      busyMs: 1,
+      perWait: 0,
+      waiting: 20,
+      wait: () => new Promise<void>((resolve) => setTimeout(resolve, 10)),
     },
   ];
   for (const load of loads) {
@@ -730,10 +746,11 @@ describe(`background jobs (${dialectName})`, () => {
       );
       // Requests keep coming, two a millisecond (the worker counts 8 per 100 ms as saturated): by
       // the clock, not per look, so that a look a stalled machine makes late finds as many.
+      let waiting = 0;
       const worker = createWorker(ctx, {
         pollMs: 3_600_000,
         kinds: [held],
-        yieldTo: { received: () => Math.floor(2 * performance.now()) },
+        yieldTo: { received: () => Math.floor(2 * performance.now()), waiting: () => waiting },
       });
       try {
         // The loop kept busy for a while, as under a flood of requests: the worker takes 2 jobs
@@ -753,9 +770,11 @@ describe(`background jobs (${dialectName})`, () => {
             busyMs = Math.max(load.busyMs, load.perWait * (performance.now() - waited));
           }
         };
+        waiting = load.waiting;
         await loadFor(150);
         worker.start();
         await loadFor(250);
+        waiting = 0;
         assert.ok(started.length < 30, `a saturated worker started ${started.length} of 30 jobs at once`);
         // The load gone, the rest of the 30 run together in the 32 slots (each waits for release).
         await waitFor('every job', async () => started.length === 30);

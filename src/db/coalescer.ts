@@ -6,7 +6,7 @@ import type { Executor } from './transaction.js';
 /**
  * Per kind of shared statement, over the process's life: statements sent, the calls they
  * carried, and calls whose shared statement failed for one of them and that were made again
- * alone (GET /metrics: formwork_db_shared_*).
+ * alone (GET /metrics: formwork_db_shared_*); and the calls waiting now (the worker's yield).
  */
 export const sharedStatementCounts = new Map<string, SharedCounts>();
 
@@ -14,16 +14,25 @@ export interface SharedCounts {
   statements: number;
   calls: number;
   madeAgain: number;
+  /** Calls waiting now: queued, or in a statement out. */
+  waiting: number;
 }
 
 /** The counts of kind's shared statements, made on first use (read by /metrics). */
 export function sharedCountsOf(kind: string): SharedCounts {
   let counts = sharedStatementCounts.get(kind);
   if (!counts) {
-    counts = { statements: 0, calls: 0, madeAgain: 0 };
+    counts = { statements: 0, calls: 0, madeAgain: 0, waiting: 0 };
     sharedStatementCounts.set(kind, counts);
   }
   return counts;
+}
+
+/** The calls of every kind waiting now: all are the API's (creates, token look-ups), which the worker yields to. */
+export function sharedCallsWaiting(): number {
+  let waiting = 0;
+  for (const counts of sharedStatementCounts.values()) waiting += counts.waiting;
+  return waiting;
 }
 
 /** Counts calls of kind that were made again alone after their shared statement failed. */
@@ -68,6 +77,7 @@ export class Coalescer<I, O> {
   }
 
   call(item: I): Promise<O> {
+    this.counts.waiting++;
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
       // The statement is every queued call's, not the request's that happened to send it.
@@ -98,11 +108,13 @@ export class Coalescer<I, O> {
           connection,
           taken.map((c) => c.item),
         );
+        this.counts.waiting -= taken.length;
         taken.forEach((c, i) => c.resolve(outcomes[i]!));
       })
       .catch((error: unknown) => {
         // No connection came: the calls that were waiting for one fail with it.
         taken ??= this.queue.splice(0, this.limits.max);
+        this.counts.waiting -= taken.length;
         for (const c of taken) c.reject(error);
       })
       .finally(() => {

@@ -33,6 +33,12 @@ export interface WorkerLog {
   debug?(details: object, message: string): void;
 }
 
+/** The API that shares a worker's process (WorkerOptions.yieldTo). */
+export interface YieldTo {
+  received(): number;
+  waiting?(): number;
+}
+
 export interface WorkerOptions {
   /**
    * The kinds this worker runs (the application's list is src/job-kinds.ts); a job of any
@@ -56,8 +62,11 @@ export interface WorkerOptions {
    * requests is not slowed by the deliveries it causes. Jobs are only delayed: they stay in
    * the outbox, and the worker goes back to full speed as soon as the load drops. A worker
    * process of its own (`formwork worker`) has none and never holds back.
+   * waiting: how many of the API's calls wait for a database statement now (PostgreSQL's
+   * shared statements); at BUSY_WAITING or more the API counts as saturated too, whatever
+   * its loop's share.
    */
-  yieldTo?: { received(): number };
+  yieldTo?: YieldTo;
   /** Told of every run's end (for metrics): its kind, outcome and how long the handler took. */
   onRun?: (kind: string, outcome: RunEnd['outcome'], seconds: number) => void;
 }
@@ -113,6 +122,16 @@ const BEHIND_MS = 250;
 const BUSY_UTILIZATION = 0.7;
 const LOAD_WINDOW_MS = 100;
 const BUSY_REQUESTS = 8;
+/**
+ * yieldTo: the API also counts as saturated while this many of its calls wait for a database
+ * statement. On PostgreSQL a process serving as many creates as its shared statements carry
+ * waits for them: its loop was busy 0.7–0.8 of the time beside 30–45 waiting calls (50
+ * clients), and in the windows where it read under 0.7 the worker delivered, its deliveries
+ * taking a quarter of the creates' rate in those seconds (docs/performance.md, thirty-first
+ * pass). Its loop's share also counts the worker's own work, which the waiting calls do not.
+ * Sixteen is more than the shared statements carry at a few thousand creates a second.
+ */
+const BUSY_WAITING = 16;
 /**
  * yieldTo, while saturated: at most this many jobs per slot pool in one claim, and this long
  * between claims. A trickle for liveness only (the oldest jobs keep moving): a delivery costs
@@ -211,7 +230,7 @@ class JobWorker implements Worker {
   private endsBeingWritten = 0;
   /** runDue (tests and tools) writes ends at once: nothing else is gathering. */
   private runDueMode = false;
-  private readonly yieldTo: { received(): number } | undefined;
+  private readonly yieldTo: YieldTo | undefined;
   private readonly onRun: WorkerOptions['onRun'];
   private loadSample: EventLoopUtilization = performance.eventLoopUtilization();
   private loadSampledAt = performance.now();
@@ -262,8 +281,9 @@ class JobWorker implements Worker {
     const received = this.yieldTo.received();
     const was = this.saturated;
     this.saturated =
-      performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
-      received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS;
+      (performance.eventLoopUtilization(current, this.loadSample).utilization >= BUSY_UTILIZATION &&
+        received - this.receivedAtSample >= (BUSY_REQUESTS * elapsed) / LOAD_WINDOW_MS) ||
+      (this.yieldTo.waiting?.() ?? 0) >= BUSY_WAITING;
     this.loadSample = current;
     this.receivedAtSample = received;
     this.loadSampledAt = now;
