@@ -372,7 +372,8 @@ async function createInThread(
  * same statement or batch, and the listening workers are notified at its commit. Returns the
  * row, or undefined when nothing was written because the form is not at revision (changed,
  * deleted) or a unique value is taken; the caller then makes the create in a transaction,
- * which says which.
+ * which says which. With a check, throws TokenUnconfirmed instead while no statement has found
+ * the token live.
  */
 export async function createAlone(
   db: Kysely<Database>,
@@ -389,10 +390,19 @@ export async function createAlone(
     if (check) throw new TokenUnconfirmed();
     return createInThread(db, create);
   }
+  const created = await createInStatements(db, create);
+  // Nothing written before a statement found the token live: the caller looks it up first.
+  if (created === undefined && check && !check.confirmed) throw new TokenUnconfirmed();
+  return created;
+}
+
+/** createAlone on PostgreSQL: a shared statement, then, if that failed for another's sake, one of its own. */
+async function createInStatements(db: Kysely<Database>, create: AloneCreate): Promise<SubmissionRow | undefined> {
   const outcome = await sharedStatements(db, createAllAlone, TOGETHER).call(create);
   if (outcome !== AGAIN) return settled(outcome);
-  if (check && !check.confirmed) throw new TokenUnconfirmed();
-  if (!jobs) return createOneAlone(db, create);
+  // Not made again for a token that no statement found live.
+  if (create.check && !create.check.confirmed) return undefined;
+  if (!create.jobs) return createOneAlone(db, create);
   // A create with events is made again alone as a statement of its own (a new id drawn, its
   // outbox rows made anew); if that fails for its own sake too, the caller's transaction says why.
   const [again] = await createAllAlone(db, [create]);
@@ -608,10 +618,11 @@ async function togetherWithJobsArgs(
  * none of it stays. Ids are drawn first, so that each create's row, values and answer are
  * matched by its index, not by the order PostgreSQL returns rows in. Unique values, counts
  * and hours are written in the order of their keys (as a create alone writes its values, see
- * insertArgs), so that two such statements never wait for each other's rows the other way round. The forms are share-locked
- * without waiting: a transaction that changes several forms locks them in no set order, and a
- * statement that waited for one while holding another could close a cycle with it; instead
- * the statement fails at once and its creates are made alone, where waiting is safe.
+ * insertArgs), so that two such statements never wait for each other's rows the other way
+ * round. The forms are share-locked without waiting: a transaction that changes several forms
+ * locks them in no set order, and a statement that waited for one while holding another could
+ * close a cycle with it; instead the statement fails at once and its creates are made alone,
+ * where waiting is safe.
  */
 function togetherQuery(
   db: Executor,

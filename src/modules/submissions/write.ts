@@ -246,7 +246,6 @@ async function createOnce(
         if (jobs) wakeWorkers();
         return created ?? toSubmission(def, row, data);
       }
-      if (check && !check.confirmed) throw new repo.TokenUnconfirmed();
     }
     // In the transaction jobs are enqueued the usual way (publishSubmissionEvent, a file's
     // removal, onCreated's), which reads the request id from its context.
