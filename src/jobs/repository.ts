@@ -46,28 +46,33 @@ function jobRow(job: NewJobRow) {
 
 /**
  * Jobs in a statement on PostgreSQL, alone (insertAndNotify below) or with the rows that cause
- * them (creates with events, submissions/repository.ts): the jobs as one JSON argument, their
- * insert as a data-modifying WITH query over it, and the notification of their enqueue, an
- * expression over that query's name that sends nothing when it inserted nothing. The channel
- * is an argument of the statement too (JOBS_CHANNEL), as hotQuery wants every value.
+ * them (creates with events, submissions/repository.ts): the jobs as two arguments
+ * (jobsAsArgs), their insert as a data-modifying WITH query over them, and the notification of
+ * their enqueue, an expression over that query's name that sends nothing when it inserted
+ * nothing. The channel is an argument of the statement too (JOBS_CHANNEL), as hotQuery wants
+ * every value.
  */
 export const JOBS_CHANNEL = CHANNEL;
 
 /**
- * Each payload (a JSON text) goes in as it is, not escaped again as a string: read as json its
- * text is kept exactly, but for a payload of null, which json_to_recordset reads as SQL NULL.
+ * The jobs as a statement's two arguments: their other columns as JSON (each with its index
+ * from 1), and their payloads as text, one a line. A payload (JSON.stringify's text) holds no
+ * raw line break, so '\n' separates them unambiguously, and PostgreSQL splits a text on a
+ * character far faster than it lexes JSON: in one JSON argument, a create's two payloads
+ * (1.7 KB) were lexed twice over, 6% of PostgreSQL's time on a create with events.
  */
-export const jobsAsJson = (jobs: readonly NewJobRow[]): string =>
-  `[${jobs
-    .map((j) => {
-      const others = JSON.stringify({ k: j.kind, r: j.runAt, m: j.maxAttempts, q: j.requestId ?? null });
-      return `${others.slice(0, -1)},"p":${j.payload}}`;
-    })
-    .join(',')}]`;
+export const jobsAsArgs = (jobs: readonly NewJobRow[]): [string, string] => [
+  JSON.stringify(jobs.map((j, i) => ({ i: i + 1, k: j.kind, r: j.runAt, m: j.maxAttempts, q: j.requestId ?? null }))),
+  jobs.map((j) => j.payload).join('\n'),
+];
 
-export const jobsInsertedFrom = (json: string) => sql`
+/** In the order given, so that ids rise with it (insertJobs answers them in that order). */
+export const jobsInsertedFrom = (jobs: string, payloads: string) => sql`
   INSERT INTO jobs (kind, payload, run_at, max_attempts, request_id)
-  SELECT k, coalesce(p::text, 'null'), r, m, q FROM json_to_recordset(${json}::json) AS x(k text, p json, r int8, m int, q text)
+  SELECT x.k, p.p, x.r, x.m, x.q
+  FROM json_to_recordset(${jobs}::json) AS x(i int, k text, r int8, m int, q text)
+  JOIN unnest(string_to_array(${payloads}::text, E'\\n')) WITH ORDINALITY AS p(p, i) ON p.i = x.i
+  ORDER BY x.i
   RETURNING id`;
 
 export const jobsNotified = (inserted: string, channel: string) =>
@@ -80,9 +85,9 @@ export const jobsNotified = (inserted: string, channel: string) =>
  * an email. A notification sent in a transaction is delivered when it commits and dropped
  * when it rolls back: exactly when a listening worker should look.
  */
-const insertAndNotify = hotQuery(2, (db, jobs: string, channel: string) => {
+const insertAndNotify = hotQuery(3, (db, jobs: string, payloads: string, channel: string) => {
   const query = sql<{ ids: number[] }>`
-    WITH j AS (${jobsInsertedFrom(jobs)})
+    WITH j AS (${jobsInsertedFrom(jobs, payloads)})
     SELECT array_agg(id ORDER BY id) AS ids, ${jobsNotified('j', channel)} AS notified FROM j`;
   return { compile: () => query.compile(db) };
 });
@@ -95,7 +100,7 @@ const insertAndNotify = hotQuery(2, (db, jobs: string, channel: string) => {
 export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Promise<number[]> {
   const engine = engineOf(db);
   if (engine.writableCtes && engine.notifies) {
-    const [row] = await insertAndNotify(db, jobsAsJson(jobs), CHANNEL);
+    const [row] = await insertAndNotify(db, ...jobsAsArgs(jobs), CHANNEL);
     return row!.ids;
   }
   return engine.insertRows(db, 'jobs', jobs.map(jobRow));

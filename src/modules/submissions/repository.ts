@@ -21,7 +21,7 @@ import {
 import {
   insertJobRow,
   jobArguments,
-  jobsAsJson,
+  jobsAsArgs,
   jobsInsertedFrom,
   jobsNotified,
   JOBS_CHANNEL,
@@ -603,11 +603,11 @@ function togetherArgs(creates: AloneCreate[], ids?: number[]): [string, string, 
 async function togetherWithJobsArgs(
   connection: Executor,
   creates: AloneCreate[],
-): Promise<{ args: [string, string, string, string, string, string]; made: SubmissionRow[] }> {
+): Promise<{ args: [string, string, string, string, string, string, string]; made: SubmissionRow[] }> {
   const ids = await takeIds(connection, creates.length);
   const made = creates.map((c, i) => storedRow(ids[i]!, c.row, c.w, c.data));
   const jobs = creates.flatMap((c, i) => c.jobs?.(made[i]!) ?? []);
-  return { args: [...togetherArgs(creates, ids), jobsAsJson(jobs), JOBS_CHANNEL], made };
+  return { args: [...togetherArgs(creates, ids), ...jobsAsArgs(jobs), JOBS_CHANNEL], made };
 }
 
 /**
@@ -630,8 +630,8 @@ function togetherQuery(
   data: string,
   tokens: string,
   unique: string,
-  /** The batch's ids, drawn before (drawIds), in creates' "id", and the outbox rows of its events (jobsAsJson). */
-  withJobs?: { jobs: string; channel: string },
+  /** The batch's ids, drawn before (drawIds), in creates' "id", and the outbox rows of its events (jobsAsArgs). */
+  withJobs?: { jobs: string; payloads: string; channel: string },
 ) {
   const slot = engineOf(db).countSlot();
   const ids = withJobs
@@ -678,7 +678,7 @@ function togetherQuery(
     )${
       withJobs
         ? sql`,
-    j AS (${jobsInsertedFrom(withJobs.jobs)})`
+    j AS (${jobsInsertedFrom(withJobs.jobs, withJobs.payloads)})`
         : sql``
     }
     SELECT s.id, ids.i${
@@ -699,9 +699,17 @@ const insertTogether = hotQuery(4, (db, creates: string, data: string, tokens: s
 
 /** insertTogether for a batch that holds creates with events: their outbox rows go in the same statement. */
 const insertTogetherWithJobs = hotQuery(
-  6,
-  (db, creates: string, data: string, tokens: string, unique: string, jobs: string, channel: string) =>
-    togetherQuery(db, creates, data, tokens, unique, { jobs, channel }),
+  7,
+  (
+    db,
+    creates: string,
+    data: string,
+    tokens: string,
+    unique: string,
+    jobs: string,
+    payloads: string,
+    channel: string,
+  ) => togetherQuery(db, creates, data, tokens, unique, { jobs, payloads, channel }),
 );
 
 /**
