@@ -246,55 +246,6 @@ describe('plain creates written by the create thread (SQLite)', { skip: TEST_PG_
     });
   });
 
-  it('gives a create with events the id drawn for it, which SQLite gives no other row, in a batch with plain creates', async () => {
-    const form = await newForm('Drawn ids');
-    const db = app.server.ctx.db;
-    // Never due while the test runs: the worker leaves these rows alone.
-    const later = Date.now() + 86_400_000;
-    const jobs = (row: { id: number }) => [
-      { kind: 'test.drawn', payload: JSON.stringify({ id: row.id }), runAt: later, maxAttempts: 1 },
-    ];
-    // The batch's creates in an hour of their own, whose bounds only they set.
-    const earlier = Date.now() - 2 * 3_600_000;
-    const make = (i: number, withJobs: boolean) => {
-      const c = plainCreate(a, form, `d${i}@example.com`, `drawn${i}`, i === 0 ? Date.now() : earlier);
-      return repo.createAlone(db, c.row, c.w, c.w.data, form.revision, withJobs ? jobs : undefined);
-    };
-    // The first draws ids ahead; the rest of them are taken without waiting.
-    const first = await make(0, true);
-    const before = await counters();
-    // Plain creates first in the batch (SQLite gives them ids past the drawn ones), then ones with events.
-    const rows = await Promise.all(Array.from({ length: 8 }, (_, i) => make(i + 1, i >= 4)));
-    assert.equal((await counters()).batches - before.batches, 1, 'one batch');
-    assert.ok(rows.every((r) => r !== undefined));
-    const ids = [first!.id, ...rows.map((r) => r!.id)];
-    assert.equal(new Set(ids).size, 9);
-    const drawn = [first!.id, ...rows.slice(4).map((r) => r!.id)];
-    const given = rows.slice(0, 4).map((r) => r!.id);
-    assert.ok(Math.max(...drawn) < Math.min(...given), `drawn ${drawn} below given ${given}`);
-    const payloads = await db
-      .selectFrom('jobs')
-      .select('payload')
-      .where('kind', '=', 'test.drawn')
-      .orderBy('id')
-      .execute();
-    assert.deepEqual(
-      payloads.map((p) => (JSON.parse(p.payload) as { id: number }).id),
-      drawn,
-      'each create with events has its outbox row, with its id',
-    );
-    // The hour's bounds hold every id of the batch, though they do not rise in its order.
-    const batchIds = ids.slice(1);
-    const bounds = await one(
-      sql<{ first: number; last: number }>`SELECT min(first_id) AS first, max(last_id) AS last
-        FROM submission_hours WHERE form_id = ${form.id} AND hour = ${Math.floor(earlier / 3_600_000)}`.execute(db),
-    );
-    assert.deepEqual(bounds, { first: Math.min(...batchIds), last: Math.max(...batchIds) });
-    const since = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
-    assert.equal((await a.get(`/forms/${form.id}/submissions?minTime=${since}`)).body.total, 9);
-    await db.deleteFrom('jobs').where('kind', '=', 'test.drawn').execute();
-  });
-
   it('lets the main connection write between batches, and makes creates there once the thread has stopped', async () => {
     const form = await newForm('Turns');
     const post = (address: string) =>

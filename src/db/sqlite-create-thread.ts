@@ -13,7 +13,7 @@ export interface ThreadStatement {
 
 /**
  * The statements of a plain create on SQLite, each built by the repository that owns it:
- * row (no RETURNING; its arguments are ThreadCreate.id and ThreadCreate.row), unique (submission id, form id,
+ * row (no RETURNING; its arguments are ThreadCreate.row), unique (submission id, form id,
  * field id, value; no RETURNING), held (form id, field id, value: the holder of a unique
  * value, if any), revision (form id, account id), count (form id, n, version), hour (form id,
  * hour, n, first id, last id), fullText (submission id, text).
@@ -34,12 +34,7 @@ export interface CreateStatements {
 export interface ThreadCreate {
   accountId: number;
   formId: number;
-  /**
-   * The id drawn for it ahead (a create with events, whose outbox rows carry it), or null for
-   * the next one SQLite gives.
-   */
-  id: number | null;
-  /** The row statement's arguments after the id. */
+  /** The row statement's arguments. */
   row: unknown[];
   /** The revision the create's values were checked against. */
   revision: number;
@@ -47,9 +42,12 @@ export interface ThreadCreate {
   /** Field id and normalized value of each unique field. */
   unique: [number, string][];
   fullText: string;
-  /** The job statement's arguments for each outbox row of its events (made from its row, with its id). */
-  jobs: unknown[][];
+  /** Whether the create's jobs (its events') go in with it: asked for once its id is known. */
+  events: boolean;
 }
+
+/** The arguments of the outbox rows of a create that has events, given its new id. */
+export type JobsFor = (id: number) => unknown[][];
 
 /**
  * The thread, plain JavaScript run as a CommonJS worker (the same from source and from dist,
@@ -60,10 +58,11 @@ export interface ThreadCreate {
  * already (by an earlier create of the batch too; if so nothing of the create is written),
  * the row and its unique values; per batch, the count and the hours of each form, and the
  * full-text rows, at its end.
- * It answers each create's id, or 0 for one it did not write. A create's outbox rows come
- * with it, made by the main thread from its row and the id drawn for it ahead, and go in
- * after its row: the transaction never waits for the event loop. Anything that fails
- * otherwise rolls the whole batch back and is answered as an error: nothing of it was written.
+ * It answers each create's id, or 0 for one it did not write. When a create it wrote has
+ * events, their outbox rows hold its id and record, known only now: it answers the ids with
+ * needJobs, keeps the transaction open, and takes the rows the main thread sends back
+ * ({ jobs }) before it commits ({ abort } rolls the batch back). Anything that fails otherwise
+ * rolls the whole batch back and is answered as an error: nothing of it was written.
  */
 const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -90,9 +89,12 @@ const job = statement(S.job);
 const begin = db.prepare('BEGIN IMMEDIATE');
 const commit = db.prepare('COMMIT');
 const rollback = db.prepare('ROLLBACK');
+// The batch whose transaction waits for its creates' jobs.
+let waiting;
 function write(creates) {
   const ids = new Array(creates.length).fill(0);
   const texts = [];
+  let needJobs = false;
   begin.run();
   // Per form: its revision (null for none of the account's), and how many it gets, in all and by hour (with the hour's ids' bounds).
   const forms = new Map();
@@ -107,22 +109,21 @@ function write(creates) {
     }
     if (form.revision !== c.revision) continue;
     if (c.unique.some(([fieldId, norm]) => held.get([c.formId, fieldId, norm]) !== undefined)) continue;
-    const id = Number(row.run([c.id, ...c.row]).lastInsertRowid);
+    const id = Number(row.run(c.row).lastInsertRowid);
     for (const [fieldId, norm] of c.unique) {
       // Not held a moment ago, under this transaction's write lock: a conflict now is a fault.
       if (unique.run([id, c.formId, fieldId, norm]).changes === 0) throw new Error('a unique value was taken meanwhile');
     }
-    for (const args of c.jobs) job.run(args);
     form.n++;
-    // Ids drawn ahead are below those SQLite gives meanwhile: the hour's bounds are the least and the greatest.
+    // Ids rise within the batch: the hour's first is the first seen, its last the latest.
     const inHour = form.hours.get(c.hour);
     if (inHour) {
       inHour.n++;
-      inHour.first = Math.min(inHour.first, id);
-      inHour.last = Math.max(inHour.last, id);
+      inHour.last = id;
     } else form.hours.set(c.hour, { n: 1, first: id, last: id });
     ids[i] = id;
     texts.push([id, c.fullText]);
+    if (c.events) needJobs = true;
   }
   // In the order of their keys, as every writer of these rows adds to them.
   const written = [...forms.values()].filter((f) => f.n > 0).sort((a, b) => a.id - b.id);
@@ -130,6 +131,9 @@ function write(creates) {
     count.run([f.id, f.n, f.n]);
     for (const [h, { n, first, last }] of [...f.hours].sort((a, b) => a[0] - b[0])) hour.run([f.id, h, n, first, last]);
   }
+  return { ids, texts, needJobs };
+}
+function finish({ ids, texts }) {
   for (const [id, text] of texts) fullText.run([id, text]);
   commit.run();
   return ids;
@@ -141,8 +145,23 @@ parentPort.on('message', (message) => {
     return;
   }
   try {
-    parentPort.postMessage({ ids: write(message) });
+    if (message.abort) throw new Error('the batch was abandoned');
+    if (message.jobs) {
+      const batch = waiting;
+      waiting = undefined;
+      for (const args of message.jobs) job.run(args);
+      parentPort.postMessage({ ids: finish(batch) });
+      return;
+    }
+    const batch = write(message);
+    if (batch.needJobs) {
+      waiting = batch;
+      parentPort.postMessage({ ids: batch.ids, needJobs: true });
+      return;
+    }
+    parentPort.postMessage({ ids: finish(batch) });
   } catch (error) {
+    waiting = undefined;
     try {
       if (db.inTransaction) rollback.run();
     } catch {}
@@ -154,14 +173,16 @@ parentPort.on('message', (message) => {
 /** How many creates one batch takes at most: its transaction holds the write lock meanwhile. */
 const MAX_BATCH = 64;
 
-/** What the thread answers a batch with: ids (0: not written), or error. */
+/** What the thread answers a message with: ids (0: not written), needJobs (the transaction waits for them), or error. */
 interface ThreadAnswer {
   ids?: number[];
   error?: string;
+  needJobs?: boolean;
 }
 
 interface Pending {
   create: ThreadCreate;
+  jobsFor?: JobsFor;
   resolve: (id: number) => void;
   reject: (error: unknown) => void;
 }
@@ -219,10 +240,11 @@ export class CreateThread {
     return !this.stopped && this.failure === undefined;
   }
 
-  write(create: ThreadCreate): Promise<number> {
+  /** jobsFor: the create's outbox rows, asked for once it is written (create.events). */
+  write(create: ThreadCreate, jobsFor?: JobsFor): Promise<number> {
     if (!this.open) return Promise.resolve(0);
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ create, resolve, reject });
+      this.queue.push({ create, jobsFor, resolve, reject });
       if (this.out === undefined && !this.scheduled) {
         // Creates read in the same turn of the event loop go together.
         this.scheduled = true;
@@ -253,6 +275,17 @@ export class CreateThread {
   private answered(m: ThreadAnswer): void {
     const batch = this.out;
     if (!batch || !this.posted) return;
+    if (m.needJobs) {
+      // The batch's transaction is open in the thread until it has its creates' jobs.
+      try {
+        const ids = m.ids!;
+        const jobs = batch.flatMap((p, i) => (ids[i] !== 0 && p.jobsFor ? p.jobsFor(ids[i]!) : []));
+        this.worker.postMessage({ jobs });
+      } catch {
+        this.worker.postMessage({ abort: true });
+      }
+      return;
+    }
     this.out = undefined;
     this.posted = false;
     this.worker.unref();

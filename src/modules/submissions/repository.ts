@@ -6,7 +6,7 @@ import { createThreadOf, type CreateStatements, type ThreadStatement } from '../
 import { fullTextOf, insertFullText } from '../../db/sqlite-engine.js';
 import { engineOf, type SqlEngine } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
-import { deletedMeanwhile, isStatementAbort, transact, translateDbError, type Executor } from '../../db/transaction.js';
+import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
 import {
   addToCount,
   addToHour,
@@ -293,10 +293,8 @@ export const createsAlone = (db: Executor): boolean => {
 };
 
 /** A plain create's row on the create thread: without RETURNING, its id is the insert's rowid. */
-const insertRowOnly = hotQuery(ROW_COLUMNS.length + 1, (db, id: number | null, ...values: unknown[]) =>
-  db
-    .insertInto('submissions')
-    .values({ id: id as number, ...(Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues) }),
+const insertRowOnly = hotQuery(ROW_COLUMNS.length, (db, ...values: unknown[]) =>
+  db.insertInto('submissions').values(Object.fromEntries(ROW_COLUMNS.map((c, i) => [c, values[i]])) as RowValues),
 );
 
 /** A unique value on the create thread: a value taken changes no row. */
@@ -350,20 +348,19 @@ async function createInThread(
   const thread = threadOf(db);
   if (!thread) return undefined;
   const values = rowValues(row, w, data);
-  // A create with events takes its id ahead, so that its outbox rows, made from its row, go
-  // to the thread with it: the thread's transaction never waits for the event loop.
-  const drawn = jobs ? (await takeIds(db, 1))[0]! : null;
-  const id = await thread.write({
-    accountId: row.accountId,
-    formId: row.formId,
-    id: drawn,
-    row: ROW_COLUMNS.map((c) => values[c]),
-    revision,
-    hour: Math.floor(w.now / HOUR_MS),
-    unique: byField(w.unique).map((v) => [v.fieldId, v.norm]),
-    fullText: fullTextOf(w.tokens),
-    jobs: drawn === null ? [] : jobs!({ id: drawn, ...values }).map(jobArguments),
-  });
+  const id = await thread.write(
+    {
+      accountId: row.accountId,
+      formId: row.formId,
+      row: ROW_COLUMNS.map((c) => values[c]),
+      revision,
+      hour: Math.floor(w.now / HOUR_MS),
+      unique: byField(w.unique).map((v) => [v.fieldId, v.norm]),
+      fullText: fullTextOf(w.tokens),
+      events: jobs !== undefined,
+    },
+    jobs && ((newId) => jobs({ id: newId, ...values }).map(jobArguments)),
+  );
   return id === 0 ? undefined : { id, ...values };
 }
 
@@ -716,28 +713,41 @@ const insertTogetherWithJobs = hotQuery(
 );
 
 /**
- * Ids drawn ahead, per database, for the creates with events of this process. A create takes
- * its id from here, and a draw (of DRAW_AHEAD more than it needs) is made only when too few
- * are left, one at a time: on PostgreSQL on the batch's connection, before its statement, so
- * that most batches send nothing before it (docs/performance.md, "Thirty-first pass"); on
- * SQLite in a short transaction of the main connection, so that the create thread's batch
- * never waits for the event loop to make its outbox rows. Ids kept longer than KEEP_DRAWN_MS
- * are dropped: a row's id stays close in time to its creation, which submission_hours' bounds
- * of each hour's ids (migration 0037) keep tight. Ids dropped, or left when the process
- * stops, are never used: like any sequence's, submission ids have gaps.
+ * Ids drawn ahead, per database, for the creates with events of this process (PostgreSQL). A
+ * batch takes its ids from here, and a draw is made (on the batch's connection, before its
+ * statement) only when too few are left, one at a time, so that most batches send nothing
+ * before their statement (docs/performance.md, "Thirty-first pass"). Ids kept longer than
+ * KEEP_DRAWN_MS are dropped: a row's id stays close in time to its creation, which
+ * submission_hours' bounds of each hour's ids (migration 0037) keep tight. Ids dropped, or
+ * left when the process stops, are never used: like any sequence's, submission ids have gaps.
+ * So a draw takes ahead twice what was taken since the last one (at least one, at most
+ * MAX_AHEAD): a steady create a second, which finds every draw expired, wastes one id, where
+ * 64 ahead wasted 64 (int4 ids would have run out in about a year).
  */
-const drawnIds = new WeakMap<SqlEngine, { ids: number[]; at: number; drawing?: Promise<void> }>();
-const DRAW_AHEAD = 64;
+interface DrawnIds {
+  ids: number[];
+  /** When they were drawn (performance.now()). */
+  at: number;
+  /** How many were taken since. */
+  taken: number;
+  drawing?: Promise<void>;
+}
+
+const drawnIds = new WeakMap<SqlEngine, DrawnIds>();
+const MAX_AHEAD = 256;
 const KEEP_DRAWN_MS = 1000;
 
 async function takeIds(connection: Executor, n: number): Promise<number[]> {
   const engine = engineOf(connection);
   let pool = drawnIds.get(engine);
-  if (!pool) drawnIds.set(engine, (pool = { ids: [], at: 0 }));
+  if (!pool) drawnIds.set(engine, (pool = { ids: [], at: 0, taken: 0 }));
   for (;;) {
     if (performance.now() - pool.at >= KEEP_DRAWN_MS) pool.ids = [];
-    if (pool.ids.length >= n) return pool.ids.splice(0, n);
-    const drawing = (pool.drawing ??= draw(connection, n + DRAW_AHEAD, pool));
+    if (pool.ids.length >= n) {
+      pool.taken += n;
+      return pool.ids.splice(0, n);
+    }
+    const drawing = (pool.drawing ??= draw(connection, n, pool));
     try {
       await drawing;
     } finally {
@@ -746,12 +756,12 @@ async function takeIds(connection: Executor, n: number): Promise<number[]> {
   }
 }
 
-async function draw(connection: Executor, n: number, pool: { ids: number[]; at: number }): Promise<void> {
+async function draw(connection: Executor, n: number, pool: DrawnIds): Promise<void> {
   const at = performance.now();
-  pool.ids = engineOf(connection).writableCtes
-    ? (await drawIds(connection, n)).map((r) => r.id)
-    : await reserveIds(connection as Kysely<Database>, n);
+  const count = n + Math.min(MAX_AHEAD, Math.max(1, 2 * pool.taken));
+  pool.ids = (await drawIds(connection, count)).map((r) => r.id);
   pool.at = at;
+  pool.taken = 0;
 }
 
 /** Ids of new submissions, drawn ahead of their insert: a create's outbox rows carry its id. */
@@ -761,23 +771,6 @@ const drawIds = hotQuery(1, (db, n: number) => {
     FROM generate_series(1, ${n}::int)`;
   return { compile: () => query.compile(db) };
 });
-
-/**
- * drawIds on SQLite: n ids past every one used (AUTOINCREMENT's sqlite_sequence, which it
- * keeps at least the greatest id ever given, and which ordinary statements may move on), so
- * that SQLite gives none of them to another insert.
- */
-async function reserveIds(db: Kysely<Database>, n: number): Promise<number[]> {
-  const last = await transact(db, async (trx) => {
-    await sql`INSERT INTO sqlite_sequence (name, seq)
-      SELECT 'submissions', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'submissions')`.execute(trx);
-    const { rows } = await sql<{ seq: number }>`UPDATE sqlite_sequence
-      SET seq = max(seq, (SELECT coalesce(max(id), 0) FROM submissions)) + ${n}
-      WHERE name = 'submissions' RETURNING seq`.execute(trx);
-    return Number(rows[0]!.seq);
-  });
-  return Array.from({ length: n }, (_, i) => last - n + 1 + i);
-}
 
 /**
  * Writes a new submission with everything that goes with it: its unique values and index,
