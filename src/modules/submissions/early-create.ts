@@ -40,10 +40,10 @@ export interface EarlyCreateParts {
  * characters.ts) and its schema (the route's, through the same compiler), the token (looked
  * up, nothing counted; on PostgreSQL, a plain create's token as last read, which its statement
  * checks again: repository.ts, TokenCheck), the caller's access by scopes and role alone, then
- * the quota, counted in memory. Any of them that would refuse, or could not decide without waiting, gives the
- * request with its body to Fastify, whose run answers it as it would have (a 401 counted as a
- * failure, a member's level read, a 429). From the quota on, the answer is this route's, the
- * create's refusals included (earlyErrorAnswer, the error handler's mapping).
+ * the quota, counted in memory. Any of them that would refuse, or could not decide without
+ * waiting, gives the request with its body to Fastify, whose run answers it as it would have
+ * (a 401 counted as a failure, a member's level read, a 429). From the quota on, the answer is
+ * this route's, the create's refusals included (earlyErrorAnswer, the error handler's mapping).
  */
 export function earlyCreate(deps: SubmissionsDeps, prefix: string, parts: EarlyCreateParts): EarlyBodyRoute {
   const shape = new RegExp(`^${prefix}/forms/([1-9][0-9]{0,9})/submissions$`);
