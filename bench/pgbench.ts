@@ -45,15 +45,33 @@ export function isBackground(c: Captured): boolean {
 }
 
 /**
- * A value as an SQL literal. pgbench reads ":name" in a statement as a variable (in prepared
- * mode even inside a string), so a colon is written as an escape of an E'' string.
+ * A value as an SQL literal on one line. pgbench reads ":name" in a statement as a variable (in
+ * prepared mode even inside a string), so a colon is written as an escape of an E'' string,
+ * and so is a line break: a statement of a script is one line, and some values are lines (the
+ * payloads of a create's outbox rows, jobsAsArgs).
  */
-const literal = (v: string | null) =>
+export const literal = (v: string | null) =>
   v === null
     ? 'NULL'
-    : v.includes(':')
-      ? `E'${v.replace(/\\/g, '\\\\').replace(/'/g, "''").replace(/:/g, '\\x3a')}'`
+    : /[:\n\r\t]/.test(v)
+      ? `E'${v
+          .replace(/\\/g, '\\\\')
+          .replace(/'/g, "''")
+          .replace(/:/g, '\\x3a')
+          .replace(/\n/g, '\\n')
+          .replace(/\r/g, '\\r')
+          .replace(/\t/g, '\\t')}'`
       : `'${v.replace(/'/g, "''")}'`;
+
+/**
+ * When the outbox rows that a replay writes are due: never, for any worker. They are a
+ * statement's cost measured, not events: the service beside pgbench would otherwise deliver
+ * them while pgbench and the next POST run (the bench deletes them after the replay).
+ */
+export const REPLAYED_JOBS_RUN_AT = 253_402_300_799_000; // 9999-12-31T23:59:59Z
+
+/** The parameter that holds the outbox rows' columns in a create's statement (jobsAsArgs). */
+const JOBS_ARGUMENT = /json_to_recordset\(\$(\d+)::json\) AS x\(i int, k text, r int8/;
 
 /**
  * A pgbench script of the statements, each with its parameters as literals (untyped, as the
@@ -68,7 +86,8 @@ const literal = (v: string | null) =>
  * submissions repository: a statement before its own only when too few are left) and sends it
  * in its statement's JSON ("id":N): the replay draws one id before every such statement, into
  * a pgbench variable (\gset), and puts it in place of the captured one. A captured draw is
- * replayed as that one draw, whatever it drew.
+ * replayed as that one draw, whatever it drew. The outbox rows it writes are never due
+ * (REPLAYED_JOBS_RUN_AT).
  */
 export const SEQUENCE = 'fw_bench_unique';
 export function pgbenchScript(statements: Captured[]): string {
@@ -87,24 +106,40 @@ export function pgbenchScript(statements: Captured[]): string {
       const uniqueArray = /unnest\(\$\d+::int\[\], \$(\d+)::text\[\]\)/.exec(c.text)?.[1];
       const createsJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS v\(i int, id int/.exec(c.text)?.[1];
       const uniqueJson = /jsonb_to_recordset\(\$(\d+)::jsonb\) AS u\(i int, f int, n text\)/.exec(c.text)?.[1];
+      const jobsJson = JOBS_ARGUMENT.exec(c.text)?.[1];
       let withId = false;
-      const sqlText = c.text.replace(/\$(\d+)/g, (_, n: string) => {
-        const i = Number(n) - 1;
-        if (unique && i % 4 === 3) return drawn;
-        const captured = c.values[i] ?? null;
-        const value = literal(captured);
-        if (n === uniqueArray) return `ARRAY(SELECT ${drawn} FROM generate_series(1, cardinality(${value}::text[])))`;
-        if (n === uniqueJson)
-          return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM jsonb_to_recordset(${value}::jsonb) AS e(i int, f int, n text))`;
-        const id = n !== createsJson || captured === null ? null : /"id":(\d+)}/.exec(captured);
-        if (!id) return value;
-        withId = true;
-        return `replace(${value}, ${literal(`"id":${id[1]}}`)}, ${literal('"id":')} || :fw_id || '}')`;
-      });
-      const statement = `${sqlText.replace(/\s+/g, ' ').trim()};`;
+      // The statement's own text on one line first, then its values: they may hold line breaks.
+      const sqlText = c.text
+        .replace(/\s+/g, ' ')
+        .trim()
+        .replace(/\$(\d+)/g, (_, n: string) => {
+          const i = Number(n) - 1;
+          if (unique && i % 4 === 3) return drawn;
+          let captured = c.values[i] ?? null;
+          if (n === jobsJson && captured !== null)
+            captured = captured.replace(/"r":\d+/g, `"r":${REPLAYED_JOBS_RUN_AT}`);
+          const value = literal(captured);
+          if (n === uniqueArray) return `ARRAY(SELECT ${drawn} FROM generate_series(1, cardinality(${value}::text[])))`;
+          if (n === uniqueJson)
+            return `(SELECT coalesce(json_agg(json_build_object('i', e.i, 'f', e.f, 'n', ${drawn})), '[]')::text FROM jsonb_to_recordset(${value}::jsonb) AS e(i int, f int, n text))`;
+          const id = n !== createsJson || captured === null ? null : /"id":(\d+)}/.exec(captured);
+          if (!id) return value;
+          withId = true;
+          return `replace(${value}, ${literal(`"id":${id[1]}}`)}, ${literal('"id":')} || :fw_id || '}')`;
+        });
+      const statement = `${sqlText};`;
       return withId && !drew ? `${drawOne}\n${statement}` : statement;
     })
     .join('\n');
+}
+
+/** How many outbox rows one replay of the statements writes: as many as the captured create did. */
+export function jobsPerReplay(statements: Captured[]): number {
+  return statements.reduce((sum, c) => {
+    const n = JOBS_ARGUMENT.exec(c.text)?.[1];
+    const jobs = n === undefined ? null : c.values[Number(n) - 1];
+    return sum + (jobs ? (JSON.parse(jobs) as unknown[]).length : 0);
+  }, 0);
 }
 
 /**

@@ -81,7 +81,9 @@ import {
   isBackground,
   JSONB_TABLE,
   jsonbScript,
+  jobsPerReplay,
   pgbenchScript,
+  REPLAYED_JOBS_RUN_AT,
   protocolOf,
   readCaptured,
   runPgbench,
@@ -1000,6 +1002,50 @@ async function pgSql(url: string, statement: string): Promise<void> {
   }
 }
 
+/**
+ * Waits (2 s at most) until pgbench's backends have exited and the postmaster has reaped them:
+ * a backend's CPU time is counted while it runs, and then in the postmaster's children's times
+ * (bench/cpu-split.ts), so a snapshot taken between the two missed it (the PostgreSQL column
+ * read 25 µs a transaction of (a) and the "other" one 277, where the next run read 256 and 8).
+ */
+async function pgbenchBackendsGone(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    for (let i = 0; i < 40; i++) {
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pgbench'",
+      );
+      if (rows[0]!.n === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await client.end();
+  }
+  // Gone from pg_stat_activity just before its process exits; reaped at once after.
+  await new Promise((r) => setTimeout(r, 100));
+}
+
+/**
+ * The outbox rows of the replay (b'): as many as the create it replays wrote, each payload
+ * JSON (the cast fails the run otherwise); then deleted. They were never due
+ * (REPLAYED_JOBS_RUN_AT), and the POST after it would have met them in its worker's queue.
+ */
+async function replayedJobsChecked(url: string, expected: number): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(payload::json)::int AS n FROM jobs WHERE run_at = ${REPLAYED_JOBS_RUN_AT}`,
+    );
+    await client.query(`DELETE FROM jobs WHERE run_at = ${REPLAYED_JOBS_RUN_AT}`);
+    const { n } = rows[0]!;
+    return n === expected ? [] : [`pgbench (b') wrote ${n} outbox rows, expected ${expected}`];
+  } finally {
+    await client.end();
+  }
+}
+
 /** The statements the service sends for one POST of a new body to the form (captured by bench/pg-capture.ts). */
 async function captureCreate(child: Child, token: string, form: { id: number; ids: FieldIds }, file: string) {
   await postOne(child, token, form.id, form.ids); // caches warm: what every later request finds
@@ -1106,6 +1152,7 @@ async function pgSection(
         protocol,
       );
       if (r.failed > 0) problems.push(`pgbench ${label}: ${r.failed} failed transactions`);
+      await pgbenchBackendsGone(pgUrl);
       return { ...r, cpu: cpuPerUnit(before, cpuSnapshot(service.proc.pid), r.transactions) };
     };
     const post = async (name: string, form: { id: number; ids: FieldIds }) => {
@@ -1119,6 +1166,7 @@ async function pgSection(
     const b = await bench('b', pgbenchScript(plainStatements), protocolOf(plainStatements));
     const plain = await post('POST /forms/{id}/submissions (PostgreSQL)', plainForm);
     const bEvents = await bench('b-events', pgbenchScript(eventStatements), protocolOf(eventStatements));
+    problems.push(...(await replayedJobsChecked(pgUrl, bEvents.transactions * jobsPerReplay(eventStatements))));
     const evented = await post('POST /forms/{id}/submissions (PostgreSQL, a webhook and an email)', eventForm);
     problems.push(...[plain, evented].flatMap((m) => m.problems.map((p) => `${m.scenario.name}: ${p}`)));
 

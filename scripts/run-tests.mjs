@@ -114,7 +114,8 @@ try {
   cpSync(root, copy, { recursive: true, filter: (path) => !LEFT_OUT.has(relative(root, path).split(sep)[0]) });
   symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'), 'dir');
   await build({
-    entryPoints: [...typeScriptIn('src'), ...typeScriptIn('test')],
+    // bench/: tests check the benchmark's own pieces too (test/pgbench-replay.test.ts).
+    entryPoints: [...typeScriptIn('src'), ...typeScriptIn('test'), ...typeScriptIn('bench')],
     outdir: copy,
     outbase: root,
     format: 'esm',
