@@ -367,15 +367,7 @@ function pgUrlFor(database: string): string {
   return url.toString();
 }
 
-async function pgAdmin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
+const pgAdmin = (statement: string) => pgSql(PG_ADMIN_URL, statement);
 
 async function createPgDatabase(): Promise<string> {
   const name = `fw_bench_${randomBytes(6).toString('hex')}`;
@@ -992,14 +984,18 @@ interface PgSectionResult {
   problems: string[];
 }
 
-async function pgSql(url: string, statement: string): Promise<void> {
+async function withPgClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
-    await client.query(statement);
+    return await fn(client);
   } finally {
     await client.end();
   }
+}
+
+async function pgSql(url: string, statement: string): Promise<void> {
+  await withPgClient(url, (client) => client.query(statement));
 }
 
 /**
@@ -1009,19 +1005,15 @@ async function pgSql(url: string, statement: string): Promise<void> {
  * read 25 µs a transaction of (a) and the "other" one 277, where the next run read 256 and 8).
  */
 async function pgbenchBackendsGone(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
+  await withPgClient(url, async (client) => {
     for (let i = 0; i < 40; i++) {
       const { rows } = await client.query<{ n: number }>(
         "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pgbench'",
       );
-      if (rows[0]!.n === 0) break;
+      if (rows[0]!.n === 0) return;
       await new Promise((r) => setTimeout(r, 50));
     }
-  } finally {
-    await client.end();
-  }
+  });
   // Gone from pg_stat_activity just before its process exits; reaped at once after.
   await new Promise((r) => setTimeout(r, 100));
 }
@@ -1032,18 +1024,14 @@ async function pgbenchBackendsGone(url: string): Promise<void> {
  * (REPLAYED_JOBS_RUN_AT), and the POST after it would have met them in its worker's queue.
  */
 async function replayedJobsChecked(url: string, expected: number): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  await client.connect();
-  try {
+  return withPgClient(url, async (client) => {
     const { rows } = await client.query<{ n: number }>(
       `SELECT count(payload::json)::int AS n FROM jobs WHERE run_at = ${REPLAYED_JOBS_RUN_AT}`,
     );
     await client.query(`DELETE FROM jobs WHERE run_at = ${REPLAYED_JOBS_RUN_AT}`);
     const { n } = rows[0]!;
     return n === expected ? [] : [`pgbench (b') wrote ${n} outbox rows, expected ${expected}`];
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /** The statements the service sends for one POST of a new body to the form (captured by bench/pg-capture.ts). */
