@@ -4,8 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Browser } from 'playwright-core';
-import { BROWSER_SUITE_MS, newBrowserPage, skipBrowser, startWithBrowser } from './support/browser.js';
+import { BROWSER_SUITE_MS, BROWSER_WAIT_MS, newBrowserPage, skipBrowser, startWithBrowser } from './support/browser.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 
 function assertApiHeaders(res: Reply | Response, what: string, cacheControl = 'no-store'): void {
@@ -133,11 +134,19 @@ describe(
           const framedResponse = framing.waitForEvent('response', (r) => r.url().startsWith(`${app.url}/docs`));
           await framing.setContent(`<iframe src="${app.url}/docs/" width="800" height="600"></iframe>`);
           await framedResponse;
-          const frame = framing.frames().find((f) => f !== framing.mainFrame());
-          assert.ok(frame, 'the frame exists');
-          await frame.waitForLoadState('load');
-          // Chromium puts its error page in the place of a page whose headers forbid the frame.
-          assert.match(frame.url(), /^chrome-error:/, 'the framed page was refused');
+          // Chromium puts its error page in the place of a page whose headers forbid the frame. The
+          // frame is another origin's, so its outcome may commit in another renderer after the
+          // response and the parent's load: wait for it to be either the error page or the page.
+          const frameUrls = () => framing.frames().flatMap((f) => (f === framing.mainFrame() ? [] : [f.url()]));
+          const settled = (urls: string[]) => urls.some((u) => /^chrome-error:|^https?:/.test(u));
+          const deadline = Date.now() + BROWSER_WAIT_MS;
+          while (!settled(frameUrls()) && Date.now() < deadline) await delay(50);
+          const urls = frameUrls();
+          assert.ok(urls.length > 0, 'the frame exists');
+          assert.ok(
+            urls.some((u) => u.startsWith('chrome-error:')) && !urls.some((u) => u.startsWith(app.url)),
+            `the framed page was refused, frames at: ${urls.join(', ')}`,
+          );
         } finally {
           await framing.close();
         }
