@@ -353,6 +353,15 @@ function candidatesOf(db: Executor, now: number, kinds: readonly string[], limit
 /** The columns of a claimed job's row. */
 const CLAIMED = ['id', 'kind', 'payload', 'progress', 'attempts', 'max_attempts', 'run_at', 'request_id'] as const;
 
+/** What a claim sets on each job it takes: running, one attempt more, under the claimer's lease. */
+const leaseTaken = (owner: string, token: string, until: number) => ({
+  state: sql.lit('running' as const),
+  attempts: sql<number>`attempts + 1`,
+  lease_owner: owner,
+  lease_token: token,
+  lease_until: until,
+});
+
 type SqliteClaim = (db: Executor, ...args: unknown[]) => Promise<ClaimRow[]>;
 const sqliteClaims = new Map<number, SqliteClaim>();
 
@@ -371,13 +380,7 @@ function sqliteClaimOf(kinds: number): SqliteClaim {
       return (
         db
           .updateTable('jobs')
-          .set({
-            state: sql.lit('running'),
-            attempts: sql<number>`attempts + 1`,
-            lease_owner: owner,
-            lease_token: token,
-            lease_until: until,
-          })
+          .set(leaseTaken(owner, token, until))
           // Every candidate is queued: one statement reads and writes it under SQLite's write
           // lock. A second `state = 'queued'` here would lead SQLite's planner, without
           // statistics, to walk every queued job in jobs_due and test it against the
@@ -403,13 +406,7 @@ async function claimLocked(
   if (candidates.length === 0) return [];
   return trx
     .updateTable('jobs')
-    .set({
-      state: 'running',
-      attempts: sql<number>`attempts + 1`,
-      lease_owner: lease.owner,
-      lease_token: lease.token,
-      lease_until: lease.until,
-    })
+    .set(leaseTaken(lease.owner, lease.token, lease.until))
     .where(
       'id',
       'in',
