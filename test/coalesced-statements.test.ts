@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { findUnrevokedTokenWithOthers } from '../src/modules/accounts/repository.js';
 import { hashToken } from '../src/crypto/secrets.js';
-import { sharedCountsOf } from '../src/db/coalescer.js';
+import { Coalescer, sharedCountsOf } from '../src/db/coalescer.js';
 import type { SubmissionRow } from '../src/db/schema.js';
 import * as repo from '../src/modules/submissions/repository.js';
 import { assertOwnRows, plainCreate, sharedCounters, uniqueEmailForm } from './support/alone-creates.js';
@@ -347,5 +347,45 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       replies.map((r) => r.status),
       [200, 200, 401, 401, 200, 200, 200, 200],
     );
+  });
+  it('sends a statement beside one out only once half a full one is queued, and then at once', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const coalescer = new Coalescer<number, number>(
+      app.server.ctx.db,
+      async (_connection, items) => {
+        batches.push(items);
+        if (batches.length === 1) await held;
+        return items.map((i) => i + 100);
+      },
+      { kind: 'test_half_full', max: 8, inFlight: 2, slowMs: 60_000 },
+    );
+    const arrived = async (n: number) => {
+      while (batches.length < n) await sleep(5);
+    };
+    const answers = [coalescer.call(0)];
+    try {
+      await arrived(1);
+      // One at a time, as requests arrive: three are not half of 8, so they wait for the one out.
+      for (const i of [1, 2, 3]) {
+        answers.push(coalescer.call(i));
+        await sleep(30);
+      }
+      assert.deepEqual(batches, [[0]]);
+      // The fourth makes half: a second statement goes beside the one still out, with all four.
+      answers.push(coalescer.call(4));
+      await arrived(2);
+      assert.deepEqual(batches, [[0], [1, 2, 3, 4]]);
+      // Beside one out again, a lone call waits for it; once none is out it goes at once, alone.
+      answers.push(coalescer.call(5));
+      await sleep(30);
+      assert.deepEqual(batches.length, 2);
+    } finally {
+      // Also when an assertion failed: the held statement keeps a pool connection until then.
+      release();
+    }
+    assert.deepEqual(await Promise.all(answers), [100, 101, 102, 103, 104, 105]);
+    assert.deepEqual(batches, [[0], [1, 2, 3, 4], [5]]);
   });
 });

@@ -458,7 +458,8 @@ type AloneOutcome = SubmissionRow | undefined | Error | typeof AGAIN;
 
 /**
  * At most 32 creates in one statement (its rows are locked until it commits), two such
- * statements out at once; one out for 50 ms (waiting for a form's lock, say) no longer counts.
+ * statements out at once, the second with 16 or more (Coalescer's mayTake); one out for 50 ms
+ * (waiting for a form's lock, say) no longer counts.
  */
 const TOGETHER = { kind: 'submission_create', max: 32, inFlight: 2, slowMs: 50 };
 
