@@ -348,6 +348,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       [200, 200, 401, 401, 200, 200, 200, 200],
     );
   });
+
   it('sends a statement beside one out only once half a full one is queued, and then at once', async () => {
     const batches: number[][] = [];
     let release!: () => void;
@@ -380,7 +381,7 @@ describe('statements shared by calls that arrive together (PostgreSQL)', { skip:
       // Beside one out again, a lone call waits for it; once none is out it goes at once, alone.
       answers.push(coalescer.call(5));
       await sleep(30);
-      assert.deepEqual(batches.length, 2);
+      assert.equal(batches.length, 2);
     } finally {
       // Also when an assertion failed: the held statement keeps a pool connection until then.
       release();
