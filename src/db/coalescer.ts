@@ -68,6 +68,8 @@ export class Coalescer<I, O> {
   private queue: Call<I, O>[] = [];
   private out = 0;
   private readonly counts: SharedCounts;
+  /** What a statement beside another out waits to carry (mayTake). */
+  private readonly halfFull: number;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -75,6 +77,7 @@ export class Coalescer<I, O> {
     private readonly limits: { kind: string; max: number; inFlight: number; slowMs: number },
   ) {
     this.counts = sharedCountsOf(limits.kind);
+    this.halfFull = Math.ceil(limits.max / 2);
   }
 
   call(item: I): Promise<O> {
@@ -96,7 +99,7 @@ export class Coalescer<I, O> {
    */
   private mayTake(): boolean {
     if (this.queue.length === 0 || this.out >= this.limits.inFlight) return false;
-    return this.out === 0 || this.queue.length >= Math.ceil(this.limits.max / 2);
+    return this.out === 0 || this.queue.length >= this.halfFull;
   }
 
   private take(): void {
