@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Value } from '@sinclair/typebox/value';
+import { submissionEmailsFor } from '../../src/modules/emails/enqueue.js';
 import { SendEmailPayload, unpackEmailPayload } from '../../src/modules/emails/payload.js';
 import { packEntry, packSubmission, unpackSubmission } from '../../src/modules/submissions/packed-entries.js';
 import type { Submission } from '../../src/modules/submissions/schemas.js';
+import { webhookDeliveriesFor } from '../../src/modules/webhooks/enqueue.js';
 import { DeliveryPayload, renderBody } from '../../src/modules/webhooks/payload.js';
 
 const submission: Submission = {
@@ -89,5 +91,59 @@ describe('packed entries of outbox jobs', () => {
     assert.deepEqual(unpackEmailPayload(packed), older);
     assert.deepEqual(unpackEmailPayload(older), older);
     assert.ok(!Value.Check(SendEmailPayload, { ...base, data: [[1, 'Name']] }), 'a short packed entry is refused');
+  });
+
+  it("packs an event's values once for all its jobs, and each job reads them back whole", () => {
+    const address = {
+      field: 6,
+      label: 'Email',
+      type: 'email',
+      value: 'ada@example.com',
+      displayValue: 'ada@example.com',
+    };
+    const record = { ...submission, data: [...submission.data, { ...address, parsedValue: address.value }] };
+    const event = {
+      type: 'submission.created' as const,
+      accountId: 1,
+      formId: 7,
+      submissionId: 41,
+      occurredAt: Date.parse(submission.timestamp),
+      sealed: false,
+      submission: record,
+    };
+    const hooks = webhookDeliveriesFor(
+      [
+        { id: 1, events: ['submission.created'] },
+        { id: 2, events: ['submission.deleted'] },
+        { id: 3, events: ['submission.created', 'submission.updated'] },
+      ],
+      event,
+    ).map((j) => j.payload as DeliveryPayload);
+    const emails = submissionEmailsFor(
+      [
+        { id: 8, kind: 'notification', logic: null, recipient_field_id: null },
+        { id: 9, kind: 'confirmation', logic: null, recipient_field_id: 6 },
+      ],
+      event,
+    ).map((j) => j.payload as SendEmailPayload);
+    assert.deepEqual(
+      hooks.map((p) => p.webhookId),
+      [1, 3],
+      'only the webhooks that ask for the event',
+    );
+    assert.deepEqual(
+      emails.map((p) => p.emailId),
+      [8, 9],
+    );
+    // One packed array for every job of the event, webhook or email: not a copy a job.
+    const packedOf = (p: DeliveryPayload) => (p.event.submission as { data: unknown }).data;
+    const shared = packedOf(hooks[0]!);
+    assert.equal(packedOf(hooks[1]!), shared);
+    for (const p of emails) assert.equal(p.data, shared);
+    assert.deepEqual(unpackSubmission(hooks[0]!.event.submission as Submission), record);
+    assert.deepEqual(
+      unpackEmailPayload(emails[0]!).data,
+      record.data.map(({ parsedValue: _parsed, ...e }) => e),
+    );
   });
 });

@@ -15,14 +15,14 @@ export interface Composed {
   html: string | undefined;
 }
 
-function addressIn(data: PayloadEntry[], fieldId: number | null): string | undefined {
+function addressIn(data: readonly PayloadEntry[], fieldId: number | null): string | undefined {
   if (fieldId === null) return undefined;
   const value = data.find((e) => e.field === fieldId)?.value;
   return typeof value === 'string' && ADDRESS.test(value.trim()) ? value.trim() : undefined;
 }
 
 /** Where a confirmation goes: the address in its email field, if the submission holds one. */
-export function confirmationAddress(data: PayloadEntry[], fieldId: number | null): string | undefined {
+export function confirmationAddress(data: readonly PayloadEntry[], fieldId: number | null): string | undefined {
   return addressIn(data, fieldId);
 }
 

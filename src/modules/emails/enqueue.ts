@@ -1,7 +1,7 @@
 import { jobOf, type JobRequest } from '../../jobs/outbox.js';
 import type { FieldLogic } from '../fields/schemas.js';
 import type { FieldType } from '../fields/types.js';
-import { packEntry } from '../submissions/packed-entries.js';
+import { packEntries } from '../submissions/packed-entries.js';
 import type { Submission } from '../submissions/schemas.js';
 import { logicHolds, type StoredValue } from '../submissions/values.js';
 import { confirmationAddress } from './compose.js';
@@ -32,22 +32,19 @@ export function submissionEmailsFor(emails: readonly EmailToJudge[], event: Emai
   if (event.type !== 'submission.created' || !event.submission || emails.length === 0) return [];
 
   // Encrypted forms' events carry no values: their conditions see every field empty.
-  const data: PayloadEntry[] = event.sealed
-    ? []
-    : event.submission.data.map((e) => ({
-        field: e.field,
-        label: e.label,
-        type: e.type,
-        value: e.value,
-        displayValue: e.displayValue,
-      }));
-  const fields = new Map(data.map((e) => [e.field, { type: e.type as FieldType, options: [] }]));
-  const values = new Map(data.map((e) => [e.field, e.value as StoredValue]));
+  const data: readonly PayloadEntry[] = event.sealed ? [] : event.submission.data;
+  // Made for the first email with conditions, if any: most have none.
+  let judged: { fields: Map<number, { type: FieldType; options: [] }>; values: Map<number, StoredValue> } | undefined;
 
   const jobs: JobRequest[] = [];
   for (const email of emails) {
     if (email.logic !== null) {
       const logic = JSON.parse(email.logic) as FieldLogic;
+      judged ??= {
+        fields: new Map(data.map((e) => [e.field, { type: e.type as FieldType, options: [] }])),
+        values: new Map(data.map((e) => [e.field, e.value as StoredValue])),
+      };
+      const { fields, values } = judged;
       if (logicHolds(logic, fields, (id) => values.get(id)) !== (logic.action === 'show')) continue;
     }
     // A confirmation without an address to go to is no job at all.
@@ -61,7 +58,8 @@ export function submissionEmailsFor(emails: readonly EmailToJudge[], event: Emai
         submissionId: event.submissionId,
         timestamp: event.submission.timestamp,
         sealed: event.sealed,
-        data: data.map(packEntry),
+        // The same packed entries as the event's webhook deliveries carry.
+        data: packEntries(data),
       }),
     );
   }

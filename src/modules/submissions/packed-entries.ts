@@ -26,6 +26,18 @@ export function packEntry(e: ValueEntry): PackedEntry {
   return [e.field, e.label, e.type, e.value, e.value === e.displayValue ? null : e.displayValue];
 }
 
+const packed = new WeakMap<readonly ValueEntry[], PackedEntry[]>();
+
+/**
+ * The entries packed, once for every job of an event that carries them (a delivery per
+ * webhook, a send per email): the same array, not a copy each.
+ */
+export function packEntries(entries: readonly ValueEntry[]): PackedEntry[] {
+  let done = packed.get(entries);
+  if (done === undefined) packed.set(entries, (done = entries.map(packEntry)));
+  return done;
+}
+
 /** A packed entry, or a whole one from a job written before packing. */
 export function unpackEntry(e: PackedEntry | ValueEntry): ValueEntry {
   if (!Array.isArray(e))
@@ -38,7 +50,7 @@ export function unpackEntry(e: PackedEntry | ValueEntry): ValueEntry {
 export type PackedSubmission = Omit<Submission, 'data'> & { data: PackedEntry[] };
 
 export function packSubmission(submission: Submission): PackedSubmission {
-  return { ...submission, data: submission.data.map(packEntry) };
+  return { ...submission, data: packEntries(submission.data) };
 }
 
 /** The detailed record again, from a packed one or a whole one (a job written before packing). */

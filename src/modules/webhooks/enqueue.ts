@@ -31,7 +31,7 @@ export interface EventForWebhooks {
 export function webhookDeliveriesFor(webhooks: readonly WebhookTarget[], event: EventForWebhooks): JobRequest[] {
   const jobs: JobRequest[] = [];
   for (const webhook of webhooks) {
-    if (!(JSON.parse(webhook.events) as string[]).includes(event.type)) continue;
+    if (!webhook.events.includes(event.type)) continue;
     jobs.push(
       jobOf(deliverWebhookJob, {
         webhookId: webhook.id,

@@ -2,6 +2,7 @@ import type { Insertable, Updateable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
 import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { prepared } from '../../db/hot-query.js';
+import type { WebhookEvent } from './schemas.js';
 
 export async function insertWebhook(db: Executor, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
   return db.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
@@ -53,20 +54,27 @@ export async function listWebhooks(db: Executor, accountId: number, formId: numb
     .execute();
 }
 
-export type WebhookTarget = Pick<WebhookRow, 'id' | 'events'>;
+/** A webhook as the submission writes see it: its id and the events it asks for. */
+export interface WebhookTarget {
+  id: number;
+  events: readonly WebhookEvent[];
+}
 
 /**
  * What every submission write reads, in its transaction: the webhooks of the form that may
- * want the event. One indexed read (webhooks_form), usually of no row.
+ * want the event. One indexed read (webhooks_form), usually of no row. Their events are
+ * parsed here, once for as long as the form's definition keeps them (FormEventConfig), not
+ * on every create.
  */
 export async function webhooksOfForm(db: Executor, formId: number): Promise<WebhookTarget[]> {
-  return db
+  const rows = await db
     .selectFrom('webhooks')
     .select(['id', 'events'])
     .where('form_id', '=', formId)
     .where('state', '!=', 'disabled')
     .orderBy('id')
     .execute();
+  return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as WebhookEvent[] }));
 }
 
 export async function updateWebhook(
