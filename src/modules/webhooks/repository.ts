@@ -54,6 +54,9 @@ export async function listWebhooks(db: Executor, accountId: number, formId: numb
     .execute();
 }
 
+/** The events a webhook's row asks for (stored as a JSON list, written by the service). */
+export const eventsOf = (row: Pick<WebhookRow, 'events'>): WebhookEvent[] => JSON.parse(row.events) as WebhookEvent[];
+
 /** A webhook as the submission writes see it: its id and the events it asks for. */
 export interface WebhookTarget {
   id: number;
@@ -74,7 +77,7 @@ export async function webhooksOfForm(db: Executor, formId: number): Promise<Webh
     .where('state', '!=', 'disabled')
     .orderBy('id')
     .execute();
-  return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as WebhookEvent[] }));
+  return rows.map((r) => ({ id: r.id, events: eventsOf(r) }));
 }
 
 export async function updateWebhook(

@@ -27,7 +27,7 @@ export function toWebhook(row: WebhookRow): Webhook {
     formId: row.form_id,
     url: row.url,
     contentType: row.content_type,
-    events: JSON.parse(row.events) as WebhookEvent[],
+    events: repo.eventsOf(row),
     includeFieldType: row.include_field_type === 1,
     hmacSecretSet: row.hmac_secret !== null,
     handshakeKeySet: row.handshake_key !== null,
