@@ -1141,10 +1141,17 @@ async function pgSection(
       await pgbenchBackendsGone(pgUrl);
       return { ...r, cpu: cpuPerUnit(before, cpuSnapshot(service.proc.pid), r.transactions) };
     };
+    const batches: string[] = [];
     const post = async (name: string, form: { id: number; ids: FieldIds }) => {
       await vacuum();
+      const before = await sharedCreates(service);
       // Its targets are its shares of pgbench, printed with them.
       const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids, PG_LOADER === 'wrk'));
+      const after = await sharedCreates(service);
+      const statements = after.statements - before.statements;
+      batches.push(
+        `  ${name}: ${statements} shared statements carried ${after.calls - before.calls} creates, ${fmt((after.calls - before.calls) / Math.max(1, statements), 1)} a statement`,
+      );
       measured.push(m);
       return m;
     };
@@ -1208,12 +1215,27 @@ async function pgSection(
       `  ${met(rps(evented) >= 0.3 * a.tps)} POST with a webhook and an email ${pct(rps(evented), a.tps)} of pgbench (a) (target >= 30%)`,
       `  ${met(rps(evented) >= 0.6 * bEvents.tps)} POST with a webhook and an email ${pct(rps(evented), bEvents.tps)} of pgbench (b') (target >= 60%)`,
     ];
+    lines.push(
+      '',
+      'creates in a shared statement (GET /metrics, formwork_db_shared_*{kind="submission_create"}, over the warm-up and the run):',
+      ...batches,
+    );
     await stopChild(service, stopGrace());
     return { rows, lines, problems };
   } finally {
     await receiver.close();
     await sink.close();
   }
+}
+
+/** The service's shared create statements and the creates they carried so far (GET /metrics, from loopback). */
+async function sharedCreates(service: Child): Promise<{ statements: number; calls: number }> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const read = (metric: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${metric}{`) && l.includes('kind="submission_create"'));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return { statements: read('formwork_db_shared_statements_total'), calls: read('formwork_db_shared_calls_total') };
 }
 
 function pgReport(r: PgSectionResult): string {
