@@ -1147,11 +1147,7 @@ async function pgSection(
       const before = await sharedCreates(service);
       // Its targets are its shares of pgbench, printed with them.
       const m = await measure(await postScenario(name, service, pgToken, form.id, form.ids, PG_LOADER === 'wrk'));
-      const after = await sharedCreates(service);
-      const statements = after.statements - before.statements;
-      batches.push(
-        `  ${name}: ${statements} shared statements carried ${after.calls - before.calls} creates, ${fmt((after.calls - before.calls) / Math.max(1, statements), 1)} a statement`,
-      );
+      batches.push(`  ${name}: ${batchesSince(before, await sharedCreates(service), 'shared statements')}`);
       measured.push(m);
       return m;
     };
@@ -1228,7 +1224,10 @@ async function pgSection(
   }
 }
 
-/** The service's shared create statements and the creates they carried so far (GET /metrics, from loopback). */
+/**
+ * The service's shared create statements (PostgreSQL) or its create thread's batches (SQLite),
+ * and the creates they carried so far (GET /metrics, from loopback).
+ */
 async function sharedCreates(service: Child): Promise<{ statements: number; calls: number }> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
   const read = (metric: string) => {
@@ -1236,6 +1235,17 @@ async function sharedCreates(service: Child): Promise<{ statements: number; call
     return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
   };
   return { statements: read('formwork_db_shared_statements_total'), calls: read('formwork_db_shared_calls_total') };
+}
+
+/** What the shared statements (or the SQLite create thread's batches) between two readings carried. */
+function batchesSince(
+  before: { statements: number; calls: number },
+  after: { statements: number; calls: number },
+  what: string,
+): string {
+  const statements = after.statements - before.statements;
+  const calls = after.calls - before.calls;
+  return `${statements} ${what} carried ${calls} creates, ${fmt(calls / Math.max(1, statements), 1)} each`;
 }
 
 function pgReport(r: PgSectionResult): string {
@@ -1640,11 +1650,15 @@ async function main(): Promise<number> {
       }
       log('the seeder builds the same rows as the service for 20 submissions');
       if (!ONLY_EXPORT) {
+        const before = await sharedCreates(service);
         measured.push(
           await measure({
             ...(await postScenario('POST /forms/{id}/submissions (SQLite)', service, token, postForm.id, postForm.ids)),
             target: SQLITE_POST_TARGET,
           }),
+        );
+        log(
+          `POST /forms/{id}/submissions (SQLite): ${batchesSince(before, await sharedCreates(service), 'batches of the create thread')}`,
         );
       }
       await stopChild(service, stopGrace());
