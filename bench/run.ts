@@ -1228,23 +1228,28 @@ async function pgSection(
  * The service's shared create statements (PostgreSQL) or its create thread's batches (SQLite),
  * and the creates they carried so far (GET /metrics, from loopback).
  */
-async function sharedCreates(service: Child): Promise<{ statements: number; calls: number }> {
+async function sharedCreates(service: Child): Promise<SharedCreates | undefined> {
   const text = await (await fetch(`${service.url}/metrics`)).text();
   const read = (metric: string) => {
     const line = text.split('\n').find((l) => l.startsWith(`${metric}{`) && l.includes('kind="submission_create"'));
-    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
   };
-  return { statements: read('formwork_db_shared_statements_total'), calls: read('formwork_db_shared_calls_total') };
+  const statements = read('formwork_db_shared_statements_total');
+  const calls = read('formwork_db_shared_calls_total');
+  return statements === undefined || calls === undefined ? undefined : { statements, calls };
+}
+
+interface SharedCreates {
+  statements: number;
+  calls: number;
 }
 
 /** What the shared statements (or the SQLite create thread's batches) between two readings carried. */
-function batchesSince(
-  before: { statements: number; calls: number },
-  after: { statements: number; calls: number },
-  what: string,
-): string {
-  const statements = after.statements - before.statements;
-  const calls = after.calls - before.calls;
+function batchesSince(before: SharedCreates | undefined, after: SharedCreates | undefined, what: string): string {
+  if (!after) return `${what}: not counted (no formwork_db_shared_* of submission_create in GET /metrics)`;
+  // None before: the service had made no such statement yet (its counts start with the first).
+  const statements = after.statements - (before?.statements ?? 0);
+  const calls = after.calls - (before?.calls ?? 0);
   return `${statements} ${what} carried ${calls} creates, ${fmt(calls / Math.max(1, statements), 1)} each`;
 }
 
