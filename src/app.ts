@@ -9,7 +9,7 @@ import type { AppContext } from './context.js';
 import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { BearerTokens, requireBearerToken } from './http/auth.js';
 import { EarlyRoutes, readEarlyBodies } from './http/early-routes.js';
-import { decodeBody, noteJsonBodyText, refuseInvalidCharacters } from './http/characters.js';
+import { characterRefusalOfJson, decodeBody, noteJsonBodyText, refuseInvalidCharacters } from './http/characters.js';
 import { frameworkError, registerErrorHandling } from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
 import { trustProxyOf } from './http/request-meta.js';
@@ -147,7 +147,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     }
     if (text === '') return done(null, undefined);
     noteJsonBodyText(req, text);
-    parseJson(req, text, done);
+    parseJson(req, text, (error, body) => done(error && (characterRefusalOfJson(text) ?? error), body));
   });
 
   for (const schema of [

@@ -167,6 +167,37 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     }
   });
 
+  it('answers the rule first when a body also has a key the JSON parser refuses (__proto__, constructor.prototype)', async () => {
+    // Found by test/submissions-property.test.ts (seed -766365052): the parser's
+    // prototype-poisoning rule answered invalid_json before the text's rule was asked.
+    const send = (path: string, text: string) =>
+      fetch(`${app.url}/api/v2025${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: text,
+      }).then(async (res) => ({ status: res.status, headers: res.headers, body: (await res.json()) as any, text: '' }));
+    const create = `/forms/${form.id}/submissions`;
+    const before = await dumpData(app);
+    assertRefused(
+      await send(create, `{"fields":[{"id":${nameField.id},"value":{"fir\\u0000st":false}},{"":{"__proto__":0}}]}`),
+      `body.fields[0].value`,
+      'a NUL in a property name beside a __proto__ key (the early create)',
+    );
+    assertRefused(
+      await send('/forms', '{"name":"Con\\u0000tact","constructor":{"prototype":{"x":1}}}'),
+      'body.name',
+      'a NUL beside constructor.prototype',
+    );
+    assert.equal(await dumpData(app), before);
+    // Without what the rule refuses, the parser's own answer stands.
+    for (const text of ['{"__proto__":{"x":1},"name":"Rocket \\uD83D\\uDE80"}', '{"name":"Contact","__proto__":0}']) {
+      const res = await send('/forms', text);
+      assert.equal(res.status, 400, text);
+      assert.equal(res.body.code, 'invalid_json', text);
+    }
+    assert.equal(await dumpData(app), before);
+  });
+
   it('answers a path whose escapes are not UTF-8, or an over-long path part, with the usual error body', async () => {
     for (const path of ['/forms/%FF', `/forms/${form.id}/fields/%ED%A0%80`, '/folders/caf%C3']) {
       const res = await a.get(path);

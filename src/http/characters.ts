@@ -51,6 +51,27 @@ export function jsonBodyAllowed(text: string, body: unknown): boolean {
   return !RISKY_ESCAPE.test(text) || invalidCharacters(body, 'body').length === 0;
 }
 
+/**
+ * The rule's refusal of a JSON text that the JSON parser refused for something else: the
+ * prototype-poisoning rule (a `__proto__` key, `constructor.prototype`) turns away text that
+ * is valid JSON before the rule has seen it. What a body's text holds decides first (as it does
+ * for every other request), so such a body that also breaks the rule gets invalid_characters,
+ * whichever of the two a client would otherwise have met. Undefined when the text is not JSON
+ * at all or holds nothing the rule refuses. JSON.parse makes `__proto__` an own property, not
+ * a prototype, so reading the parsed value here is safe.
+ */
+export function characterRefusalOfJson(text: string): BadRequestError | undefined {
+  if (!RISKY_ESCAPE.test(text)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const details = invalidCharacters(parsed, 'body');
+  return details.length > 0 ? refusal(details) : undefined;
+}
+
 function refusal(details: ErrorDetail[]): BadRequestError {
   const first = details[0]!;
   return new BadRequestError('invalid_characters', `${first.property}: ${first.message}`, { details });
