@@ -83,15 +83,19 @@ describe(`slow clients and stopping (${dialectName})`, () => {
 
   /** A signed upload URL (the local driver's, this service's own) for a new file field. */
   async function uploadPath(served: Served): Promise<string> {
-    const form = (await (
-      await api(served, 'POST', '/forms', {
-        name: 'Files',
-        fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1_000_000 } }],
-      })
-    ).json()) as any;
-    const issued = (await (
-      await api(served, 'POST', `/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, { filenames: ['a.txt'] })
-    ).json()) as any;
+    const made = await api(served, 'POST', '/forms', {
+      name: 'Files',
+      fields: [{ type: 'file', label: 'F', attributes: { maxFileSize: 1_000_000 } }],
+    });
+    const form = (await made.json()) as any;
+    // Seen once in CI (2026-11-30) as a form with no fields: the answer, and what the process said, tell why.
+    const said = () => `; the process (exit ${served.child.exitCode}) said: ${served.output().slice(-500)}`;
+    assert.equal(made.status, 200, `the form: ${JSON.stringify(form)}${said()}`);
+    const asked = await api(served, 'POST', `/forms/${form.id}/fields/${form.fields[0].id}/upload-urls`, {
+      filenames: ['a.txt'],
+    });
+    const issued = (await asked.json()) as any;
+    assert.equal(asked.status, 200, `the upload URL: ${JSON.stringify(issued)}${said()}`);
     const url = new URL(issued.uploads[0].uploadUrl);
     return `${url.pathname}${url.search}`;
   }
