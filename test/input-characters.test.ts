@@ -63,6 +63,14 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   });
   after(() => app.close());
 
+  /** POSTs text as it is, as a JSON body, with A's token. */
+  const postJsonText = (path: string, text: string): Promise<Reply> =>
+    fetch(`${app.url}/api/v2025${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body: text,
+    }).then(async (res) => ({ status: res.status, headers: res.headers, body: (await res.json()) as any, text: '' }));
+
   it('refuses them in the names of forms, fields, folders, users and clients, in a name subfield and in searches, and writes nothing', async () => {
     const before = await dumpData(app);
     const cases: [string, () => Promise<Reply>, string][] = [
@@ -145,12 +153,7 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   it('reads JSON escapes as JSON does: upper-case and property-name escapes refused, pairs and escaped backslashes kept', async () => {
     // A body whose text has no \u0000 or \uD800-\uDFFF escape is not walked (characters.ts):
     // what the rule refuses can come in no other way, in whatever case or place it is written.
-    const send = (text: string) =>
-      fetch(`${app.url}/api/v2025/forms`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
-        body: text,
-      }).then(async (res) => ({ status: res.status, headers: res.headers, body: (await res.json()) as any, text: '' }));
+    const send = (text: string) => postJsonText('/forms', text);
     const before = await dumpData(app);
     assertRefused(await send('{"name":"Con\\uD800tact"}'), 'body.name', 'an upper-case lone surrogate escape');
     assertRefused(await send('{"name":"Contact","x\\u0000":1}'), 'body', 'an escaped NUL in a property name');
@@ -170,12 +173,7 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   it('answers the rule first when a body also has a key the JSON parser refuses (__proto__, constructor.prototype)', async () => {
     // Found by test/submissions-property.test.ts (seed -766365052): the parser's
     // prototype-poisoning rule answered invalid_json before the text's rule was asked.
-    const send = (path: string, text: string) =>
-      fetch(`${app.url}/api/v2025${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
-        body: text,
-      }).then(async (res) => ({ status: res.status, headers: res.headers, body: (await res.json()) as any, text: '' }));
+    const send = postJsonText;
     const create = `/forms/${form.id}/submissions`;
     const before = await dumpData(app);
     assertRefused(
