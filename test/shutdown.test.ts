@@ -3,7 +3,7 @@
  * requests in flight and lets the jobs already claimed finish; a job that would outlast
  * SHUTDOWN_TIMEOUT_MS is aborted and put back in the queue, so the process still exits.
  * (Cut-off of trickling clients is test/timeouts.test.ts; rolling restarts behind a balancer
- * are test/scale-out.test.ts.)
+ * are test/scale-out.test.ts.) And the start that cannot happen: a port another process holds.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -192,6 +192,23 @@ describe('graceful shutdown (SIGTERM)', () => {
     } finally {
       receiver.close();
       await processes.stop(served);
+    }
+  });
+
+  it('exits 1 on a port another process holds, and the readiness poll does not take that one for it', async () => {
+    // The stranger answers 200 to anything, /healthz too: a poll that only asked the port would
+    // start the test on it (how a CI run once sent its requests to another suite's server).
+    const stranger = createServer((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    stranger.listen(0, '127.0.0.1');
+    await once(stranger, 'listening');
+    try {
+      const port = (stranger.address() as AddressInfo).port;
+      await assert.rejects(processes.serve({ PORT: String(port) }), (error: Error) => {
+        assert.match(error.message, /server exited with 1: .*EADDRINUSE/s);
+        return true;
+      });
+    } finally {
+      stranger.close();
     }
   });
 });

@@ -4,7 +4,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,58 @@ export async function freePort(): Promise<number> {
   server.close();
   await once(server, 'close');
   return port;
+}
+
+/**
+ * Whether the process pid holds the socket that listens on loopback port (Linux's /proc);
+ * undefined where /proc cannot tell. freePort() closes its port before the child binds it, and
+ * in that moment another suite's server (CI runs the SQLite and PostgreSQL legs side by side) can
+ * take it: the child then exits on EADDRINUSE while the readiness poll is answered by the other
+ * server, and the test talks to a stranger (seen once: its POST /forms answered 401).
+ */
+function listensOn(pid: number, port: number): boolean | undefined {
+  let table: string;
+  let fds: string[];
+  try {
+    table = readFileSync('/proc/net/tcp', 'utf8');
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return undefined;
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const listening = new Set<string>();
+  for (const line of table.split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    // local address, state 0A (LISTEN), inode
+    if (cols[1]?.endsWith(`:${hexPort}`) && cols[3] === '0A') listening.add(cols[9] ?? '');
+  }
+  for (const fd of fds) {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      if (inode && listening.has(inode)) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
+}
+
+/** A served process that exited because another process had taken its port. */
+class PortTaken extends Error {}
+
+/**
+ * launch(port) on fixed, or on a free port, and on another if a stranger takes that one before
+ * the process binds it (a fixed port is the test's to keep free).
+ */
+async function onAFreePort(fixed: number | undefined, launch: (port: number) => Promise<Served>): Promise<Served> {
+  if (fixed !== undefined) return launch(fixed);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(await freePort());
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error;
+    }
+  }
 }
 
 export interface Served {
@@ -71,30 +123,31 @@ export class ProcessSet {
   }
 
   /** `formwork serve` (with args such as --no-worker) on a port of its own (or extra.PORT), once /healthz answers. */
-  async serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
-    const port = extra.PORT ? Number(extra.PORT) : await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    return this.start('server', ['serve', ...args], port, '/healthz', {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PUBLIC_URL: url,
-      LOG_LEVEL: 'silent',
-      ...extra,
-    });
+  serve(extra: Record<string, string> = {}, args: string[] = []): Promise<Served> {
+    return onAFreePort(extra.PORT ? Number(extra.PORT) : undefined, (port) =>
+      this.start('server', ['serve', ...args], port, '/healthz', {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        LOG_LEVEL: 'silent',
+        ...extra,
+      }),
+    );
   }
 
   /**
    * `formwork worker`, with its GET /metrics on a port of its own (WORKER_METRICS_PORT), once
    * that answers: url is where /metrics is.
    */
-  async worker(extra: Record<string, string> = {}): Promise<Served> {
-    const port = await freePort();
-    return this.start('worker', ['worker'], port, '/metrics', {
-      HOST: '127.0.0.1',
-      WORKER_METRICS_PORT: String(port),
-      LOG_LEVEL: 'silent',
-      ...extra,
-    });
+  worker(extra: Record<string, string> = {}): Promise<Served> {
+    return onAFreePort(undefined, (port) =>
+      this.start('worker', ['worker'], port, '/metrics', {
+        HOST: '127.0.0.1',
+        WORKER_METRICS_PORT: String(port),
+        LOG_LEVEL: 'silent',
+        ...extra,
+      }),
+    );
   }
 
   /** Spawns `formwork <args>` and waits until GET readyPath on port answers. */
@@ -122,9 +175,16 @@ export class ProcessSet {
     // suite runs from the TypeScript) can take long to answer.
     const deadline = Date.now() + 120_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}: ${output}`);
+      if (child.exitCode !== null) {
+        const message = `${what} exited with ${child.exitCode}: ${output}`;
+        throw output.includes('EADDRINUSE') ? new PortTaken(message) : new Error(message);
+      }
       try {
-        if ((await fetch(`${url}${readyPath}`)).ok) return served;
+        if ((await fetch(`${url}${readyPath}`)).ok) {
+          if (listensOn(child.pid!, port) !== false) return served;
+          // Someone else's server answered; ours exits on EADDRINUSE (reported above) or is
+          // still starting.
+        }
       } catch {
         // not listening yet
       }
