@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { API_PREFIX } from '../src/app.js';
 import { compileEverySerializer } from '../src/http/serialization.js';
+import { compileEveryValidator } from '../src/http/validation.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -58,5 +59,16 @@ describe(`OpenAPI document (${dialectName})`, () => {
       `only ${built} response schemas were waiting for ${operations.length} operations`,
     );
     assert.equal(compileEverySerializer(), 0, 'nothing is left to build');
+  });
+
+  it('has a validator for every request part of every route, though each is compiled on first use', () => {
+    // Compiled lazily too (src/http/validation.ts): a schema ajv refuses would otherwise only
+    // show on the first request that needs it, as a 500.
+    const compiled = compileEveryValidator();
+    assert.ok(
+      compiled >= operations.length,
+      `only ${compiled} request schemas were waiting for ${operations.length} operations`,
+    );
+    assert.equal(compileEveryValidator(), 0, 'nothing is left to compile');
   });
 });

@@ -23,16 +23,43 @@ function build(entry: Pending): Serialize {
   let bySchema = built.get(schema);
   let serialize = bySchema?.get(sharedKey);
   if (!serialize) {
-    // As Fastify's own compiler: a schema that is itself one of the shared ones is not given twice.
-    const id = (schema as { $id?: unknown }).$id;
-    const shared = typeof id === 'string' && id in entry.shared ? { ...entry.shared } : entry.shared;
-    if (shared !== entry.shared) delete shared[id as string];
-    serialize = fastJsonStringify(schema as fastJsonStringify.Schema, { schema: shared }) as Serialize;
+    serialize = fastJsonStringify(schema as fastJsonStringify.Schema, {
+      schema: referenced(schema, entry.shared),
+    }) as Serialize;
     if (!bySchema) built.set(schema, (bySchema = new Map()));
     bySchema.set(sharedKey, serialize);
   }
   pending.delete(entry);
   return serialize;
+}
+
+/**
+ * The shared schemas that schema reaches through its $refs, and those through theirs.
+ * fast-json-stringify checks every schema it is given against the JSON Schema meta-schema on
+ * each build; given all of them, that was most of each route's build. As Fastify's own
+ * compiler, a schema that is itself one of the shared ones is not given twice.
+ */
+function referenced(schema: object, shared: SharedSchemas): SharedSchemas {
+  const own = (schema as { $id?: unknown }).$id;
+  const out: SharedSchemas = {};
+  const visit = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null) return;
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item);
+      return;
+    }
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') {
+        const id = value.split('#')[0]!;
+        if (id !== '' && id !== own && id in shared && !(id in out)) {
+          out[id] = shared[id]!;
+          visit(shared[id]);
+        }
+      } else visit(value);
+    }
+  };
+  visit(schema);
+  return out;
 }
 
 /**
