@@ -173,23 +173,25 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
   it('answers the rule first when a body also has a key the JSON parser refuses (__proto__, constructor.prototype)', async () => {
     // Found by test/submissions-property.test.ts (seed -766365052): the parser's
     // prototype-poisoning rule answered invalid_json before the text's rule was asked.
-    const send = postJsonText;
     const create = `/forms/${form.id}/submissions`;
     const before = await dumpData(app);
     assertRefused(
-      await send(create, `{"fields":[{"id":${nameField.id},"value":{"fir\\u0000st":false}},{"":{"__proto__":0}}]}`),
+      await postJsonText(
+        create,
+        `{"fields":[{"id":${nameField.id},"value":{"fir\\u0000st":false}},{"":{"__proto__":0}}]}`,
+      ),
       `body.fields[0].value`,
       'a NUL in a property name beside a __proto__ key (the early create)',
     );
     assertRefused(
-      await send('/forms', '{"name":"Con\\u0000tact","constructor":{"prototype":{"x":1}}}'),
+      await postJsonText('/forms', '{"name":"Con\\u0000tact","constructor":{"prototype":{"x":1}}}'),
       'body.name',
       'a NUL beside constructor.prototype',
     );
     assert.equal(await dumpData(app), before);
     // Without what the rule refuses, the parser's own answer stands.
     for (const text of ['{"__proto__":{"x":1},"name":"Rocket \\uD83D\\uDE80"}', '{"name":"Contact","__proto__":0}']) {
-      const res = await send('/forms', text);
+      const res = await postJsonText('/forms', text);
       assert.equal(res.status, 400, text);
       assert.equal(res.body.code, 'invalid_json', text);
     }

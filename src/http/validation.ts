@@ -26,10 +26,20 @@ type Validate = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => b
 interface PendingValidator {
   schema: object;
   httpPart: string | undefined;
+  compiled?: Validate;
 }
 
 /** Validators routes were registered with that no request has needed yet (see compileEveryValidator). */
 const pendingValidators = new Set<PendingValidator>();
+
+/** entry's validator, compiled the first time it is asked for (by a request or compileEveryValidator). */
+function compiledValidator(entry: PendingValidator): Validate {
+  if (!entry.compiled) {
+    entry.compiled = compileValidator(entry);
+    pendingValidators.delete(entry);
+  }
+  return entry.compiled;
+}
 
 function compileValidator({ schema, httpPart }: PendingValidator): Validate {
   // ajv keeps what it compiled by schema object: the route schemas are module constants, so
@@ -65,12 +75,8 @@ function compileValidator({ schema, httpPart }: PendingValidator): Validate {
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const entry: PendingValidator = { schema: schema as object, httpPart };
   pendingValidators.add(entry);
-  let compiled: Validate | undefined;
   const validate: Validate = (data, context) => {
-    if (!compiled) {
-      compiled = compileValidator(entry);
-      pendingValidators.delete(entry);
-    }
+    const compiled = compiledValidator(entry);
     const valid = compiled(data, context);
     validate.errors = compiled.errors;
     return valid;
@@ -84,10 +90,7 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
 /** Compiles every validator still waiting for its first request; throws what ajv finds wrong with a schema. */
 export function compileEveryValidator(): number {
   const waiting = [...pendingValidators];
-  for (const entry of waiting) {
-    compileValidator(entry);
-    pendingValidators.delete(entry);
-  }
+  for (const entry of waiting) compiledValidator(entry);
   return waiting.length;
 }
 
