@@ -10,6 +10,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { isErrorCode } from '../../src/errors.js';
 import { createAccount, type CreatedAccount } from '../../src/modules/accounts/service.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { httpRequest } from './http-client.js';
 
 /**
  * The suite runs on SQLite by default. With FORMWORK_TEST_DATABASE_URL set to a PostgreSQL
@@ -183,8 +184,8 @@ export async function startTestApp(
     else if (options.body !== undefined) body = JSON.stringify(options.body);
     if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
       headers['content-type'] = 'application/json';
-    const res = await fetch(`${server.url}${path}`, { method, headers, body });
-    const text = await res.text();
+    const res = await httpRequest(`${server.url}${path}`, { method, headers, body });
+    const text = res.text;
     let parsed: unknown = text;
     // JSON and +json bodies are parsed; NDJSON (application/x-ndjson) stays text.
     if (/[/+]json\b/.test(res.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text);

@@ -3,8 +3,8 @@
  * service's v2 documentation (API overview and per-endpoint pages; docs/v2.md).
  */
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import type { Reply, TestApp } from './helpers.js';
+import { httpRequest } from './http-client.js';
 
 export const V2_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const ID = /^[1-9][0-9]*$/;
@@ -44,8 +44,8 @@ export function v2(app: TestApp, token: string) {
   };
 }
 
-/** A request through node:http, which (unlike fetch) sends a body on GET, and no Content-Type unless given. */
-export function rawV2(
+/** A request with no Content-Type unless given, and a body with any method (fetch sends none on GET). */
+export async function rawV2(
   app: TestApp,
   token: string,
   method: string,
@@ -53,28 +53,10 @@ export function rawV2(
   raw: string,
   contentType?: string,
 ): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${token}`,
-      'content-length': String(Buffer.byteLength(raw)),
-    };
-    if (contentType) headers['content-type'] = contentType;
-    const req = httpRequest(`${app.url}/api/v2${path}`, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: new Headers(res.headers as Record<string, string>),
-          text,
-          body: text === '' ? undefined : JSON.parse(text),
-        });
-      });
-    });
-    req.on('error', reject);
-    req.end(raw);
-  });
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (contentType) headers['content-type'] = contentType;
+  const res = await httpRequest(`${app.url}/api/v2${path}`, { method, headers, body: raw });
+  return { ...res, body: res.text === '' ? undefined : JSON.parse(res.text) };
 }
 
 export function ok(res: Reply, status = 200): any {
