@@ -6,11 +6,12 @@ import http from 'node:http';
  * more than this on a slow machine of the kind, and the matrices send thousands: `fetch` and
  * its streams were 10–15% of their CPU (docs/development.md, "What the suite spends").
  *
- * It sends the headers fetch sent by default (a header the test gives wins, whatever its case),
- * a body with any method (a GET's too, which fetch refuses), reads the answer's body as UTF-8 and gives the answer's headers as a Headers object, as fetch did. A
- * redirect is answered as it is, its status and Location for the test to see: no request of
- * the helpers' is redirected (the pages that redirect are tested with fetch and `redirect:
- * 'manual'`).
+ * It sends the headers fetch sent by default, but for accept-encoding (nothing here unpacks an
+ * answer); a header the test gives wins, whatever its case. It sends a body with any method (a
+ * GET's too, which fetch refuses), reads the answer's body as UTF-8 and gives its headers as a
+ * Headers object, as fetch did. A redirect is answered as it is, its status and Location for
+ * the test to see: no request of the helpers' is redirected (the pages that redirect are tested
+ * with fetch and `redirect: 'manual'`).
  */
 
 const DEFAULT_HEADERS: Record<string, string> = {
@@ -18,7 +19,6 @@ const DEFAULT_HEADERS: Record<string, string> = {
   'accept-language': '*',
   'sec-fetch-mode': 'cors',
   'user-agent': 'node',
-  'accept-encoding': 'gzip, deflate',
 };
 
 /** Kept-alive connections, as fetch's pool kept them: a test app answers many requests in a row. */
@@ -34,24 +34,29 @@ export function httpRequest(
   url: string,
   init: { method: string; headers?: Record<string, string>; body?: string },
 ): Promise<HttpAnswer> {
-  const headers: Record<string, string> = { ...init.headers };
-  const given = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
-  for (const [name, value] of Object.entries(DEFAULT_HEADERS)) if (!given.has(name)) headers[name] = value;
+  // One header of each name, whatever its case (the later given wins).
+  const headers: Record<string, string> = { ...DEFAULT_HEADERS };
+  for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = value;
   // Given whatever the method: node:http sends a GET's body without it, and the server would not read it.
-  if (init.body !== undefined && !given.has('content-length'))
-    headers['content-length'] = String(Buffer.byteLength(init.body));
+  if (init.body !== undefined) headers['content-length'] ??= String(Buffer.byteLength(init.body));
   return once(new URL(url), init.method, headers, init.body);
 }
 
+/** Sent once more after a kept-alive connection failed under them: reading them twice changes nothing. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
 /**
- * One request and its whole answer. A kept-alive connection that the server closed as it was
- * taken again fails before any answer (the server never read it): that request is sent once
- * more, on a new connection, as Node's documentation advises for kept-alive connections.
+ * One request and its whole answer. A kept-alive connection that the server closed just as it
+ * was taken again fails with no answer: an idempotent request is then sent once more, on a new
+ * connection (as Node's documentation advises for kept-alive agents); any other fails, since
+ * the server may have read it.
  */
 function once(url: URL, method: string, headers: Record<string, string>, body?: string): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const send = (retried: boolean) => {
+      let answered = false;
       const req = http.request(url, { method, headers, agent }, (res) => {
+        answered = true;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
@@ -67,7 +72,8 @@ function once(url: URL, method: string, headers: Record<string, string>, body?: 
         });
       });
       req.on('error', (error: NodeJS.ErrnoException) => {
-        if (!retried && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) send(true);
+        const stale = req.reusedSocket && !answered && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+        if (stale && !retried && IDEMPOTENT.has(method.toUpperCase())) send(true);
         else reject(error);
       });
       req.end(body);

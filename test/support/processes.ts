@@ -26,19 +26,25 @@ export async function freePort(): Promise<number> {
 
 /**
  * Whether the process pid holds the socket that listens on loopback port (Linux's /proc);
- * undefined where /proc cannot tell. freePort() closes its port before the child binds it, and
+ * undefined where there is no /proc to tell. freePort() closes its port before the child binds it, and
  * in that moment another suite's server (CI runs the SQLite and PostgreSQL legs side by side) can
  * take it: the child then exits on EADDRINUSE while the readiness poll is answered by the other
  * server, and the test talks to a stranger (seen once: its POST /forms answered 401).
  */
 function listensOn(pid: number, port: number): boolean | undefined {
   let table: string;
-  let fds: string[];
   try {
     table = readFileSync('/proc/net/tcp', 'utf8');
-    fds = readdirSync(`/proc/${pid}/fd`);
   } catch {
     return undefined;
+  }
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    // The process has exited, or is exiting (its EADDRINUSE, as a CI run once found when this
+    // answered "cannot tell" and the stranger was taken for it): it holds no socket.
+    return false;
   }
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
   const listening = new Set<string>();
