@@ -89,14 +89,7 @@ async function migratedTemplate(copy) {
   try {
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
-    const { openDatabase } = await import(pathToFileURL(join(copy, 'src/db/database.js')).href);
-    const { migrateToLatest } = await import(pathToFileURL(join(copy, 'src/db/migrate.js')).href);
-    const db = openDatabase({ databaseUrl: url.toString(), dataDir: tmpdir() });
-    try {
-      await migrateToLatest(db);
-    } finally {
-      await db.close();
-    }
+    await migrate(copy, { databaseUrl: url.toString(), dataDir: tmpdir() });
   } catch (error) {
     await drop();
     throw error;
@@ -112,15 +105,20 @@ async function migratedTemplate(copy) {
  */
 async function migratedSqliteFile(copy) {
   const dir = join(copy, '.sqlite-template');
+  await migrate(copy, { databaseUrl: undefined, dataDir: dir });
+  return join(dir, 'formwork.db');
+}
+
+/** Opens the database options name with the copy's own code, migrates it to the latest schema and closes it. */
+async function migrate(copy, options) {
   const { openDatabase } = await import(pathToFileURL(join(copy, 'src/db/database.js')).href);
   const { migrateToLatest } = await import(pathToFileURL(join(copy, 'src/db/migrate.js')).href);
-  const db = openDatabase({ databaseUrl: undefined, dataDir: dir });
+  const db = openDatabase(options);
   try {
     await migrateToLatest(db);
   } finally {
     await db.close();
   }
-  return join(dir, 'formwork.db');
 }
 
 const only = process.argv.slice(2);

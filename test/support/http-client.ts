@@ -23,6 +23,7 @@ const DEFAULT_HEADERS: Record<string, string> = {
 
 /** Kept-alive connections, as fetch's pool kept them: a test app answers many requests in a row. */
 const agent = new http.Agent({ keepAlive: true });
+const utf8 = new TextDecoder();
 
 export interface HttpAnswer {
   status: number;
@@ -67,7 +68,7 @@ function once(url: URL, method: string, headers: Record<string, string>, body?: 
           resolve({
             status: res.statusCode!,
             headers: answerHeaders,
-            text: new TextDecoder().decode(Buffer.concat(chunks)),
+            text: utf8.decode(Buffer.concat(chunks)),
           });
         });
       });
