@@ -227,16 +227,20 @@ describe(`password hashing limits (${dialectName})`, () => {
       const holding = (async () => {
         while (hold) await scrypt('held', randomBytes(16), 32, { N: 2 ** 14, r: 8, p: 1 });
       })();
-      await new Promise((resolve) => setImmediate(resolve));
-      assert.equal(hasher.load.running, 1);
-      const busy = await signIn(email, PASSWORD);
-      assert.equal(hasher.load.running, 1, 'the slot was still taken when the sign-in was refused');
-      hold = false;
+      let busy: Awaited<ReturnType<typeof signIn>>;
+      try {
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(hasher.load.running, 1);
+        busy = await signIn(email, PASSWORD);
+        assert.equal(hasher.load.running, 1, 'the slot was still taken when the sign-in was refused');
+      } finally {
+        hold = false;
+        await holding;
+      }
       assert.equal(busy.status, 503, busy.text);
       assert.ok(Number(busy.headers.get('retry-after')) >= 1, 'Retry-After says when to come back');
       assert.match(busy.text, /Too many people are signing in right now/);
       assert.ok(!busy.headers.getSetCookie().some((line) => line.startsWith('fw_session=')), 'no session');
-      await holding;
       assert.equal((await signIn(email, PASSWORD)).status, 200, 'once the slot is free, sign-in works again');
     } finally {
       await app.close();
