@@ -157,7 +157,8 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
   });
 
   after(async () => {
-    if (skip) return;
+    // Skipped, it still made its data folder (new ProcessSet), which goes too.
+    if (skip) return processes.close();
     nginx?.child.kill('SIGTERM');
     await processes.close('SIGKILL');
     await Promise.all([s3?.close(), smtp?.close(), receiver?.close()]);
