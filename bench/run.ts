@@ -188,7 +188,11 @@ const pgDatabases: string[] = [];
 
 function killAll(): void {
   for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
-  for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+  removeTemporary();
+}
+
+function removeTemporary(): void {
+  for (const dir of temporary.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 async function freePort(): Promise<number> {
@@ -1816,6 +1820,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const code = await main();
 clearTimeout(watchdog);
+// The sections remove their own folders; wrk's scripts (load) last the whole run.
+removeTemporary();
 process.exitCode = code;
 // Nothing should be left running; if something is, do not hang on it.
 setTimeout(() => process.exit(code), 2000).unref();
