@@ -183,8 +183,15 @@ describe(`a form read answered before Fastify (${dialectName})`, () => {
 
   it('counts every read once against the quota and in the metrics, whichever way it went', async () => {
     const before = await count();
-    // Seven reads compared by the quota's count: all in one of its windows.
-    let last = remaining((await inOneQuotaWindow(read, (r) => r.res.headers, 5)).res);
+    // Seven reads compared by the quota's count: all in one of its windows (the first read made
+    // again in the next window when this one is about to end).
+    let reads = 0;
+    const first = await inOneQuotaWindow(
+      () => (reads++, read()),
+      (r) => r.res.headers,
+      5,
+    );
+    let last = remaining(first.res);
     let early = 0;
     for (let i = 0; i < 6; i++) {
       // Every other read goes to the route (the If-None-Match), the rest early where they can.
@@ -195,8 +202,8 @@ describe(`a form read answered before Fastify (${dialectName})`, () => {
       if (got.early) early++;
     }
     if (dialectName === 'sqlite') assert.ok(early > 0, 'some reads were answered early');
-    // The /metrics calls in between are not in this series: 7 reads.
-    assert.equal(await count(), before + 7);
+    // The /metrics calls in between are not in this series: the first read (once or twice) and six.
+    assert.equal(await count(), before + reads + 6);
   });
 
   it('leaves to the route whatever it does not hold: another query, a member, a scope short, a revoked token, another account', async () => {
