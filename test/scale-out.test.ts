@@ -79,9 +79,14 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
   const apiArgs = unitCommand('formwork-api@.service');
   const workerArgs = unitCommand('formwork-worker@.service');
 
+  // Each API process takes a free port at its first start (another where a stranger takes it
+  // first: a CI run once lost one to a server of its other leg) and keeps it, as nginx's
+  // configuration names it, through every restart.
   const startApi = async (i: number) => {
-    apis[i] = await processes.serve({ PORT: String(apiPorts[i]) }, apiArgs.slice(1));
-    return apis[i]!;
+    const fixed = apiPorts[i];
+    apis[i] = await processes.serve(fixed === undefined ? {} : { PORT: String(fixed) }, apiArgs.slice(1));
+    apiPorts[i] = apis[i].port;
+    return apis[i];
   };
   const startWorker = async (i: number) => {
     workers[i] = await processes.worker();
@@ -95,7 +100,6 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
     await processes.open();
     [s3, smtp, receiver] = await Promise.all([startS3(), startSmtpSink(), startReceiver()]);
     const balancerPort = await freePort();
-    apiPorts.push(await freePort(), await freePort());
     processes.env = {
       ...processes.env,
       ...s3.env,
