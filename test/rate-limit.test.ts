@@ -14,6 +14,7 @@ import {
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 import { ProcessSet } from './support/processes.js';
+import { awayFromMinuteEnd } from './support/quota.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -246,11 +247,6 @@ function rateLimit(headers: Headers): { policy: string; r: number; t: number } {
 }
 
 /** Keeps a test that must stay inside one minute window from straddling two. */
-async function awayFromMinuteEnd(needMs: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
-}
-
 describe(`API quotas per access token (${dialectName}, in memory)`, () => {
   let app: TestApp;
   before(async () => {

@@ -1,18 +1,11 @@
-/** Seconds until the quota window that an answer's RateLimit header names (`"burst";r=999;t=42`) resets. */
-export function quotaResetsIn(headers: Headers): number {
-  return Number(/;t=(\d+)/.exec(headers.get('ratelimit') ?? '')?.[1]);
-}
-
 /**
- * The first of calls whose quota counts a test compares, made where they all fall in one window:
- * when the window of the first call ends within `seconds`, it waits for the next one and calls
- * again. A window that ends between two of them counts nothing comparable (a CI run once crossed
- * a minute's end between two calls and found the remaining calls grown by 16).
+ * Waits out the end of the current minute when it is less than needMs away, so that calls a
+ * test compares by their quota counts all fall in one of the per-minute windows: the limiter's
+ * windows are fixed ones of the clock (src/http/rate-limiter.ts), and a window that ends
+ * between two calls counts nothing comparable (a CI run once crossed a minute's end between two
+ * calls and found the remaining calls grown by 16).
  */
-export async function inOneQuotaWindow<R>(call: () => Promise<R>, headers: (r: R) => Headers, seconds = 3): Promise<R> {
-  const first = await call();
-  const left = quotaResetsIn(headers(first));
-  if (!(left <= seconds)) return first;
-  await new Promise((resolve) => setTimeout(resolve, (left + 1) * 1000));
-  return call();
+export async function awayFromMinuteEnd(needMs: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }
