@@ -246,7 +246,6 @@ function rateLimit(headers: Headers): { policy: string; r: number; t: number } {
   return { policy: m[1]!, r: Number(m[2]), t: Number(m[3]) };
 }
 
-/** Keeps a test that must stay inside one minute window from straddling two. */
 describe(`API quotas per access token (${dialectName}, in memory)`, () => {
   let app: TestApp;
   before(async () => {
