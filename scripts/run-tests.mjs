@@ -2,14 +2,24 @@
 // Node 20, whose --test takes no globs.
 //
 // The suites run as JavaScript that esbuild makes once per run, in a copy of the checkout
-// (its .ts files kept, a .js beside each), not through tsx: every test file starts a process
-// that loads the whole app, and tsx's loader (a thread that each import waits on) made that
+// (its .ts files kept, a .js beside each), not through tsx: every test process loads the
+// whole app, and tsx's loader (a thread that each import waits on) made that
 // cost 2.1 s of CPU per file against 1.2 s as JavaScript (docs/performance.md, "Tenth pass").
 // Child processes that tests start with `--import tsx src/cli.ts` find the copy's files as
 // in the checkout. Stack traces point at the .ts lines (source maps).
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -26,29 +36,145 @@ function collect(dir) {
 }
 
 /**
- * The longest suites (by CI's timings) start first: two run at a time, and a long one that
- * starts last holds the run up alone at its end. The rest follow in name order.
+ * Seconds each of the longer suites took in CI's legs on SQLite and on PostgreSQL, side by side
+ * on a slow machine (2026-12-02), for sharing the files out among the processes below; a suite
+ * not named counts as DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a
+ * run a little longer, never wrong.
  */
-const LONGEST_FIRST = [
-  'test/permission-matrix.test.ts',
-  'test/route-matrix.test.ts',
-  'test/scale-out.test.ts',
-  'test/recovery.test.ts',
-  'test/hashing.test.ts',
-  'test/hosted-browser.test.ts',
-  'test/many-writers.test.ts',
-  'test/shutdown.test.ts',
-  'test/request-log.test.ts',
-  'test/write-property.test.ts',
-  'test/encryption-conversion.test.ts',
-];
+const SECONDS = {
+  sqlite: {
+    'test/route-matrix.test.ts': 96,
+    'test/hosted-browser.test.ts': 74,
+    'test/shutdown.test.ts': 72,
+    'test/permission-matrix.test.ts': 52,
+    'test/hashing.test.ts': 41,
+    'test/recovery.test.ts': 38,
+    'test/cli.test.ts': 33,
+    'test/headers.test.ts': 32,
+    'test/oauth-browser.test.ts': 30,
+    'test/rate-limit.test.ts': 29,
+    'test/jobs.test.ts': 28,
+    'test/timeouts.test.ts': 26,
+    'test/request-log.test.ts': 25,
+    'test/encryption-files.test.ts': 24,
+    'test/crypto-envelope.test.ts': 24,
+    'test/webhooks.test.ts': 23,
+    'test/write-property.test.ts': 21,
+    'test/emails.test.ts': 17,
+    'test/observability.test.ts': 16,
+    'test/encryption.test.ts': 14,
+    'test/early-create.test.ts': 13,
+    'test/sqlite-shared-file.test.ts': 12,
+    'test/submissions-property.test.ts': 11,
+    'test/v2-forms.test.ts': 9,
+    'test/uploads.test.ts': 9,
+    'test/docmerge.test.ts': 9,
+    'test/openapi.test.ts': 8,
+    'test/readiness.test.ts': 8,
+    'test/portals.test.ts': 7,
+    'test/storage.test.ts': 7,
+    'test/clock.test.ts': 6,
+    'test/oauth.test.ts': 6,
+  },
+  postgres: {
+    'test/scale-out.test.ts': 182,
+    'test/route-matrix.test.ts': 113,
+    'test/hosted-browser.test.ts': 81,
+    'test/jobs.test.ts': 42,
+    'test/webhooks.test.ts': 38,
+    'test/headers.test.ts': 38,
+    'test/shutdown.test.ts': 36,
+    'test/permission-matrix.test.ts': 32,
+    'test/hashing.test.ts': 28,
+    'test/cli.test.ts': 25,
+    'test/submissions-property.test.ts': 25,
+    'test/submissions-list.test.ts': 24,
+    'test/rate-limit.test.ts': 23,
+    'test/oauth-browser.test.ts': 21,
+    'test/docmerge.test.ts': 20,
+    'test/recovery.test.ts': 20,
+    'test/encryption.test.ts': 20,
+    'test/timeouts.test.ts': 19,
+    'test/migrations.test.ts': 18,
+    'test/encryption-files.test.ts': 18,
+    'test/emails.test.ts': 17,
+    'test/unit/fts-token-chars.test.ts': 14,
+    'test/fields.test.ts': 13,
+    'test/clock.test.ts': 11,
+    'test/many-writers.test.ts': 11,
+    'test/crypto-envelope.test.ts': 11,
+    'test/request-log.test.ts': 10,
+    'test/pg-create-statements.test.ts': 10,
+    'test/portals.test.ts': 10,
+    'test/submission-cascades.test.ts': 9,
+    'test/folders.test.ts': 9,
+    'test/write-property.test.ts': 8,
+    'test/early-create.test.ts': 8,
+    'test/forms.test.ts': 7,
+    'test/observability.test.ts': 7,
+    'test/oauth.test.ts': 7,
+    'test/smartlists.test.ts': 7,
+    'test/readiness.test.ts': 7,
+    'test/uploads.test.ts': 7,
+    'test/hosted.test.ts': 6,
+    'test/v2-forms.test.ts': 6,
+    'test/tokens.test.ts': 6,
+    'test/pg-connection-loss.test.ts': 6,
+  },
+};
+const DEFAULT_SECONDS = 2;
 
-function longestFirst(paths) {
-  const rank = (path) => {
-    const i = LONGEST_FIRST.indexOf(path);
-    return i === -1 ? LONGEST_FIRST.length : i;
-  };
-  return [...paths].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+/**
+ * How many processes the suites run in, two at a time (FORMWORK_TEST_PROCESSES; 0 gives each
+ * file its own, as before 2026-12-02). Loading the app costs a process about 1.4 s of CPU
+ * (Kysely, TypeBox, Fastify and its serializers, LiquidJS, the OAuth server, prom-client, then
+ * the app's own modules), and with a process per file the 86 files paid it 86 times on each
+ * leg of CI: on SQLite 305 s and 461 s of CPU, in 8 processes 208 s and 271 s of CPU, the same
+ * 1,915 tests passing (docs/performance.md, "Forty-second pass"). Each process runs its files
+ * one after the other, each file as a suite named by its path, its own hooks inside it, as it
+ * ran alone; no suite changes process-wide state (environment, working directory, globals).
+ */
+const PROCESSES = Number(process.env.FORMWORK_TEST_PROCESSES ?? 8);
+
+/**
+ * The files in PROCESSES lists of about equal seconds (the longest first, each to the list
+ * with the fewest), the longest lists first: two run at a time, and a long one that started
+ * last would hold the run up alone at its end.
+ */
+function shareOut(paths) {
+  const measured = SECONDS[process.env.FORMWORK_TEST_DATABASE_URL ? 'postgres' : 'sqlite'];
+  const seconds = (path) => measured[path] ?? DEFAULT_SECONDS;
+  const count = PROCESSES > 0 ? Math.min(PROCESSES, paths.length) : paths.length;
+  const lists = Array.from({ length: count }, () => ({ files: [], seconds: 0 }));
+  const longestFirst = [...paths].sort((a, b) => seconds(b) - seconds(a) || (a < b ? -1 : a > b ? 1 : 0));
+  for (const path of longestFirst) {
+    const list = lists.reduce((least, l) => (l.seconds < least.seconds ? l : least));
+    list.files.push(path);
+    list.seconds += seconds(path);
+  }
+  return lists.sort((a, b) => b.seconds - a.seconds).map((l) => l.files);
+}
+
+/**
+ * What node --test is given for one list: its file itself when it is alone, otherwise a file
+ * written in the copy that imports each of them inside a suite named by its path.
+ */
+function entryFor(copy, list, index) {
+  const js = (path) => path.replace(/\.ts$/, '.js');
+  if (list.length === 1) return js(list[0]);
+  const entry = join('test-processes', `${index + 1}.js`);
+  mkdirSync(join(copy, 'test-processes'), { recursive: true });
+  writeFileSync(
+    join(copy, entry),
+    "import { describe } from 'node:test';\n" +
+      list
+        .map(
+          (path) =>
+            `describe(${JSON.stringify(path)}, async () => { await import(${JSON.stringify(`../${js(path)}`)}); });\n`,
+        )
+        .join(''),
+  );
+  return entry;
 }
 
 /** Not copied: installed, built, or made by runs. */
@@ -121,9 +247,9 @@ async function migrate(copy, options) {
   }
 }
 
-const only = process.argv.slice(2);
-const files = longestFirst(only.length > 0 ? only : collect('test'));
 const root = process.cwd();
+const only = process.argv.slice(2).map((path) => relative(root, resolve(path)).split(sep).join('/'));
+const files = only.length > 0 ? only : collect('test');
 const copy = mkdtempSync(join(tmpdir(), 'formwork-tests-'));
 let status = 1;
 let template;
@@ -150,7 +276,7 @@ try {
       '--test',
       '--test-concurrency=2',
       '--test-reporter=spec',
-      ...files.map((f) => f.replace(/\.ts$/, '.js')),
+      ...shareOut(files).map((list, i) => entryFor(copy, list, i)),
     ],
     {
       stdio: 'inherit',
