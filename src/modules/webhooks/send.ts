@@ -35,11 +35,51 @@ function agentsFor(allowPrivate: boolean) {
 }
 
 /**
- * POSTs body to url once. Redirects are not followed (a 3xx is the answer); an address that
- * webhooks may not reach is refused when the connection is made, after DNS resolution. The
- * response body is read and dropped, so that the connection can be used again.
+ * How many times a delivery is sent again at once when a kept-alive connection turns out to be
+ * closed (StaleConnection): each try uses up one such connection from the agent's pool.
  */
-export function post(url: URL, headers: Record<string, string>, body: Buffer, options: SendOptions): Promise<Response> {
+const STALE_RETRIES = 3;
+
+/**
+ * The request failed on a reused connection before any answer: the receiver closed the idle
+ * connection (its keep-alive timeout) as we sent on it. Node's documentation of Agent names the
+ * race; the request is sent again, on another connection.
+ */
+class StaleConnection extends Error {}
+
+/**
+ * POSTs body to url. Redirects are not followed (a 3xx is the answer); an address that
+ * webhooks may not reach is refused when the connection is made, after DNS resolution. The
+ * response body is read and dropped, so that the connection can be used again. A request that
+ * fails on a kept-alive connection the receiver had just closed is sent again at once (at most
+ * STALE_RETRIES times, all within timeoutMs), not left to the retry schedule: the receiver's
+ * idle timeout is not the receiver failing. Webhooks are delivered at least once, under one
+ * webhook-id, so a receiver that did read such a request dedupes it.
+ */
+export async function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  options: SendOptions,
+): Promise<Response> {
+  const deadline = performance.now() + options.timeoutMs;
+  for (let retries = 0; ; retries++) {
+    try {
+      return await postOnce(url, headers, body, options, deadline);
+    } catch (error) {
+      if (!(error instanceof StaleConnection)) throw error;
+      if (retries >= STALE_RETRIES) throw error.cause;
+    }
+  }
+}
+
+function postOnce(
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  options: SendOptions,
+  deadline: number,
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     if (!options.allowPrivate) {
       try {
@@ -62,7 +102,10 @@ export function post(url: URL, headers: Record<string, string>, body: Buffer, op
       cut ??= new SendFailed(why);
       request.destroy(cut);
     };
-    const timer = setTimeout(() => cutShort(`no complete response within ${options.timeoutMs} ms`), options.timeoutMs);
+    const timer = setTimeout(
+      () => cutShort(`no complete response within ${options.timeoutMs} ms`),
+      Math.max(0, deadline - performance.now()),
+    );
     const stop = () => cutShort('the worker stopped before the response came');
     options.signal.addEventListener('abort', stop, { once: true });
     const settle = () => {
@@ -73,7 +116,9 @@ export function post(url: URL, headers: Record<string, string>, body: Buffer, op
       settle();
       reject(cut ?? error);
     };
+    let answered = false;
     request.on('response', (response) => {
+      answered = true;
       response.on('error', fail);
       response.on('aborted', () => fail(new SendFailed('the connection closed before the response ended')));
       response.on('end', () => {
@@ -83,7 +128,11 @@ export function post(url: URL, headers: Record<string, string>, body: Buffer, op
       });
       response.resume();
     });
-    request.on('error', fail);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale =
+        !cut && !answered && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      fail(stale ? new StaleConnection('a kept-alive connection was closed', { cause: error }) : error);
+    });
     if (options.signal.aborted) stop();
     else request.end(body);
   });
