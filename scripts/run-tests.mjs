@@ -36,103 +36,90 @@ function collect(dir) {
 }
 
 /**
- * Seconds each of the longer suites took in CI (`.ci/run`, the mean of two runs on a slow
- * machine, 2026-12-02: its legs side by side with the checks, on two cores), on SQLite and on
- * PostgreSQL, for sharing the files out among the processes below; a suite not named counts as
- * DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a run a little
- * longer, never wrong.
+ * Seconds each of the longer suites took in CI's legs on SQLite and on PostgreSQL, side by side
+ * on a slow machine (2026-12-02), for sharing the files out among the processes below; a suite
+ * not named counts as DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a
+ * run a little longer, never wrong.
  */
 const SECONDS = {
   sqlite: {
-    'test/route-matrix.test.ts': 161,
-    'test/shutdown.test.ts': 89,
-    'test/hosted-browser.test.ts': 85,
-    'test/permission-matrix.test.ts': 71,
-    'test/observability.test.ts': 38,
-    'test/recovery.test.ts': 36,
-    'test/headers.test.ts': 33,
-    'test/encryption-files.test.ts': 27,
-    'test/oauth-browser.test.ts': 26,
+    'test/route-matrix.test.ts': 96,
+    'test/hosted-browser.test.ts': 74,
+    'test/shutdown.test.ts': 72,
+    'test/permission-matrix.test.ts': 52,
+    'test/hashing.test.ts': 41,
+    'test/recovery.test.ts': 38,
+    'test/cli.test.ts': 33,
+    'test/headers.test.ts': 32,
+    'test/oauth-browser.test.ts': 30,
+    'test/rate-limit.test.ts': 29,
+    'test/jobs.test.ts': 28,
+    'test/timeouts.test.ts': 26,
     'test/request-log.test.ts': 25,
-    'test/jobs.test.ts': 25,
-    'test/timeouts.test.ts': 24,
-    'test/hashing.test.ts': 24,
-    'test/webhooks.test.ts': 22,
-    'test/emails.test.ts': 21,
-    'test/write-property.test.ts': 20,
-    'test/rate-limit.test.ts': 20,
-    'test/docmerge.test.ts': 20,
-    'test/cli.test.ts': 19,
-    'test/forms.test.ts': 16,
-    'test/portals.test.ts': 15,
-    'test/sqlite-shared-file.test.ts': 13,
-    'test/many-writers.test.ts': 13,
-    'test/encryption.test.ts': 13,
-    'test/clock.test.ts': 13,
-    'test/submissions-property.test.ts': 12,
-    'test/oauth.test.ts': 12,
-    'test/readiness.test.ts': 10,
-    'test/v2-forms.test.ts': 8,
-    'test/hosted.test.ts': 8,
-    'test/encryption-conversion.test.ts': 8,
-    'test/uploads.test.ts': 7,
-    'test/tokens.test.ts': 7,
-    'test/submissions-list.test.ts': 7,
-    'test/smartlists.test.ts': 7,
-    'test/crypto-envelope.test.ts': 7,
-    'test/unit/fts-token-chars.test.ts': 6,
-    'test/submission-cascades.test.ts': 6,
-    'test/subaccounts.test.ts': 6,
-    'test/proxy.test.ts': 6,
+    'test/encryption-files.test.ts': 24,
+    'test/crypto-envelope.test.ts': 24,
+    'test/webhooks.test.ts': 23,
+    'test/write-property.test.ts': 21,
+    'test/emails.test.ts': 17,
+    'test/observability.test.ts': 16,
+    'test/encryption.test.ts': 14,
+    'test/early-create.test.ts': 13,
+    'test/sqlite-shared-file.test.ts': 12,
+    'test/submissions-property.test.ts': 11,
+    'test/v2-forms.test.ts': 9,
+    'test/uploads.test.ts': 9,
+    'test/docmerge.test.ts': 9,
+    'test/openapi.test.ts': 8,
+    'test/readiness.test.ts': 8,
+    'test/portals.test.ts': 7,
+    'test/storage.test.ts': 7,
+    'test/clock.test.ts': 6,
+    'test/oauth.test.ts': 6,
   },
   postgres: {
-    'test/route-matrix.test.ts': 272,
-    'test/scale-out.test.ts': 82,
-    'test/recovery.test.ts': 79,
-    'test/hosted-browser.test.ts': 73,
-    'test/submissions-property.test.ts': 69,
-    'test/headers.test.ts': 65,
-    'test/permission-matrix.test.ts': 62,
-    'test/many-writers.test.ts': 56,
-    'test/webhooks.test.ts': 50,
+    'test/scale-out.test.ts': 182,
+    'test/route-matrix.test.ts': 113,
+    'test/hosted-browser.test.ts': 81,
+    'test/jobs.test.ts': 42,
+    'test/webhooks.test.ts': 38,
+    'test/headers.test.ts': 38,
     'test/shutdown.test.ts': 36,
-    'test/request-log.test.ts': 32,
-    'test/write-property.test.ts': 27,
-    'test/timeouts.test.ts': 27,
-    'test/cli.test.ts': 27,
-    'test/observability.test.ts': 23,
-    'test/openapi.test.ts': 19,
-    'test/jobs.test.ts': 18,
-    'test/docmerge.test.ts': 18,
-    'test/uploads.test.ts': 17,
-    'test/rate-limit.test.ts': 17,
-    'test/oauth-browser.test.ts': 17,
-    'test/encryption.test.ts': 17,
-    'test/migrations.test.ts': 14,
-    'test/encryption-files.test.ts': 14,
-    'test/readiness.test.ts': 13,
-    'test/hashing.test.ts': 12,
-    'test/engine.test.ts': 12,
-    'test/emails.test.ts': 12,
-    'test/portals.test.ts': 11,
-    'test/hosted.test.ts': 11,
-    'test/submissions-list.test.ts': 10,
-    'test/clock.test.ts': 10,
-    'test/tokens.test.ts': 9,
-    'test/smartlists.test.ts': 9,
-    'test/resume-email.test.ts': 9,
-    'test/early-create.test.ts': 9,
-    'test/crypto-envelope.test.ts': 9,
-    'test/oauth.test.ts': 8,
-    'test/fields.test.ts': 8,
-    'test/themes.test.ts': 7,
-    'test/submission-cascades.test.ts': 7,
-    'test/subaccounts.test.ts': 7,
+    'test/permission-matrix.test.ts': 32,
+    'test/hashing.test.ts': 28,
+    'test/cli.test.ts': 25,
+    'test/submissions-property.test.ts': 25,
+    'test/submissions-list.test.ts': 24,
+    'test/rate-limit.test.ts': 23,
+    'test/oauth-browser.test.ts': 21,
+    'test/docmerge.test.ts': 20,
+    'test/recovery.test.ts': 20,
+    'test/encryption.test.ts': 20,
+    'test/timeouts.test.ts': 19,
+    'test/migrations.test.ts': 18,
+    'test/encryption-files.test.ts': 18,
+    'test/emails.test.ts': 17,
+    'test/unit/fts-token-chars.test.ts': 14,
+    'test/fields.test.ts': 13,
+    'test/clock.test.ts': 11,
+    'test/many-writers.test.ts': 11,
+    'test/crypto-envelope.test.ts': 11,
+    'test/request-log.test.ts': 10,
+    'test/pg-create-statements.test.ts': 10,
+    'test/portals.test.ts': 10,
+    'test/submission-cascades.test.ts': 9,
+    'test/folders.test.ts': 9,
+    'test/write-property.test.ts': 8,
+    'test/early-create.test.ts': 8,
     'test/forms.test.ts': 7,
+    'test/observability.test.ts': 7,
+    'test/oauth.test.ts': 7,
+    'test/smartlists.test.ts': 7,
+    'test/readiness.test.ts': 7,
+    'test/uploads.test.ts': 7,
+    'test/hosted.test.ts': 6,
     'test/v2-forms.test.ts': 6,
-    'test/proxy.test.ts': 6,
-    'test/pg-create-statements.test.ts': 6,
-    'test/concurrent-writes.test.ts': 6,
+    'test/tokens.test.ts': 6,
+    'test/pg-connection-loss.test.ts': 6,
   },
 };
 const DEFAULT_SECONDS = 2;
@@ -149,45 +136,23 @@ const DEFAULT_SECONDS = 2;
  */
 const PROCESSES = Number(process.env.FORMWORK_TEST_PROCESSES ?? 8);
 
-/** How many processes node --test runs at a time (its --test-concurrency). */
-const AT_ONCE = 2;
-
 /**
- * The files in about PROCESSES lists, in the order node --test is to start them. The files go,
- * longest first, to whichever of the AT_ONCE slots has the fewest seconds so far, so that the
- * slots end together; each slot's files are then cut, in that order, into PROCESSES / AT_ONCE
- * lists of about equal seconds, and the lists are given in the order they would start. A slot
- * that ends a list early takes the next one, whichever slot it was meant for, and the lists
- * that start last are the shortest: none holds the run up alone at its end. (Lists of equal
- * seconds ended the slots of CI's PostgreSQL leg a list apart: 760 and 651 s.)
+ * The files in PROCESSES lists of about equal seconds (the longest first, each to the list
+ * with the fewest), the longest lists first: two run at a time, and a long one that started
+ * last would hold the run up alone at its end.
  */
 function shareOut(paths) {
   const measured = SECONDS[process.env.FORMWORK_TEST_DATABASE_URL ? 'postgres' : 'sqlite'];
   const seconds = (path) => measured[path] ?? DEFAULT_SECONDS;
+  const count = PROCESSES > 0 ? Math.min(PROCESSES, paths.length) : paths.length;
+  const lists = Array.from({ length: count }, () => ({ files: [], seconds: 0 }));
   const longestFirst = [...paths].sort((a, b) => seconds(b) - seconds(a) || (a < b ? -1 : a > b ? 1 : 0));
-  if (PROCESSES <= 0) return longestFirst.map((path) => [path]);
-  const slots = Array.from({ length: AT_ONCE }, () => ({ files: [], seconds: 0 }));
   for (const path of longestFirst) {
-    const slot = slots.reduce((least, s) => (s.seconds < least.seconds ? s : least));
-    slot.files.push(path);
-    slot.seconds += seconds(path);
+    const list = lists.reduce((least, l) => (l.seconds < least.seconds ? l : least));
+    list.files.push(path);
+    list.seconds += seconds(path);
   }
-  const lists = [];
-  for (const slot of slots) {
-    const target = slot.seconds / Math.max(1, Math.round(PROCESSES / AT_ONCE));
-    let list;
-    let start = 0;
-    for (const path of slot.files) {
-      if (!list || list.seconds >= target) {
-        list = { files: [], seconds: 0, start };
-        lists.push(list);
-      }
-      list.files.push(path);
-      list.seconds += seconds(path);
-      start += seconds(path);
-    }
-  }
-  return lists.sort((a, b) => a.start - b.start).map((l) => l.files);
+  return lists.sort((a, b) => b.seconds - a.seconds).map((l) => l.files);
 }
 
 /**
@@ -309,7 +274,7 @@ try {
     [
       '--enable-source-maps',
       '--test',
-      `--test-concurrency=${AT_ONCE}`,
+      '--test-concurrency=2',
       '--test-reporter=spec',
       ...shareOut(files).map((list, i) => entryFor(copy, list, i)),
     ],
