@@ -275,10 +275,6 @@ try {
       '--enable-source-maps',
       '--test',
       '--test-concurrency=2',
-      // A process exits once its files have run, whatever a failed test left open: in one of
-      // CI's runs a failed scale-out test left its S3 server's files open, and its process, with
-      // two more files done, waited on them for good and CI with it.
-      '--test-force-exit',
       '--test-reporter=spec',
       ...shareOut(files).map((list, i) => entryFor(copy, list, i)),
     ],
