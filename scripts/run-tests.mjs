@@ -36,8 +36,8 @@ function collect(dir) {
 }
 
 /**
- * Seconds each of the longer suites took in CI's legs on SQLite and on PostgreSQL, side by side
- * on a slow machine (2026-12-02), for sharing the files out among the processes below; a suite
+ * Seconds each of the longer suites took on SQLite and on PostgreSQL, the two legs run side by
+ * side as CI runs them (without its checks and Node 24 leg) on a slow machine (2026-12-02), for sharing the files out among the processes below; a suite
  * not named counts as DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a
  * run a little longer, never wrong.
  */
@@ -129,10 +129,14 @@ const DEFAULT_SECONDS = 2;
  * file its own, as before 2026-12-02). Loading the app costs a process about 1.4 s of CPU
  * (Kysely, TypeBox, Fastify and its serializers, LiquidJS, the OAuth server, prom-client, then
  * the app's own modules), and with a process per file the 86 files paid it 86 times on each
- * leg of CI: on SQLite 305 s and 461 s of CPU, in 8 processes 208 s and 271 s of CPU, the same
- * 1,915 tests passing (docs/performance.md, "Forty-second pass"). Each process runs its files
- * one after the other, each file as a suite named by its path, its own hooks inside it, as it
- * ran alone; no suite changes process-wide state (environment, working directory, globals).
+ * leg of CI: the SQLite leg alone took 305 s and 461 s of CPU, in 8 processes 208 s and 271 s
+ * of CPU, the same 1,915 tests passing (docs/performance.md, "Forty-second pass"). Each process
+ * runs its files one after the other, each file as a suite named by its path, its own hooks
+ * inside it, as it ran alone; no suite changes process-wide state (environment, working
+ * directory, globals). The price: a failed test that leaves a handle open (a server, a child
+ * process) keeps its whole process, and so the run, from ending, where it held one file's
+ * before; --test-force-exit, which would end it, ended a process on Node 24 in the middle of its
+ * last file with tests unreported (docs/performance.md, same pass).
  */
 const PROCESSES = Number(process.env.FORMWORK_TEST_PROCESSES ?? 8);
 
