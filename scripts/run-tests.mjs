@@ -24,6 +24,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { entrySource } from './test-entry.mjs';
 
 function collect(dir) {
   const out = [];
@@ -133,10 +134,9 @@ const DEFAULT_SECONDS = 2;
  * of CPU, the same 1,915 tests passing (docs/performance.md, "Forty-second pass"). Each process
  * runs its files one after the other, each file as a suite named by its path, its own hooks
  * inside it, as it ran alone; no suite changes process-wide state (environment, working
- * directory, globals). The price: a failed test that leaves a handle open (a server, a child
- * process) keeps its whole process, and so the run, from ending, where it held one file's
- * before; --test-force-exit, which would end it, ended a process on Node 24 in the middle of its
- * last file with tests unreported (docs/performance.md, same pass).
+ * directory, globals). A failed test that leaves a handle open (a server, a child process) would
+ * keep its whole process, and so the run, from ending; the process fails instead, LINGER_SECONDS
+ * after its last test (test-entry.mjs).
  */
 const PROCESSES = Number(process.env.FORMWORK_TEST_PROCESSES ?? 8);
 
@@ -160,24 +160,17 @@ function shareOut(paths) {
 }
 
 /**
- * What node --test is given for one list: its file itself when it is alone, otherwise a file
- * written in the copy that imports each of them inside a suite named by its path.
+ * How long a test process may run on after its last test before it is failed (test-entry.mjs):
+ * a process ends within a second or two of its last test when nothing is left open.
  */
+const LINGER_SECONDS = 60;
+
+/** The file node --test is given for one list: written in the copy, it runs the list's files (test-entry.mjs). */
 function entryFor(copy, list, index) {
-  const js = (path) => path.replace(/\.ts$/, '.js');
-  if (list.length === 1) return js(list[0]);
   const entry = join('test-processes', `${index + 1}.js`);
   mkdirSync(join(copy, 'test-processes'), { recursive: true });
-  writeFileSync(
-    join(copy, entry),
-    "import { describe } from 'node:test';\n" +
-      list
-        .map(
-          (path) =>
-            `describe(${JSON.stringify(path)}, async () => { await import(${JSON.stringify(`../${js(path)}`)}); });\n`,
-        )
-        .join(''),
-  );
+  const files = list.map((path) => ({ name: path, specifier: `../${path.replace(/\.ts$/, '.js')}` }));
+  writeFileSync(join(copy, entry), entrySource(files, LINGER_SECONDS));
   return entry;
 }
 

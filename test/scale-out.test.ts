@@ -19,22 +19,21 @@
  * either missing a failure.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { openDatabase } from '../src/db/database.js';
 import { makeDocx, readDocx } from './support/docmerge-templates.js';
 import { TEST_PG_URL } from './support/helpers.js';
+import { NGINX, startBalancer, type Balancer } from './support/nginx.js';
 import { freePort, ProcessSet, type Served } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { redisAnswers } from './support/redis.js';
 import { startS3, type TestS3 } from './support/s3.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
-const NGINX = '/usr/sbin/nginx';
 const REQUIRE = Boolean(process.env.FORMWORK_TEST_REQUIRE_SCALEOUT);
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 /** Submissions through the balancer: enough to spread over every process and restart, few enough for CI. */
@@ -71,7 +70,7 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
   let s3: TestS3;
   let smtp: SmtpSink;
   let receiver: Receiver;
-  let nginx: { child: ChildProcess; url: string; output(): string } | undefined;
+  let nginx: Balancer | undefined;
   const apiPorts: number[] = [];
   const apis: Served[] = [];
   const workers: Served[] = [];
@@ -121,43 +120,7 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
     token = await processes.createAccount('Scale', 'scale@example.com');
     await Promise.all([startApi(0), startApi(1), startWorker(0), startWorker(1)]);
 
-    // deploy/nginx.conf as shipped, with this run's ports.
-    const prefix = join(processes.dataDir, 'nginx');
-    for (const dir of ['logs', 'tmp']) mkdirSync(join(prefix, dir), { recursive: true });
-    chmodSync(prefix, 0o777);
-    chmodSync(join(prefix, 'tmp'), 0o777);
-    chmodSync(processes.dataDir, 0o755);
-    const shipped = readFileSync('deploy/nginx.conf', 'utf8');
-    for (const needle of ['127.0.0.1:8081', '127.0.0.1:8082', 'listen 127.0.0.1:8080;'])
-      assert.ok(shipped.includes(needle), needle);
-    const conf = shipped
-      .replace('127.0.0.1:8081', `127.0.0.1:${apiPorts[0]}`)
-      .replace('127.0.0.1:8082', `127.0.0.1:${apiPorts[1]}`)
-      .replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${balancerPort};`);
-    writeFileSync(join(prefix, 'nginx.conf'), conf);
-    const child = spawn(NGINX, ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    nginx = {
-      child,
-      url: `http://127.0.0.1:${balancerPort}`,
-      output: () =>
-        output +
-        (existsSync(join(prefix, 'logs/error.log')) ? readFileSync(join(prefix, 'logs/error.log'), 'utf8') : ''),
-    };
-    for (let i = 0; ; i++) {
-      assert.equal(child.exitCode, null, `nginx exited: ${nginx.output()}`);
-      try {
-        if ((await fetch(`${nginx.url}/readyz`)).ok) break;
-      } catch {
-        // not yet
-      }
-      assert.ok(i < 100, `nginx did not answer: ${nginx.output()}`);
-      await sleep(100);
-    }
+    nginx = await startBalancer(processes.dataDir, [apiPorts[0]!, apiPorts[1]!], balancerPort);
   });
 
   after(async () => {
@@ -272,6 +235,9 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
 
       // Load: CONCURRENCY clients, each submission with an Idempotency-Key that its retries repeat.
       let next = 0;
+      // Set when the test fails midway: the clients and the reads below stop, so that nothing
+      // of this test goes on running (and keeps its process open) after it has failed.
+      let stopped = false;
       let crashing = false;
       const ids = new Map<number, number>();
       const failures: string[] = [];
@@ -293,7 +259,7 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
             }
           } else if (!crashing) failures.push(`upload-urls ${i}: ${issued.status} ${issued.text.slice(0, 200)}`);
         }
-        for (let attempt = 1; ; attempt++) {
+        for (let attempt = 1; !stopped; attempt++) {
           let status: number | string;
           try {
             const res = await api(
@@ -334,46 +300,64 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
       })();
       const load = Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
-          while (next < TOTAL) {
+          while (next < TOTAL && !stopped) {
             // Past three fifths the clients wait for the rolling restart to end, so that the crash below comes mid-load.
             if (next >= (TOTAL * 3) / 5) await rolled;
-            await submitOne(next++);
+            if (next < TOTAL && !stopped) await submitOne(next++);
           }
         }),
       );
-      const reached = async (n: number) => {
-        while (ids.size < n) await sleep(50);
-      };
+      try {
+        let loadEnded = false;
+        void load.then(
+          () => (loadEnded = true),
+          () => (loadEnded = true),
+        );
+        const reached = async (n: number) => {
+          while (ids.size < n) {
+            // The clients gave up (a submission that never went through): their error, not a wait without end.
+            if (loadEnded) await load;
+            assert.ok(!loadEnded, `the clients ended at ${ids.size} of ${n} submissions`);
+            await sleep(50);
+          }
+        };
 
-      // A rolling restart: each API process in turn stops (SIGTERM) and starts again on its port.
-      await reached(TOTAL / 5);
-      for (const i of [0, 1]) {
-        const old = apis[i]!;
-        old.child.kill('SIGTERM');
-        assert.deepEqual(await old.exited, { code: 0, signal: null }, old.output());
-        const fresh = await startApi(i);
-        // The next one stops only once the balancer sends this one work again (nginx leaves a
-        // process that refused a connection out for fail_timeout): as a rolling restart must.
-        const served = /formwork_http_requests_total\{method="GET",route="\/api\/v2025\/forms",status="200"/;
-        while (!served.test(await (await fetch(`${fresh.url}/metrics`)).text())) await sleep(100);
+        // A rolling restart: each API process in turn stops (SIGTERM) and starts again on its port.
+        await reached(TOTAL / 5);
+        for (const i of [0, 1]) {
+          const old = apis[i]!;
+          old.child.kill('SIGTERM');
+          assert.deepEqual(await old.exited, { code: 0, signal: null }, old.output());
+          const fresh = await startApi(i);
+          // The next one stops only once the balancer sends this one work again (nginx leaves a
+          // process that refused a connection out for fail_timeout): as a rolling restart must.
+          const served = /formwork_http_requests_total\{method="GET",route="\/api\/v2025\/forms",status="200"/;
+          for (let wait = 0; !served.test(await (await fetch(`${fresh.url}/metrics`)).text()); wait++) {
+            assert.ok(wait < 600, `the balancer sent API process ${i} no work for a minute after its restart`);
+            await sleep(100);
+          }
+        }
+        const afterRolling = ids.size;
+        rolledDone();
+        assert.deepEqual(failures, [], 'no request failed during the rolling restart');
+
+        // A crash: a worker and an API process killed mid-run, then started again.
+        await reached(Math.min(TOTAL - 2 * CONCURRENCY, afterRolling + TOTAL / 10));
+        crashing = true;
+        workers[0]!.child.kill('SIGKILL');
+        apis[1]!.child.kill('SIGKILL');
+        await Promise.all([workers[0]!.exited, apis[1]!.exited]);
+        await Promise.all([startWorker(0), startApi(1)]);
+        await sleep(1000);
+        crashing = false;
+
+        await load;
+      } finally {
+        stopped = true;
+        loading = false;
+        rolledDone();
+        await Promise.allSettled([load, reads]);
       }
-      const afterRolling = ids.size;
-      rolledDone();
-      assert.deepEqual(failures, [], 'no request failed during the rolling restart');
-
-      // A crash: a worker and an API process killed mid-run, then started again.
-      await reached(Math.min(TOTAL - 2 * CONCURRENCY, afterRolling + TOTAL / 10));
-      crashing = true;
-      workers[0]!.child.kill('SIGKILL');
-      apis[1]!.child.kill('SIGKILL');
-      await Promise.all([workers[0]!.exited, apis[1]!.exited]);
-      await Promise.all([startWorker(0), startApi(1)]);
-      await sleep(1000);
-      crashing = false;
-
-      await load;
-      loading = false;
-      await reads;
       assert.deepEqual(failures, [], 'no request failed outside the crash');
       assert.equal(ids.size, TOTAL);
       const submissionIds = new Set(ids.values());
