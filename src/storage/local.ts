@@ -51,12 +51,17 @@ export class LocalStorage implements Storage {
       `${this.writer === undefined ? '' : `${this.writer}.`}${randomBytes(12).toString('hex')}.part`,
     );
     const limit = new ByteLimit(options.maxBytes);
+    const file = createWriteStream(tmp, { flags: 'wx' });
     try {
-      await pipeline(body, limit, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(body, limit, file);
       await mkdir(dirname(target), { recursive: true });
       await rename(tmp, target);
       return { size: limit.bytes };
     } catch (error) {
+      // pipeline rejects as soon as a stream fails, while the file may still be opening (a
+      // limit passed or a body failed at its first chunk): removed before its open, the file
+      // would be made after and left (seen under load). Its close comes after the open.
+      if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
       await rm(tmp, { force: true });
       if (limit.exceeded) throw new ObjectTooLargeError(options.maxBytes);
       throw error;
