@@ -45,8 +45,12 @@ describe('the shipped nginx configuration, one API process away', { skip }, () =
   });
 
   after(async () => {
-    balancer?.child.kill('SIGTERM');
-    if (balancer) await new Promise((resolve) => balancer!.child.once('exit', resolve));
+    const child = balancer?.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
     await processes.close();
   });
 
