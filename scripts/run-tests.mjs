@@ -132,11 +132,11 @@ const DEFAULT_SECONDS = 2;
  * the app's own modules), and with a process per file the 86 files paid it 86 times on each
  * leg of CI: the SQLite leg alone took 305 s and 461 s of CPU, in 8 processes 208 s and 271 s
  * of CPU, the same 1,915 tests passing (docs/performance.md, "Forty-second pass"). Each process
- * runs its files one after the other, each file as a suite named by its path, its own hooks
- * inside it, as it ran alone; no suite changes process-wide state (environment, working
- * directory, globals). A failed test that leaves a handle open (a server, a child process) would
- * keep its whole process, and so the run, from ending; the process fails instead, LINGER_SECONDS
- * after its last test (test-entry.mjs).
+ * runs its files one after the other, each file as a suite named by its path and loaded once
+ * the one before it has ended (test-entry.mjs), its own hooks inside it, as it ran alone; no
+ * suite changes process-wide state (environment, working directory, globals). A failed test
+ * that leaves a handle open (a server, a child process) would keep its whole process, and so
+ * the run, from ending; the process fails instead, LINGER_SECONDS after its last test.
  */
 const PROCESSES = Number(process.env.FORMWORK_TEST_PROCESSES ?? 8);
 

@@ -1,7 +1,8 @@
 /**
  * The entry of one test process (scripts/test-entry.mjs), run by node --test as the runner
- * runs it: a test that leaves a server open fails the process once it has lingered, with its
- * tests reported and what held it named; a process that holds nothing ends at once, passing.
+ * runs it: its files are loaded one after the other, each once the one before has ended; a
+ * test that leaves a server open fails the process once it has lingered, with its tests
+ * reported and what held it named; a process that holds nothing ends at once, passing.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -18,6 +19,17 @@ writeFileSync(
     "it('passes and leaves a server listening', () => { createServer().listen(0, '127.0.0.1'); });\n",
 );
 writeFileSync(join(dir, 'tidy.mjs'), "import { it } from 'node:test';\nit('passes and leaves nothing', () => {});\n");
+// A file whose test ends half a second in, and one that records at its top level whether it had.
+writeFileSync(
+  join(dir, 'slow.mjs'),
+  "import { it } from 'node:test';\n" +
+    "it('ends half a second in', async () => { await new Promise((r) => setTimeout(r, 500)); globalThis.slowEnded = true; });\n",
+);
+writeFileSync(
+  join(dir, 'loads-after.mjs'),
+  "import assert from 'node:assert/strict';\nimport { it } from 'node:test';\nconst ended = globalThis.slowEnded === true;\n" +
+    "it('was loaded once the file before it had ended', () => assert.equal(ended, true));\n",
+);
 
 /** node --test on an entry of files, as a run of its own (not a child of this one); its exit code and output. */
 async function runEntry(name: string, files: string[], lingerSeconds: number) {
@@ -50,6 +62,12 @@ describe('a test process entry', () => {
     assert.match(run.output, /✔ passes and leaves a server listening/);
     assert.match(run.output, /✔ passes and leaves nothing/);
     assert.match(run.output, /still ran 1 s after its last test, held open by: .*TCPServerWrap/);
+  });
+
+  it('loads each file once the one before it has ended', async () => {
+    const run = await runEntry('in-turn.mjs', ['slow.mjs', 'loads-after.mjs'], 30);
+    assert.equal(run.code, 0, run.output);
+    assert.match(run.output, /✔ was loaded once the file before it had ended/);
   });
 
   it('lets a process that holds nothing end by itself, passing', async () => {
