@@ -245,6 +245,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const resolvedPublicUrl = (publicUrl?.toString() ?? `http://localhost:${port}/`).replace(/\/+$/, '');
+  // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
+  const jobLeaseSeconds = integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400);
+  const webhookTimeoutMs = integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 600_000);
+  // A delivery that waited its whole timeout would outlast its lease: aborted as a lost run, it
+  // would be sent again at once rather than on the retry schedule, and end failed for its lease.
+  if (jobLeaseSeconds * 1000 <= webhookTimeoutMs)
+    throw new ConfigError(
+      'JOB_LEASE_SECONDS',
+      `must be longer than WEBHOOK_TIMEOUT_MS (${webhookTimeoutMs} ms), or a webhook delivery could outlast its lease; got ${jobLeaseSeconds}`,
+    );
   return {
     port,
     host,
@@ -281,14 +291,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailureAttempts: integer(env, 'AUTH_FAILURE_ATTEMPTS', 100, 1, 1_000_000),
     tokenUsageFlushSeconds: integer(env, 'TOKEN_USAGE_FLUSH_SECONDS', 60, 1, 86_400),
     workerPollMs: integer(env, 'WORKER_POLL_MS', 1000, 10, 3_600_000),
-    // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
-    jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400),
+    jobLeaseSeconds,
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', 4, 1, 64),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 30, 1, 3650),
     // At least 5 seconds: heartbeats go every sixth of it, and a busy database may delay one.
     processTimeoutSeconds: integer(env, 'PROCESS_TIMEOUT_SECONDS', 30, 5, 3600),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
-    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 600_000),
+    webhookTimeoutMs,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString(),
     // At most the 10 emails a worker sends at once (emails/jobs.ts): more would never all be used.
     smtpConnections: integer(env, 'SMTP_CONNECTIONS', 5, 1, 10),

@@ -840,6 +840,21 @@ describe(`background jobs (${dialectName})`, () => {
       );
     }
   });
+
+  it('refuses a job lease no longer than a webhook delivery may take, naming both settings', () => {
+    // The default timeout is 15 s: a delivery that took it all would outlast a lease of 15 s.
+    for (const env of [{ JOB_LEASE_SECONDS: '15' }, { JOB_LEASE_SECONDS: '30', WEBHOOK_TIMEOUT_MS: '30000' }])
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.setting === 'JOB_LEASE_SECONDS' &&
+          /WEBHOOK_TIMEOUT_MS \(\d+ ms\)/.test(e.message),
+        JSON.stringify(env),
+      );
+    assert.equal(loadConfig({ JOB_LEASE_SECONDS: '16' }).jobLeaseSeconds, 16);
+    assert.equal(loadConfig({ JOB_LEASE_SECONDS: '5', WEBHOOK_TIMEOUT_MS: '4000' }).webhookTimeoutMs, 4000);
+  });
 });
 
 // Worker processes on the database of a test app: the command that deployments scale out.

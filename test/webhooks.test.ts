@@ -1034,8 +1034,10 @@ describe(`webhook deliveries across a worker crash (${dialectName})`, () => {
         WEBHOOK_ALLOW_PRIVATE: 'true',
         WORKER_POLL_MS: '50',
         WORKER_CONCURRENCY: '4',
-        // The lease of a killed worker's jobs runs out this soon (real time: it is another process).
+        // The lease of a killed worker's jobs runs out this soon (real time: it is another process),
+        // and a delivery's timeout must be shorter than the lease.
         JOB_LEASE_SECONDS: '5',
+        WEBHOOK_TIMEOUT_MS: '4000',
         ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
       },
       stdio: ['ignore', 'ignore', 'pipe'],
