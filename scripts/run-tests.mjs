@@ -38,8 +38,9 @@ function collect(dir) {
 
 /**
  * Seconds each of the longer suites took on SQLite and on PostgreSQL, the two legs run side by
- * side as CI runs them (without its checks and Node 24 leg) on a slow machine (2026-12-02), for sharing the files out among the processes below; a suite
- * not named counts as DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a
+ * side as CI runs them (without its checks and Node 24 leg) on a slow machine (2026-12-02),
+ * for sharing the files out among the processes below; a suite not named counts as
+ * DEFAULT_SECONDS. Only the balance depends on them: a stale figure makes a
  * run a little longer, never wrong.
  */
 const SECONDS = {

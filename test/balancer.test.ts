@@ -11,20 +11,11 @@
  * sets it), which makes that a failure.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { NGINX, startBalancer, type Balancer } from './support/nginx.js';
+import { nginxMissing, skipUnlessPresent, startBalancer, type Balancer } from './support/nginx.js';
 import { freePort, ProcessSet } from './support/processes.js';
 
-function skipReason(): string | false {
-  if (existsSync(NGINX)) return false;
-  const reason = `missing ${NGINX} (apt-get install nginx-light)`;
-  if (process.env.FORMWORK_TEST_REQUIRE_SCALEOUT)
-    throw new Error(`FORMWORK_TEST_REQUIRE_SCALEOUT is set but: ${reason}`);
-  return `${reason}; set FORMWORK_TEST_REQUIRE_SCALEOUT=1 to fail instead`;
-}
-
-const skip = skipReason();
+const skip = skipUnlessPresent(nginxMissing());
 
 describe('the shipped nginx configuration, one API process away', { skip }, () => {
   const processes = new ProcessSet('balancer');
@@ -45,12 +36,7 @@ describe('the shipped nginx configuration, one API process away', { skip }, () =
   });
 
   after(async () => {
-    const child = balancer?.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await balancer?.stop();
     await processes.close();
   });
 

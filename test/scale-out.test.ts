@@ -20,21 +20,20 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { openDatabase } from '../src/db/database.js';
 import { makeDocx, readDocx } from './support/docmerge-templates.js';
 import { TEST_PG_URL } from './support/helpers.js';
-import { NGINX, startBalancer, type Balancer } from './support/nginx.js';
+import { nginxMissing, skipUnlessPresent, startBalancer, type Balancer } from './support/nginx.js';
 import { freePort, ProcessSet, type Served } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { redisAnswers } from './support/redis.js';
 import { startS3, type TestS3 } from './support/s3.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
-const REQUIRE = Boolean(process.env.FORMWORK_TEST_REQUIRE_SCALEOUT);
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 /** Submissions through the balancer: enough to spread over every process and restart, few enough for CI. */
 const TOTAL = Number(process.env.FORMWORK_TEST_SCALEOUT_SUBMISSIONS || 1500);
@@ -42,14 +41,7 @@ const CONCURRENCY = 12;
 
 async function skipReason(): Promise<string | false> {
   if (!TEST_PG_URL) return 'runs on PostgreSQL only (set FORMWORK_TEST_DATABASE_URL)';
-  const missing = [
-    ...(existsSync(NGINX) ? [] : [`${NGINX} (apt-get install nginx-light)`]),
-    ...((await redisAnswers(REDIS_URL)) ? [] : [`Redis at ${REDIS_URL}`]),
-  ];
-  if (missing.length === 0) return false;
-  const reason = `missing ${missing.join(' and ')}`;
-  if (REQUIRE) throw new Error(`FORMWORK_TEST_REQUIRE_SCALEOUT is set but: ${reason}`);
-  return `${reason}; set FORMWORK_TEST_REQUIRE_SCALEOUT=1 to fail instead`;
+  return skipUnlessPresent([...nginxMissing(), ...((await redisAnswers(REDIS_URL)) ? [] : [`Redis at ${REDIS_URL}`])]);
 }
 
 /** The formwork arguments of a systemd unit's ExecStart (deploy/systemd). */
@@ -129,7 +121,7 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
   after(async () => {
     // Skipped, it still made its data folder (new ProcessSet), which goes too.
     if (skip) return processes.close();
-    nginx?.child.kill('SIGTERM');
+    await nginx?.stop();
     await processes.close('SIGKILL');
     await Promise.all([s3?.close(), smtp?.close(), receiver?.close()]);
   });

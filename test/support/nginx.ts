@@ -9,11 +9,30 @@ import { join } from 'node:path';
 
 export const NGINX = '/usr/sbin/nginx';
 
+/** What a balancer test lacks to run (besides what missing names): nginx itself. */
+export function nginxMissing(): string[] {
+  return existsSync(NGINX) ? [] : [`${NGINX} (apt-get install nginx-light)`];
+}
+
+/**
+ * Why a balancer test is skipped, given what it lacks, or false when it lacks nothing;
+ * with FORMWORK_TEST_REQUIRE_SCALEOUT set (CI sets it), lacking anything throws instead.
+ */
+export function skipUnlessPresent(missing: string[]): string | false {
+  if (missing.length === 0) return false;
+  const reason = `missing ${missing.join(' and ')}`;
+  if (process.env.FORMWORK_TEST_REQUIRE_SCALEOUT)
+    throw new Error(`FORMWORK_TEST_REQUIRE_SCALEOUT is set but: ${reason}`);
+  return `${reason}; set FORMWORK_TEST_REQUIRE_SCALEOUT=1 to fail instead`;
+}
+
 export interface Balancer {
   child: ChildProcess;
   url: string;
   /** What nginx wrote to its output and its error log. */
   output(): string;
+  /** Stops nginx (SIGTERM) if it still runs, and waits for its end. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -47,11 +66,15 @@ export async function startBalancer(dir: string, apiPorts: [number, number], bal
     url: `http://127.0.0.1:${balancerPort}`,
     output: () =>
       output + (existsSync(join(prefix, 'logs/error.log')) ? readFileSync(join(prefix, 'logs/error.log'), 'utf8') : ''),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) {
-      assert.fail(`nginx exited: ${balancer.output()}`);
-    }
+    if (child.exitCode !== null) assert.fail(`nginx exited: ${balancer.output()}`);
     try {
       if ((await fetch(`${balancer.url}/healthz`)).ok) return balancer;
     } catch {
