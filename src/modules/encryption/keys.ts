@@ -15,6 +15,9 @@ import { throttle } from '../../http/rate-limit.js';
 import type { KeyObject } from 'node:crypto';
 
 /** The request header that carries a form's encryption password, and the original service's name for it. */
+/** ENCRYPTION_PASSWORD_ATTEMPTS wrong passwords a form takes in this fixed window (on the clock). */
+export const PASSWORD_ATTEMPT_WINDOW_SECONDS = 900;
+
 export const PASSWORD_HEADERS = ['x-formwork-encryption-password', 'x-fs-encryption-password'] as const;
 
 export class EncryptionPasswordError extends UnauthorizedError {
@@ -117,7 +120,12 @@ export class FormKeyCache {
     const kdf = this.ctx.hasher.kdf({
       account: form.account_id,
       attempt: () =>
-        throttle(this.ctx.rateLimiter, `encryption:form:${form.id}`, this.ctx.config.encryptionPasswordAttempts, 900),
+        throttle(
+          this.ctx.rateLimiter,
+          `encryption:form:${form.id}`,
+          this.ctx.config.encryptionPasswordAttempts,
+          PASSWORD_ATTEMPT_WINDOW_SECONDS,
+        ),
     });
     let keys: FormKeys;
     try {
