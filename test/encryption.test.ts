@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { bytesUnder } from './support/disk.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { toWindowStart } from './support/quota.js';
 import { assertHourBounds, ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -334,8 +335,7 @@ describe(`encrypted forms (${dialectName})`, () => {
     const strict = await startTestApp({ ENCRYPTION_PASSWORD_ATTEMPTS: '3' }, undefined, { productionHashes: true });
     try {
       // To the start of a 15-minute throttle window, so that the guesses below do not straddle two.
-      const clock = strict.server.ctx.clock;
-      clock.advance(900_000 - (clock.now() % 900_000));
+      toWindowStart(strict.server.ctx.clock, 900_000);
       const acc = await strict.account();
       const f = await ok(
         acc.post('/forms', {

@@ -5,6 +5,7 @@ import { Hasher, HashingBusyError, SCRYPT_PARAMS } from '../src/crypto/hasher.js
 import { hashPassword, unmatchableHash, verifyPassword } from '../src/crypto/secrets.js';
 import { TooManyRequestsError } from '../src/errors.js';
 import { dialectName, startTestApp, type Reply } from './support/helpers.js';
+import { toWindowStart } from './support/quota.js';
 import { authorizeUrl, Browser, readForm, registerClient } from './support/oauth-flow.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -131,8 +132,7 @@ describe(`password hashing limits (${dialectName})`, () => {
     try {
       // To the start of a 15-minute budget window, so that the hashes below do not straddle two
       // (a slow run that crossed a boundary once found the fifth hash in a new, empty window).
-      const clock = app.server.ctx.clock;
-      clock.advance(900_000 - (clock.now() % 900_000));
+      toWindowStart(app.server.ctx.clock, 900_000);
       const [a, b] = [await app.account('A'), await app.account('B')];
       const sealed = (name: string) => ({
         name,

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { removeExpiredPartials } from '../src/modules/partials/service.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { toWindowStart } from './support/quota.js';
 import { savePartialOf } from './support/partials.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -235,8 +236,7 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
         });
       };
       // The limiter's windows are aligned on the epoch: the three sends start a window, so that they all fall in it.
-      const clock = strict.server.ctx.clock;
-      clock.advance(60_000 - (clock.now() % 60_000));
+      toWindowStart(strict.server.ctx.clock, 60_000);
       assert.equal((await send('One')).status, 200);
       assert.equal((await send('Two')).status, 200);
       const third = await send('Three');

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { ACCESS_TOKEN_SECONDS, CODE_SECONDS, REFRESH_TOKEN_SECONDS } from '../src/modules/oauth/model.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { toWindowStart } from './support/quota.js';
 import {
   apiStatus,
   authorize,
@@ -315,8 +316,7 @@ describe('authorization endpoint', () => {
     try {
       // To the start of a 15-minute throttle window, so that the attempts below do not straddle two
       // (a slow run on CI once found the fourth attempt in a new, empty window).
-      const clock = small.server.ctx.clock;
-      clock.advance(900_000 - (clock.now() % 900_000));
+      toWindowStart(small.server.ctx.clock, 900_000);
       const o = await small.account();
       const c = await registerClient(o);
       const u = await userWithPassword(o);

@@ -32,6 +32,7 @@ import { nginxMissing, skipUnlessPresent, startBalancer, type Balancer } from '.
 import { freePort, ProcessSet, type Served } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { redisAnswers } from './support/redis.js';
+import { awayFromWindowEnd } from './support/quota.js';
 import { startS3, type TestS3 } from './support/s3.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
 
@@ -195,11 +196,8 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
     const submission = await ok(two, 'POST', `/forms/${sealed.id}/submissions`, {
       fields: [{ id: sealed.fields[0].id, value: 'secret' }],
     });
-    // The throttle's window is fifteen minutes on the clock (keys.ts, rate-limiter.ts): guesses
-    // that straddle its end count afresh after it (a CI run saw six 401s), so they start with a
-    // minute of it left at least.
-    const left = PASSWORD_ATTEMPT_WINDOW_SECONDS - ((Date.now() / 1000) % PASSWORD_ATTEMPT_WINDOW_SECONDS);
-    if (left < 60) await sleep((left + 1) * 1000);
+    // The throttle's window is a quarter hour on the clock: the guesses start with a minute of it left at least.
+    await awayFromWindowEnd(PASSWORD_ATTEMPT_WINDOW_SECONDS * 1000, 60_000);
     const statuses: number[] = [];
     for (const base of [one, two, one, two, one, two]) {
       const res = await api(base, 'GET', `/submissions/${submission.id}`, undefined, {

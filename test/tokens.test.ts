@@ -14,6 +14,7 @@ import { SCOPES } from '../src/http/access.js';
 import { PAT_PREFIX } from '../src/modules/accounts/service.js';
 import { writeLastUsed } from '../src/modules/tokens/repository.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { toWindowStart } from './support/quota.js';
 import {
   authorize,
   basicOf,
@@ -486,7 +487,9 @@ describe(`failed authentications per address (${dialectName}, in memory)`, () =>
   });
   after(() => app.close());
 
+  // The failures count in windows of a quarter hour on the clock (rate-limit.ts): each test starts one.
   it('refuses bad bearer tokens past the limit with 429, while valid tokens and other addresses pass', async () => {
+    toWindowStart(app.server.ctx.clock, 900_000);
     const from = failures(app, address(), client);
     for (let i = 0; i < 4; i++) {
       const res = await from.bearer();
@@ -520,6 +523,7 @@ describe(`failed authentications per address (${dialectName}, in memory)`, () =>
   });
 
   it('counts wrong client secrets at the token, revocation and introspection endpoints, in the same count', async () => {
+    toWindowStart(app.server.ctx.clock, 900_000);
     const where = address();
     const from = failures(app, where, client);
     assert.equal((await from.bearer()).status, 401);
@@ -574,6 +578,9 @@ describe(
       const second = await startTestApp(env, first);
       const where = address();
       try {
+        // Both to the start of one quarter hour of failures, counted in Redis by each one's clock.
+        toWindowStart(first.server.ctx.clock, 900_000);
+        toWindowStart(second.server.ctx.clock, 900_000);
         const owner = await first.account();
         const client = await registerClient(owner);
         assert.equal((await failures(first, where, client).bearer()).status, 401);

@@ -1,11 +1,28 @@
+import type { Clock } from '../../src/clock.js';
+
 /**
- * Waits out the end of the current minute when it is less than needMs away, so that calls a
- * test compares by their quota counts all fall in one of the per-minute windows: the limiter's
- * windows are fixed ones of the clock (src/http/rate-limiter.ts), and a window that ends
- * between two calls counts nothing comparable (a CI run once crossed a minute's end between two
- * calls and found the remaining calls grown by 16).
+ * The limiter's windows are fixed ones of the clock (src/http/rate-limiter.ts): calls that a
+ * test counts against a limit must fall in one window, as a window that ends between two calls
+ * counts nothing comparable (a CI run once crossed a minute's end between two calls and found
+ * the remaining calls grown by 16; another, six wrong passwords across a quarter hour's end, all
+ * answered 401).
  */
-export async function awayFromMinuteEnd(needMs: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
+
+/**
+ * For processes on the real clock: waits out the end of the current window of windowMs when it
+ * is less than needMs away.
+ */
+export async function awayFromWindowEnd(windowMs: number, needMs: number): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
+/** awayFromWindowEnd for the per-minute windows. */
+export function awayFromMinuteEnd(needMs: number): Promise<void> {
+  return awayFromWindowEnd(60_000, needMs);
+}
+
+/** For a test app's clock: moves it to the start of the next window of windowMs, without waiting. */
+export function toWindowStart(clock: Clock, windowMs: number): void {
+  clock.advance(windowMs - (clock.now() % windowMs));
 }
