@@ -579,8 +579,7 @@ describe(
       const where = address();
       try {
         // Both to the start of one quarter hour of failures, counted in Redis by each one's clock.
-        toWindowStart(first.server.ctx.clock, 900_000);
-        toWindowStart(second.server.ctx.clock, 900_000);
+        toWindowStart(first.server.ctx.clock, 900_000, second.server.ctx.clock);
         const owner = await first.account();
         const client = await registerClient(owner);
         assert.equal((await failures(first, where, client).bearer()).status, 401);

@@ -14,10 +14,10 @@ import { UnauthorizedError } from '../../errors.js';
 import { throttle } from '../../http/rate-limit.js';
 import type { KeyObject } from 'node:crypto';
 
-/** The request header that carries a form's encryption password, and the original service's name for it. */
 /** ENCRYPTION_PASSWORD_ATTEMPTS wrong passwords a form takes in this fixed window (on the clock). */
 export const PASSWORD_ATTEMPT_WINDOW_SECONDS = 900;
 
+/** The request header that carries a form's encryption password, and the original service's name for it. */
 export const PASSWORD_HEADERS = ['x-formwork-encryption-password', 'x-fs-encryption-password'] as const;
 
 export class EncryptionPasswordError extends UnauthorizedError {
