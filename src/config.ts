@@ -82,6 +82,8 @@ export interface Config {
   smtpUrl: string | undefined;
   /** The most connections to SMTP_URL one process keeps open at once; each carries one message at a time. */
   smtpConnections: number;
+  /** The longest one message may take through SMTP_URL, from its send (waiting for a connection included) to the server's answer, in ms. */
+  smtpTimeoutMs: number;
   /** The From address of every email: an address, or "Name <address>". */
   mailFrom: { name: string | undefined; address: string };
   /** The most bytes of files one email attaches, all files together; files beyond it are named, not attached. */
@@ -248,13 +250,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // At least 5 seconds: a shorter lease would be taken over while a healthy handler is between checkpoints.
   const jobLeaseSeconds = integer(env, 'JOB_LEASE_SECONDS', 300, 5, 86_400);
   const webhookTimeoutMs = integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 600_000);
-  // A delivery that waited its whole timeout would outlast its lease: aborted as a lost run, it
-  // would be sent again at once rather than on the retry schedule, and end failed for its lease.
-  if (jobLeaseSeconds * 1000 <= webhookTimeoutMs)
-    throw new ConfigError(
-      'JOB_LEASE_SECONDS',
-      `must be longer than WEBHOOK_TIMEOUT_MS (${webhookTimeoutMs} ms), or a webhook delivery could outlast its lease; got ${jobLeaseSeconds}`,
-    );
+  const smtpTimeoutMs = integer(env, 'SMTP_TIMEOUT_MS', 120_000, 1_000, 600_000);
+  // A delivery or a message that waited its whole timeout would outlast its lease: aborted as a
+  // lost run, it would be sent again at once rather than on the retry schedule, and end failed
+  // for its lease.
+  const smtpUrl = url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString();
+  for (const [name, ms, what] of [
+    ['WEBHOOK_TIMEOUT_MS', webhookTimeoutMs, 'a webhook delivery'],
+    // Without SMTP_URL messages go to the mail log, a write of the job's own.
+    ...(smtpUrl === undefined ? [] : ([['SMTP_TIMEOUT_MS', smtpTimeoutMs, 'an email']] as const)),
+  ] as const) {
+    if (jobLeaseSeconds * 1000 <= ms)
+      throw new ConfigError(
+        'JOB_LEASE_SECONDS',
+        `must be longer than ${name} (${ms} ms), or ${what} could outlast its lease; got ${jobLeaseSeconds}`,
+      );
+  }
   return {
     port,
     host,
@@ -298,9 +309,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     processTimeoutSeconds: integer(env, 'PROCESS_TIMEOUT_SECONDS', 30, 5, 3600),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookTimeoutMs,
-    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:'])?.toString(),
+    smtpUrl,
     // At most the 10 emails a worker sends at once (emails/jobs.ts): more would never all be used.
     smtpConnections: integer(env, 'SMTP_CONNECTIONS', 5, 1, 10),
+    smtpTimeoutMs,
     mailFrom: mailFrom(env.MAIL_FROM, resolvedPublicUrl),
     mailAttachmentMaxBytes: integer(env, 'MAIL_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     optionImageMaxBytes: integer(env, 'OPTION_IMAGE_MAX_BYTES', 2 * 1024 * 1024, 1024, 100 * 1024 * 1024),

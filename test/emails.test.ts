@@ -7,11 +7,18 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
-import { safeSmtpError, sendSmtp, type OutgoingMail } from '../src/modules/emails/transport.js';
+import { safeSmtpError, sendSmtp, type OutgoingMail, type SmtpSettings } from '../src/modules/emails/transport.js';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './support/smtp.js';
 
 const KINDS = ['confirmation', 'notification'] as const;
+/** The signal of a job that is never stopped. */
+const never = () => new AbortController().signal;
+
+/** SMTP settings as smtpOf makes them from the configuration. */
+function smtpAt(url: string, connections = 1, timeoutMs = 30_000): SmtpSettings {
+  return { url, connections, timeoutMs };
+}
 const PASSWORD = 'a sealed form password';
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
@@ -298,6 +305,44 @@ function plainMail(to: string, messageId: string): OutgoingMail {
   };
 }
 
+/**
+ * A real SMTP server that takes the first message it is sent and never answers it (a relay
+ * that stalls), and delivers the ones after it.
+ */
+async function startStallingServer() {
+  const state = { connections: 0, closed: 0, taken: 0, delivered: [] as string[] };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    closeTimeout: 200,
+    onConnect(_session, callback) {
+      state.connections++;
+      callback();
+    },
+    onClose() {
+      state.closed++;
+    },
+    onData(stream, session, callback) {
+      stream.resume();
+      stream.on('end', () => {
+        if (++state.taken === 1) return;
+        state.delivered.push(session.envelope.rcptTo[0]!.address);
+        callback();
+      });
+    },
+  });
+  // A connection cut by the client is reported here: what the tests make happen.
+  server.on('error', () => undefined);
+  server.listen(0, '127.0.0.1');
+  await once(server.server, 'listening');
+  const { port } = server.server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `smtp://127.0.0.1:${port}`,
+    close: () => new Promise((r) => server.close(() => r(undefined))),
+  });
+}
+
 describe(`sending through SMTP (${dialectName})`, () => {
   let app: TestApp;
   let a: TestAccount;
@@ -529,7 +574,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
   it('never shows the SMTP credentials in an error', async () => {
     const wrong = smtp.url.replace(smtp.password, 'Wr0ng-password-here');
     const mail = plainMail('x@example.com', '<t@forms.test>');
-    await assert.rejects(sendSmtp(wrong, 1, mail), (error: Error) => {
+    await assert.rejects(sendSmtp(smtpAt(wrong), mail, never()), (error: Error) => {
       assert.match(error.message, /^SMTP: /);
       assert.ok(!error.message.includes('Wr0ng-password-here'), error.message);
       return true;
@@ -563,15 +608,15 @@ describe(`sending through SMTP (${dialectName})`, () => {
     const { port } = server.server.address() as AddressInfo;
     const mail = plainMail('tls@example.com', '<tls@forms.test>');
     try {
-      await sendSmtp(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`, 1, mail);
+      await sendSmtp(smtpAt(`smtps://127.0.0.1:${port}/?tls.rejectUnauthorized=false`), mail, never());
       assert.deepEqual(received, ['tls tls@example.com']);
       // Checked as any TLS connection is: the sink's certificate is its own.
-      await assert.rejects(sendSmtp(`smtps://127.0.0.1:${port}`, 1, mail), /^Error: SMTP: .*certificate/);
+      await assert.rejects(sendSmtp(smtpAt(`smtps://127.0.0.1:${port}`), mail, never()), /^Error: SMTP: .*certificate/);
     } finally {
       await new Promise((r) => server.close(() => r(undefined)));
     }
     // Nothing listens on the port any more: the attempt fails at once, with the reason.
-    await assert.rejects(sendSmtp(`smtp://127.0.0.1:${port}`, 1, mail), /^Error: SMTP: .*ECONNREFUSED/);
+    await assert.rejects(sendSmtp(smtpAt(`smtp://127.0.0.1:${port}`), mail, never()), /^Error: SMTP: .*ECONNREFUSED/);
   });
 
   it('opens as many connections at once as SMTP_CONNECTIONS says, and no more', async () => {
@@ -608,7 +653,11 @@ describe(`sending through SMTP (${dialectName})`, () => {
       try {
         await Promise.all(
           Array.from({ length: 16 }, (_, i) =>
-            sendSmtp(`smtp://127.0.0.1:${port}`, connections, plainMail(`to${i}@example.com`, `<c${i}@forms.test>`)),
+            sendSmtp(
+              smtpAt(`smtp://127.0.0.1:${port}`, connections),
+              plainMail(`to${i}@example.com`, `<c${i}@forms.test>`),
+              never(),
+            ),
           ),
         );
         assert.equal(received, 16);
@@ -617,6 +666,75 @@ describe(`sending through SMTP (${dialectName})`, () => {
         await new Promise((r) => server.close(() => r(undefined)));
       }
     }
+  });
+
+  it('cuts a message with no answer within SMTP_TIMEOUT_MS, and the message behind it, and sends the next anew', async () => {
+    const stalled = await startStallingServer();
+    try {
+      const at = smtpAt(stalled.url, 1, 1000);
+      // One connection: the second message waits in the pool behind the first.
+      const [first, second] = await Promise.allSettled([
+        sendSmtp(at, plainMail('stalled@example.com', '<s1@forms.test>'), never()),
+        sendSmtp(at, plainMail('behind@example.com', '<s2@forms.test>'), never()),
+      ]);
+      assert.equal(first.status, 'rejected');
+      assert.match(String(first.reason), /^Error: SMTP: no answer within 1000 ms \(SMTP_TIMEOUT_MS\)$/);
+      assert.equal(second.status, 'rejected', 'the message queued behind it fails with its pool');
+      // The stalled connection is closed from this side: nothing more of it reaches the server.
+      await waitFor('the stalled connection closed', () => (stalled.closed >= 1 ? true : undefined));
+      assert.equal(stalled.connections, 1);
+      await sendSmtp(at, plainMail('next@example.com', '<s3@forms.test>'), never());
+      assert.equal(stalled.connections, 2, 'the next message opens a new connection');
+      assert.deepEqual(stalled.delivered, ['next@example.com']);
+    } finally {
+      await stalled.close();
+    }
+  });
+
+  it('cuts a message at once when its job is stopped, and sends nothing for a job already stopped', async () => {
+    const stalled = await startStallingServer();
+    try {
+      const at = smtpAt(stalled.url, 1, 30_000);
+      const stopped = new AbortController();
+      stopped.abort(new Error('stopped'));
+      await assert.rejects(sendSmtp(at, plainMail('never@example.com', '<a0@forms.test>'), stopped.signal));
+      assert.equal(stalled.connections, 0, 'no connection for a job already stopped');
+      const job = new AbortController();
+      const sending = sendSmtp(at, plainMail('stalled@example.com', '<a1@forms.test>'), job.signal);
+      await waitFor('the message taken', () => (stalled.taken >= 1 ? true : undefined));
+      job.abort(new Error('the lease ran out'));
+      await assert.rejects(sending, /^Error: SMTP: the send was stopped with its job$/);
+      await waitFor('the connection closed', () => (stalled.closed >= 1 ? true : undefined));
+      assert.deepEqual(stalled.delivered, []);
+    } finally {
+      await stalled.close();
+    }
+  });
+
+  it('takes SMTP_TIMEOUT_MS from 1 s to 10 min, 2 min unless set, and shorter than the job lease when SMTP_URL is set', () => {
+    assert.equal(loadConfig({}).smtpTimeoutMs, 120_000);
+    assert.equal(loadConfig({ SMTP_TIMEOUT_MS: '1000' }).smtpTimeoutMs, 1000);
+    for (const value of ['999', '600001', 'long']) {
+      assert.throws(
+        () => loadConfig({ SMTP_TIMEOUT_MS: value }),
+        (e: unknown) => e instanceof ConfigError && e.setting === 'SMTP_TIMEOUT_MS',
+        value,
+      );
+    }
+    const url = 'smtp://127.0.0.1:2525';
+    for (const env of [
+      { SMTP_URL: url, JOB_LEASE_SECONDS: '120' },
+      { SMTP_URL: url, JOB_LEASE_SECONDS: '60', SMTP_TIMEOUT_MS: '60000' },
+    ])
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) =>
+          e instanceof ConfigError && e.setting === 'JOB_LEASE_SECONDS' && /SMTP_TIMEOUT_MS \(\d+ ms\)/.test(e.message),
+        JSON.stringify(env),
+      );
+    assert.equal(loadConfig({ SMTP_URL: url, JOB_LEASE_SECONDS: '60', SMTP_TIMEOUT_MS: '59000' }).jobLeaseSeconds, 60);
+    // Without SMTP_URL a message is a row of the mail log: no send to outlast the lease.
+    assert.equal(loadConfig({ JOB_LEASE_SECONDS: '60' }).jobLeaseSeconds, 60);
   });
 
   it('takes SMTP_CONNECTIONS from 1 to 10, 5 unless set', () => {
@@ -723,8 +841,8 @@ describe(`the mail log, without SMTP (${dialectName})`, () => {
       .execute();
     const { sendSubmissionEmail } = await import('../src/modules/emails/send.js');
     const payload = JSON.parse(job!.payload);
-    await sendSubmissionEmail(app.server.ctx, job!.id, payload);
-    await sendSubmissionEmail(app.server.ctx, job!.id, payload);
+    await sendSubmissionEmail(app.server.ctx, job!.id, payload, never());
+    await sendSubmissionEmail(app.server.ctx, job!.id, payload, never());
     worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
     await waitFor('job done', async () => ((await jobsOf(app, 'queued')).length === 0 ? true : undefined));
     await waitFor('job done', async () => ((await jobsOf(app, 'running')).length === 0 ? true : undefined));

@@ -111,6 +111,8 @@ describe('scale-out: two API processes and two workers behind nginx on PostgreSQ
       // machine so busy that a delivery's run (its request, its result written) took longer:
       // 626 of 1,500 deliveries lost their lease at every attempt and failed.
       JOB_LEASE_SECONDS: '30',
+      // An email's whole send must end within its lease (config.ts).
+      SMTP_TIMEOUT_MS: '20000',
       PROCESS_TIMEOUT_SECONDS: '5',
       SHUTDOWN_TIMEOUT_MS: '10000',
     };

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { AppContext } from '../../context.js';
 import { defineJob } from '../../jobs/kind.js';
 import { insertMail } from '../emails/repository.js';
-import { sendSmtp } from '../emails/transport.js';
+import { sendSmtp, smtpOf } from '../emails/transport.js';
 import { EmailPayload } from './payload.js';
 import * as repo from './repository.js';
 
@@ -18,7 +18,12 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
  * document (encrypted form) is never attached: the message says where it can be downloaded
  * with the password. One message per job (its Message-ID, and the mail log's job_id).
  */
-export async function sendDocumentEmail(ctx: AppContext, jobId: number, p: EmailPayload): Promise<void> {
+export async function sendDocumentEmail(
+  ctx: AppContext,
+  jobId: number,
+  p: EmailPayload,
+  signal: AbortSignal,
+): Promise<void> {
   const document = await repo.findDocument(ctx.db, p.accountId, p.submissionId, p.documentId);
   if (!document) return; // its submission was deleted since
   const { config } = ctx;
@@ -30,18 +35,23 @@ export async function sendDocumentEmail(ctx: AppContext, jobId: number, p: Email
       `(${document.sealed === 1 ? 'its form is encrypted' : 'it is over the size limit for attachments'}); ` +
       `download it at ${config.publicUrl}${where}.`;
   const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
-  if (config.smtpUrl) {
+  const smtp = smtpOf(config);
+  if (smtp) {
     const content = attach ? await bytesOf((await ctx.storage.get(document.storage_key)).stream) : undefined;
-    await sendSmtp(config.smtpUrl, config.smtpConnections, {
-      from,
-      to: p.to,
-      replyTo: undefined,
-      subject: p.subject,
-      text,
-      html: undefined,
-      attachments: content ? [{ filename: document.file_name, content, contentType: document.content_type }] : [],
-      messageId: `<formwork-document-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
-    });
+    await sendSmtp(
+      smtp,
+      {
+        from,
+        to: p.to,
+        replyTo: undefined,
+        subject: p.subject,
+        text,
+        html: undefined,
+        attachments: content ? [{ filename: document.file_name, content, contentType: document.content_type }] : [],
+        messageId: `<formwork-document-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
+      },
+      signal,
+    );
     return;
   }
   await insertMail(ctx.db, {
@@ -70,5 +80,5 @@ export const emailDocumentJob = defineJob({
   payload: EmailPayload,
   maxAttempts: 8,
   concurrency: 4,
-  handler: (ctx, job) => sendDocumentEmail(ctx, job.id, job.payload),
+  handler: (ctx, job, tools) => sendDocumentEmail(ctx, job.id, job.payload, tools.signal),
 });

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { insertMail, type NewMailLogRow } from './repository.js';
-import { sendSmtp } from './transport.js';
+import { sendSmtp, smtpOf } from './transport.js';
 
 export interface LinkMessage {
   subject: string;
@@ -27,18 +27,23 @@ export interface LinkMail {
  * Sends a mail that carries a personal link (a resume link, a portal sign-in link): through
  * SMTP_URL when set, else into the mail log with the link withheld.
  */
-export async function sendLinkMail(ctx: AppContext, mail: LinkMail): Promise<void> {
+export async function sendLinkMail(ctx: AppContext, mail: LinkMail, signal: AbortSignal): Promise<void> {
   const { config } = ctx;
   const from = { name: config.mailFrom.name ?? '', address: config.mailFrom.address };
-  if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, config.smtpConnections, {
-      ...mail.compose(mail.link),
-      from,
-      to: [mail.to],
-      replyTo: undefined,
-      attachments: [],
-      messageId: `<formwork-${mail.tag}-${mail.jobId}@${config.mailFrom.address.split('@')[1]}>`,
-    });
+  const smtp = smtpOf(config);
+  if (smtp) {
+    await sendSmtp(
+      smtp,
+      {
+        ...mail.compose(mail.link),
+        from,
+        to: [mail.to],
+        replyTo: undefined,
+        attachments: [],
+        messageId: `<formwork-${mail.tag}-${mail.jobId}@${config.mailFrom.address.split('@')[1]}>`,
+      },
+      signal,
+    );
     return;
   }
   const logged = mail.compose(mail.withheld);

@@ -72,32 +72,41 @@ function compose(formName: string, url: string) {
  * withheld. Nothing is sent once the partial is gone (submitted, deleted or expired): its
  * link would open an empty form.
  */
-async function sendResumeLink(ctx: AppContext, jobId: number, p: ResumeLinkPayload): Promise<void> {
+async function sendResumeLink(
+  ctx: AppContext,
+  jobId: number,
+  p: ResumeLinkPayload,
+  signal: AbortSignal,
+): Promise<void> {
   const partial = await findPartial(ctx.db, p.accountId, p.partialSubmissionId, ctx.clock.now());
   if (!partial) return;
   const formName = (await repo.formName(ctx.db, p.accountId, p.formId)) ?? '';
   const { to, url } = open(ctx.config.secretKey, p);
-  await sendLinkMail(ctx, {
-    jobId,
-    to,
-    tag: 'resume',
-    compose: (link) => compose(formName, link),
-    link: url,
-    withheld: WITHHELD_LINK,
-    log: {
-      account_id: p.accountId,
-      form_id: p.formId,
-      kind: 'resume_link',
-      partial_submission_id: p.partialSubmissionId,
+  await sendLinkMail(
+    ctx,
+    {
+      jobId,
+      to,
+      tag: 'resume',
+      compose: (link) => compose(formName, link),
+      link: url,
+      withheld: WITHHELD_LINK,
+      log: {
+        account_id: p.accountId,
+        form_id: p.formId,
+        kind: 'resume_link',
+        partial_submission_id: p.partialSubmissionId,
+      },
     },
-  });
+    signal,
+  );
 }
 
 export const sendResumeLinkJob = defineJob({
   name: 'emails.resume_link',
   payload: ResumeLinkPayload,
   maxAttempts: 8,
-  handler: (ctx, job) => sendResumeLink(ctx, job.id, job.payload),
+  handler: (ctx, job, tools) => sendResumeLink(ctx, job.id, job.payload, tools.signal),
 });
 
 /** Enqueues the email in the transaction of the save that made the link: it goes if and only if the save commits. */

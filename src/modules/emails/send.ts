@@ -5,7 +5,7 @@ import { composeEmail, type Composed } from './compose.js';
 import { unpackEmailPayload, type SendEmailPayload, type SubmissionEmail } from './payload.js';
 import * as repo from './repository.js';
 import { escapeHtml } from './template.js';
-import { sendSmtp, type OutgoingMail } from './transport.js';
+import { sendSmtp, smtpOf, type OutgoingMail } from './transport.js';
 
 interface Attachments {
   files: { filename: string; content: Buffer | undefined; contentType: string; size: number }[];
@@ -67,17 +67,21 @@ function noteLeftFiles(mail: Composed, left: string[]): Composed {
  * else into the mail log. Runs at least once: the log keeps one message per job, and SMTP
  * messages carry a Message-ID per job.
  */
-export async function sendSubmissionEmail(ctx: AppContext, jobId: number, stored: SendEmailPayload): Promise<void> {
+export async function sendSubmissionEmail(
+  ctx: AppContext,
+  jobId: number,
+  stored: SendEmailPayload,
+  signal: AbortSignal,
+): Promise<void> {
   const p = unpackEmailPayload(stored);
   const email = await repo.emailToSend(ctx.db, p.accountId, p.kind, p.emailId);
   if (!email) return; // deleted since the submission: the owner no longer wants it sent
   const composed = await composeEmail(email, p, email.form_name ?? '');
   if (composed.to.length === 0) return;
   const { config } = ctx;
+  const smtp = smtpOf(config);
   const attachments: Attachments =
-    email.attach_files === 1 && !p.sealed
-      ? await attachmentsOf(ctx, p, config.smtpUrl !== undefined)
-      : { files: [], left: [] };
+    email.attach_files === 1 && !p.sealed ? await attachmentsOf(ctx, p, smtp !== undefined) : { files: [], left: [] };
   const mail = noteLeftFiles(composed, attachments.left);
   const from = { name: email.sender_name || config.mailFrom.name || '', address: config.mailFrom.address };
   const outgoing: OutgoingMail = {
@@ -90,8 +94,8 @@ export async function sendSubmissionEmail(ctx: AppContext, jobId: number, stored
     })),
     messageId: `<formwork-email-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
   };
-  if (config.smtpUrl) {
-    await sendSmtp(config.smtpUrl, config.smtpConnections, outgoing);
+  if (smtp) {
+    await sendSmtp(smtp, outgoing, signal);
     return;
   }
   await repo.insertMail(ctx.db, {

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import type * as Nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import type { Config } from '../../config.js';
 import { lazyRequire } from '../../lazy-require.js';
 
 // Loaded with the first message: most processes send none.
@@ -9,6 +10,8 @@ const loadNodemailer = lazyRequire<typeof Nodemailer>('nodemailer');
 const loadSmtpPool = lazyRequire<typeof SMTPPool>('nodemailer/lib/smtp-pool/index.js');
 
 const CONNECTION_TIMEOUT_MS = 30_000;
+const GREETING_TIMEOUT_MS = 30_000;
+const SOCKET_TIMEOUT_MS = 60_000;
 
 export interface OutgoingMail {
   from: { name: string; address: string };
@@ -22,7 +25,31 @@ export interface OutgoingMail {
   messageId: string;
 }
 
-const transports = new Map<string, Transporter>();
+/** How a process reaches SMTP_URL: from the configuration (smtpOf). */
+export interface SmtpSettings {
+  url: string;
+  /** SMTP_CONNECTIONS. */
+  connections: number;
+  /** SMTP_TIMEOUT_MS: the longest one message may take, from its send to the server's answer. */
+  timeoutMs: number;
+}
+
+/** SMTP_URL's settings, or undefined when it is unset (every message goes to the mail log). */
+export function smtpOf(
+  config: Pick<Config, 'smtpUrl' | 'smtpConnections' | 'smtpTimeoutMs'>,
+): SmtpSettings | undefined {
+  return config.smtpUrl === undefined
+    ? undefined
+    : { url: config.smtpUrl, connections: config.smtpConnections, timeoutMs: config.smtpTimeoutMs };
+}
+
+/** A pool of connections to one server, with the sockets it opened (to cut them all at once). */
+interface Pool {
+  transport: Transporter;
+  sockets: Set<Socket>;
+}
+
+const pools = new Map<string, Pool>();
 
 interface SocketOptions {
   host?: string;
@@ -41,11 +68,14 @@ interface SocketOptions {
  * STARTTLS) on the socket given, as on its own; host and port default as nodemailer's do.
  */
 function openSocket(
+  sockets: Set<Socket>,
   options: SocketOptions,
   callback: (error: Error | null, socket?: { connection: Socket }) => void,
 ): void {
   const port = Number(options.port) || (options.secure ? 465 : 587);
   const socket = connect({ host: options.host || 'localhost', port, noDelay: true });
+  sockets.add(socket);
+  socket.once('close', () => sockets.delete(socket));
   const timer = setTimeout(
     () => socket.destroy(new Error('Connection timeout')),
     options.connectionTimeout ?? CONNECTION_TIMEOUT_MS,
@@ -63,30 +93,45 @@ function openSocket(
   });
 }
 
-function transportFor(url: string, connections: number): Transporter {
-  const key = `${connections} ${url}`;
-  let transport = transports.get(key);
-  if (!transport) {
+function poolFor(smtp: SmtpSettings): Pool {
+  const key = `${smtp.connections} ${smtp.url}`;
+  let pool = pools.get(key);
+  if (!pool) {
     // A pool: messages reuse a few open connections instead of a connection (and a TLS
     // handshake) each. Made here rather than through createTransport({ url, ... }), which
-    // keeps only what the URL says and drops the other options. Shorter waits than
-    // nodemailer's (minutes): a job holds its lease while it waits.
+    // keeps only what the URL says and drops the other options. nodemailer's own waits are
+    // for one step each (an idle socket, minutes by default); a message's whole time is
+    // bounded by SMTP_TIMEOUT_MS in sendSmtp.
     const Pool = loadSmtpPool();
-    transport = loadNodemailer().createTransport(
+    const sockets = new Set<Socket>();
+    const transport = loadNodemailer().createTransport(
       new Pool({
-        url,
+        url: smtp.url,
         pool: true,
-        maxConnections: connections,
+        maxConnections: smtp.connections,
         maxMessages: 100,
-        connectionTimeout: CONNECTION_TIMEOUT_MS,
-        greetingTimeout: 30_000,
-        socketTimeout: 60_000,
-        getSocket: openSocket,
+        connectionTimeout: Math.min(CONNECTION_TIMEOUT_MS, smtp.timeoutMs),
+        greetingTimeout: Math.min(GREETING_TIMEOUT_MS, smtp.timeoutMs),
+        socketTimeout: Math.min(SOCKET_TIMEOUT_MS, smtp.timeoutMs),
+        getSocket: (options: SocketOptions, callback: Parameters<typeof openSocket>[2]) =>
+          openSocket(sockets, options, callback),
       }),
     );
-    transports.set(key, transport);
+    pool = { transport, sockets };
+    pools.set(key, pool);
   }
-  return transport;
+  return pool;
+}
+
+/**
+ * Ends a pool at once: its sockets destroyed (nothing more is written on them, not even the
+ * rest of a message), its queued messages failed, and the next message opens a new pool.
+ */
+function cut(smtp: SmtpSettings, pool: Pool): void {
+  const key = `${smtp.connections} ${smtp.url}`;
+  if (pools.get(key) === pool) pools.delete(key);
+  pool.transport.close();
+  for (const socket of pool.sockets) socket.destroy();
 }
 
 /** The user name and password of the URL, as they may appear in a message (raw and decoded). */
@@ -103,20 +148,50 @@ export function safeSmtpError(error: unknown, url: string): Error {
   return new Error(`SMTP: ${message}`);
 }
 
-/** Sends one message through SMTP_URL, on at most `connections` connections open at once (SMTP_CONNECTIONS). */
-export async function sendSmtp(url: string, connections: number, mail: OutgoingMail): Promise<void> {
+/**
+ * Sends one message through SMTP_URL, on at most SMTP_CONNECTIONS connections open at once.
+ *
+ * A message that has no answer within SMTP_TIMEOUT_MS, or whose job is stopped (signal: its
+ * lease ran out, or its worker is stopping), fails, and its pool is cut: every connection of
+ * the pool is destroyed, so that nothing more of the message reaches the server once its job
+ * may be taken over and sent again. A message that was still waiting in the same pool fails
+ * with it and is retried by its job. A server that took the whole message and whose answer was
+ * cut off may have delivered it; its retry carries the same Message-ID.
+ */
+export async function sendSmtp(smtp: SmtpSettings, mail: OutgoingMail, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const pool = poolFor(smtp);
+  let stop: (reason: Error) => void = () => undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    stop = (reason) => {
+      cut(smtp, pool);
+      reject(reason);
+    };
+  });
+  const timer = setTimeout(
+    () => stop(new Error(`no answer within ${smtp.timeoutMs} ms (SMTP_TIMEOUT_MS)`)),
+    smtp.timeoutMs,
+  );
+  const aborted = () => stop(new Error('the send was stopped with its job'));
+  signal.addEventListener('abort', aborted, { once: true });
+  const sent = pool.transport.sendMail({
+    from: mail.from,
+    to: mail.to,
+    replyTo: mail.replyTo,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    attachments: mail.attachments,
+    messageId: mail.messageId,
+  });
+  // Once cut, the send's own failure has no one waiting for it.
+  sent.catch(() => undefined);
   try {
-    await transportFor(url, connections).sendMail({
-      from: mail.from,
-      to: mail.to,
-      replyTo: mail.replyTo,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html,
-      attachments: mail.attachments,
-      messageId: mail.messageId,
-    });
+    await Promise.race([sent, stopped]);
   } catch (error) {
-    throw safeSmtpError(error, url);
+    throw safeSmtpError(error, smtp.url);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', aborted);
   }
 }

@@ -50,7 +50,12 @@ function compose(link: SigninLink, url: string) {
  * link withheld. Nothing is sent when the address is no user of the portal, or the user's
  * links for the hour are used up.
  */
-async function sendPortalSignin(ctx: AppContext, jobId: number, p: PortalSigninPayload): Promise<void> {
+async function sendPortalSignin(
+  ctx: AppContext,
+  jobId: number,
+  p: PortalSigninPayload,
+  signal: AbortSignal,
+): Promise<void> {
   const { email } = JSON.parse(
     decryptWith(
       serviceKey(ctx.config.secretKey, PURPOSE),
@@ -60,22 +65,26 @@ async function sendPortalSignin(ctx: AppContext, jobId: number, p: PortalSigninP
   ) as { email: string };
   const link = await issueSigninLink(ctx, jobId, { accountId: p.accountId, portalId: p.portalId, email });
   if (!link) return;
-  await sendLinkMail(ctx, {
-    jobId,
-    to: link.to,
-    tag: 'portal',
-    compose: (url) => compose(link, url),
-    link: link.url,
-    withheld: WITHHELD_SIGNIN_LINK,
-    log: { account_id: p.accountId, form_id: null, kind: 'portal_signin', portal_id: p.portalId },
-  });
+  await sendLinkMail(
+    ctx,
+    {
+      jobId,
+      to: link.to,
+      tag: 'portal',
+      compose: (url) => compose(link, url),
+      link: link.url,
+      withheld: WITHHELD_SIGNIN_LINK,
+      log: { account_id: p.accountId, form_id: null, kind: 'portal_signin', portal_id: p.portalId },
+    },
+    signal,
+  );
 }
 
 export const sendPortalSigninJob = defineJob({
   name: 'emails.portal_signin',
   payload: PortalSigninPayload,
   maxAttempts: 8,
-  handler: (ctx, job) => sendPortalSignin(ctx, job.id, job.payload),
+  handler: (ctx, job, tools) => sendPortalSignin(ctx, job.id, job.payload, tools.signal),
 });
 
 export async function enqueuePortalSignin(
