@@ -89,6 +89,9 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
+/** A claimed job, with when its lease ends by this process's clock (performance.now()). */
+type HeldJob = ClaimedJob & { leaseEnds: number };
+
 const SCHEDULE_CHECK_MS = 60 * 1000;
 /** The most often a running worker looks for expired leases: wakes come with every enqueue and every finished run. */
 const RECLAIM_EVERY_MS = 1000;
@@ -515,10 +518,12 @@ class JobWorker implements Worker {
    * retried; looking for them reads every due job, so only when the known kinds have no
    * backlog, or with housekeeping (`strangers`, at most once a second).
    */
-  private claim(strangers: boolean, limits: Record<string, number>): Promise<ClaimedJob[]> {
+  private async claim(strangers: boolean, limits: Record<string, number>): Promise<HeldJob[]> {
     const now = this.ctx.clock.now();
     const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
-    return claimDue(
+    // Read before the claim's statement: the lease it writes ends no sooner than this + leaseMs.
+    const leaseEnds = performance.now() + this.leaseMs;
+    const jobs = await claimDue(
       this.ctx.db,
       now,
       lease,
@@ -529,6 +534,7 @@ class JobWorker implements Worker {
       ],
       limits,
     );
+    return jobs.map((job) => ({ ...job, leaseEnds }));
   }
 
   /**
@@ -596,7 +602,7 @@ class JobWorker implements Worker {
     }
   }
 
-  private launch(job: ClaimedJob): void {
+  private launch(job: HeldJob): void {
     const controller = new AbortController();
     const pool = this.poolOf(job.kind);
     this.running.set(pool, (this.running.get(pool) ?? 0) + 1);
@@ -625,7 +631,7 @@ class JobWorker implements Worker {
     return now + retryDelay(attempt, kind?.backoff ?? this.backoff);
   }
 
-  private async execute(job: ClaimedJob, controller: AbortController, handlerDone: () => void): Promise<void> {
+  private async execute(job: HeldJob, controller: AbortController, handlerDone: () => void): Promise<void> {
     // The handler runs under the request id of the request that enqueued the job, so that
     // what it enqueues carries it too.
     const requestId = job.request_id ?? undefined;
@@ -637,24 +643,26 @@ class JobWorker implements Worker {
     }
   }
 
-  private async executeRun(job: ClaimedJob, controller: AbortController, handlerDone: () => void): Promise<void> {
+  private async executeRun(job: HeldJob, controller: AbortController, handlerDone: () => void): Promise<void> {
     const { ctx, leaseMs } = this;
     const requestId = job.request_id ?? undefined;
     const started = performance.now();
     const { signal } = controller;
     // The lease is the longest a handler may go without a checkpoint: past it, another
-    // worker may take the job, so this run is told to give up.
+    // worker may take the job, so this run is told to give up, no later than its lease in
+    // the database ends (timed from before the write of the claim or of the checkpoint).
     let leaseTimer: NodeJS.Timeout | undefined;
-    const holdLease = () => {
+    const holdLease = (ends: number) => {
       clearTimeout(leaseTimer);
-      leaseTimer = setTimeout(() => controller.abort(new LeaseLost(job.id)), leaseMs);
+      leaseTimer = setTimeout(() => controller.abort(new LeaseLost(job.id)), Math.max(0, ends - performance.now()));
     };
-    holdLease();
+    holdLease(job.leaseEnds);
     const writes: EndWrite[] = [];
     const tools: JobTools = {
       signal,
       async checkpoint(progress: unknown, db = ctx.db) {
         signal.throwIfAborted();
+        const ends = performance.now() + leaseMs;
         const saved = await saveProgress(
           db,
           job.id,
@@ -667,7 +675,7 @@ class JobWorker implements Worker {
           controller.abort(lost);
           throw lost;
         }
-        holdLease();
+        holdLease(ends);
       },
       async replacePayload(payload: unknown, db = ctx.db) {
         await replacePayload(db, job.id, JSON.stringify(payload ?? null));
