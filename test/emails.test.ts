@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -306,11 +307,23 @@ function plainMail(to: string, messageId: string): OutgoingMail {
 }
 
 /**
- * A real SMTP server that takes the first message it is sent and never answers it (a relay
- * that stalls), and delivers the ones after it.
+ * A real SMTP server that never answers the first message it is sent (a relay that stalls),
+ * and delivers the ones after it. With `pause`, it stops reading the first message after its
+ * first bytes until resumeFirst(), as a server too busy to read.
  */
-async function startStallingServer() {
-  const state = { connections: 0, closed: 0, taken: 0, delivered: [] as string[] };
+async function startStallingServer(options: { pause?: boolean } = {}) {
+  let resumeFirst = () => undefined as unknown;
+  const state = {
+    connections: 0,
+    closed: 0,
+    /** Messages begun. */
+    taken: 0,
+    /** The bytes of the first message read, and whether its end was. */
+    firstBytes: 0,
+    firstEnded: false,
+    delivered: [] as string[],
+    resumeFirst: () => resumeFirst(),
+  };
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
@@ -324,9 +337,25 @@ async function startStallingServer() {
       state.closed++;
     },
     onData(stream, session, callback) {
-      stream.resume();
+      const first = ++state.taken === 1;
+      if (first) {
+        let paused = false;
+        stream.on('data', (chunk: Buffer) => {
+          state.firstBytes += chunk.length;
+          if (options.pause && !paused) {
+            paused = true;
+            stream.pause();
+          }
+        });
+        resumeFirst = () => stream.resume();
+      } else {
+        stream.resume();
+      }
       stream.on('end', () => {
-        if (++state.taken === 1) return;
+        if (first) {
+          state.firstEnded = true;
+          return;
+        }
         state.delivered.push(session.envelope.rcptTo[0]!.address);
         callback();
       });
@@ -671,6 +700,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
   it('cuts a message with no answer within SMTP_TIMEOUT_MS, and the message behind it, and sends the next anew', async () => {
     const stalled = await startStallingServer();
     try {
+      // nodemailer's own idle timeout (60 s) is longer than waitFor's 30 s: a close seen below is the cut.
       const at = smtpAt(stalled.url, 1, 1000);
       // One connection: the second message waits in the pool behind the first.
       const [first, second] = await Promise.allSettled([
@@ -680,6 +710,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
       assert.equal(first.status, 'rejected');
       assert.match(String(first.reason), /^Error: SMTP: no answer within 1000 ms \(SMTP_TIMEOUT_MS\)$/);
       assert.equal(second.status, 'rejected', 'the message queued behind it fails with its pool');
+      assert.match(String(second.reason), /^Error: SMTP: /);
       // The stalled connection is closed from this side: nothing more of it reaches the server.
       await waitFor('the stalled connection closed', () => (stalled.closed >= 1 ? true : undefined));
       assert.equal(stalled.connections, 1);
@@ -691,21 +722,31 @@ describe(`sending through SMTP (${dialectName})`, () => {
     }
   });
 
-  it('cuts a message at once when its job is stopped, and sends nothing for a job already stopped', async () => {
-    const stalled = await startStallingServer();
+  it('cuts a message at once when its job is stopped, mid-message, and sends nothing for a job already stopped', async () => {
+    const stalled = await startStallingServer({ pause: true });
     try {
-      const at = smtpAt(stalled.url, 1, 30_000);
+      // nodemailer's own idle timeout (60 s) is longer than waitFor's 30 s: a close seen here is the cut.
+      const at = smtpAt(stalled.url, 1, 600_000);
       const stopped = new AbortController();
       stopped.abort(new Error('stopped'));
       await assert.rejects(sendSmtp(at, plainMail('never@example.com', '<a0@forms.test>'), stopped.signal));
       assert.equal(stalled.connections, 0, 'no connection for a job already stopped');
+      // More than the sockets' buffers hold: the client is still writing it when the job stops.
+      const mail = {
+        ...plainMail('stalled@example.com', '<a1@forms.test>'),
+        attachments: [{ filename: 'big.bin', content: randomBytes(16 << 20), contentType: 'application/octet-stream' }],
+      };
       const job = new AbortController();
-      const sending = sendSmtp(at, plainMail('stalled@example.com', '<a1@forms.test>'), job.signal);
-      await waitFor('the message taken', () => (stalled.taken >= 1 ? true : undefined));
+      const sending = sendSmtp(at, mail, job.signal);
+      await waitFor('the message begun', () => (stalled.firstBytes > 0 ? true : undefined));
       job.abort(new Error('the lease ran out'));
       await assert.rejects(sending, /^Error: SMTP: the send was stopped with its job$/);
+      // The server reads what had reached it before the cut, then sees the connection closed;
+      // the rest of the message never comes.
+      stalled.resumeFirst();
       await waitFor('the connection closed', () => (stalled.closed >= 1 ? true : undefined));
-      assert.deepEqual(stalled.delivered, []);
+      assert.ok(stalled.firstBytes < 16 << 20, `${stalled.firstBytes} bytes of a message of more than 16 MiB`);
+      assert.equal(stalled.firstEnded, false, 'the message never ended');
     } finally {
       await stalled.close();
     }

@@ -93,6 +93,8 @@ export interface Worker {
 type HeldJob = ClaimedJob & { leaseEnds: number };
 
 const SCHEDULE_CHECK_MS = 60 * 1000;
+/** A run gives up this long before its lease ends (a tenth of the lease, if that is less). */
+const LEASE_MARGIN_MS = 1000;
 /** The most often a running worker looks for expired leases: wakes come with every enqueue and every finished run. */
 const RECLAIM_EVERY_MS = 1000;
 const MAX_ERROR_LENGTH = 2000;
@@ -519,10 +521,10 @@ class JobWorker implements Worker {
    * backlog, or with housekeeping (`strangers`, at most once a second).
    */
   private async claim(strangers: boolean, limits: Record<string, number>): Promise<HeldJob[]> {
+    // Read before the lease's end is: the lease written ends no sooner than this + leaseMs.
+    const leaseEnds = performance.now() + this.leaseMs;
     const now = this.ctx.clock.now();
     const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
-    // Read before the claim's statement: the lease it writes ends no sooner than this + leaseMs.
-    const leaseEnds = performance.now() + this.leaseMs;
     const jobs = await claimDue(
       this.ctx.db,
       now,
@@ -649,12 +651,17 @@ class JobWorker implements Worker {
     const started = performance.now();
     const { signal } = controller;
     // The lease is the longest a handler may go without a checkpoint: past it, another
-    // worker may take the job, so this run is told to give up, no later than its lease in
-    // the database ends (timed from before the write of the claim or of the checkpoint).
+    // worker may take the job, so this run is told to give up before its lease in the
+    // database ends (timed from before the lease's end was written, by a margin for a late
+    // timer on a busy loop and for the other workers' clocks).
+    const margin = Math.min(LEASE_MARGIN_MS, leaseMs / 10);
     let leaseTimer: NodeJS.Timeout | undefined;
     const holdLease = (ends: number) => {
       clearTimeout(leaseTimer);
-      leaseTimer = setTimeout(() => controller.abort(new LeaseLost(job.id)), Math.max(0, ends - performance.now()));
+      leaseTimer = setTimeout(
+        () => controller.abort(new LeaseLost(job.id)),
+        Math.max(0, ends - margin - performance.now()),
+      );
     };
     holdLease(job.leaseEnds);
     const writes: EndWrite[] = [];

@@ -47,6 +47,8 @@ export function smtpOf(
 interface Pool {
   transport: Transporter;
   sockets: Set<Socket>;
+  /** Why it was cut, once it is. */
+  cutBecause?: string;
 }
 
 const pools = new Map<string, Pool>();
@@ -76,16 +78,22 @@ function openSocket(
   const socket = connect({ host: options.host || 'localhost', port, noDelay: true });
   sockets.add(socket);
   socket.once('close', () => sockets.delete(socket));
+  let settled = false;
   const timer = setTimeout(
     () => socket.destroy(new Error('Connection timeout')),
     options.connectionTimeout ?? CONNECTION_TIMEOUT_MS,
   );
   const failed = (error: Error) => {
+    if (settled) return;
+    settled = true;
     clearTimeout(timer);
     callback(error);
   };
   socket.once('error', failed);
+  // Destroyed without an error (its pool cut) before it connected: no 'error' comes.
+  socket.once('close', () => failed(new Error('Connection closed before it was open')));
   socket.once('connect', () => {
+    settled = true;
     clearTimeout(timer);
     socket.removeListener('error', failed);
     socket.setKeepAlive(true);
@@ -100,23 +108,26 @@ function poolFor(smtp: SmtpSettings): Pool {
     // A pool: messages reuse a few open connections instead of a connection (and a TLS
     // handshake) each. Made here rather than through createTransport({ url, ... }), which
     // keeps only what the URL says and drops the other options. nodemailer's own waits are
-    // for one step each (an idle socket, minutes by default); a message's whole time is
+    // for one step each (an idle socket: minutes unless set); a message's whole time is
     // bounded by SMTP_TIMEOUT_MS in sendSmtp.
     const Pool = loadSmtpPool();
     const sockets = new Set<Socket>();
-    const transport = loadNodemailer().createTransport(
-      new Pool({
-        url: smtp.url,
-        pool: true,
-        maxConnections: smtp.connections,
-        maxMessages: 100,
-        connectionTimeout: Math.min(CONNECTION_TIMEOUT_MS, smtp.timeoutMs),
-        greetingTimeout: Math.min(GREETING_TIMEOUT_MS, smtp.timeoutMs),
-        socketTimeout: Math.min(SOCKET_TIMEOUT_MS, smtp.timeoutMs),
-        getSocket: (options: SocketOptions, callback: Parameters<typeof openSocket>[2]) =>
-          openSocket(sockets, options, callback),
-      }),
-    );
+    const options: SMTPPool.Options & { maxRequeues: number } = {
+      url: smtp.url,
+      pool: true,
+      maxConnections: smtp.connections,
+      maxMessages: 100,
+      connectionTimeout: CONNECTION_TIMEOUT_MS,
+      greetingTimeout: GREETING_TIMEOUT_MS,
+      socketTimeout: SOCKET_TIMEOUT_MS,
+      // A message whose connection closes under it fails, to be retried by its job (with its
+      // lease and backoff), rather than being sent again by the pool without end (nodemailer's
+      // default): in a cut pool, such a message would wait forever for a connection.
+      maxRequeues: 0,
+      getSocket: (options: SocketOptions, callback: Parameters<typeof openSocket>[2]) =>
+        openSocket(sockets, options, callback),
+    };
+    const transport = loadNodemailer().createTransport(new Pool(options));
     pool = { transport, sockets };
     pools.set(key, pool);
   }
@@ -125,9 +136,11 @@ function poolFor(smtp: SmtpSettings): Pool {
 
 /**
  * Ends a pool at once: its sockets destroyed (nothing more is written on them, not even the
- * rest of a message), its queued messages failed, and the next message opens a new pool.
+ * rest of a message), every message in it failed, and the next message opens a new pool.
  */
-function cut(smtp: SmtpSettings, pool: Pool): void {
+function cut(smtp: SmtpSettings, pool: Pool, because: string): void {
+  if (pool.cutBecause !== undefined) return;
+  pool.cutBecause = because;
   const key = `${smtp.connections} ${smtp.url}`;
   if (pools.get(key) === pool) pools.delete(key);
   pool.transport.close();
@@ -154,42 +167,47 @@ export function safeSmtpError(error: unknown, url: string): Error {
  * A message that has no answer within SMTP_TIMEOUT_MS, or whose job is stopped (signal: its
  * lease ran out, or its worker is stopping), fails, and its pool is cut: every connection of
  * the pool is destroyed, so that nothing more of the message reaches the server once its job
- * may be taken over and sent again. A message that was still waiting in the same pool fails
- * with it and is retried by its job. A server that took the whole message and whose answer was
- * cut off may have delivered it; its retry carries the same Message-ID.
+ * may be taken over and sent again. The pool's other messages, waiting or being sent, fail
+ * with it and are retried by their jobs: a cut comes of a server that stalls or of a worker
+ * that stops, where they would wait too. A server that had taken a whole message and whose
+ * answer was cut off may have delivered it; its retry carries the same Message-ID.
  */
 export async function sendSmtp(smtp: SmtpSettings, mail: OutgoingMail, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
-  const pool = poolFor(smtp);
-  let stop: (reason: Error) => void = () => undefined;
+  let pool: Pool | undefined;
+  let stop: (reason: string) => void = () => undefined;
   const stopped = new Promise<never>((_, reject) => {
     stop = (reason) => {
-      cut(smtp, pool);
-      reject(reason);
+      if (pool) cut(smtp, pool, reason);
+      reject(new Error(reason));
     };
   });
-  const timer = setTimeout(
-    () => stop(new Error(`no answer within ${smtp.timeoutMs} ms (SMTP_TIMEOUT_MS)`)),
-    smtp.timeoutMs,
-  );
-  const aborted = () => stop(new Error('the send was stopped with its job'));
+  const timer = setTimeout(() => stop(`no answer within ${smtp.timeoutMs} ms (SMTP_TIMEOUT_MS)`), smtp.timeoutMs);
+  const aborted = () => stop('the send was stopped with its job');
   signal.addEventListener('abort', aborted, { once: true });
-  const sent = pool.transport.sendMail({
-    from: mail.from,
-    to: mail.to,
-    replyTo: mail.replyTo,
-    subject: mail.subject,
-    text: mail.text,
-    html: mail.html,
-    attachments: mail.attachments,
-    messageId: mail.messageId,
-  });
-  // Once cut, the send's own failure has no one waiting for it.
-  sent.catch(() => undefined);
   try {
+    pool = poolFor(smtp);
+    const sent = pool.transport.sendMail({
+      from: mail.from,
+      to: mail.to,
+      replyTo: mail.replyTo,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+      attachments: mail.attachments,
+      messageId: mail.messageId,
+    });
+    // Once stopped, the send's own failure has no one waiting for it.
+    sent.catch(() => undefined);
     await Promise.race([sent, stopped]);
   } catch (error) {
-    throw safeSmtpError(error, smtp.url);
+    const cutBy = pool?.cutBecause;
+    // Failed because another message's send cut the pool: say so, not only nodemailer's words.
+    const why =
+      cutBy !== undefined && error instanceof Error && error.message !== cutBy
+        ? new Error(`${error.message} (the pool was cut for another message: ${cutBy})`)
+        : error;
+    throw safeSmtpError(why, smtp.url);
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', aborted);
