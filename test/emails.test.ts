@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { SMTPServer } from 'smtp-server';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
@@ -306,6 +306,24 @@ function plainMail(to: string, messageId: string): OutgoingMail {
   };
 }
 
+/** An SMTP server on loopback without login or STARTTLS, quiet, quick to close. */
+const PLAIN_SERVER: SMTPServerOptions = {
+  authOptional: true,
+  disabledCommands: ['STARTTLS'],
+  logger: false,
+  closeTimeout: 200,
+};
+
+/** loadConfig refuses each of these values of one setting, naming it. */
+function refusesEach(setting: string, values: string[]): void {
+  for (const value of values)
+    assert.throws(
+      () => loadConfig({ [setting]: value }),
+      (e: unknown) => e instanceof ConfigError && e.setting === setting,
+      value,
+    );
+}
+
 /**
  * A real SMTP server that never answers the first message it is sent (a relay that stalls),
  * and delivers the ones after it. With `pause`, it stops reading the first message after its
@@ -325,10 +343,7 @@ async function startStallingServer(options: { pause?: boolean } = {}) {
     resumeFirst: () => resumeFirst(),
   };
   const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    closeTimeout: 200,
+    ...PLAIN_SERVER,
     onConnect(_session, callback) {
       state.connections++;
       callback();
@@ -657,10 +672,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
       let peak = 0;
       let received = 0;
       const server = new SMTPServer({
-        authOptional: true,
-        disabledCommands: ['STARTTLS'],
-        logger: false,
-        closeTimeout: 200,
+        ...PLAIN_SERVER,
         onConnect(_session, callback) {
           peak = Math.max(peak, ++open);
           callback();
@@ -755,13 +767,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
   it('takes SMTP_TIMEOUT_MS from 1 s to 10 min, 2 min unless set, and shorter than the job lease when SMTP_URL is set', () => {
     assert.equal(loadConfig({}).smtpTimeoutMs, 120_000);
     assert.equal(loadConfig({ SMTP_TIMEOUT_MS: '1000' }).smtpTimeoutMs, 1000);
-    for (const value of ['999', '600001', 'long']) {
-      assert.throws(
-        () => loadConfig({ SMTP_TIMEOUT_MS: value }),
-        (e: unknown) => e instanceof ConfigError && e.setting === 'SMTP_TIMEOUT_MS',
-        value,
-      );
-    }
+    refusesEach('SMTP_TIMEOUT_MS', ['999', '600001', 'long']);
     const url = 'smtp://127.0.0.1:2525';
     for (const env of [
       { SMTP_URL: url, JOB_LEASE_SECONDS: '120' },
@@ -781,13 +787,7 @@ describe(`sending through SMTP (${dialectName})`, () => {
   it('takes SMTP_CONNECTIONS from 1 to 10, 5 unless set', () => {
     assert.equal(loadConfig({}).smtpConnections, 5);
     assert.equal(loadConfig({ SMTP_CONNECTIONS: '10' }).smtpConnections, 10);
-    for (const value of ['0', '11', 'many']) {
-      assert.throws(
-        () => loadConfig({ SMTP_CONNECTIONS: value }),
-        (e: unknown) => e instanceof ConfigError && e.setting === 'SMTP_CONNECTIONS',
-        value,
-      );
-    }
+    refusesEach('SMTP_CONNECTIONS', ['0', '11', 'many']);
   });
 });
 
