@@ -95,6 +95,28 @@ describe(`v2 submissions (${dialectName})`, () => {
     assertV2Error(await call('POST', `/form/${formId}/submission`, { [`field_${f.Extras}`]: 'nothing-like-it' }), 400);
   });
 
+  it('takes latitude and longitude as numbers or decimal text, empty text as none, and refuses anything else with a 400', async () => {
+    // A form of its own: the tests after this one count the submissions of theirs.
+    const form = ok(await a.post('/forms', { name: 'Placed', fields: [{ type: 'text', label: 'Note' }] }));
+    const path = `/form/${form.id}/submission`;
+    const note = { [`field_${form.fields[0].id}`]: 'placed' };
+    const text = ok(await call('POST', path, { ...note, latitude: '45.5', longitude: '-73.25' }), 201);
+    const json = ok(await call('POST', path, { ...note, latitude: 45.5, longitude: 0 }, 'json'), 201);
+    const none = ok(await call('POST', path, { ...note, latitude: '', longitude: ' ' }), 201);
+    const stored = async (id: string) => {
+      const s = ok(await a.get(`/submissions/${id}`));
+      return [s.latitude, s.longitude];
+    };
+    assert.deepEqual(await stored(text.id), [45.5, -73.25]);
+    assert.deepEqual(await stored(json.id), [45.5, 0]);
+    assert.deepEqual(await stored(none.id), [null, null]);
+    // An object (latitude[toString]=1 once reached Number() and made a 500), a word, out of range, an exponent.
+    for (const bad of [{ latitude: { toString: 1 } }, { longitude: 'east' }, { latitude: '91' }, { latitude: '1e1' }]) {
+      assertV2Error(await call('POST', path, { ...note, ...bad }), 400);
+      assertV2Error(await call('POST', path, { ...note, ...bad }, 'json'), 400);
+    }
+  });
+
   it('lists with the submissions wrapper, data keyed by field id, search, sort and times', async () => {
     for (const path of [`/form/${formId}/submission`, `/form/${formId}/submission.json`]) {
       const list = ok(await call('GET', `${path}?per_page=2&page=1&sort=ASC&data=1`));

@@ -29,6 +29,7 @@ import {
   deleted,
   encryptionPassword,
   int,
+  num,
   parametersOf,
   pick,
   str,
@@ -179,7 +180,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
         const { formId } = req.params as { formId: number };
         const caller = principal(req);
         const params = parametersOf(req);
-        const input = pick(params, { latitude: ['latitude', Number], longitude: ['longitude', Number] });
+        const input = pick(params, { latitude: ['latitude', num], longitude: ['longitude', num] });
         input.fields = await fieldValues(ctx, caller, formId, params);
         const body = checked<SubmissionCreate>(SubmissionCreate, input);
         const meta = requestMetaOf(req);

@@ -118,6 +118,14 @@ export function int(value: unknown): unknown {
   return value;
 }
 
+/** A decimal number written as text (form bodies) or a number, empty text none; anything else is passed on. */
+export function num(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const v = value.trim();
+  if (v === '') return undefined;
+  return /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/.test(v) ? Number(v) : value;
+}
+
 /** An id where 0 or empty means none (a folder's parent, a form's folder). */
 export function optionalId(value: unknown): unknown {
   const v = int(value);
