@@ -1,5 +1,7 @@
 /** The v2 form and field paths (docs/v2.md), on the database the suite runs on. */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { assertDeleted, assertShape, assertV2Error, FIELD_SHAPE, FORM_SHAPE, ok, v2, V2_TIME } from './support/v2.js';
@@ -159,6 +161,39 @@ describe(`v2 forms and fields (${dialectName})`, () => {
 
     assertDeleted(await call('DELETE', `/field/${comma.id}.json`), comma.id);
     assertV2Error(await call('GET', `/field/${comma.id}`), 404);
+  });
+
+  it('refuses a GET body over BODY_LIMIT with a 413 and closes its connection, Content-Length or chunked', async () => {
+    const small = await startTestApp({ BODY_LIMIT: '2048' });
+    try {
+      const s = await small.account();
+      const { hostname, port } = new URL(small.url);
+      const body = `per_page=1&note=${'x'.repeat(3000)}`;
+      for (const framing of ['content-length', 'chunked']) {
+        const socket = connect({ host: hostname, port: Number(port) });
+        socket.on('error', () => undefined); // the server may reset what it left unread
+        await once(socket, 'connect');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+        const closed = once(socket, 'close');
+        socket.write(
+          `GET /api/v2/form HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${s.token}\r\n` +
+            'Content-Type: application/x-www-form-urlencoded\r\n' +
+            (framing === 'chunked'
+              ? `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+              : `Content-Length: ${body.length}\r\n\r\n${body}`),
+        );
+        // Left open, the connection waited for the rest of a body never read, until its keep-alive timeout (72 s).
+        const timer = setTimeout(() => socket.destroy(), 10_000);
+        await closed;
+        clearTimeout(timer);
+        assert.match(answer, /^HTTP\/1\.1 413 /, framing);
+        assert.match(answer, /\r\nconnection: close\r\n/i, framing);
+        assert.match(answer, /"code":"payload_too_large"/, framing);
+      }
+    } finally {
+      await small.close();
+    }
   });
 
   it("answers a form's embed HTML", async () => {

@@ -5,7 +5,7 @@
  * (route.ts: how an operation is declared; wire.ts: how values are read and written).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { AppError, UnauthorizedError } from '../../errors.js';
 import { requireAccessRules } from '../../http/access.js';
@@ -47,15 +47,25 @@ function parseV2Body(bytes: Buffer): unknown {
   return nestParameters(parseFormBody(bytes));
 }
 
-/** A GET's body, which Fastify leaves unread: v2 clients may put their parameters there. */
-async function readGetBody(req: FastifyRequest, limit: number): Promise<void> {
+/**
+ * A GET's body, which Fastify leaves unread: v2 clients may put their parameters there. One
+ * over the limit is refused, and its connection closed after the answer (as Fastify does for
+ * other bodies): the rest of the body is never read, so the connection could carry no further
+ * request, and left open it hung until its keep-alive timeout.
+ */
+async function readGetBody(req: FastifyRequest, reply: FastifyReply, limit: number): Promise<void> {
   const length = Number(req.headers['content-length'] ?? 0);
   if (req.method !== 'GET' || (length === 0 && req.headers['transfer-encoding'] === undefined)) return;
+  const tooLarge = () => {
+    reply.header('connection', 'close');
+    return new AppError('payload_too_large');
+  };
+  if (length > limit) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req.raw) {
     size += (chunk as Buffer).length;
-    if (size > limit) throw new AppError('payload_too_large');
+    if (size > limit) throw tooLarge();
     chunks.push(chunk as Buffer);
   }
   req.body = parseV2Body(Buffer.concat(chunks));
@@ -70,7 +80,7 @@ function acceptV2Bodies(api: FastifyInstance, bodyLimit: number): void {
       done(error as Error);
     }
   });
-  api.addHook('preValidation', (req) => readGetBody(req, bodyLimit));
+  api.addHook('preValidation', (req, reply) => readGetBody(req, reply, bodyLimit));
   // Bodies are read by the handlers (wire.ts) and checked against the v2025 schemas there.
   api.setValidatorCompiler((route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)));
 }
