@@ -38,7 +38,7 @@ export const ERRORS = {
   bad_request: {
     status: 400,
     message: 'The request could not be read',
-    note: 'sent with the 4xx status that Fastify gives the problem',
+    note: 'sent with the 4xx status that Fastify gives the problem; also a request line or header that is not HTTP, and then the connection is closed',
   },
   invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
   too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
@@ -208,8 +208,13 @@ export const ERRORS = {
     note: 'the message says how many forms',
   },
   webhook_disabled: { status: 409, message: 'This webhook is disabled; turn it on with PUT active: true first' },
-  // 408 to 429
+  // 408 to 431
   body_timeout: { status: 408, message: 'The request body did not arrive in time; the connection is closed' },
+  headers_timeout: {
+    status: 408,
+    message: 'The request headers did not arrive in time; the connection is closed',
+    note: 'within `REQUEST_TIMEOUT_MS`',
+  },
   upload_url_expired: { status: 410, message: 'This upload URL has expired; ask for a new one' },
   payload_too_large: { status: 413, message: 'The request body is larger than this service accepts' },
   not_acceptable: {
@@ -218,6 +223,11 @@ export const ERRORS = {
     note: '/api/v2 paths ending in .xml',
   },
   uri_too_long: { status: 414, message: 'A part of the request path is too long' },
+  headers_too_large: {
+    status: 431,
+    message: 'The request line and headers are larger than this service reads; the connection is closed',
+    note: '16 KB together, a long URL included',
+  },
   file_too_large: { status: 413, message: 'The file is larger than this field allows' },
   unsupported_media_type: { status: 415, message: 'Send the request body as application/json' },
   idempotency_key_reused: {

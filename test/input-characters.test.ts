@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Browser, authorizeUrl, readForm, registerClient, type Client } from './support/oauth-flow.js';
 import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
 import { ok } from './support/submission-fixtures.js';
+import { ERRORS } from '../src/errors.js';
 
 /** Every row of every table, to show that a refused request wrote nothing. */
 function assertRefused(res: Reply, property: string, what: string): void {
@@ -213,6 +214,54 @@ describe(`NUL, lone surrogates and bytes that are not UTF-8 (${dialectName})`, (
     assert.equal(long.status, 414);
     assert.equal(long.body.code, 'uri_too_long');
     assert.equal(long.body.status, 'error');
+  });
+
+  it('answers what the HTTP parser refuses with the usual error body, and closes the connection', async () => {
+    const { hostname, port } = new URL(app.url);
+    const answerTo = async (head: string) => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      socket.on('error', () => undefined);
+      socket.setEncoding('latin1');
+      let text = '';
+      socket.on('data', (d: string) => (text += d));
+      await once(socket, 'connect');
+      const closed = once(socket, 'close');
+      socket.write(head);
+      await closed;
+      return text;
+    };
+    const cases: [string, string, number, 'headers_too_large' | 'bad_request'][] = [
+      [
+        'a header of 20 KB',
+        `GET /api/v2025/forms HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'headers_too_large',
+      ],
+      [
+        'a path of 17 KB',
+        `GET /api/v2025/forms/${'1'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        431,
+        'headers_too_large',
+      ],
+      ['a NUL in a header', 'GET /api/v2025/forms HTTP/1.1\r\nHost: x\r\nX-Nul: a\0b\r\n\r\n', 400, 'bad_request'],
+      ['a target without its /', 'GET api/v2025/forms HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'bad_request'],
+      [
+        'both Content-Length and Transfer-Encoding',
+        'POST /api/v2025/forms HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n',
+        400,
+        'bad_request',
+      ],
+    ];
+    for (const [what, head, status, code] of cases) {
+      const text = await answerTo(head);
+      assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), `${what}: ${text.slice(0, 200)}`);
+      assert.match(text, /\r\nconnection: close\r\n/i, what);
+      assert.deepEqual(
+        JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)),
+        { status: 'error', error: ERRORS[code].message, code },
+        what,
+      );
+    }
   });
 
   it('keeps text that is well formed exactly as sent: astral characters, U+FFFD itself, a lone % in a query', async () => {

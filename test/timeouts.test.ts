@@ -134,6 +134,7 @@ describe(`slow clients and stopping (${dialectName})`, () => {
 
       assert.ok(h.closed, 'the connection of trickling headers is closed');
       assert.equal(statusOf(h.text), 408, h.text);
+      assert.equal(jsonOf(h.text).code, 'headers_timeout', h.text);
 
       // Nothing was created, and the service answers as before.
       const forms = (await (await api(served, 'GET', '/forms')).json()) as any;

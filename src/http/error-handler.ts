@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   AppError,
@@ -92,6 +94,32 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   if (status >= 400 && status < 500) return send(reply, status, 'bad_request');
   request.log.error({ err: error }, 'request failed');
   return send(reply, 500, 'internal_error');
+}
+
+/** What Node's HTTP parser refuses, by its error's code: the status and the catalogue's code. */
+const parserErrors: Record<string, [number, ErrorCode]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'headers_timeout'],
+};
+
+/**
+ * Fastify's clientErrorHandler: a request that Node's HTTP parser refuses before Fastify sees
+ * it (a request line and headers over their limit, headers that did not arrive in time, a
+ * request line or header that is not HTTP) gets the same error body as every other answer,
+ * not Fastify's own, and its connection is closed, as Node's would be.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code] = (error.code && parserErrors[error.code]) || [400, 'bad_request'];
+  this.log.debug({ err: error }, 'request refused by the HTTP parser');
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(code));
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `cache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** The one place where errors become HTTP responses. */
