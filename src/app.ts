@@ -10,7 +10,12 @@ import { requireAccessRules, SCOPE_MEANINGS } from './http/access.js';
 import { BearerTokens, requireBearerToken } from './http/auth.js';
 import { EarlyRoutes, readEarlyBodies } from './http/early-routes.js';
 import { characterRefusalOfJson, decodeBody, noteJsonBodyText, refuseInvalidCharacters } from './http/characters.js';
-import { clientErrorHandler, frameworkError, registerErrorHandling } from './http/error-handler.js';
+import {
+  clientErrorHandler,
+  frameworkError,
+  registerErrorHandling,
+  schemaErrorFormatter,
+} from './http/error-handler.js';
 import { registerSecurityHeaders } from './http/headers.js';
 import { trustProxyOf } from './http/request-meta.js';
 import { lazyChildLogger, queryRedaction } from './http/logging.js';
@@ -114,6 +119,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200, querystringParser: parseQueryString },
     frameworkErrors: frameworkError,
     clientErrorHandler,
+    schemaErrorFormatter,
     // Response serializers built on first use, once per process (see buildSerializer).
     schemaController: { compilersFactory: { buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();

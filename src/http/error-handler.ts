@@ -1,6 +1,12 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaValidationError,
+} from 'fastify';
 import {
   AppError,
   ERRORS,
@@ -94,6 +100,19 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   if (status >= 400 && status < 500) return send(reply, status, 'bad_request');
   request.log.error({ err: error }, 'request failed');
   return send(reply, 500, 'internal_error');
+}
+
+/**
+ * Fastify's schemaErrorFormatter: the error of a failed validation names its first problem
+ * only. The answer is made from every problem (registerErrorHandling, validationDetails);
+ * Fastify's own formatter wrote them all into one message that nothing reads, a string as long
+ * as the body for a body of thousands of problems.
+ */
+export function schemaErrorFormatter(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  const first = errors[0];
+  return new Error(
+    `${dataVar}${first?.instancePath ?? ''} ${first?.message ?? 'is invalid'} (${errors.length} problems)`,
+  );
 }
 
 /** What Node's HTTP parser refuses, by its error's code: the status and the catalogue's code. */

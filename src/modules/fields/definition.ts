@@ -1,8 +1,7 @@
-import type { ValidateFunction } from 'ajv';
 import type { FieldRow, NewFieldRow } from '../../db/schema.js';
 import { BadRequestError, type ErrorDetail } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
-import { compileBodySchema, validationDetails } from '../../http/validation.js';
+import { compileBodySchema, validationDetails, type Validate } from '../../http/validation.js';
 import type { Field, FieldCreate, FieldLogic } from './schemas.js';
 import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from './types.js';
 
@@ -16,8 +15,8 @@ export interface Sibling {
   options: { value: string }[];
 }
 
-const attributeValidators = new Map<FieldType, ValidateFunction>();
-function attributeValidator(type: FieldType): ValidateFunction {
+const attributeValidators = new Map<FieldType, Validate>();
+function attributeValidator(type: FieldType): Validate {
   let validate = attributeValidators.get(type);
   if (!validate) {
     validate = compileBodySchema(TYPE_RULES[type].attributes);
