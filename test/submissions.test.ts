@@ -859,6 +859,18 @@ describe(`submissions (${dialectName})`, () => {
       (await app.server.db.kysely.selectFrom('submissions').select('id').where('form_id', '=', formId).execute())
         .length;
 
+    it('refuses a value nested thousands deep with a 400, with a key or without, and stores nothing', async () => {
+      const before = await submissionsOf(every.form.id);
+      // Deeper than JSON.stringify goes (JSON.parse takes it): the key's hash once made it a 500.
+      const deep = '['.repeat(20_000) + ']'.repeat(20_000);
+      const raw = `{"fields":[{"id":${ids.Note},"value":${deep}}]}`;
+      for (const key of ['key-deep', undefined]) {
+        const res = await a.post(path(), undefined, { raw, headers: key ? { 'idempotency-key': key } : {} });
+        assert.equal(res.status, 400, `${key}: ${res.text.slice(0, 200)}`);
+      }
+      assert.equal(await submissionsOf(every.form.id), before);
+    });
+
     it('replays the first response for the same key and body, without a second submission', async () => {
       const sent = body(ids, { Name: 'Idem', Note: 'once' });
       const before = await submissionsOf(every.form.id);

@@ -31,8 +31,17 @@ export type IdempotentOutcome<T> = { replayed: true; response: StoredResponse } 
  * a plain hash would let anyone who reads the database test guesses of them.
  */
 export function requestHash(secretKey: string, method: string, path: string, body: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(body ?? null);
+  } catch (error) {
+    // A body nested thousands deep (JSON.parse takes more depth than JSON.stringify gives
+    // back): refused as the checks after this would refuse it, not a 500.
+    if (error instanceof RangeError) throw invalid('invalid_request', 'body', 'is nested too deeply');
+    throw error;
+  }
   return createHmac('sha256', serviceKey(secretKey, 'idempotency requests'))
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .update(`${method} ${path}\n${text}`)
     .digest('hex');
 }
 
