@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { PAGE_FRESHNESS_MS } from '../src/modules/hosted/service.js';
@@ -606,6 +608,36 @@ describe(`smart lists (${dialectName})`, () => {
       await a.put(`/smartlists/${list.id}`, { useImages: false });
       assert.doesNotMatch(await pageText(), /fw-option-image/);
       await missing(`${path}/options/${apple.id}/image`);
+    });
+
+    it('closes the connection of a multipart body it refuses before its end', async () => {
+      const list = await newList(a, 'Closed', true);
+      const option = (await a.post(`/smartlists/${list.id}/options`, { label: 'One' })).body;
+      const { hostname, port } = new URL(app.url);
+      // 5,000 parts (10 are read at most), about 400 KB: refused long before the body's end.
+      const parts = Array.from(
+        { length: 5000 },
+        (_, i) => `--B\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\n${'x'.repeat(30)}\r\n`,
+      ).join('');
+      const body = `${parts}--B--\r\n`;
+      const socket = connect({ host: hostname, port: Number(port) });
+      socket.on('error', () => undefined);
+      await once(socket, 'connect');
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+      const closed = once(socket, 'close');
+      socket.write(
+        `POST /api/v2025/smartlists/${list.id}/options/${option.id}/image HTTP/1.1\r\nHost: ${hostname}\r\n` +
+          `Authorization: Bearer ${a.token}\r\nContent-Type: multipart/form-data; boundary=B\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      // Kept alive, the connection answered nothing more until its keep-alive timeout (72 s).
+      const timer = setTimeout(() => socket.destroy(), 10_000);
+      await closed;
+      clearTimeout(timer);
+      assert.match(answer, /^HTTP\/1\.1 400 /, answer.slice(0, 300));
+      assert.match(answer, /\r\nconnection: close\r\n/i);
+      assert.match(answer, /"code":"invalid_image"/);
     });
 
     it('refuses a renamed text file, an oversize file, other parts, and lists without images', async () => {

@@ -13,6 +13,12 @@ export async function withMultipart(app: FastifyInstance, routes: (scope: Fastif
   await app.register(async (scope) => {
     // A file past the limit is refused by readImagePart, which reads it to its end while it can.
     await scope.register(multipart, { throwFileSizeLimit: false });
+    // An answer given before the body's end (a multipart body that cannot be read, too many
+    // parts) closes the connection: the rest of the body is never read, and a connection kept
+    // alive answered nothing more until its keep-alive timeout.
+    scope.addHook('onSend', async (req, reply) => {
+      if (!req.raw.complete) reply.header('connection', 'close');
+    });
     routes(scope);
   });
 }
