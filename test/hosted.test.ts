@@ -199,6 +199,24 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.equal(good.body.message, 'Thank you! Your answers were received.');
   });
 
+  it('refuses a plain post whose text is not UTF-8 or holds a NUL, as the API does, and stores nothing', async () => {
+    const form = await makeForm(owner, contact);
+    const { token } = await open(form);
+    const name = `f${form.field('Name')}`;
+    const email = `f${form.field('Email')}=ann%40example.com`;
+    // URLSearchParams read %FF as U+FFFD and kept %00: both were stored changed or as sent.
+    for (const bad of [`${name}=Al%00ice`, `${name}=Al%FFice`, `${name}=%ED%A0%80`, `${name}%00=x`]) {
+      const res = await app.request('POST', form.path, {
+        raw: `_fw=${encodeURIComponent(token)}&website=&${email}&${bad}`,
+        headers: FORM_POST,
+      });
+      assert.equal(res.status, 400, `${bad}: ${res.text.slice(0, 200)}`);
+      assert.match(res.text, /invalid_characters/, bad);
+    }
+    const list = await owner.get(`/forms/${form.id}/submissions`);
+    assert.equal(list.body.total, 0);
+  });
+
   it('refuses the honeypot, a page sent too soon and a page token that is not ours, and counts the refusals', async () => {
     const form = await makeForm(owner, contact);
     const name = `f${form.field('Name')}`;

@@ -205,6 +205,22 @@ export function parseFormBody(bytes: Buffer): Record<string, string | string[]> 
 }
 
 /**
+ * A form body (a page's plain post) as URLSearchParams, held to the rule as JSON bodies are:
+ * not UTF-8, a NUL or a lone surrogate in a name or value is refused (400 invalid_characters),
+ * rather than stored with U+FFFD in its place or as it came. (URLSearchParams alone patches bad
+ * escapes with U+FFFD, and the values in it are out of sight of refuseInvalidCharacters.)
+ */
+export function parseFormParams(bytes: Buffer): URLSearchParams {
+  const values = parseFormBody(bytes);
+  const details = invalidCharacters(values, 'body');
+  if (details.length > 0) throw refusal(details);
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(values))
+    for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
+  return params;
+}
+
+/**
  * Query parameters that could not be decoded, carried on the parsed query: the query string
  * parser runs inside the router, where it cannot answer, so the hook below answers for it.
  */

@@ -22,6 +22,7 @@ import { requestMetaOf } from '../../http/request-meta.js';
 import * as service from './service.js';
 import { assetUrls, CSS_HASH } from './assets.js';
 import { FORM_CSS } from './styles.js';
+import { parseFormParams } from '../../http/characters.js';
 
 const ViewKeyParams = Type.Object({ viewKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
@@ -132,9 +133,13 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
   const limits = ctx.config.hosted;
   return async (app) => {
     // A plain HTML form posts urlencoded; the bodyLimit still applies.
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
-      done(null, new URLSearchParams(body as string)),
-    );
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parseFormParams(body as Buffer));
+      } catch (error) {
+        done(error as Error);
+      }
+    });
 
     async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string, logoOrigin?: string) {
       return reply

@@ -21,6 +21,7 @@ import {
 import * as repo from './repository.js';
 import * as session from './session.js';
 import { SIGNIN_LINK_TTL_MS } from './signin-link.js';
+import { parseFormParams } from '../../http/characters.js';
 
 const KeyParams = Type.Object({ portalKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
@@ -65,9 +66,13 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   };
 
   return async (app) => {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
-      done(null, new URLSearchParams(body as string)),
-    );
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parseFormParams(body as Buffer));
+      } catch (error) {
+        done(error as Error);
+      }
+    });
 
     // The hosted form's headers, but never framed: the page acts for a signed-in person (clickjacking).
     const headers = pageHeaders(ctx.config);
