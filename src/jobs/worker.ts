@@ -521,7 +521,7 @@ class JobWorker implements Worker {
    * backlog, or with housekeeping (`strangers`, at most once a second).
    */
   private async claim(strangers: boolean, limits: Record<string, number>): Promise<HeldJob[]> {
-    // Read before the lease's end is: the lease written ends no sooner than this + leaseMs.
+    // Read before the lease's end is computed and written: it ends no sooner than this + leaseMs.
     const leaseEnds = performance.now() + this.leaseMs;
     const now = this.ctx.clock.now();
     const lease = { owner: this.id, token: randomBytes(16).toString('hex'), until: now + this.leaseMs };
