@@ -183,6 +183,9 @@ for (const driver of ['local', 's3'] as const) {
         'submit',
       );
       const needle = content.subarray(0, 30).toString('latin1');
+      // s3rver answers a PUT once it has read the bytes, and writes them to its disk after: a CI
+      // run on a busy machine read its directory in between. Waited for, within 10 s.
+      for (let i = 0; i < 200 && !storedBytes().includes(needle); i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok(storedBytes().includes(needle), 'stored in the clear while the form is plain');
       const download = (headers: Record<string, string> = {}) =>
         fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${fieldId}`, {
