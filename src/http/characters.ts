@@ -205,19 +205,26 @@ export function parseFormBody(bytes: Buffer): Record<string, string | string[]> 
 }
 
 /**
- * A form body (a page's plain post) as URLSearchParams, held to the rule as JSON bodies are:
- * not UTF-8, a NUL or a lone surrogate in a name or value is refused (400 invalid_characters),
- * rather than stored with U+FFFD in its place or as it came. (URLSearchParams alone patches bad
- * escapes with U+FFFD, and the values in it are out of sight of refuseInvalidCharacters.)
+ * A page's plain posts (application/x-www-form-urlencoded) read into URLSearchParams, held to
+ * the rule as JSON bodies are: not UTF-8, a NUL or a lone surrogate in a name or value is refused
+ * (400 invalid_characters), rather than stored with U+FFFD in its place or as it came.
+ * (URLSearchParams alone patches bad escapes with U+FFFD, and the values in it are out of sight
+ * of refuseInvalidCharacters.) The bodyLimit still applies.
  */
-export function parseFormParams(bytes: Buffer): URLSearchParams {
-  const values = parseFormBody(bytes);
-  const details = invalidCharacters(values, 'body');
-  if (details.length > 0) throw refusal(details);
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(values))
-    for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
-  return params;
+export function acceptFormPosts(app: FastifyInstance): void {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      const values = parseFormBody(body as Buffer);
+      const details = invalidCharacters(values, 'body');
+      if (details.length > 0) throw refusal(details);
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(values))
+        for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
+      done(null, params);
+    } catch (error) {
+      done(error as Error);
+    }
+  });
 }
 
 /**

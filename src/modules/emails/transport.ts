@@ -45,6 +45,8 @@ export function smtpOf(
 
 /** A pool of connections to one server, with the sockets it opened (to cut them all at once). */
 interface Pool {
+  /** Its key in pools. */
+  key: string;
   transport: Transporter;
   sockets: Set<Socket>;
   /** Why it was cut, once it is. */
@@ -77,7 +79,6 @@ function openSocket(
   const port = Number(options.port) || (options.secure ? 465 : 587);
   const socket = connect({ host: options.host || 'localhost', port, noDelay: true });
   sockets.add(socket);
-  socket.once('close', () => sockets.delete(socket));
   let settled = false;
   const timer = setTimeout(
     () => socket.destroy(new Error('Connection timeout')),
@@ -90,8 +91,11 @@ function openSocket(
     callback(error);
   };
   socket.once('error', failed);
-  // Destroyed without an error (its pool cut) before it connected: no 'error' comes.
-  socket.once('close', () => failed(new Error('Connection closed before it was open')));
+  socket.once('close', () => {
+    sockets.delete(socket);
+    // Destroyed without an error (its pool cut) before it connected: no 'error' comes.
+    failed(new Error('Connection closed before it was open'));
+  });
   socket.once('connect', () => {
     settled = true;
     clearTimeout(timer);
@@ -128,7 +132,7 @@ function poolFor(smtp: SmtpSettings): Pool {
         openSocket(sockets, options, callback),
     };
     const transport = loadNodemailer().createTransport(new Pool(options));
-    pool = { transport, sockets };
+    pool = { key, transport, sockets };
     pools.set(key, pool);
   }
   return pool;
@@ -138,11 +142,10 @@ function poolFor(smtp: SmtpSettings): Pool {
  * Ends a pool at once: its sockets destroyed (nothing more is written on them, not even the
  * rest of a message), every message in it failed, and the next message opens a new pool.
  */
-function cut(smtp: SmtpSettings, pool: Pool, because: string): void {
+function cut(pool: Pool, because: string): void {
   if (pool.cutBecause !== undefined) return;
   pool.cutBecause = because;
-  const key = `${smtp.connections} ${smtp.url}`;
-  if (pools.get(key) === pool) pools.delete(key);
+  if (pools.get(pool.key) === pool) pools.delete(pool.key);
   pool.transport.close();
   for (const socket of pool.sockets) socket.destroy();
 }
@@ -178,7 +181,7 @@ export async function sendSmtp(smtp: SmtpSettings, mail: OutgoingMail, signal: A
   let stop: (reason: string) => void = () => undefined;
   const stopped = new Promise<never>((_, reject) => {
     stop = (reason) => {
-      if (pool) cut(smtp, pool, reason);
+      if (pool) cut(pool, reason);
       reject(new Error(reason));
     };
   });

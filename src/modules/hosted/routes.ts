@@ -22,7 +22,7 @@ import { requestMetaOf } from '../../http/request-meta.js';
 import * as service from './service.js';
 import { assetUrls, CSS_HASH } from './assets.js';
 import { FORM_CSS } from './styles.js';
-import { parseFormParams } from '../../http/characters.js';
+import { acceptFormPosts } from '../../http/characters.js';
 
 const ViewKeyParams = Type.Object({ viewKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
@@ -132,14 +132,8 @@ function postedPage(def: service.PageDefinition, body: unknown): PostedPage {
 export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): FastifyPluginAsyncTypebox {
   const limits = ctx.config.hosted;
   return async (app) => {
-    // A plain HTML form posts urlencoded; the bodyLimit still applies.
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
-      try {
-        done(null, parseFormParams(body as Buffer));
-      } catch (error) {
-        done(error as Error);
-      }
-    });
+    // A plain HTML form posts urlencoded.
+    acceptFormPosts(app);
 
     async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string, logoOrigin?: string) {
       return reply

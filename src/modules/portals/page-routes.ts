@@ -21,7 +21,7 @@ import {
 import * as repo from './repository.js';
 import * as session from './session.js';
 import { SIGNIN_LINK_TTL_MS } from './signin-link.js';
-import { parseFormParams } from '../../http/characters.js';
+import { acceptFormPosts } from '../../http/characters.js';
 
 const KeyParams = Type.Object({ portalKey: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
@@ -66,13 +66,7 @@ export function portalPageRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   };
 
   return async (app) => {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
-      try {
-        done(null, parseFormParams(body as Buffer));
-      } catch (error) {
-        done(error as Error);
-      }
-    });
+    acceptFormPosts(app);
 
     // The hosted form's headers, but never framed: the page acts for a signed-in person (clickjacking).
     const headers = pageHeaders(ctx.config);
