@@ -184,6 +184,49 @@ describe(`turning encryption on and off (${dialectName})`, () => {
     );
   });
 
+  it("seals an encrypted form's prefill values under the link's own key, and drops clear ones when encryption is turned on", async () => {
+    const { form, t } = await plainForm(0);
+    const prefill = async () =>
+      ok(a.post(`/forms/${form.id}/prefill`, { fields: [{ id: t, value: 'Prefilled Pia' }] }));
+    const stored = (url: string) =>
+      app.server.db.kysely
+        .selectFrom('prefill_tokens')
+        .select('data')
+        .where('id', '=', new URL(url).searchParams.get('prefill')!.split('.')[0]!)
+        .executeTakeFirst();
+    const page = async (url: string) => {
+      const u = new URL(url);
+      return (await app.request('GET', `${u.pathname}${u.search}`)).text;
+    };
+    const clear = await prefill();
+    assert.match((await stored(clear.url))!.data, /Prefilled Pia/, 'a plain form keeps its values in the clear');
+
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
+    await waitFor('encryption to finish', async () =>
+      (await ok(a.get(`/forms/${form.id}`))).encryptionState === null ? true : undefined,
+    );
+    assert.equal(await stored(clear.url), undefined, 'the clear values are gone');
+    assert.match(await page(clear.url), /prefilled link has expired/);
+
+    const sealed = await prefill();
+    const [, , key] = sealed.token.split('.');
+    assert.equal(key.length, 22, 'the link carries the key');
+    const row = (await stored(sealed.url))!;
+    assert.match(row.data, /^fenc1:/);
+    assert.ok(!row.data.includes('Pia') && !row.data.includes(key));
+    assert.match(await page(sealed.url), /value="Prefilled Pia"/, 'the page opens them without the password');
+    const withoutKey = sealed.url.replace(`.${key}`, '');
+    assert.match(await page(withoutKey), /prefilled link has expired/);
+    const otherKey = sealed.url.replace(key, key.startsWith('A') ? `B${key.slice(1)}` : `A${key.slice(1)}`);
+    assert.match(await page(otherKey), /prefilled link has expired/);
+
+    await ok(a.put(`/forms/${form.id}`, { isEncrypted: false, encryptionPassword: PASSWORD }), 'turn off');
+    await waitFor('decryption to finish', async () =>
+      (await ok(a.get(`/forms/${form.id}`))).isEncrypted === false ? true : undefined,
+    );
+    assert.match(await page(sealed.url), /value="Prefilled Pia"/, 'a sealed link still opens after encryption is off');
+  });
+
   it('resumes a conversion from its checkpoint after a crash, converting each row once', async () => {
     // An app without a worker: the job the form update enqueues is run here by hand, with a
     // checkpoint that fails in the third batch, as a worker dying there would.

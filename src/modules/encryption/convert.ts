@@ -3,6 +3,7 @@ import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
 import * as formsRepo from '../forms/repository.js';
+import { deletePlainPrefills } from '../hosted/repository.js';
 import { convertBatch } from '../submissions/conversion.js';
 import { submissionsDeps, type SubmissionsDeps } from '../submissions/definitions.js';
 import { ConversionPayload, conversionKey, conversionKeyAad } from './service.js';
@@ -63,6 +64,9 @@ export async function runConversion(
   }
   await transact(ctx.db, async (trx) => {
     await formsRepo.finishEncryptionChange(trx, payload.formId, payload.direction);
+    // Prefill values kept in the clear cannot be sealed to the key their links would need
+    // (links carry it; these were made without one): their links open the form empty.
+    if (payload.direction === 'encrypt') await deletePlainPrefills(trx, payload.formId);
     // A decryption's job carried the form's private key: it is not kept once the work is done.
     if (payload.key !== undefined) await forgetKey?.(trx);
   });

@@ -111,7 +111,8 @@ export function hostedApiRoutes(ctx: AppContext, deps: service.HostedDeps): Fast
           summary: 'Make a URL that opens the form with these values',
           description:
             "The values are checked as a submission's (400 naming unknown fields and bad values; file, signature and card fields cannot be prefilled) " +
-            'and kept by the service behind a signed token, which the URL carries; the URL stops working after PREFILL_TTL_DAYS. Required fields need not be given.',
+            'and kept by the service behind a signed token, which the URL carries; the URL stops working after PREFILL_TTL_DAYS. Required fields need not be given. ' +
+            'On an encrypted form the token has a third part, a key that seals the stored values and that the service does not keep.',
           params: idParams('formId'),
           body: PrefillBody,
           response: {

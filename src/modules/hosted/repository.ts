@@ -2,6 +2,7 @@ import type { FormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
 import { submissionsCountOf, submissionsVersionOf } from '../forms/counts.js';
 import type { Executor } from '../../db/transaction.js';
+import { SEALED_PREFILL_PREFIX } from './prefill-sealing.js';
 
 // Every page view reads it: compiled once.
 const selectByViewKey = hotQuery(1, (db, viewKey: string) =>
@@ -44,6 +45,15 @@ export async function findPrefill(
     .where('form_id', '=', formId)
     .where('expires_at', '>', now)
     .executeTakeFirst();
+}
+
+/** Removes a form's prefill values that were stored in the clear: its encryption was turned on. */
+export async function deletePlainPrefills(db: Executor, formId: number): Promise<void> {
+  await db
+    .deleteFrom('prefill_tokens')
+    .where('form_id', '=', formId)
+    .where('data', 'not like', `${SEALED_PREFILL_PREFIX}%`)
+    .execute();
 }
 
 export async function deleteExpiredPrefills(db: Executor, now: number): Promise<number> {

@@ -26,6 +26,7 @@ import { formPage, type ThemeAssets } from './page.js';
 import { pageTheme, type PageTheme } from './theme.js';
 import { renderForm, type RenderedForm, type RenderState } from './render.js';
 import * as repo from './repository.js';
+import { openPrefill, sealPrefill } from './prefill-sealing.js';
 import { loadedAt, loadToken, prefillId, prefillToken } from './tokens.js';
 
 /**
@@ -491,11 +492,11 @@ export async function createPrefill(
     throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, {
       details: problems,
     });
-  const { id, token } = prefillToken(ctx.config.secretKey);
+  const { id, token, key } = prefillToken(ctx.config.secretKey, def.form.is_encrypted === 1);
+  const json = JSON.stringify(values);
+  const data = key === undefined ? json : sealPrefill(key, json, def.form.id, id);
   const expiresAt = now + ctx.config.hosted.prefillTtlDays * 86_400_000;
-  await transact(ctx.db, (trx) =>
-    repo.insertPrefill(trx, { id, accountId, formId, data: JSON.stringify(values), now, expiresAt }),
-  );
+  await transact(ctx.db, (trx) => repo.insertPrefill(trx, { id, accountId, formId, data, now, expiresAt }));
   return {
     url: `${ctx.config.publicUrl}/f/${encodeURIComponent(def.form.view_key)}?prefill=${encodeURIComponent(token)}`,
     token,
@@ -508,11 +509,12 @@ async function prefilled(
   def: PageDefinition,
   token: string,
 ): Promise<Map<number, unknown> | undefined> {
-  const id = prefillId(deps.ctx.config.secretKey, token);
-  if (!id) return undefined;
-  const row = await repo.findPrefill(deps.ctx.db, id, def.form.id, deps.ctx.clock.now());
-  if (!row) return undefined;
-  return new Map(Object.entries(JSON.parse(row.data) as Record<string, unknown>).map(([k, v]) => [Number(k), v]));
+  const named = prefillId(deps.ctx.config.secretKey, token);
+  if (!named) return undefined;
+  const row = await repo.findPrefill(deps.ctx.db, named.id, def.form.id, deps.ctx.clock.now());
+  const json = row && openPrefill(named.key, row.data, def.form.id, named.id);
+  if (json === undefined) return undefined;
+  return new Map(Object.entries(JSON.parse(json) as Record<string, unknown>).map(([k, v]) => [Number(k), v]));
 }
 
 // Statistics.

@@ -43,14 +43,25 @@ export function loadedAt(secret: string, formId: number, token: string): number 
   return parseInt(m[1]!, 36) * 1000;
 }
 
-/** A prefill token: a random id, which names the stored values, and its signature. */
-export function prefillToken(secret: string): { id: string; token: string } {
+/**
+ * A prefill token: a random id, which names the stored values, and its signature. An
+ * encrypted form's token carries a third part, a random key that seals the values and that
+ * the service does not keep: the database alone cannot open them, and the link needs no
+ * password.
+ */
+export function prefillToken(secret: string, sealed: boolean): { id: string; token: string; key?: string } {
   const id = randomBytes(16).toString('base64url');
-  return { id, token: `${id}.${sign(secret, 'prefill', id)}` };
+  const token = `${id}.${sign(secret, 'prefill', id)}`;
+  if (!sealed) return { id, token };
+  const key = randomBytes(16).toString('base64url');
+  return { id, token: `${token}.${key}`, key };
 }
 
-/** The stored id that a prefill token names, when its signature holds. */
-export function prefillId(secret: string, token: string): string | undefined {
-  const m = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})$/.exec(token);
-  return m && same(m[2]!, sign(secret, 'prefill', m[1]!)) ? m[1] : undefined;
+const PREFILL_TOKEN = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})(?:\.([A-Za-z0-9_-]{22}))?$/;
+
+/** The stored id that a prefill token names, and its sealing key if it has one, when its signature holds. */
+export function prefillId(secret: string, token: string): { id: string; key?: string } | undefined {
+  const m = PREFILL_TOKEN.exec(token);
+  if (!m || !same(m[2]!, sign(secret, 'prefill', m[1]!))) return undefined;
+  return m[3] === undefined ? { id: m[1]! } : { id: m[1]!, key: m[3] };
 }
