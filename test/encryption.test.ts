@@ -329,6 +329,67 @@ describe(`encrypted forms (${dialectName})`, () => {
     );
   });
 
+  it('checks a password sent with no change, refuses new passwords a header cannot carry, and reads UTF-8 ones from it', async () => {
+    const enc = await ok(
+      a.post('/forms', { name: 'Checked', isEncrypted: true, encryptionPassword: PASSWORD }),
+      'form',
+    );
+    assertError(
+      await a.put(`/forms/${enc.id}`, { isEncrypted: true, encryptionPassword: 'not the password' }),
+      401,
+      'encryption_password_invalid',
+      'isEncrypted: true again with a wrong password',
+    );
+    assertError(
+      await a.put(`/forms/${enc.id}`, { name: 'Renamed', encryptionPassword: 'not the password' }),
+      401,
+      'encryption_password_invalid',
+      'a wrong password beside another change',
+    );
+    assert.equal((await ok(a.get(`/forms/${enc.id}`))).name, 'Checked', 'nothing changed');
+    await ok(a.put(`/forms/${enc.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'the right one');
+
+    for (const bad of [' leading space', 'trailing space ', 'new\nline inside', 'tab\tinside']) {
+      const res = await a.post('/forms', { name: 'x', isEncrypted: true, encryptionPassword: bad });
+      assertError(res, 400, 'validation_failed', JSON.stringify(bad));
+      assert.equal(res.body.details[0].property, 'body.encryptionPassword');
+      assertError(
+        await a.put(`/forms/${enc.id}`, { encryptionPassword: PASSWORD, newEncryptionPassword: bad }),
+        400,
+        'validation_failed',
+        `new ${JSON.stringify(bad)}`,
+      );
+    }
+
+    const unicode = 'pässwörd – 密码';
+    const uf = await ok(
+      a.post('/forms', {
+        name: 'Unicode',
+        isEncrypted: true,
+        encryptionPassword: unicode,
+        fields: [{ type: 'text', label: 'T' }],
+      }),
+      'unicode form',
+    );
+    const created = await ok(a.post(`/forms/${uf.id}/submissions`, { fields: [{ id: uf.fields[0].id, value: 'v' }] }));
+    // Sent as UTF-8 bytes, as curl does (fetch refuses characters past Latin-1 in a header).
+    const utf8AsLatin1 = Buffer.from(unicode).toString('latin1');
+    const read = await ok(a.get(`/submissions/${created.id}`, header(utf8AsLatin1)), 'UTF-8 header');
+    assert.equal(read.data[0].value, 'v');
+    const latin = await ok(
+      a.post('/forms', {
+        name: 'Latin-1',
+        isEncrypted: true,
+        encryptionPassword: 'pässwörd',
+        fields: [{ type: 'text', label: 'T' }],
+      }),
+    );
+    const sub = await ok(
+      a.post(`/forms/${latin.id}/submissions`, { fields: [{ id: latin.fields[0].id, value: 'w' }] }),
+    );
+    assert.equal((await ok(a.get(`/submissions/${sub.id}`, header('pässwörd')), 'Latin-1 header')).data[0].value, 'w');
+  });
+
   it('throttles wrong passwords per form', async () => {
     // The service's scrypt cost: the six requests below must arrive while the first check runs,
     // to share it (with a cheap one, most would find the key already kept instead).

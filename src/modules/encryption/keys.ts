@@ -29,9 +29,21 @@ export class EncryptionPasswordError extends UnauthorizedError {
 export function passwordFrom(headers: IncomingHttpHeaders): string | undefined {
   for (const name of PASSWORD_HEADERS) {
     const value = headers[name];
-    if (typeof value === 'string' && value !== '') return value;
+    if (typeof value === 'string' && value !== '') return headerText(value);
   }
   return undefined;
+}
+
+/**
+ * Node reads a header's bytes as Latin-1. A password set in a JSON body is Unicode, and a
+ * client that sends it in a header sends its UTF-8 bytes (curl, most libraries; fetch can
+ * only send Latin-1): bytes that make valid UTF-8 are read as UTF-8, others stay Latin-1.
+ */
+function headerText(value: string): string {
+  if (!/[\u0080-\u00ff]/.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  const text = bytes.toString('utf8');
+  return Buffer.from(text).equals(bytes) ? text : value;
 }
 
 /**

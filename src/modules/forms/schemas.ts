@@ -50,7 +50,9 @@ const encryption = {
   ),
   encryptionPassword: Type.Optional(
     password(
-      'Write-only. Turning encryption on: the new password. Turning it off or changing it: the current password. Never returned.',
+      'Write-only. Turning encryption on: the new password. Turning it off or changing it: the current password, which is also checked ' +
+        '(401 when wrong) when it is sent to an encrypted form without a change. A new password may not start or end with white space ' +
+        'or hold control characters (the password header could not carry it); the header carries other characters as UTF-8. Never returned.',
     ),
   ),
 };
