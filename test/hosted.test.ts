@@ -143,8 +143,16 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     const late = await post(full, { _fw: token, website: '', [`f${full.field('Name')}`]: 'Bob' });
     assert.equal(late.status, 403, 'a post to a full form gets the closed page');
     const deleted = await makeForm(owner, contact);
+    const { token: before } = await open(deleted);
     await owner.delete(`/forms/${deleted.id}`);
     assert.equal((await app.request('GET', deleted.path)).status, 410);
+    const sent = { _fw: before, website: '', [`f${deleted.field('Name')}`]: 'Cy' };
+    assert.equal((await post(deleted, sent)).status, 410, 'a plain post gets the page');
+    const scripted = await app.request('POST', deleted.path, {
+      body: { fields: [{ id: deleted.field('Name'), value: 'Cy' }], _fw: before, website: '' },
+    });
+    assert.equal(scripted.status, 404, scripted.text);
+    assert.equal(scripted.body.code, 'form_not_found', 'as for its other JSON routes and the API');
   });
 
   it('takes a plain HTML post through the submission checks, once per page, and confirms or redirects', async () => {

@@ -393,8 +393,9 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
         );
         if (outcome.kind === 'closed') {
           if (posted.plain) return closed(reply, def, outcome.state);
-          const code = outcome.state === 'full' ? 'form_full' : 'form_inactive';
-          throw new AppError(code, def.settings.closedMessage);
+          // A removed form is not found, as for the page's other JSON routes and the API.
+          if (outcome.state === 'deleted') throw new AppError('form_not_found');
+          throw new AppError(outcome.state === 'full' ? 'form_full' : 'form_inactive', def.settings.closedMessage);
         }
         if (outcome.kind === 'invalid') {
           if (posted.plain) return again(reply, def, 400, { ...outcome, resumeToken: posted.resumeToken });
