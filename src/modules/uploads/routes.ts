@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.js';
+import { BadRequestError } from '../../errors.js';
 import { principal } from '../../http/auth.js';
 import { errors, idParams } from '../../http/schemas.js';
 import { watchUploadRate, type BodyTimeoutError } from '../../http/timeouts.js';
@@ -96,8 +97,15 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
         // Storage learns of it through its own pipeline; this listener keeps a client that goes
         // away before storage starts reading from being an uncaught exception.
         body.on('error', () => undefined);
+        // A client that goes away is the client's doing, like any refused request: a 400 (that
+        // nobody receives), whatever error storage then meets, not a 500 logged as an error.
+        let interrupted: BadRequestError | undefined;
         req.raw.on('close', () => {
-          if (!req.raw.complete && !body.destroyed) body.destroy(new Error('The upload was interrupted'));
+          if (req.raw.complete || body.destroyed) return;
+          interrupted = new BadRequestError('bad_request', 'The upload was interrupted before its end', {
+            cause: new Error('the client closed the connection'),
+          });
+          body.destroy(interrupted);
         });
         // A client that stalls is cut off like a broken upload: storage keeps nothing, the URL can be used again.
         let tooSlow: BodyTimeoutError | undefined;
@@ -122,7 +130,7 @@ export function serviceUploadRoute(ctx: AppContext): FastifyPluginAsyncTypebox {
           body.destroy();
           // The rest of a refused body is not worth reading: answer and close the connection.
           if (!req.raw.complete) (reply as FastifyReply).header('connection', 'close');
-          throw tooSlow ?? error;
+          throw tooSlow ?? interrupted ?? error;
         }
       },
     );
