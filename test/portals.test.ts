@@ -317,7 +317,31 @@ describe(`portals (${dialectName})`, () => {
     );
     expectError(await upload(app, path, [['picture', PNG, 'logo.png']], a.token), 400, 'invalid_image');
     expectError(await upload(app, path, [['image', PNG, 'x.png']], b.token), 404, 'portal_not_found');
-    assert.equal(await keyOf(), first, 'refused uploads changed nothing');
+    // A body without its closing boundary is refused, not read as far as it goes: cut short in a
+    // file (which would set a truncated image) or in a field, or sent under another boundary
+    // (no part to the parser, which would remove the image).
+    const raw = (body: Buffer | string, boundary = 'cut') =>
+      app.request('POST', `/api/v2025${path}`, {
+        raw: body as string,
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
+    const filePart = `--cut\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`;
+    for (const [what, body] of [
+      ['a file cut short', Buffer.concat([Buffer.from(filePart), PNG.subarray(0, PNG.length - 10)])],
+      ['a field cut short', '--cut\r\ncontent-disposition: form-data; name="image"\r\n\r\nnull\r\n'],
+      ['another boundary', '--other\r\ncontent-disposition: form-data; name="image"\r\n\r\nnull\r\n--other--\r\n'],
+      ['no boundary at all', 'not multipart at all'],
+    ] as const) {
+      const res = await raw(body);
+      expectError(res, 400, 'invalid_image');
+      // The parser itself fails a file part cut short; the rest it would take as whole.
+      if (what !== 'a file cut short') assert.match(res.body.error, /closing boundary/, `${what}: ${res.body.error}`);
+    }
+    const whole = ok(await raw(Buffer.concat([Buffer.from(filePart), PNG, Buffer.from('\r\n--cut--\r\n')])));
+    assert.equal(whole.avatar.size, PNG.length, 'the same body with its closing boundary is taken');
+    ok(await upload(app, path, [['image', PNG, 'logo.png']], a.token));
+    const replaced = await keyOf();
+    assert.notEqual(replaced, first);
 
     // A copy has its own file of the avatar, the forms, and no users.
     const form = await newForm(a, 'Copied form');

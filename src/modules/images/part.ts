@@ -17,7 +17,8 @@ export function drainBytes(maxBytes: number): number {
 
 /**
  * The image a request sends: the bytes of its one part named image, or null to remove the
- * image (no body, no part, an empty file part, or an image part that is empty or "null").
+ * image (no body, no part, an empty file part, or an image part that is empty or "null"). A
+ * body must end with its closing boundary.
  * Every part is read to its end, kept or not, so that a refused request is answered as soon as
  * it has been sent rather than left waiting on a body nobody reads. Shared by the routes that
  * take an image (smart list option images, portal avatars); the route registers
@@ -38,6 +39,7 @@ export async function readImagePart(
   }
   let image: Buffer | null | undefined;
   let problem: string | undefined;
+  const ending = watchEnding(req);
   // The route reads its body at its own pace (streamedBody): a client that stalls is cut off here.
   let tooSlow: BodyTimeoutError | undefined;
   watchUploadRate(req.raw, { bytesPerSecond, windowMs }, (error) => {
@@ -71,6 +73,31 @@ export async function readImagePart(
     if (tooSlow) throw tooSlow;
     throw new BadRequestError('invalid_image', 'The multipart body could not be read', { cause: error });
   }
+  if (!problem && ending.bytes() > 0 && !ending.closed())
+    problem = 'The multipart body ends before its closing boundary: it was cut short, or sent under another boundary';
   if (problem) throw new BadRequestError('invalid_image', problem);
   return image ?? null;
+}
+
+/**
+ * Whether the body holds its closing delimiter (--boundary--). @fastify/multipart ends a body
+ * without one quietly, as if it were whole: a body cut short would set what it held so far,
+ * and one sent under another boundary (all preamble to the parser) would remove the image.
+ */
+function watchEnding(req: FastifyRequest): { bytes(): number; closed(): boolean } {
+  const found = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
+  const close = Buffer.from(`--${found?.[1] ?? found?.[2] ?? ''}--`);
+  const keep = close.length - 1;
+  let bytes = 0;
+  let closed = false;
+  let tail: Buffer = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (closed) return;
+    // The delimiter may straddle two chunks: the end of the last one is kept.
+    closed = chunk.includes(close) || Buffer.concat([tail, chunk.subarray(0, keep)]).includes(close);
+    tail = chunk.length >= keep ? chunk.subarray(chunk.length - keep) : Buffer.concat([tail, chunk]).subarray(-keep);
+  };
+  req.raw.on('data', onData);
+  return { bytes: () => bytes, closed: () => closed && found !== null };
 }

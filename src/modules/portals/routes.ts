@@ -134,7 +134,8 @@ export function portalRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
               'multipart/form-data with one part named image: a PNG, JPEG, GIF or WebP file, told by its bytes ' +
               `(not its name or declared type), of at most OPTION_IMAGE_MAX_BYTES (${ctx.config.optionImageMaxBytes} here), ` +
               'as option images take. An empty file part, a part whose value is empty or null, no part, or no body at ' +
-              'all removes the avatar. Anything else is 400 invalid_image. A new avatar replaces the old one, whose ' +
+              'all removes the avatar. A body must end with its closing boundary (--boundary--): one cut short or sent under ' +
+              'another boundary is refused. Anything else is 400 invalid_image. A new avatar replaces the old one, whose ' +
               'file is removed once the change commits.',
             consumes: ['multipart/form-data'],
             'x-formwork-body-optional': true,

@@ -256,6 +256,7 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
               'multipart/form-data with one part named image: a PNG, JPEG, GIF or WebP file, told by its bytes ' +
               `(not its name or declared type), of at most OPTION_IMAGE_MAX_BYTES (${ctx.config.optionImageMaxBytes} here). ` +
               'An empty file part, a part whose value is empty or null, no part, or no body at all removes the image. ' +
+              'A body must end with its closing boundary (--boundary--): one cut short or sent under another boundary is refused. ' +
               'Anything else is 400 invalid_image, and a list whose useImages is off answers 400 images_not_used. ' +
               'A new image replaces the old one, whose file is removed once the change commits.',
             consumes: ['multipart/form-data'],
