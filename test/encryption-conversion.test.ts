@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
+import { prefillToken } from '../src/modules/hosted/tokens.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ok } from './support/submission-fixtures.js';
@@ -207,6 +208,20 @@ describe(`turning encryption on and off (${dialectName})`, () => {
     );
     assert.equal(await stored(clear.url), undefined, 'the clear values are gone');
     assert.match(await page(clear.url), /prefilled link has expired/);
+    // A clear row of an encrypted form (written past the conversion) is not served either.
+    const late = prefillToken(app.server.ctx.config.secretKey, false);
+    await app.server.db.kysely
+      .insertInto('prefill_tokens')
+      .values({
+        id: late.id,
+        account_id: a.accountId,
+        form_id: form.id,
+        data: JSON.stringify({ [t]: 'Late Lou' }),
+        created_at: Date.now(),
+        expires_at: Date.now() + 86_400_000,
+      })
+      .execute();
+    assert.match(await page(`${form.url}?prefill=${late.token}`), /prefilled link has expired/);
 
     const sealed = await prefill();
     const [, , key] = sealed.token.split('.');

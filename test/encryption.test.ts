@@ -361,6 +361,16 @@ describe(`encrypted forms (${dialectName})`, () => {
       );
     }
 
+    assertError(
+      await a.put(`/forms/${enc.id}`, {
+        encryptionPassword: 'not the password',
+        newEncryptionPassword: ' spaced out ',
+      }),
+      400,
+      'validation_failed',
+      'the new password is refused before the current one is checked',
+    );
+
     const unicode = 'pässwörd – 密码';
     const uf = await ok(
       a.post('/forms', {

@@ -153,6 +153,9 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     });
     assert.equal(scripted.status, 404, scripted.text);
     assert.equal(scripted.body.code, 'form_not_found', 'as for its other JSON routes and the API');
+    const unknown = await app.request('POST', '/f/no-such-form', { body: { fields: [], _fw: before, website: '' } });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.code, 'form_not_found', 'JSON for the script, not the page');
   });
 
   it('takes a plain HTML post through the submission checks, once per page, and confirms or redirects', async () => {

@@ -125,6 +125,7 @@ describe(`migrations on existing data (${dialectName})`, () => {
       '0035_search_pending_list',
       '0036_submission_cascades',
       '0037_submission_hour_ids',
+      '0038_encrypted_prefills',
     ]);
 
     assert.equal(
@@ -350,6 +351,38 @@ describe(`0037: each hour's id bounds (${dialectName})`, () => {
       { hour: h, slot: 0, n: 3, first_id: ids[0], last_id: ids[2] },
       { hour: h, slot: 1, n: -1, first_id: ids[0], last_id: ids[2] },
     ]);
+  });
+});
+
+describe(`0038: clear prefill values of encrypted forms (${dialectName})`, () => {
+  const fresh = ownDatabase();
+
+  it("removes those of encrypted forms and keeps plain forms' and sealed ones", async () => {
+    const k = fresh().kysely;
+    await migrateUpToBefore(fresh(), '0038_encrypted_prefills');
+    const account = await oldAccount(k, base);
+    const form = async (viewKey: string, encrypted: number) =>
+      (
+        await sql<{ id: number }>`INSERT INTO forms (account_id, name, submit_button_title, settings, view_key,
+          is_encrypted, inactive, revision, created_at, updated_at)
+          VALUES (${account}, ${viewKey}, 'Submit', '{}', ${viewKey}, ${encrypted}, 0, 1, ${base}, ${base}) RETURNING id`.execute(
+          k,
+        )
+      ).rows[0]!.id;
+    const sealedForm = await form('sealed-form', 1);
+    const plainForm = await form('plain-form', 0);
+    const prefill = (id: string, formId: number, data: string) =>
+      sql`INSERT INTO prefill_tokens (id, account_id, form_id, data, created_at, expires_at)
+        VALUES (${id}, ${account}, ${formId}, ${data}, ${base}, ${base + hour})`.execute(k);
+    await prefill('clear-of-encrypted', sealedForm, '{"1":"Ann"}');
+    await prefill('sealed-of-encrypted', sealedForm, 'fenc1:AAAA');
+    await prefill('clear-of-plain', plainForm, '{"1":"Bob"}');
+    await migrateToLatest(fresh());
+    const left = await sql<{ id: string }>`SELECT id FROM prefill_tokens ORDER BY id`.execute(k);
+    assert.deepEqual(
+      left.rows.map((r) => r.id),
+      ['clear-of-plain', 'sealed-of-encrypted'],
+    );
   });
 });
 

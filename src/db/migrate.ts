@@ -31,6 +31,7 @@ import * as createAbort from './migrations/0034_create_abort.js';
 import * as searchPendingList from './migrations/0035_search_pending_list.js';
 import * as submissionCascades from './migrations/0036_submission_cascades.js';
 import * as submissionHourIds from './migrations/0037_submission_hour_ids.js';
+import * as encryptedPrefills from './migrations/0038_encrypted_prefills.js';
 
 interface MigrationModule {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -68,6 +69,7 @@ const migrations: Record<string, MigrationModule> = {
   '0035_search_pending_list': searchPendingList,
   '0036_submission_cascades': submissionCascades,
   '0037_submission_hour_ids': submissionHourIds,
+  '0038_encrypted_prefills': encryptedPrefills,
 };
 
 /** Every migration's name, in the order they run. */

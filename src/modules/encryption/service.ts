@@ -143,11 +143,13 @@ export async function planEncryptionChange(
       conversion: { formId: form.id, accountId: form.account_id, direction: 'encrypt' },
     };
   }
+  // Checked before the current password: a refused new one costs no attempt.
+  if (rewrap) checkNewPassword('newEncryptionPassword', input.newEncryptionPassword!);
   const opened = await ctx.formKeys.unlock(form, input.encryptionPassword);
   if (rewrap) {
     const wrapped = await wrapFormKey(
       opened,
-      checkNewPassword('newEncryptionPassword', input.newEncryptionPassword!),
+      input.newEncryptionPassword!,
       keyAad(form.view_key),
       ctx.hasher.kdf({ account: form.account_id }),
     );

@@ -19,9 +19,18 @@ export function sealPrefill(linkKey: string, json: string, formId: number, id: s
   return SEALED_PREFILL_PREFIX + encryptWith(keyOf(linkKey), Buffer.from(json), aad(formId, id)).toString('base64');
 }
 
-/** The stored values as JSON, or undefined when they are sealed and the link's key does not open them. */
-export function openPrefill(linkKey: string | undefined, data: string, formId: number, id: string): string | undefined {
-  if (!isSealedPrefill(data)) return data;
+/**
+ * The stored values as JSON, or undefined when they are sealed and the link's key does not
+ * open them, or are in the clear where they must be sealed.
+ */
+export function openPrefill(
+  linkKey: string | undefined,
+  data: string,
+  formId: number,
+  id: string,
+  mustBeSealed: boolean,
+): string | undefined {
+  if (!isSealedPrefill(data)) return mustBeSealed ? undefined : data;
   if (linkKey === undefined) return undefined;
   try {
     return decryptWith(

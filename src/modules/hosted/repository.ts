@@ -1,6 +1,7 @@
 import type { FormRow } from '../../db/schema.js';
 import { hotQuery } from '../../db/hot-query.js';
 import { submissionsCountOf, submissionsVersionOf } from '../forms/counts.js';
+import { engineOf } from '../../db/engine.js';
 import type { Executor } from '../../db/transaction.js';
 import { SEALED_PREFILL_PREFIX } from './prefill-sealing.js';
 
@@ -13,6 +14,14 @@ const selectByViewKey = hotQuery(1, (db, viewKey: string) =>
 export async function findFormByViewKey(db: Executor, viewKey: string): Promise<FormRow | undefined> {
   const [row] = await selectByViewKey(db, viewKey);
   return row;
+}
+
+/** Whether the form is encrypted, read under a share lock (PostgreSQL) that holds off a change until commit. */
+export async function isEncryptedNow(db: Executor, formId: number): Promise<boolean> {
+  const row = await engineOf(db)
+    .shareRows(db.selectFrom('forms').select('is_encrypted').where('id', '=', formId))
+    .executeTakeFirst();
+  return row?.is_encrypted === 1;
 }
 
 export async function insertPrefill(

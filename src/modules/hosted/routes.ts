@@ -364,7 +364,10 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
       { schema: { hide: true, params: ViewKeyParams }, onSend: anyOrigin },
       async (req, reply) => {
         const def = await service.pageForm(deps, req.params.viewKey);
-        if (!def) return closed(reply, undefined, 'unknown');
+        if (!def) {
+          if (req.body instanceof URLSearchParams) return closed(reply, undefined, 'unknown');
+          throw new AppError('form_not_found');
+        }
         const posted = postedPage(def, req.body);
         const refuse = async (error: AppError) => {
           if (!posted.plain) throw error;

@@ -492,11 +492,16 @@ export async function createPrefill(
     throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, {
       details: problems,
     });
-  const { id, token, key } = prefillToken(ctx.config.secretKey, def.form.is_encrypted === 1);
   const json = JSON.stringify(values);
-  const data = key === undefined ? json : sealPrefill(key, json, def.form.id, id);
   const expiresAt = now + ctx.config.hosted.prefillTtlDays * 86_400_000;
-  await transact(ctx.db, (trx) => repo.insertPrefill(trx, { id, accountId, formId, data, now, expiresAt }));
+  const { token } = await transact(ctx.db, async (trx) => {
+    // Whether to seal is read again under a share lock: encryption turned on since the form was
+    // read (and its conversion's removal of clear values done) must not miss this row.
+    const made = prefillToken(ctx.config.secretKey, await repo.isEncryptedNow(trx, def.form.id));
+    const data = made.key === undefined ? json : sealPrefill(made.key, json, def.form.id, made.id);
+    await repo.insertPrefill(trx, { id: made.id, accountId, formId, data, now, expiresAt });
+    return made;
+  });
   return {
     url: `${ctx.config.publicUrl}/f/${encodeURIComponent(def.form.view_key)}?prefill=${encodeURIComponent(token)}`,
     token,
@@ -512,7 +517,8 @@ async function prefilled(
   const named = prefillId(deps.ctx.config.secretKey, token);
   if (!named) return undefined;
   const row = await repo.findPrefill(deps.ctx.db, named.id, def.form.id, deps.ctx.clock.now());
-  const json = row && openPrefill(named.key, row.data, def.form.id, named.id);
+  // A form encrypted since takes no values kept in the clear, which its conversion removes.
+  const json = row && openPrefill(named.key, row.data, def.form.id, named.id, def.form.is_encrypted === 1);
   if (json === undefined) return undefined;
   return new Map(Object.entries(JSON.parse(json) as Record<string, unknown>).map(([k, v]) => [Number(k), v]));
 }

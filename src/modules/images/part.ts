@@ -85,7 +85,7 @@ export async function readImagePart(
  * and one sent under another boundary (all preamble to the parser) would remove the image.
  */
 function watchEnding(req: FastifyRequest): { bytes(): number; closed(): boolean } {
-  const found = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
+  const found = /(?:^|;)\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
   const close = Buffer.from(`--${found?.[1] ?? found?.[2] ?? ''}--`);
   const keep = close.length - 1;
   let bytes = 0;
