@@ -162,8 +162,28 @@ describe(`themes (${dialectName})`, () => {
       { name: 'X', fontFamily: 'Arial; } body { display:none' },
       { name: 'X', logoUrl: 'javascript:alert(1)' },
       { name: 'X', spacing: 65 },
+      // URIs by the schema's format that a browser's parser refuses.
+      { name: 'X', logoUrl: 'http://a:99999/x.png' },
+      { name: 'X', logoUrl: 'https://%00x.com/' },
+      { name: 'X', logoUrl: 'http://999.1.1.1/' },
+      { name: 'X', logoUrl: 'http://[v1.x]/' },
     ])
       expectError(await a.post('/themes', body), 400, 'validation_failed');
+    const theme = await newTheme(a, { name: 'Logo later' });
+    expectError(await a.put(`/themes/${theme.id}`, { logoUrl: 'http://a:99999/x.png' }), 400, 'validation_failed');
+  });
+
+  it("leaves out a logo saved before browsers' URL rules were checked, and serves the page", async () => {
+    const theme = await newTheme(a, { name: 'Old logo', logoUrl: 'https://cdn.example.com/fine.png' });
+    await app.server.ctx.db
+      .updateTable('themes')
+      .set({ style: JSON.stringify({ logoUrl: 'http://a:99999/x.png' }) })
+      .where('id', '=', theme.id)
+      .execute();
+    const form = (await a.post('/forms', { name: 'Old logo form', themeId: theme.id })).body;
+    const shown = await page(form);
+    assert.doesNotMatch(shown.html, /fw-logo/);
+    assert.doesNotMatch(shown.csp, /99999/);
   });
 
   it('shows the theme of a form on its hosted page, as custom properties and its custom CSS', async () => {

@@ -2,7 +2,7 @@ import type { FormRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 import { sheetHash, themeSheet } from '../themes/css.js';
 import { findDefaultTheme, findTheme } from '../themes/repository.js';
-import { styleOf } from '../themes/service.js';
+import { logoOrigin as themeLogoOrigin, styleOf } from '../themes/service.js';
 
 /** The theme of a hosted page (docs/themes.md): its style sheet, served at /f/{viewKey}/theme.css, and its logo. */
 export interface PageTheme {
@@ -24,6 +24,7 @@ export async function pageTheme(db: Executor, form: FormRow): Promise<PageTheme>
     (await findDefaultTheme(db, form.account_id));
   const style = row ? styleOf(row) : {};
   const sheet = themeSheet({ id: row?.id ?? 'default', style, customCss: row?.custom_css ?? '' });
-  const logoUrl = style.logoUrl ?? null;
-  return { sheet, hash: sheetHash(sheet), logoUrl, logoOrigin: logoUrl ? new URL(logoUrl).origin : undefined };
+  // A logo saved before its URL was checked as a browser reads it is left out, not a failed page.
+  const logoOrigin = style.logoUrl ? themeLogoOrigin(style.logoUrl) : undefined;
+  return { sheet, hash: sheetHash(sheet), logoUrl: logoOrigin ? style.logoUrl! : null, logoOrigin };
 }

@@ -53,7 +53,8 @@ const spacing = Type.Integer({
   description: `Pixels between fields; default ${DEFAULT_SPACING}`,
 });
 const logoUrl = Type.Union([Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' }), Type.Null()], {
-  description: 'An http(s) image shown above the form title; null for none (the default)',
+  description:
+    "An http(s) image shown above the form title, by a URL that a browser's parser accepts (400 otherwise); null for none (the default)",
 });
 const customCss = Type.String({
   maxLength: MAX_CUSTOM_CSS,

@@ -102,6 +102,24 @@ export async function insertDefaultTheme(db: Executor, accountId: number, now: n
   });
 }
 
+/**
+ * The origin of a logo URL a browser can load, or undefined. The schema's uri format takes
+ * some that the WHATWG parser refuses (a port past 65535, a NUL in the host, an IPv4 address
+ * past 255): such a logo would fail every page of the theme's forms.
+ */
+export function logoOrigin(url: string): string | undefined {
+  if (!URL.canParse(url)) return undefined;
+  const parsed = new URL(url);
+  return (parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.hostname !== ''
+    ? parsed.origin
+    : undefined;
+}
+
+function checkLogo(url: string | null | undefined): void {
+  if (typeof url === 'string' && logoOrigin(url) === undefined)
+    throw invalid('validation_failed', 'body.logoUrl', 'is not an http(s) URL that a browser can load');
+}
+
 function checkCss(ctx: AppContext, css: string | undefined): void {
   if (css === undefined) return;
   const problem = cssProblem(css, ctx.config.publicUrl);
@@ -137,6 +155,7 @@ export async function getTheme(ctx: AppContext, scope: AccountScope, { themeId }
 
 export async function createTheme(ctx: AppContext, { accountId }: AccountScope, input: ThemeCreate): Promise<Theme> {
   checkCss(ctx, input.customCss);
+  checkLogo(input.logoUrl);
   const style: ThemeStyle = {};
   if (input.colors !== undefined) style.colors = input.colors;
   if (input.fontFamily !== undefined) style.fontFamily = input.fontFamily;
@@ -168,6 +187,7 @@ export async function updateTheme(
   input: ThemeUpdate,
 ): Promise<Theme> {
   checkCss(ctx, input.customCss);
+  checkLogo(input.logoUrl);
   return transact(ctx.db, async (trx) => {
     const current = await requireTheme(trx, scope, themeId, true);
     const style = styleOf(current);
