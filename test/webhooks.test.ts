@@ -894,6 +894,27 @@ describe(`webhook retries (${dialectName})`, () => {
     assert.ok(entry.next! - entry.at <= delay * 1.1, 'a 500 follows the schedule, whatever Retry-After says');
   });
 
+  it('never retries sooner than the schedule for a Retry-After of 0 or a date past', async () => {
+    const form = await makeForm(a);
+    const hook = await ok(a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/eager` }), 'create');
+    await submit(a, form, 'eager');
+    for (const [attempt, retryAfter] of [
+      [1, '0'],
+      [2, 'Wed, 21 Oct 2015 07:28:00 GMT'],
+    ] as const) {
+      receiver.answer = () => ({ status: 429, headers: { 'retry-after': retryAfter } });
+      await worker.runDue();
+      const entry = await lastAttempt(hook.id);
+      assert.equal(entry.attempt, attempt);
+      const delay = RETRY_SCHEDULE.delaysMs[attempt - 1]!;
+      assert.ok(entry.next! - entry.at >= delay * 0.9, `Retry-After ${retryAfter}: ${entry.next! - entry.at} ms`);
+      const before = receiver.received.length;
+      await worker.runDue();
+      assert.equal(receiver.received.length, before, 'nothing more at once');
+      ctx.clock.advance(Math.max(0, entry.next! - ctx.clock.now()));
+    }
+  });
+
   it('disables the webhook on 410 Gone, sends it nothing more until it is turned on again', async () => {
     const form = await makeForm(a);
     const hook = await ok(a.post(`/form/${form.id}/webhook`, { url: `${receiver.url}/gone` }), 'create');
