@@ -126,6 +126,14 @@ describe(`themes (${dialectName})`, () => {
       '.a { -moz-binding: url(x.xml#x) }',
       '.a { background-image: image-set("https://evil.example/a.png" 1x) }',
       '@\\69mport "x.css";',
+      // A comment's ends hidden in strings, around an escaped url( or @import.
+      'body{content:"/*";background:\\75rl(//evil.example/x.png);quotes:"*/"}',
+      'body{content:"/*"} @\\69mport "x.css"; .b{quotes:"*/"}',
+      // Targets a browser's URL parser reads as another host: a leading control character, a tab.
+      '.a { background: url("\\1//evil.example/a.png") }',
+      '.a { background: url("h\\9ttp://evil.example/a.png") }',
+      '.a { background: url("/\t/evil.example/a.png") }',
+      '.a { background-image: image-set("\\1//evil.example/a.png" 1x) }',
     ];
     for (const css of bad) {
       const res = await a.post('/themes', { name: 'Bad', customCss: css });
@@ -144,6 +152,7 @@ describe(`themes (${dialectName})`, () => {
       `.a { background: url("${app.config.publicUrl}/x.png") }`,
       '.a { background: url(data:image/png;base64,iVBORw0KGgo=) }',
       '.fw-title::before { content: "\\201C"; }',
+      '.a::before { content: "/*" } .b::after { content: "*/" } .c { color: red }',
       '',
     ];
     for (const css of fine) {

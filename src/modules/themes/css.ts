@@ -15,11 +15,13 @@ import { DEFAULT_COLORS, DEFAULT_FONT, DEFAULT_SPACING, type ThemeStyle } from '
  */
 
 /**
- * What the CSS would read as after escapes are decoded and comments removed, lower case.
+ * What the CSS would read as after comments are removed and escapes decoded, lower case.
  * Comments become a space, or (joined) nothing: old browsers read expr/ ** /ession as one word.
+ * Comments are found as a browser finds them, outside strings and escapes, before decoding:
+ * "/*" in one string and "* /" in another are no comment, and hide nothing between them.
  */
 export function normalizeCss(css: string, joined = false): string {
-  const decoded = css.replace(
+  const decoded = withoutComments(css, joined ? '' : ' ').replace(
     /\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|\r\n|([\s\S]))/g,
     (_m, hex?: string, ch?: string) => {
       if (hex !== undefined) {
@@ -31,15 +33,40 @@ export function normalizeCss(css: string, joined = false): string {
       return ch ?? '';
     },
   );
-  return decoded.replace(/\/\*[\s\S]*?(\*\/|$)/g, joined ? '' : ' ').toLowerCase();
+  return decoded.toLowerCase();
+}
+
+/** The CSS with each comment replaced, skipping strings (to their quote or line's end) and escapes. */
+function withoutComments(css: string, replacement: string): string {
+  let out = '';
+  let kept = 0;
+  let i = 0;
+  while (i < css.length) {
+    const c = css[i];
+    if (c === '\\') i += 2;
+    else if (c === '"' || c === "'") {
+      i++;
+      while (i < css.length && css[i] !== c && css[i] !== '\n') i += css[i] === '\\' ? 2 : 1;
+      i++;
+    } else if (c === '/' && css[i + 1] === '*') {
+      const end = css.indexOf('*/', i + 2);
+      out += css.slice(kept, i) + replacement;
+      i = kept = end === -1 ? css.length : end + 2;
+    } else i++;
+  }
+  return out + css.slice(kept);
 }
 
 /** Whether a url() target stays on this service (or is inline data). */
 function allowedTarget(raw: string, publicOrigin: string): boolean {
+  // As a browser's URL parser reads it: tabs and line breaks anywhere removed, control
+  // characters and spaces at either end dropped ("\\1//host" and "h\\9ttp:" reach another host).
   const target = raw
     .trim()
     .replace(/^['"]|['"]$/g, '')
-    .trim();
+    .replace(/[\t\n\r]/g, '')
+    // eslint-disable-next-line no-control-regex
+    .replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
   if (target === '') return true;
   if (target.startsWith('data:')) return true;
   // Protocol-relative (//host) reaches another host; backslashes count as slashes in URLs.
