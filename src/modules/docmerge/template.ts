@@ -1,9 +1,11 @@
+import { inflateRawSync } from 'node:zlib';
 import type Docxtemplater from 'docxtemplater';
 import type InspectModuleExport from 'docxtemplater/js/inspect-module.js';
 import type * as PdfLib from 'pdf-lib';
 import type { PDFDocument } from 'pdf-lib';
 import type PizZip from 'pizzip';
 import { lazyRequire } from '../../lazy-require.js';
+import { MAX_TEMPLATE_BYTES } from './schemas.js';
 
 /**
  * Templates of document-merge integrations, with no database and no storage: reading a
@@ -79,6 +81,88 @@ function explain(error: unknown): string {
   return e.message ?? String(error);
 }
 
+/**
+ * What a DOCX template may unpack to. A zip is small and can unpack to far more (a 292 KB
+ * template to 300 MB of XML), which docxtemplater inflates, holds and parses on the event loop
+ * at save and again for every document. A template is at most MAX_TEMPLATE_BYTES packed; its
+ * images and fonts, most of a large template's bytes, barely compress, and 5 MiB of a part's XML
+ * is some hundreds of pages (and already seconds of merging per document). So no part may unpack
+ * to more than MAX_TEMPLATE_BYTES, nor all of them to more than four times that.
+ */
+export const MAX_DOCX_PART_BYTES = MAX_TEMPLATE_BYTES;
+export const MAX_DOCX_UNPACKED_BYTES = 4 * MAX_TEMPLATE_BYTES;
+/** Of which XML, which docxtemplater parses for each document: more would be seconds of the loop a document. */
+export const MAX_DOCX_XML_BYTES = MAX_TEMPLATE_BYTES;
+
+/**
+ * What pizzip (pinned at 3.3.0) keeps of an entry it has read from the zip's central directory,
+ * still packed: `new PizZip(bytes)` inflates nothing, a part is inflated when first read.
+ */
+interface PackedPart {
+  compressionMethod: string; // '\x08\x00' DEFLATE, '\x00\x00' STORE (pizzip refuses any other)
+  uncompressedSize: number; // as declared; pizzip reads 2 GiB and more as negative
+  getCompressedContent(): unknown;
+}
+
+const DEFLATE = '\x08\x00';
+
+/**
+ * Throws TemplateError when a part of the zip, or all of them, would unpack to more than the
+ * limits, before anything is inflated: first the sizes the zip declares, then each deflated part
+ * inflated once here with its output cut at its declared size (a zip that understates a part's
+ * size is refused after that many bytes, not after inflating the whole of it, as pizzip would).
+ */
+function checkUnpackedSize(zip: PizZip): void {
+  const parts = Object.values(zip.files).flatMap((file) => {
+    const packed = (file as unknown as { _data: Partial<PackedPart> | null })._data;
+    if (packed === null) return []; // a directory: pizzip keeps no content for it
+    if (typeof packed.uncompressedSize !== 'number' || typeof packed.getCompressedContent !== 'function')
+      throw new Error(`pizzip no longer exposes the declared size of ${file.name} (checkUnpackedSize needs it)`);
+    return [{ name: file.name, packed: packed as PackedPart }];
+  });
+  let total = 0;
+  let xml = 0;
+  for (const { name, packed } of parts) {
+    const size = packed.uncompressedSize;
+    if (!(size >= 0 && size <= MAX_DOCX_PART_BYTES))
+      throw new TemplateError(
+        `is too large unpacked: its part ${name} unpacks to ${size < 0 ? 'at least 2 GiB' : `${size} bytes`}, ` +
+          `over the limit of ${MAX_DOCX_PART_BYTES} bytes a part`,
+      );
+    total += size;
+    if (/\.(xml|rels)$/i.test(name)) xml += size;
+  }
+  if (xml > MAX_DOCX_XML_BYTES)
+    throw new TemplateError(
+      `is too large unpacked: its XML parts unpack to ${xml} bytes, over the limit of ${MAX_DOCX_XML_BYTES} bytes`,
+    );
+  if (total > MAX_DOCX_UNPACKED_BYTES)
+    throw new TemplateError(
+      `is too large unpacked: its parts unpack to ${total} bytes, over the limit of ${MAX_DOCX_UNPACKED_BYTES} bytes`,
+    );
+  for (const { name, packed } of parts) {
+    if (packed.compressionMethod !== DEFLATE) continue; // STORE: its bytes are its packed bytes
+    const size = packed.uncompressedSize;
+    let inflated: Buffer;
+    try {
+      // Throws ERR_BUFFER_TOO_LARGE as soon as the output passes the limit (which must be at least 1).
+      inflated = inflateRawSync(packed.getCompressedContent() as Uint8Array, { maxOutputLength: Math.max(size, 1) });
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE')
+        throw new TemplateError(
+          `is not a DOCX file that can be read (its part ${name} unpacks to more than the ${size} bytes its zip declares)`,
+        );
+      throw new TemplateError(
+        `is not a DOCX file that can be read (its part ${name} cannot be unpacked: ${explain(error)})`,
+      );
+    }
+    if (inflated.length !== size)
+      throw new TemplateError(
+        `is not a DOCX file that can be read (its part ${name} unpacks to ${inflated.length} bytes, not the ${size} its zip declares)`,
+      );
+  }
+}
+
 function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docxtemplater {
   let zip: PizZip;
   try {
@@ -86,6 +170,7 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
   } catch (error) {
     throw new TemplateError(`is not a DOCX file (${explain(error)})`);
   }
+  checkUnpackedSize(zip);
   if (!zip.file('word/document.xml')) throw new TemplateError('is not a DOCX file (it has no word/document.xml)');
   try {
     return new (loadDocxtemplater())(zip, {
