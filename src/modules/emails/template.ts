@@ -63,8 +63,21 @@ function compile(source: string): Template[] {
   return templates;
 }
 
+/**
+ * The longest a rendered subject or message may be, in characters: the figure of
+ * memoryLimit, since LiquidJS charges that limit for ranges and filters but not for what a
+ * template writes out, so a loop over a large block of markup stays within it and within
+ * renderLimit (450 million characters came out of a 100,000-character template in 90 ms).
+ * No one sends an email that size, and the text part, the mail log and the SMTP message would
+ * each work through all of it; past this the render fails as it does past its other limits.
+ */
+export const MAX_RENDERED_CHARS = 20_000_000;
+
 export async function render(source: string, variables: Record<string, unknown>): Promise<string> {
-  return String(await liquid.render(compile(source), variables));
+  const out = String(await liquid.render(compile(source), variables));
+  if (out.length > MAX_RENDERED_CHARS)
+    throw new Error(`the rendered template is longer than ${MAX_RENDERED_CHARS} characters`);
+  return out;
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -86,27 +99,203 @@ function decodeEntities(text: string): string {
 }
 
 /**
+ * The first `>` at or after a position, for searches that mostly move forward: a search from
+ * before the last answer gets it again without looking, so that many tags opened in one
+ * stretch without a `>` (or with none at all) do not each read the stretch to its end.
+ */
+function gtFinder(text: string): (from: number) => number {
+  let searched = Infinity;
+  let found = -1;
+  return (from) => {
+    if (from < searched || (found !== -1 && from > found)) {
+      searched = from;
+      found = text.indexOf('>', from);
+    }
+    return found;
+  };
+}
+
+/** Where a global pattern matches, found in one pass, for finding the first from a position. */
+class Matches {
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+
+  constructor(text: string, pattern: RegExp) {
+    for (const m of text.matchAll(pattern)) {
+      this.starts.push(m.index);
+      this.ends.push(m.index + m[0].length);
+    }
+  }
+
+  /** The index of the first match that starts at or after `from`, or -1. */
+  firstFrom(from: number): number {
+    let low = 0;
+    let high = this.starts.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.starts[mid]! < from) low = mid + 1;
+      else high = mid;
+    }
+    return low < this.starts.length ? low : -1;
+  }
+}
+
+/**
+ * Each tag that `opening` finds (its start, `<name`) through the first `>` after it, replaced
+ * by `by`: what `/<name\b[^>]*>/gi` replaces. A start with no `>` after it ends the work,
+ * since no later one has any either.
+ */
+function replaceTags(html: string, opening: RegExp, by: string): string {
+  const nextGt = gtFinder(html);
+  let out = '';
+  let copied = 0;
+  for (let m = opening.exec(html); m !== null; m = opening.exec(html)) {
+    const gt = nextGt(m.index + m[0].length);
+    if (gt === -1) break;
+    out += html.slice(copied, m.index) + by;
+    copied = opening.lastIndex = gt + 1;
+  }
+  return out + html.slice(copied);
+}
+
+const stripTags = (html: string) => replaceTags(html, /</g, '');
+
+/**
+ * What `/<(script|style|head|title)\b[^>]*>[\s\S]*?<\/\1\s*>/gi` removes: each such element
+ * through its first closing tag. One never closed is left (its tags go later, its text stays).
+ */
+function removeRawText(html: string): string {
+  const opening = /<(script|style|head|title)\b/gi;
+  const nextGt = gtFinder(html);
+  const closings = new Map<string, Matches>();
+  let out = '';
+  let copied = 0;
+  for (let m = opening.exec(html); m !== null; m = opening.exec(html)) {
+    const gt = nextGt(m.index + m[0].length);
+    if (gt === -1) break;
+    const name = m[1]!.toLowerCase();
+    let closing = closings.get(name);
+    if (!closing) closings.set(name, (closing = new Matches(html, new RegExp(`</${name}\\s*>`, 'gi'))));
+    const c = closing.firstFrom(gt + 1);
+    if (c === -1) continue;
+    out += html.slice(copied, m.index);
+    copied = opening.lastIndex = closing.ends[c]!;
+  }
+  return out + html.slice(copied);
+}
+
+/** What `/<!--[\s\S]*?-->/g` removes. */
+function removeComments(html: string): string {
+  let out = '';
+  let copied = 0;
+  for (let at = html.indexOf('<!--'); at !== -1; at = html.indexOf('<!--', copied)) {
+    const end = html.indexOf('-->', at + 4);
+    if (end === -1) break;
+    out += html.slice(copied, at);
+    copied = end + 3;
+  }
+  return out + html.slice(copied);
+}
+
+interface Link {
+  /** Where `href` starts. */
+  at: number;
+  href: string;
+  label: string;
+  /** Just past `</a>`. */
+  end: number;
+}
+
+const HREF = /\bhref\s*=\s*["']/gi;
+const QUOTE = /["']/g;
+
+/**
+ * The link an `<a` gets when `[^>]*` before its `href` can reach from `from` to `to` (the
+ * first `>` after the `<a`): the last `href="…"` there whose tag ends and whose link is
+ * closed, as the pattern's backtracking finds it. Every `<a` before the same `>` reaches the
+ * same `href`s, so one look serves them all, and each `href` is looked at for one `>` only.
+ */
+function lastLink(html: string, from: number, to: number, closings: Matches): Link | undefined {
+  const part = html.slice(from, to);
+  const heads: number[] = [];
+  HREF.lastIndex = 0;
+  for (let m = HREF.exec(part); m !== null; m = HREF.exec(part)) heads.push(from + m.index, HREF.lastIndex + from);
+  for (let i = heads.length - 2; i >= 0; i -= 2) {
+    const at = heads[i]!;
+    const value = heads[i + 1]!;
+    QUOTE.lastIndex = value;
+    const end = QUOTE.exec(html)?.index;
+    if (end === undefined) continue;
+    // A value holds no quote, so only the last one can run past `to`.
+    const gt = end < to ? to : html.indexOf('>', end + 1);
+    if (gt === -1) continue;
+    const c = closings.firstFrom(gt + 1);
+    if (c === -1) continue;
+    return { at, href: html.slice(value, end), label: html.slice(gt + 1, closings.starts[c]), end: closings.ends[c]! };
+  }
+  return undefined;
+}
+
+/**
+ * What `/<a\b[^>]*\bhref\s*=\s*["']([^"']*)["'][^>]*>([\s\S]*?)<\/a\s*>/gi` finds, each link
+ * replaced by its label, then its address in brackets unless the label says it already or it
+ * points within the message.
+ */
+function replaceLinks(html: string): string {
+  const opening = /<a\b/gi;
+  const nextGt = gtFinder(html);
+  let closings: Matches | undefined;
+  let lastTo = -1;
+  let link: Link | undefined;
+  let out = '';
+  let copied = 0;
+  for (let m = opening.exec(html); m !== null; m = opening.exec(html)) {
+    const to = nextGt(m.index + 2);
+    if (to === -1) break;
+    closings ??= new Matches(html, /<\/a\s*>/gi);
+    if (to !== lastTo) {
+      lastTo = to;
+      link = lastLink(html, m.index + 3, to, closings);
+    }
+    if (!link || link.at < m.index + 3) continue;
+    const { href, label } = link;
+    out +=
+      html.slice(copied, m.index) +
+      (stripTags(label).trim() === href || href.startsWith('#') ? label : `${label} (${href})`);
+    copied = opening.lastIndex = link.end;
+  }
+  return out + html.slice(copied);
+}
+
+/**
  * The text part of an HTML email: block ends become line breaks, links keep their address,
  * tags go and entities are decoded. Values were escaped into the HTML, so they come back as
  * the text that was submitted.
+ *
+ * Each step does what the regular expression in its comment would, but in time linear in the
+ * HTML: those patterns, run as such, read to the end of the text from each tag left open (an
+ * `<a href>` without `</a>`, a `<script>` without `</script>`, a `<` or `<!--` never closed),
+ * so a template that wrote a few hundred thousand of them held the process for minutes.
  */
 export function htmlToText(html: string): string {
-  return decodeEntities(
-    html
-      .replace(/<(script|style|head|title)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, '')
-      .replace(/<!--[\s\S]*?-->/g, '')
-      .replace(/\s*\n\s*/g, ' ')
-      .replace(/<a\b[^>]*\bhref\s*=\s*["']([^"']*)["'][^>]*>([\s\S]*?)<\/a\s*>/gi, (_, href: string, label: string) =>
-        label.replace(/<[^>]*>/g, '').trim() === href || href.startsWith('#') ? label : `${label} (${href})`,
-      )
-      .replace(/<br\s*\/?>/gi, '\n')
-      .replace(/<\/th\s*>/gi, ': ')
-      .replace(/<\/td\s*>/gi, ' ')
-      .replace(/<li\b[^>]*>/gi, '- ')
-      .replace(/<\/(p|div|h[1-6]|tr|li|ul|ol|table|blockquote|pre|section|header|footer)\s*>/gi, '\n')
-      .replace(/<(p|div|h[1-6]|table|ul|ol|blockquote|pre|hr)\b[^>]*>/gi, '\n')
-      .replace(/<[^>]*>/g, ''),
-  )
+  const steps = [
+    removeRawText,
+    removeComments,
+    // A run of white space with a line break in it becomes one space, as with /\s*\n\s*/g, but
+    // tried only where the run starts, not again from each of its characters.
+    (h: string) => h.replace(/(?<!\s)\s*\n\s*/g, ' '),
+    replaceLinks,
+    (h: string) =>
+      h
+        .replace(/<br\s*\/?>/gi, '\n')
+        .replace(/<\/th\s*>/gi, ': ')
+        .replace(/<\/td\s*>/gi, ' '),
+    (h: string) => replaceTags(h, /<li\b/gi, '- '),
+    (h: string) => h.replace(/<\/(p|div|h[1-6]|tr|li|ul|ol|table|blockquote|pre|section|header|footer)\s*>/gi, '\n'),
+    (h: string) => replaceTags(h, /<(p|div|h[1-6]|table|ul|ol|blockquote|pre|hr)\b/gi, '\n'),
+    stripTags,
+  ];
+  return decodeEntities(steps.reduce((h, step) => step(h), html))
     .split('\n')
     .map((line) => line.replace(/[ \t]+/g, ' ').trim())
     .join('\n')
