@@ -158,8 +158,7 @@ export async function deliver(ctx: AppContext, job: JobInfo<DeliveryPayload>, to
   const retryAfter = status === 429 || status === 503 ? retryAfterAt(response?.retryAfter, ctx, now) : undefined;
   // Retry-After may put the next attempt off, never bring it forward: a 0 or a date past (a
   // receiver's clock behind) would spend every attempt within a second.
-  const scheduled = now + scheduledDelay(job.attempt, RETRY_SCHEDULE);
-  const nextAt = last ? null : Math.max(retryAfter ?? scheduled, scheduled);
+  const nextAt = last ? null : Math.max(retryAfter ?? 0, now + scheduledDelay(job.attempt, RETRY_SCHEDULE));
   tools.atEnd(async (trx) => {
     await repo.insertDelivery(trx, { ...log, outcome: 'failed', error: problem, next_attempt_at: nextAt });
     if (last)
