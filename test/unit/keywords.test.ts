@@ -71,6 +71,35 @@ describe('words', () => {
     const [searched] = queryWords(text);
     assert.equal(searched, stored);
   });
+  it('splits text as the regular expressions it was once split by, for every code point and its neighbours', () => {
+    // The earlier implementation, kept here as the oracle: every stored token was made by it.
+    const WORD = new RegExp(`[${FTS_TOKEN_CHARS}]+`, 'gu');
+    const before = (text: string): string[] =>
+      text
+        .normalize('NFD')
+        .replace(/\p{M}+/gu, '')
+        .toLowerCase()
+        .match(WORD)
+        ?.map((w) => (w.length > 200 ? [...w].slice(0, 200).join('') : w)) ?? [];
+    const check = (text: string) => assert.deepEqual(words(text), before(text), JSON.stringify(text));
+    const all: string[] = [];
+    for (let c = 0x80; c < 0x110000; c++) if (c < 0xd800 || c > 0xdfff) all.push(String.fromCodePoint(c));
+    // Runs of neighbours, alone, between ASCII letters, with combining marks (U+0301, and U+0903
+    // a spacing one) between them, and around capital sigma (whose lower case depends on them).
+    for (let i = 0; i < all.length; i += 500) {
+      const run = all.slice(i, i + 500);
+      check(run.join(''));
+      check(run.join('a'));
+      check(run.join('\u0301'));
+      check(`Σ${run.join('\u0903Σ')}Σ`);
+      check(`AΣ${run.join('\u0301 ')}`);
+    }
+    // Lone surrogates, marks at the edges, a long accented word.
+    check('a\ud800b\udc00c\u0301');
+    check('\u0301\u0301abc\u0301 \u0301');
+    check(`x${'é'.repeat(300)} ${'\u{20000}\u0301'.repeat(250)}`);
+    check('ΑΣ\u0903Α ΑΣ\u0301 ΑΣ. Σ');
+  });
 });
 
 describe('queryWords', () => {
