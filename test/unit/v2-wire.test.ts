@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseQueryString } from '../../src/http/querystring.js';
-import { bool, list, nestParameters, optionalId, v2Time } from '../../src/modules/v2/wire.js';
+import { Type } from '@sinclair/typebox';
+import { FieldLogic } from '../../src/modules/fields/schemas.js';
+import { bool, fromV2, list, nestParameters, optionalId, readAs, v2Time } from '../../src/modules/v2/wire.js';
 
 describe('v2 parameters', () => {
   it('nests bracket notation into objects and lists', () => {
@@ -13,6 +15,60 @@ describe('v2 parameters', () => {
     assert.deepEqual(nestParameters({ 'tags[]': ['a', 'b'] }), { tags: ['a', 'b'] });
     assert.deepEqual(nestParameters(parseQueryString('tags[]=a&tags[]=b')), { tags: ['a', 'b'] });
     assert.deepEqual(nestParameters({ '__proto__[x]': '1', 'a[constructor]': '2' }), {});
+  });
+
+  it('nests five levels deep at most, and drops [] anywhere but last', () => {
+    assert.deepEqual(nestParameters({ 'a[b][0][c][d]': 'x', 'a[b][0][c][d][e]': 'too deep', 'a[][b]': '?' }), {
+      a: { b: [{ c: { d: 'x' } }] },
+    });
+  });
+
+  it('reads nested values by the schema: names, lists in index order, types; unknown names left out', () => {
+    const Schema = Type.Object({
+      logic: Type.Union([FieldLogic, Type.Null()]),
+      limits: Type.Object({ maxCount: Type.Integer(), ratio: Type.Number(), on: Type.Boolean() }),
+      parent: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+      tags: Type.Array(Type.String()),
+    });
+    const read = fromV2(
+      {
+        logic: {
+          action: 'show',
+          conditional: 'any',
+          colour: 'red',
+          checks: { '1': { field: '7', condition: 'empty' }, '0': { field: '12', condition: 'equals', option: 'Yes' } },
+        },
+        limits: { max_count: '3', ratio: '0.5', on: 'yes' },
+        parent: '0',
+        tags: { '': ['a', 'b'] },
+        access_token: 'never passed on',
+        unknown: { deep: '1' },
+      },
+      Schema,
+    );
+    assert.deepEqual(read, {
+      logic: {
+        action: 'show',
+        conditional: 'any',
+        checks: [
+          { field: 12, condition: 'equals', option: 'Yes' },
+          { field: 7, condition: 'empty' },
+        ],
+      },
+      limits: { maxCount: 3, ratio: 0.5, on: true },
+      parent: null,
+      tags: ['a', 'b'],
+    });
+    // Wrong shapes are passed on for the schema to refuse, never guessed at.
+    assert.deepEqual(readAs({ field: { x: '1' } }, FieldLogic.properties.checks.items), { field: { x: '1' } });
+    assert.deepEqual(readAs({ x: '1' }, FieldLogic.properties.checks), { x: '1' });
+    assert.equal(readAs('twelve', Type.Integer()), 'twelve');
+    // 0 is none for an id that may be null, not for a number that may be.
+    assert.equal(readAs('0', Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])), null);
+    assert.equal(readAs('0', Type.Union([Type.Number(), Type.Null()])), 0);
+    assert.equal(readAs('2.5', Type.Union([Type.Number(), Type.Null()])), 2.5);
+    assert.equal(readAs('', Type.Union([FieldLogic, Type.Null()])), null);
+    assert.deepEqual(readAs('a, b', Type.Array(Type.String())), ['a', 'b']);
   });
 
   it('reads booleans, lists and ids where 0 means none', () => {

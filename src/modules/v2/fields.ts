@@ -1,4 +1,5 @@
 /** v2 fields: /form/{id}/field and /field/{id} (no form in the path). */
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { NotFoundError } from '../../errors.js';
@@ -6,9 +7,10 @@ import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
 import { FieldCreate, FieldUpdate, type Field } from '../fields/schemas.js';
 import * as service from '../fields/service.js';
+import { TYPE_RULES, type FieldType } from '../fields/types.js';
 import { formOfField } from '../permissions/repository.js';
 import { v2Route } from './route.js';
-import { bool, checked, deleted, flag, int, list, parametersOf, pick, str, v2List, type Params } from './wire.js';
+import { checked, deleted, flag, fromV2, list, parametersOf, readAs, str, v2List, type Params } from './wire.js';
 
 /** A field as v2 writes it. */
 export function toV2Field(f: Field) {
@@ -38,38 +40,60 @@ export function toV2Field(f: Field) {
   };
 }
 
-/** options (labels, as a list or comma-separated) with options_values (the values, in the same order). */
+/**
+ * options (labels, as a list or comma-separated) with options_values (the values, in the same
+ * order), or as {label, value} objects (`options[n][label]`, `options[n][value]`); the label is
+ * the value when it has none.
+ */
 function options(params: Params): unknown {
   const labels = list(params.options);
   if (!Array.isArray(labels)) return labels;
   const values = list(params.options_values);
-  return labels.map((label, i) =>
-    typeof label === 'object' && label !== null
-      ? label
-      : { label, value: Array.isArray(values) && values[i] !== undefined ? values[i] : label },
-  );
+  return labels.map((label, i) => {
+    if (typeof label === 'object' && label !== null) {
+      const o = label as Params;
+      return o.value === undefined && o.label !== undefined && !Array.isArray(o) ? { ...o, value: o.label } : o;
+    }
+    return { label, value: Array.isArray(values) && values[i] !== undefined ? values[i] : label };
+  });
 }
 
-/** The v2025 field input of v2 parameters; unknown ones are ignored, as the original did. */
-export function fieldInput(params: Params): Params {
-  const input = pick(params, {
-    field_type: ['type'],
-    type: ['type'],
-    label: ['label'],
-    hide_label: ['hideLabel', bool],
-    description: ['description'],
-    required: ['required', bool],
-    uniq: ['unique', bool],
-    hidden: ['hidden', bool],
-    readonly: ['readOnly', bool],
-    colspan: ['columnSpan', int],
-    sort: ['displayOrder', int],
-    default: ['defaultValue'],
-    attributes: ['attributes'],
-  });
-  if (params.options !== undefined) input.options = options(params);
+/** v2's names of field properties whose v2025 name is not their camelCase. */
+const FIELD_RENAMES: Record<string, string> = {
+  field_type: 'type',
+  uniq: 'unique',
+  readonly: 'readOnly',
+  colspan: 'columnSpan',
+  sort: 'displayOrder',
+  default: 'defaultValue',
+};
+
+const isFieldType = (t: unknown): t is FieldType => typeof t === 'string' && Object.hasOwn(TYPE_RULES, t);
+
+/**
+ * The v2025 field input of v2 parameters, read by the v2025 schema at every level: `logic`
+ * (`logic[checks][0][field]=12`), `options`, and `attributes` and `default` as the field's
+ * type has them (`currentType`: the type of the field being changed, when no type is given).
+ * Unknown names are ignored at every level, as the original did.
+ */
+export function fieldInput(params: Params, currentType?: FieldType): Params {
+  const { options: _options, options_values: _values, type, ...rest } = params;
+  // `type` wins over `field_type` when both are given.
+  const input = fromV2(type === undefined ? rest : { ...rest, field_type: type }, FieldUpdate, FIELD_RENAMES);
+  if (params.options !== undefined) input.options = readAs(options(params), FieldUpdate.properties.options);
+  const fieldType = isFieldType(input.type) ? input.type : currentType;
+  const rule = fieldType === undefined ? undefined : TYPE_RULES[fieldType];
+  if (rule && params.attributes !== undefined) input.attributes = readAs(params.attributes, rule.attributes);
+  if (rule?.defaultValue === 'number' && params.default !== undefined)
+    input.defaultValue = readAs(params.default, Type.Union([Type.Number(), Type.Null()]));
   return input;
 }
+
+/** Whether reading the parameters takes the type of the field they change (attributes, default). */
+const needsType = (params: Params) =>
+  params.type === undefined &&
+  params.field_type === undefined &&
+  (params.attributes !== undefined || params.default !== undefined);
 
 const formParams = idParams('formId');
 const fieldParams = idParams('fieldId');
@@ -139,7 +163,9 @@ export function v2FieldRoutes(ctx: AppContext): FastifyPluginAsync {
       answer: 'The field',
       handler: async (req) => {
         const { caller, ref } = await fieldOf(ctx, req);
-        const input = checked<FieldUpdate>(FieldUpdate, fieldInput(parametersOf(req)));
+        const params = parametersOf(req);
+        const current = needsType(params) ? (await service.getField(ctx, caller, ref)).type : undefined;
+        const input = checked<FieldUpdate>(FieldUpdate, fieldInput(params, current));
         return toV2Field(await service.updateField(ctx, caller, ref, input));
       },
     });

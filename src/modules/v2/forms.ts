@@ -1,4 +1,5 @@
 /** v2 forms: /form, /form/{id}, /form/{id}/copy, /form/{id}/basic. */
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
@@ -9,7 +10,7 @@ import type { Folder } from '../folders/schemas.js';
 import type { FormSettings } from '../forms/schemas.js';
 import { CopyQuery, FormCreate, FormListQuery, FormUpdate, type Form } from '../forms/schemas.js';
 import * as service from '../forms/service.js';
-import { toV2Field } from './fields.js';
+import { fieldInput, toV2Field } from './fields.js';
 import { v2Route, type EmbedHtml } from './route.js';
 import {
   bool,
@@ -19,6 +20,7 @@ import {
   optionalId,
   parametersOf,
   pick,
+  readAs,
   str,
   v2List,
   v2Time,
@@ -68,7 +70,8 @@ const SETTINGS: Record<string, [string, ((v: unknown) => unknown)?]> = {
 };
 
 /**
- * The v2025 form input of v2 parameters. Settings that mean nothing here (db, use_ssl,
+ * The v2025 form input of v2 parameters (`current`: the settings of the form being changed).
+ * Settings that mean nothing here (db, use_ssl,
  * num_columns, progress_meter, …) and any other unknown name are ignored, as the original did.
  */
 function formInput(params: Params, current?: FormSettings): Params {
@@ -88,6 +91,15 @@ function formInput(params: Params, current?: FormSettings): Params {
   }
   // encryption_password names the current password on reads; here only with encrypted.
   if (params.encrypted === undefined && params.new_encryption_password === undefined) delete input.encryptionPassword;
+  // On create, the fields made with the form: `fields[n][field_type]=text`, each read as a field is.
+  if (current === undefined && params.fields !== undefined) {
+    const fields = readAs(params.fields, Type.Array(Type.Unknown()));
+    input.fields = Array.isArray(fields)
+      ? fields.map((f: unknown) =>
+          typeof f === 'object' && f !== null && !Array.isArray(f) ? fieldInput(f as Params) : f,
+        )
+      : fields;
+  }
   const settings = pick(params, SETTINGS);
   for (const [k, v] of Object.entries(settings)) if (v === undefined) delete settings[k];
   if (Object.keys(settings).length > 0) input.settings = { ...(current ?? {}), ...settings };

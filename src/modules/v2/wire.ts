@@ -7,6 +7,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
+import { invalidCharacters, parseForm } from '../../http/characters.js';
 import { compileBodySchema, validationDetails } from '../../http/validation.js';
 import { passwordFrom } from '../encryption/keys.js';
 import { easternDateTime } from '../submissions/eastern-time.js';
@@ -32,21 +33,28 @@ function listify(value: unknown): unknown {
 }
 
 /**
+ * How deep bracket notation nests: a name and four brackets, as deep as v2 parameters go
+ * (`logic[checks][0][field]`, `fields[0][options][0][label]`). Deeper names are dropped.
+ */
+export const MAX_NESTING = 5;
+
+/**
  * Flat form parameters (`field_12[first]=Ada`, `options[0]=Small`, `tags[]=a`) as nested
- * values. Nesting stops at four levels; names that could reach a prototype are dropped.
+ * values. Nesting stops at MAX_NESTING levels; names that could reach a prototype are
+ * dropped, and so is `[]` anywhere but last (`a[][b]` does not say which item).
  */
 export function nestParameters(flat: Record<string, unknown>): Params {
   const out: Params = {};
   for (const [key, value] of Object.entries(flat)) {
     const m = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(key);
     const path = m ? [m[1]!, ...[...m[2]!.matchAll(/\[([^[\]]*)\]/g)].map((p) => p[1]!)] : [key];
-    if (path.length > 4 || path.some((p) => UNSAFE_KEYS.has(p))) continue;
+    if (path.length > MAX_NESTING || path.some((p) => UNSAFE_KEYS.has(p))) continue;
+    if (path.slice(0, -1).includes('')) continue;
     let node = out;
     for (const [i, part] of path.entries()) {
       const last = i === path.length - 1;
       const next = path[i + 1];
       if (last) {
-        if (part === '') continue;
         node[part] = value;
       } else if (next === '') {
         // name[]=a&name[]=b
@@ -65,6 +73,25 @@ export function nestParameters(flat: Record<string, unknown>): Params {
 }
 
 /**
+ * The query string's parameters, nested as a form body's are. Read again from the URL: the
+ * app's query string parser (http/querystring.ts) keeps three levels, fewer than v2
+ * parameters need. Its rule on characters saw only what that parser kept, so the rest is held
+ * to the same rule here (undecodable escapes were refused already, at any depth).
+ */
+function queryParameters(req: FastifyRequest): Params {
+  const url = req.raw.url ?? req.url;
+  const q = url.indexOf('?');
+  if (q === -1) return {};
+  const { values } = parseForm(url.slice(q + 1));
+  const details = invalidCharacters(values, 'query');
+  if (details.length > 0) {
+    const first = details[0]!;
+    throw new BadRequestError('invalid_characters', `${first.property}: ${first.message}`, { details });
+  }
+  return nestParameters(values);
+}
+
+/**
  * Every parameter of a v2 request: the query string and the body (form-encoded, JSON, or
  * form-encoded labelled JSON), the query winning where both name one. GET requests whose
  * parameters a client put in a form body are read the same way.
@@ -72,7 +99,7 @@ export function nestParameters(flat: Record<string, unknown>): Params {
 export function parametersOf(req: FastifyRequest): Params {
   const body = req.body;
   const fromBody = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Params) : {};
-  const query = nestParameters((req.query ?? {}) as Record<string, unknown>);
+  const query = queryParameters(req);
   return { ...fromBody, ...query };
 }
 
@@ -221,42 +248,122 @@ export function v2List<K extends string>(name: K, items: unknown[], total: numbe
 
 const camel = (key: string): string => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-function typesIn(schema: Record<string, unknown>): Set<string> {
+type Schema = Record<string, unknown>;
+
+/** A schema's alternatives: the members of its anyOf or oneOf (nested ones too), or itself. */
+function alternatives(schema: unknown): Schema[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  const s = schema as Schema;
+  const union = [s.anyOf, s.oneOf].filter(Array.isArray).flat() as unknown[];
+  return union.length > 0 ? union.flatMap(alternatives) : [s];
+}
+
+function typesOf(members: Schema[]): Set<string> {
   const out = new Set<string>();
-  const visit = (s: unknown) => {
-    if (typeof s !== 'object' || s === null) return;
-    const o = s as Record<string, unknown>;
-    if (typeof o.type === 'string') out.add(o.type);
-    if (Array.isArray(o.type)) for (const t of o.type) out.add(String(t));
-    for (const k of ['anyOf', 'oneOf']) if (Array.isArray(o[k])) (o[k] as unknown[]).forEach(visit);
-  };
-  visit(schema);
+  for (const m of members) {
+    if (typeof m.type === 'string') out.add(m.type);
+    if (Array.isArray(m.type)) for (const t of m.type) out.add(String(t));
+  }
+  return out;
+}
+
+const INDEX = /^(0|[1-9][0-9]{0,3})$/;
+
+/**
+ * A value given as a list: a list, an object keyed 0, 1, 2 … (`x[0][…]`, in index order, as
+ * JSON may carry it too) or `{"": …}` (`x[]` as the query string parser leaves it); else undefined.
+ */
+function asList(value: object): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  const keys = Object.keys(value);
+  const v = value as Params;
+  if (keys.length === 1 && keys[0] === '') return Array.isArray(v['']) ? (v[''] as unknown[]) : [v['']];
+  if (keys.length === 0 || !keys.every((k) => INDEX.test(k))) return undefined;
+  return keys.sort((x, y) => Number(x) - Number(y)).map((k) => v[k]);
+}
+
+/** A decimal number written as text; anything else is passed on. */
+function decimal(value: unknown): unknown {
+  return typeof value === 'string' && value.trim() !== '' ? num(value) : value;
+}
+
+/**
+ * Past this many levels of schema a value is passed on as it came (the schema then judges it):
+ * a bound on the walk should a schema ever refer to itself.
+ */
+const MAX_SCHEMA_DEPTH = 10;
+
+/**
+ * One v2 value as the input of a v2025 schema, at any level: objects by the schema's
+ * properties (snake_case names in camelCase, or as renamed; names it does not know left out),
+ * lists where it wants a list (`x[0][…]`, `x[]`, comma-separated text), text read as the
+ * property's type (booleans 1/0 and true/false, whole and decimal numbers, 0 or empty for an
+ * id that may be null, empty for null). A value of the wrong shape is passed on for the
+ * schema to refuse (400 with details), never dropped or guessed at.
+ */
+export function readAs(value: unknown, schema: unknown, renames: Record<string, string> = {}, depth = 0): unknown {
+  if (value === undefined || depth > MAX_SCHEMA_DEPTH) return value;
+  const members = alternatives(schema);
+  const types = typesOf(members);
+  const listSchema = members.find((m) => m.type === 'array');
+  // Text where only a list will do: comma-separated (a list of one when there is no comma).
+  const v = typeof value === 'string' && listSchema && !types.has('string') ? list(value) : value;
+  if (typeof v === 'object' && v !== null) {
+    const items = listSchema ? asList(v) : undefined;
+    if (items) return items.map((item) => readAs(item, listSchema!.items, {}, depth + 1));
+    const objects = members.filter((m) => m.type === 'object');
+    if (Array.isArray(v) || objects.length === 0) return v;
+    return readObject(v as Params, objects, renames, depth);
+  }
+  if (types.has('boolean')) return bool(v);
+  if ((types.has('integer') || types.has('number')) && !types.has('string')) {
+    const n = types.has('integer') ? int(v) : decimal(v);
+    if (!types.has('null')) return n;
+    // An id that may be none (a folder's parent, a field's smart list): 0 or empty is none.
+    const id = members.some((m) => m.type === 'integer' && typeof m.minimum === 'number' && m.minimum >= 1);
+    return n === '' || (id && n === 0) ? null : n;
+  }
+  if (types.has('null') && v === '') return null;
+  return v;
+}
+
+function readObject(value: Params, objects: Schema[], renames: Record<string, string>, depth: number): Params {
+  const properties: Record<string, unknown> = {};
+  const records: unknown[] = [];
+  for (const o of objects) {
+    for (const [k, p] of Object.entries((o.properties ?? {}) as Schema)) if (!(k in properties)) properties[k] = p;
+    if (typeof o.patternProperties === 'object' && o.patternProperties !== null)
+      records.push(...Object.values(o.patternProperties as Schema));
+    else if (typeof o.additionalProperties === 'object' && o.additionalProperties !== null)
+      records.push(o.additionalProperties);
+  }
+  // An object that names neither properties nor a record (`{}`, any object): taken as it is.
+  const open = records.length === 0 && objects.every((o) => o.properties === undefined);
+  const out: Params = {};
+  for (const [key, given] of Object.entries(value)) {
+    if (UNSAFE_KEYS.has(key)) continue;
+    const name = renames[key] ?? camel(key);
+    let read: unknown;
+    let as = name;
+    if (Object.hasOwn(properties, name)) read = readAs(given, properties[name], {}, depth + 1);
+    // A record (subfield values, attributes): its names are the caller's own, kept as given.
+    else if (records.length > 0) [as, read] = [key, readAs(given, records[0], {}, depth + 1)];
+    else if (open) [as, read] = [key, given];
+    if (read !== undefined) out[as] = read;
+  }
   return out;
 }
 
 /**
- * v2 parameters as the input of a v2025 schema: snake_case names in camelCase (or as
- * renamed), text read as the property's type (booleans 1/0 and true/false, whole numbers,
- * lists as lists, `name[0]=…` or comma-separated; 0 or empty for an id that may be null).
- * Names the schema does not know are ignored, as the original ignored them.
+ * v2 parameters as the input of a v2025 schema (readAs at the top level): snake_case names in
+ * camelCase (or as renamed), at every level of nesting, text read as each property's type.
+ * Names the schema does not know are ignored, at every level, as the original ignored them.
  */
 export function fromV2(params: Params, schema: TSchema, renames: Record<string, string> = {}): Params {
-  const properties = ((schema as { properties?: Record<string, Record<string, unknown>> }).properties ?? {}) as Record<
-    string,
-    Record<string, unknown>
-  >;
-  const out: Params = {};
-  for (const [key, value] of Object.entries(withoutTransport(params))) {
-    const name = renames[key] ?? camel(key);
-    const property = properties[name];
-    if (!property) continue;
-    const types = typesIn(property);
-    let v = value;
-    if (types.has('boolean')) v = bool(v);
-    else if (types.has('integer') || types.has('number')) v = types.has('null') ? optionalId(v) : int(v);
-    else if (types.has('array')) v = list(v);
-    else if (types.has('null') && v === '') v = null;
-    out[name] = v;
-  }
-  return out;
+  const given = withoutTransport(params);
+  // `format` names the answer's format on any request, but an email has a format of its own (html, text).
+  const properties = (schema as { properties?: Record<string, unknown> }).properties ?? {};
+  if (Object.hasOwn(properties, 'format') && params.format !== undefined) given.format = params.format;
+  const read = readAs(given, schema, renames);
+  return typeof read === 'object' && read !== null && !Array.isArray(read) ? (read as Params) : {};
 }
