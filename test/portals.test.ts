@@ -188,6 +188,13 @@ describe(`portals (${dialectName})`, () => {
     const dated = ok(await a.put(`/portal/${portal.id}/form/${other.id}`, { dueDate: '2027-01-02T03:04:05Z' }));
     assert.deepEqual([dated.dueDate, dated.required], ['2027-01-02T03:04:05.000Z', false]);
     expectError(await a.put(`/portal/${portal.id}/form/${form.id}`, {}), 400, 'validation_failed');
+    // Dates whose instant falls past the years 0000–9999 in UTC: refused, and nothing changed (the portal still reads).
+    for (const dueDate of ['9999-12-31T23:59:59-14:00', '0000-01-01T00:00:00+14:00']) {
+      expectError(await a.put(`/portal/${portal.id}/form/${other.id}`, { dueDate }), 400, 'validation_failed');
+      expectError(await a.post(`/portal/${portal.id}/form`, { formId: form.id, dueDate }), 400, 'validation_failed');
+    }
+    const kept = ok(await a.get(`/portal/${portal.id}`)).forms.find((f: { formId: number }) => f.formId === other.id);
+    assert.equal(kept.dueDate, '2027-01-02T03:04:05.000Z');
     const outside = await newForm(a, 'Outside');
     expectError(
       await a.put(`/portal/${portal.id}/form/${outside.id}`, { required: true }),

@@ -649,6 +649,20 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       });
     });
 
+    it('refuses times before 1900 and answers the end of 9999 as the last ISO instant', async () => {
+      for (const query of ['startDate=0100-01-03&lookbackPeriod=7', 'startDate=0100-01-01', 'startDate=1899-12-31'])
+        assertInvalid(await a.get(`/forms/${timed.form.id}/submissions/count?${query}`), 'query.startDate', query);
+      for (const name of ['minTime', 'maxTime'])
+        assertInvalid(await a.get(`/forms/${timed.form.id}/submissions?${name}=0099-12-31`), `query.${name}`, name);
+      assert.deepEqual(await countOf('startDate=9999-12-31&lookbackPeriod=7'), {
+        formId: timed.form.id,
+        count: 0,
+        from: '9999-12-25T05:00:00.000Z',
+        to: '9999-12-31T23:59:59.999Z',
+      });
+      assert.deepEqual(await timedIds('minTime=1900-01-01&maxTime=9999-12-31'), await timedIds(''));
+    });
+
     it('counts back from today with lookbackPeriod alone', async () => {
       const form = await ok(a.post('/forms', { name: 'Recent', fields: [{ type: 'text', label: 'T' }] }));
       const clock = app.server.ctx.clock;

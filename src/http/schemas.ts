@@ -87,3 +87,10 @@ export function page(total: number, pageNumber: number, pageSize: number): Page 
 }
 
 export const isoTime = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * The instants isoTime writes with a four-digit year, as Timestamp wants: 0000-01-01T00:00:00Z
+ * to 9999-12-31T23:59:59.999Z. A date-time given with an offset can name one past either end.
+ */
+export const FIRST_ISO_INSTANT = -62_167_219_200_000;
+export const LAST_ISO_INSTANT = 253_402_300_799_999;

@@ -5,7 +5,7 @@ import { newKey } from '../../crypto/secrets.js';
 import type { PortalRow, PortalUserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { invalid, NotFoundError } from '../../errors.js';
-import { isoTime, page, type Page } from '../../http/schemas.js';
+import { FIRST_ISO_INSTANT, isoTime, LAST_ISO_INSTANT, page, type Page } from '../../http/schemas.js';
 import { enqueue } from '../../jobs/outbox.js';
 import * as formsRepo from '../forms/repository.js';
 import { imageVersion } from '../images/serve.js';
@@ -98,6 +98,8 @@ function dueAt(value: string | null | undefined): number | null | undefined {
   if (value === undefined || value === null) return value;
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) throw invalid('validation_failed', 'body.dueDate', 'must be an ISO 8601 date and time');
+  if (ms < FIRST_ISO_INSTANT || ms > LAST_ISO_INSTANT)
+    throw invalid('validation_failed', 'body.dueDate', 'must be between the years 0000 and 9999 in UTC');
   return ms;
 }
 

@@ -39,6 +39,12 @@ function formatterOffset(utcMs: number): number {
   return Math.round((wall - Math.floor(utcMs / 1000) * 1000) / 60_000);
 }
 
+/**
+ * The first year a query's Eastern time may name: Date.UTC reads the years 0 to 99 as 1900 to
+ * 1999, and before 1883 New York kept local mean time, offsets no bound here is meant for.
+ */
+export const FIRST_YEAR = 1900;
+
 export const EASTERN_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}:\\d{2})?$';
 
 export interface WallTime {

@@ -3,9 +3,9 @@ import { toGeneratedDocument } from '../docmerge/documents.js';
 import { type FormKeys } from '../../crypto/envelope.js';
 import type { SubmissionRow } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
-import { isoTime, page, type Page } from '../../http/schemas.js';
+import { isoTime, LAST_ISO_INSTANT, page, type Page } from '../../http/schemas.js';
 import { openDownload, type Download } from '../uploads/service.js';
-import { easternDay, lowerBound, parseWallTime, upperBound } from './eastern-time.js';
+import { easternDay, FIRST_YEAR, lowerBound, parseWallTime, upperBound, type WallTime } from './eastern-time.js';
 import { fieldToken, queryWords, type Term } from './keywords.js';
 import * as repo from './repository.js';
 import type {
@@ -43,10 +43,17 @@ export async function getSubmission(
   return documents.length === 0 ? submission : { ...submission, documents: documents.map(toGeneratedDocument) };
 }
 
-export function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {
-  if (text === undefined) return undefined;
+/** An Eastern wall-clock time of a query, or a 400 naming property. */
+function wallTime(text: string, property: string): WallTime {
   const t = parseWallTime(text);
   if (!t) fail('validation_failed', [{ property, message: 'is not a real date and time' }]);
+  if (t.year < FIRST_YEAR) fail('validation_failed', [{ property, message: `must be in ${FIRST_YEAR} or later` }]);
+  return t;
+}
+
+export function timeBound(text: string | undefined, property: string, bound: 'lower' | 'upper'): number | undefined {
+  if (text === undefined) return undefined;
+  const t = wallTime(text, property);
   return bound === 'lower' ? lowerBound(t) : upperBound(t);
 }
 
@@ -190,9 +197,7 @@ export async function countSubmissions(
   const { submissionsCount } = await loadDefinitionAndCounts(deps, { accountId }, { formId });
   let from: number | undefined;
   let to: number | undefined;
-  const start = q.startDate === undefined ? undefined : parseWallTime(q.startDate);
-  if (q.startDate !== undefined && !start)
-    fail('validation_failed', [{ property: 'query.startDate', message: 'is not a real date and time' }]);
+  const start = q.startDate === undefined ? undefined : wallTime(q.startDate, 'query.startDate');
   if (q.lookbackPeriod !== undefined) {
     // The lookback counts whole Eastern days: the day of startDate (or today) and the days before it.
     const day = start ?? { ...easternDay(deps.ctx.clock.now()), hour: 0, minute: 0, second: 0, dateOnly: true };
@@ -218,7 +223,13 @@ export async function countSubmissions(
     from === undefined && to === undefined
       ? submissionsCount
       : await repo.countSubmissions(deps.ctx.db, formId, from, to);
-  return { formId, count, from: from === undefined ? null : isoTime(from), to: to === undefined ? null : isoTime(to) };
+  // The end of 9999-12-31 in Eastern Time is in the year 10000 in UTC, which no ISO time (and no submission) reaches.
+  return {
+    formId,
+    count,
+    from: from === undefined ? null : isoTime(Math.min(from, LAST_ISO_INSTANT)),
+    to: to === undefined ? null : isoTime(Math.min(to, LAST_ISO_INSTANT)),
+  };
 }
 
 /** The index-th file of a submission's field; on an encrypted form the password opens it. 404 for no such file. */
