@@ -9,7 +9,8 @@ export type TagTarget = { field: number } | { builtIn: BuiltIn } | { none: true 
 
 export type Mapping = Record<string, number | null>;
 
-type FieldLike = Pick<FieldForValues, 'id' | 'label' | 'type' | 'options'>;
+/** What merging reads of a field (plain data: it crosses to the merge thread). */
+export type FieldLike = Pick<FieldForValues, 'id' | 'label' | 'type' | 'options'>;
 
 /**
  * What a tag merges: the field the mapping names (null: nothing, left empty), else the field

@@ -16,14 +16,16 @@ import * as formsRepo from '../forms/repository.js';
 import * as submissionsRepo from '../submissions/repository.js';
 import { isSealed } from '../submissions/sealing.js';
 import { logicHolds, type FieldForValues, type StoredValue } from '../submissions/values.js';
-import { BUILT_IN_TAGS, mergeDataFor, mergeValueFor, type Mapping } from './data.js';
+import { BUILT_IN_TAGS, mergeDataFor, type Mapping } from './data.js';
+import { fieldsForMerge } from './merge-input.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { emailDocumentJob } from './email.js';
 import type { EmailPayload, GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
 import { documentAad, documentStorageKey } from './keys.js';
 import * as repo from './repository.js';
-import { CONTENT_TYPES, fileNameOf, fillPattern, merge, patternTags, type TemplateKind } from './template.js';
+import { CONTENT_TYPES, fileNameOf, fillPattern, patternTags, type TemplateKind } from './template.js';
+import { mergeThread } from './threaded-merge.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -67,11 +69,8 @@ export async function render(
   }
   const kind = integration.template_kind;
   const subjectPattern = integration.email_subject ?? `${integration.name}: {form_name} {submission_id}`;
-  const tags = [
-    ...(JSON.parse(integration.tags) as string[]),
-    ...patternTags(integration.file_name),
-    ...patternTags(subjectPattern),
-  ];
+  const patterns = [...patternTags(integration.file_name), ...patternTags(subjectPattern)];
+  const tags = [...(JSON.parse(integration.tags) as string[]), ...patterns];
   const mapping = JSON.parse(integration.mapping) as Mapping;
   const subject = {
     submissionId: submission.id,
@@ -80,12 +79,18 @@ export async function render(
     timestamp: submission.timestamp,
     values: submission.values,
   };
-  const data = mergeDataFor(tags, fields, mapping, subject);
-  const bytes = await merge(kind, Buffer.from(integration.template, 'base64'), data, {
+  // Off the event loop (threaded-merge.ts): the thread works the values out from the same data.
+  const bytes = await mergeThread.merge({
+    kind,
+    template: Buffer.from(integration.template, 'base64'),
     flatten: integration.flatten === 1,
-    // Tags inside DOCX loops that are no item property name fields too.
-    fallback: (tag) => mergeValueFor(tag, fields, mapping, subject),
+    tags,
+    fields: fieldsForMerge(fields),
+    mapping,
+    subject,
   });
+  // Here, only what the file name and subject merge.
+  const data = mergeDataFor(patterns, fields, mapping, subject);
   // An encrypted form's subject goes into the mail log and the job's payload: no values in it.
   const subjectData =
     form.is_encrypted === 1 ? mergeDataFor([...BUILT_IN_TAGS], fields, {}, { ...subject, values: new Map() }) : data;

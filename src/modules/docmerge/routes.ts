@@ -19,6 +19,7 @@ import {
   RunListQuery,
 } from './schemas.js';
 import * as service from './service.js';
+import { mergeThread } from './threaded-merge.js';
 import type { DocumentDownload } from './service.js';
 
 const tags = ['Integrations'];
@@ -45,6 +46,8 @@ function sendDocument(reply: FastifyReply, file: DocumentDownload) {
 export function docmergeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   const deps = submissionsDeps(ctx);
   return async (app) => {
+    // The process's merge thread, if one was started, goes with the app (once its merges queued have run).
+    app.addHook('onClose', () => mergeThread.close());
     app.get(
       '/forms/:formId/integrations',
       {

@@ -30,7 +30,8 @@ import {
   type PreviewBody,
   type RunListQuery,
 } from './schemas.js';
-import { kindOf, patternTags, templateTags, TemplateError, type TemplateKind } from './template.js';
+import { kindOf, patternTags, TemplateError, type TemplateKind } from './template.js';
+import { mergeThread } from './threaded-merge.js';
 
 export interface IntegrationRef extends FormRef {
   integrationId: number;
@@ -143,7 +144,7 @@ async function readTemplate(
       `${input.filename} is not a ${kind.toUpperCase()} file${actual ? ` (it is a ${actual.toUpperCase()})` : ''}`,
     );
   try {
-    return { kind, filename: input.filename, bytes, tags: await templateTags(kind, bytes) };
+    return { kind, filename: input.filename, bytes, tags: await mergeThread.templateTags(kind, bytes) };
   } catch (error) {
     if (error instanceof TemplateError) bad('', `${input.filename} ${error.message}`);
     throw error;

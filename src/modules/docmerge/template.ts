@@ -83,15 +83,16 @@ function explain(error: unknown): string {
 
 /**
  * What a DOCX template may unpack to. A zip is small and can unpack to far more (a 292 KB
- * template to 300 MB of XML), which docxtemplater inflates, holds and parses on the event loop
- * at save and again for every document. A template is at most MAX_TEMPLATE_BYTES packed; its
- * images and fonts, most of a large template's bytes, barely compress, and 5 MiB of a part's XML
- * is some hundreds of pages (and already seconds of merging per document). So no part may unpack
- * to more than MAX_TEMPLATE_BYTES, nor all of them to more than four times that.
+ * template to 300 MB of XML), which docxtemplater inflates, holds and parses (in the merge
+ * thread, threaded-merge.ts) at save and again for every document. A template is at most
+ * MAX_TEMPLATE_BYTES packed; its images and fonts, most of a large template's bytes, barely
+ * compress, and 5 MiB of a part's XML is some hundreds of pages (and already seconds of merging
+ * per document). So no part may unpack to more than MAX_TEMPLATE_BYTES, nor all of them to more
+ * than four times that.
  */
 export const MAX_DOCX_PART_BYTES = MAX_TEMPLATE_BYTES;
 export const MAX_DOCX_UNPACKED_BYTES = 4 * MAX_TEMPLATE_BYTES;
-/** Of which XML, which docxtemplater parses for each document: more would be seconds of the loop a document. */
+/** Of which XML, which docxtemplater parses for each document: more would be seconds of CPU a document. */
 export const MAX_DOCX_XML_BYTES = MAX_TEMPLATE_BYTES;
 
 /**
