@@ -16,6 +16,7 @@ import { sealingKeyOf } from '../encryption/keys.js';
 import { derived, matches } from '../submissions/indexing.js';
 import { resolveFilter } from '../submissions/query.js';
 import type { SubmissionListQuery } from '../submissions/schemas.js';
+import { showsData as showsDataOf } from '../submissions/presentation.js';
 import { displayValue, readValue, ValueError, type FieldForValues, type StoredValue } from '../submissions/values.js';
 import * as repo from './repository.js';
 import type { PartialListItem, PartialSubmission } from './schemas.js';
@@ -258,7 +259,7 @@ export async function listPartials(
   const { form, fields } = await formOf(ctx, accountId, formId);
   // The submission list's filters, checked and read the same way.
   const { from, to, terms, impossible } = resolveFilter({ byId: new Map(fields.map((f) => [f.id, f])) }, q);
-  const showsData = q.data || q.expandData || q.dataFormat === 'standardized';
+  const showsData = showsDataOf(q);
   const sealed = form.encryption_key !== null;
   const keys = showsData || q.prettyName || terms.length > 0 ? await keysOf(ctx, form, password) : undefined;
 
