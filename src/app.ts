@@ -26,7 +26,7 @@ import { registerMetrics, registerRequestId, requestIdOf } from './http/observab
 import { registerBodyTimeout, serverTimeouts } from './http/timeouts.js';
 import { ErrorBody } from './http/schemas.js';
 import { buildSerializer } from './http/serialization.js';
-import { validatorCompiler } from './http/validation.js';
+import { refuseBody, takesNoBody, validatorCompiler } from './http/validation.js';
 import { emailRoutes } from './modules/emails/routes.js';
 import { Confirmation, MailMessage, Notification } from './modules/emails/schemas.js';
 import { fieldRoutes } from './modules/fields/routes.js';
@@ -183,11 +183,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   ])
     app.addSchema(schema);
 
-  // A route without query parameters still refuses unknown ones, as routes with them do.
+  // A route without query parameters still refuses unknown ones, as routes with them do; one
+  // without a body, any body with something in it.
   app.addHook('onRoute', (route) => {
-    if (route.url.startsWith(API_PREFIX) && route.schema && !route.schema.querystring) {
+    if (!route.url.startsWith(API_PREFIX)) return;
+    if (route.schema && !route.schema.querystring) {
       route.schema.querystring = Type.Object({}, { additionalProperties: false });
     }
+    if (takesNoBody(route)) route.preValidation = [refuseBody, ...[route.preValidation ?? []].flat()];
   });
 
   await app.register(swagger, {

@@ -253,6 +253,15 @@ describe(`forms (${dialectName})`, () => {
     assert.equal((await a.post(`/forms/${form.id}/copy?template=999999`)).status, 404);
     assert.equal((await a.post(`/forms/${form.id}/copy?includeEmails=maybe`)).status, 400);
     assert.equal((await a.post('/forms/999999/copy')).status, 404);
+
+    // The copy takes no body: a name asked for in one is refused, not ignored, and nothing is copied; {} is no body.
+    const before = (await a.get('/forms?pageSize=100')).body.total;
+    const named = await a.post(`/forms/${form.id}/copy`, { name: 'Renamed' });
+    assert.equal(named.status, 400);
+    assert.deepEqual(named.body.details, [{ property: 'body.name', message: 'is not a known property' }]);
+    assert.equal((await a.get('/forms?pageSize=100')).body.total, before);
+    assert.equal((await a.post(`/forms/${form.id}/copy`, {})).status, 200);
+    assert.equal((await a.get('/forms?pageSize=100')).body.total, before + 1);
   });
 
   it("copies with a template only a member may read, and only into the account's own folders", async () => {

@@ -34,6 +34,8 @@ interface Operation {
   pathParams: string[];
   query: { name: string; schema: Schema; required: boolean }[];
   body: Schema | undefined;
+  /** It describes a request body, of any content type. */
+  takesBody: boolean;
 }
 
 const MAX_ID = 2_147_483_647;
@@ -217,6 +219,7 @@ for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Sc
           required: p.required === true && (p.schema as Schema).default === undefined,
         })),
       body: (op as Schema).requestBody?.content?.['application/json']?.schema as Schema | undefined,
+      takesBody: (op as Schema).requestBody !== undefined,
     });
   }
 }
@@ -1088,6 +1091,14 @@ describe(`route matrix (${dialectName})`, () => {
             }
           });
         }
+      }
+
+      if (!op.takesBody && ['POST', 'PUT', 'PATCH', 'DELETE'].includes(op.method) && !isV2(op)) {
+        it(`${op.key} refuses a body, as it takes none`, async () => {
+          const res = await call(op.method, url(), { token: a.token, body: { bogus: 1 } }, 'a body');
+          assertError(res, 400, `${op.key} with a body`, 'validation_failed');
+          assertDetail(res, 'body.bogus', `${op.key} with a body`);
+        });
       }
 
       if (op.query.length > 0 && !isV2(op)) {

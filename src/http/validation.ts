@@ -1,7 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
-import type { ErrorDetail } from '../errors.js';
+import type { FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify';
+import { BadRequestError, type ErrorDetail } from '../errors.js';
 
 function makeAjv(coerceTypes: boolean | 'array', allErrors = true) {
   const ajv = new Ajv.default({
@@ -257,4 +257,30 @@ export function compileBodySchema(schema: object): Validate {
   };
   validate.errors = null;
   return validate;
+}
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Whether a route takes no body: a write (a copy, a delete, a redelivery) whose schema names
+ * none. Such a route would otherwise take any body and act as if it had none (a copy asked
+ * for a name made a copy without it), where a body's unknown properties are refused everywhere else.
+ */
+export function takesNoBody(route: Pick<RouteOptions, 'method' | 'schema'>): boolean {
+  return [route.method].flat().some((m) => WRITES.has(m)) && route.schema !== undefined && !route.schema.body;
+}
+
+/**
+ * preValidation of a route that takes no body: a body with anything in it is a 400 naming each
+ * of its properties as an object's unknown ones are named ({} and an empty body are taken).
+ */
+export async function refuseBody(request: FastifyRequest): Promise<void> {
+  const body: unknown = request.body;
+  if (body === undefined || body === null) return;
+  const keys = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : undefined;
+  if (keys?.length === 0) return;
+  const details: ErrorDetail[] = keys
+    ? keys.slice(0, MAX_DETAILS).map((k) => ({ property: `body.${k}`, message: 'is not a known property' }))
+    : [{ property: 'body', message: 'this operation takes no body' }];
+  throw new BadRequestError('validation_failed', `${details[0]!.property}: ${details[0]!.message}`, { details });
 }
