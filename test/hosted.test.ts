@@ -400,7 +400,7 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
       );
       // The submission list's filters, refused the same way.
       for (const [query, property] of [
-        ['search[0][fieldId]=999999&search[0][value]=x', 'query.search.0.fieldId'],
+        ['search[0][fieldId]=999999&search[0][value]=x', 'query.search[0].fieldId'],
         ['minTime=2026-02-30 10:00:00', 'query.minTime'],
       ]) {
         const refused = await owner.get(`/form/${form.id}/partialsubmission?${query}`);

@@ -363,7 +363,13 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       const ten = [...Array(10).keys()].map((n) => crit(n, n % 2 ? ids.Name : ids.Topic, n % 2 ? 'anderson' : 'sales'));
       assert.deepEqual(await find(...ten), [s1.id, s3.id], 'ten criteria');
       const url = (q: string) => `/forms/${every.form.id}/submissions?${q}`;
-      assertInvalid(await a.get(url(crit(10, ids.Topic, 'sales'))), 'query.search', 'index 10');
+      const tenth = await a.get(url(crit(10, ids.Topic, 'sales')));
+      assertInvalid(tenth, 'query.search', 'index 10');
+      // Named as the search's other details name an index: in brackets.
+      assert.deepEqual(
+        tenth.body.details.map((d: any) => d.property),
+        ['query.search[10]'],
+      );
       assertInvalid(
         await a.get(url([...ten, crit(10, ids.Topic, 'sales')].join('&'))),
         'query.search',
@@ -397,7 +403,7 @@ describe(`submission listing, search, count and export (${dialectName})`, () => 
       const foreign = await a.get(url(crit(0, 2_000_000_000, 'x')));
       assert.equal(foreign.status, 400);
       assert.deepEqual(foreign.body.details, [
-        { property: 'query.search.0.fieldId', message: 'this form has no field 2000000000' },
+        { property: 'query.search[0].fieldId', message: 'this form has no field 2000000000' },
       ]);
     });
 

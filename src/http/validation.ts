@@ -184,8 +184,12 @@ function joinPath(base: string, pointer: string): string {
     .split('/')
     .slice(1)
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  return segments.reduce((acc, s) => (/^\d+$/.test(s) ? `${acc}[${s}]` : `${acc}.${s}`), base);
+  return segments.reduce(step, base);
 }
+
+/** A path one step on: an index (an array's, or an object's keyed by numbers, as search[n]) in brackets, a name after a dot. */
+const step = (path: string, segment: string): string =>
+  /^\d+$/.test(segment) ? `${path}[${segment}]` : `${path}.${segment}`;
 
 /** ajv's errors as the `details` of the error body, one per offending input. */
 export function validationDetails(errors: ErrorObject[], context: string | undefined): ErrorDetail[] {
@@ -198,7 +202,7 @@ export function validationDetails(errors: ErrorObject[], context: string | undef
     let property = joinPath(base, e.instancePath);
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {
-      property = `${property}.${String(e.params.additionalProperty)}`;
+      property = step(property, String(e.params.additionalProperty));
       message = 'is not a known property';
     } else if (e.keyword === 'required') {
       property = `${property}.${String(e.params.missingProperty)}`;

@@ -68,7 +68,7 @@ export function resolveFilter(
   for (const [n, c] of Object.entries(q.search ?? {}).sort(([a], [b]) => Number(a) - Number(b))) {
     if (def && !def.byId.has(c.fieldId))
       fail('validation_failed', [
-        { property: `query.search.${n}.fieldId`, message: `this form has no field ${c.fieldId}` },
+        { property: `query.search[${n}].fieldId`, message: `this form has no field ${c.fieldId}` },
       ]);
     const prefix = c.value.endsWith('*');
     terms.push({ token: fieldToken(c.fieldId, normalize(prefix ? c.value.slice(0, -1) : c.value)), prefix });
