@@ -364,6 +364,14 @@ describe(`themes (${dialectName})`, () => {
     assert.equal(used.status, 200, used.text);
     assert.equal(used.body.themeId, theme.id);
     assert.notEqual(def.id, theme.id);
+
+    // Its forms are counted as a folder's are: for the member, only those it holds a level on.
+    const hidden = (await a.post('/forms', { name: 'Not the member’s' })).body;
+    assert.equal((await a.put(`/forms/${hidden.id}`, { themeId: theme.id })).status, 200);
+    assert.equal((await a.get(`/themes/${theme.id}`)).body.formsCount, 2);
+    assert.equal((await as('GET', `/themes/${theme.id}`)).body.formsCount, 1);
+    const listed = (await as('GET', '/themes?pageSize=100')).body.themes.find((t: { id: string }) => t.id === theme.id);
+    assert.equal(listed.formsCount, 1);
   });
 
   it('serves the same under /api/v2 with .json', async () => {

@@ -1,3 +1,4 @@
+import { permittedForms } from '../permissions/repository.js';
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Database, NewThemeRow, ThemeRow } from '../../db/schema.js';
 import { engineOf } from '../../db/engine.js';
@@ -82,11 +83,12 @@ function usesTheme(accountId: number, theme: Pick<ThemeRow, 'id' | 'is_default'>
   };
 }
 
-/** Live forms (liveOnly) or all forms on each theme, by theme id. */
+/** Live forms on each theme, by theme id; with visibleTo (a member's user id), only those the member holds a level on. */
 export async function countFormsByTheme(
   db: Executor,
   accountId: number,
   themes: Pick<ThemeRow, 'id' | 'is_default'>[],
+  visibleTo?: number,
 ): Promise<Map<string, number>> {
   const counts = new Map<string, number>(themes.map((t) => [t.id, 0]));
   if (themes.length === 0) return counts;
@@ -95,6 +97,7 @@ export async function countFormsByTheme(
     .select(['theme_id', (eb) => eb.fn.countAll<number>().as('n')])
     .where('account_id', '=', accountId)
     .where('deleted_at', 'is', null)
+    .$if(visibleTo !== undefined, (q) => q.where('id', 'in', permittedForms(db, visibleTo!)))
     .groupBy('theme_id')
     .execute();
   const fallback = themes.find((t) => t.is_default === 1);

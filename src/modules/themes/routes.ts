@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
+import { memberOf } from '../permissions/caller.js';
 import { errors } from '../../http/schemas.js';
 import { Theme, ThemeCreate, ThemeDeleted, ThemeList, ThemeQuery, ThemeUpdate, themeParams } from './schemas.js';
 import * as service from './service.js';
@@ -30,7 +31,7 @@ export function themeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: ThemeList, ...errors(403) },
         },
       },
-      (req) => service.listThemes(ctx, principal(req), req.query),
+      (req) => service.listThemes(ctx, principal(req), req.query, memberOf(principal(req))),
     );
 
     app.post(
@@ -65,7 +66,7 @@ export function themeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref(Theme), ...errors(403, 404) },
         },
       },
-      (req) => service.getTheme(ctx, principal(req), req.params),
+      (req) => service.getTheme(ctx, principal(req), req.params, memberOf(principal(req))),
     );
 
     app.put(

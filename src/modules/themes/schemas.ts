@@ -132,7 +132,9 @@ export const Theme = Type.Object(
     spacing: Type.Integer(),
     logoUrl: Type.Union([Type.String(), Type.Null()]),
     customCss: Type.String(),
-    formsCount: Type.Integer({ description: 'Live forms of the account that use the theme' }),
+    formsCount: Type.Integer({
+      description: 'Live forms of the account that use the theme; for a member, only those the member holds a level on',
+    }),
     created: Timestamp,
     updated: Timestamp,
   },

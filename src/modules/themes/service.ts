@@ -129,28 +129,36 @@ function checkCss(ctx: AppContext, css: string | undefined): void {
     });
 }
 
-async function recordOf(db: Executor, accountId: number, row: ThemeRow): Promise<Theme> {
-  return toTheme(row, (await repo.countFormsByTheme(db, accountId, [row])).get(row.id) ?? 0);
+/** The theme's record; for a member (visibleTo), its forms counted as folders count them. */
+async function recordOf(db: Executor, accountId: number, row: ThemeRow, visibleTo?: number): Promise<Theme> {
+  return toTheme(row, (await repo.countFormsByTheme(db, accountId, [row], visibleTo)).get(row.id) ?? 0);
 }
 
 export async function listThemes(
   ctx: AppContext,
   { accountId }: AccountScope,
   query: ThemeQuery,
+  /** A member's user id (memberOf): forms counted only where the member holds a level, as folders count them. */
+  visibleTo?: number,
 ): Promise<Page & { themes: Theme[] }> {
   const { rows, total } = await repo.listThemes(ctx.db, accountId, {
     limit: query.pageSize,
     offset: (query.pageNumber - 1) * query.pageSize,
   });
-  const counts = await repo.countFormsByTheme(ctx.db, accountId, rows);
+  const counts = await repo.countFormsByTheme(ctx.db, accountId, rows, visibleTo);
   return {
     themes: rows.map((r) => toTheme(r, counts.get(r.id) ?? 0)),
     ...page(total, query.pageNumber, query.pageSize),
   };
 }
 
-export async function getTheme(ctx: AppContext, scope: AccountScope, { themeId }: ThemeRef): Promise<Theme> {
-  return recordOf(ctx.db, scope.accountId, await requireTheme(ctx.db, scope, themeId));
+export async function getTheme(
+  ctx: AppContext,
+  scope: AccountScope,
+  { themeId }: ThemeRef,
+  visibleTo?: number,
+): Promise<Theme> {
+  return recordOf(ctx.db, scope.accountId, await requireTheme(ctx.db, scope, themeId), visibleTo);
 }
 
 export async function createTheme(ctx: AppContext, { accountId }: AccountScope, input: ThemeCreate): Promise<Theme> {
