@@ -42,6 +42,11 @@ export const ERRORS = {
   },
   invalid_field: { status: 400, message: 'The field definition is invalid', note: '`details` names each problem' },
   too_many_fields: { status: 400, message: 'The form holds the most fields it may' },
+  too_many_options: {
+    status: 400,
+    message: 'The form would show more options across its fields than it may',
+    note: "at most 50,000: each field's own options, and its smart list's for each field that uses one; the message names each form and its total",
+  },
   invalid_email: {
     status: 400,
     message: 'The confirmation or notification email is invalid',

@@ -25,6 +25,7 @@ const OPERATIONS = [
   'shareRows',
   'now',
   'containsInsensitive',
+  'jsonArrayLength',
   'serialize',
   'lockRows',
   'claimRows',

@@ -47,6 +47,8 @@ export interface SqlEngine {
   now(): RawBuilder<number>;
   /** A case-insensitive substring match, literal in the user's text (no wildcards). */
   containsInsensitive(column: Expression<string>, text: string): RawBuilder<SqlBool>;
+  /** The number of items of a JSON array kept as text. */
+  jsonArrayLength(column: Expression<string>): RawBuilder<number>;
   /**
    * Waits for, then holds until the transaction ends, an exclusive lock on (namespace, key),
    * where writers run concurrently (PostgreSQL: a transaction advisory lock, which locks no

@@ -30,6 +30,7 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     shareRows: (query) => query.forShare(),
     now: () => sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
     containsInsensitive: (column, text) => sql<SqlBool>`${column} ILIKE ${likePattern(text)} ESCAPE '\\'`,
+    jsonArrayLength: (column) => sql<number>`json_array_length(${column}::json)`,
     // Its planner picks the form's index or the primary key by the form's share of the rows.
     submissionsByFormId: () => sql`submissions`,
     async serialize(db, namespace, key) {

@@ -28,6 +28,7 @@ export const sqliteEngine: SqlEngine = {
   shareRows: (query) => query,
   now: () => sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
   containsInsensitive: (column, text) => sql<SqlBool>`${column} LIKE ${likePattern(text)} ESCAPE '\\'`,
+  jsonArrayLength: (column) => sql<number>`json_array_length(${column})`,
   // Given `form_id = ? AND id >= ?`, SQLite may walk the table by rowid from the bound, past
   // every other form's rows, or the form's index from its end to the bound; a pair
   // ((form_id, id) >= (?, ?)) is no index range to it either.

@@ -11,9 +11,38 @@ async function withListOptions(db: Executor, rows: FieldRow[]): Promise<FieldRow
   const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
   if (listIds.length === 0) return rows;
   const options = await optionsOfLists(db, listIds);
-  return rows.map((r) =>
-    r.smart_list_id === null ? r : { ...r, options: JSON.stringify(options.get(r.smart_list_id) ?? []) },
-  );
+  // Each list's JSON once, however many fields use it.
+  const json = new Map([...options].map(([id, list]) => [id, JSON.stringify(list)]));
+  return rows.map((r) => (r.smart_list_id === null ? r : { ...r, options: json.get(r.smart_list_id) ?? '[]' }));
+}
+
+/** A field row, and when it uses a smart list, the list's options: one array for every field on the list. */
+export interface FieldWithList {
+  row: FieldRow;
+  listOptions: { label: string; value: string }[] | undefined;
+}
+
+/**
+ * The form's fields in display order, for the hosted page: a smart list's options are read
+ * once, as one array shared by the fields that use it, rather than turned into JSON and parsed
+ * back for each field (as listFields does for readers that know nothing of lists). The rows
+ * keep their stored options column: a field's own options, '[]' for one that uses a list.
+ */
+export async function listFieldsWithLists(db: Executor, accountId: number, formId: number): Promise<FieldWithList[]> {
+  const rows = await db
+    .selectFrom('fields')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('form_id', '=', formId)
+    .orderBy('display_order')
+    .orderBy('id')
+    .execute();
+  const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
+  const lists = listIds.length === 0 ? new Map() : await optionsOfLists(db, listIds);
+  return rows.map((row) => ({
+    row,
+    listOptions: row.smart_list_id === null ? undefined : (lists.get(row.smart_list_id) ?? []),
+  }));
 }
 
 /** What is stored of a field that uses a list: no options of its own (a copied row may carry the list's). */
@@ -22,15 +51,15 @@ function ownOptions<T extends { smart_list_id?: number | null; options?: string 
 }
 
 export async function listFields(db: Executor, accountId: number, formId: number): Promise<FieldRow[]> {
-  return db
-    .selectFrom('fields')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('form_id', '=', formId)
-    .orderBy('display_order')
-    .orderBy('id')
-    .execute()
-    .then((rows) => withListOptions(db, rows));
+  const fields = await listFieldsWithLists(db, accountId, formId);
+  // Each list's JSON once, however many fields use it.
+  const json = new Map<unknown, string>();
+  return fields.map(({ row, listOptions }) => {
+    if (listOptions === undefined) return row;
+    let text = json.get(listOptions);
+    if (text === undefined) json.set(listOptions, (text = JSON.stringify(listOptions)));
+    return { ...row, options: text };
+  });
 }
 
 /** Fields of several forms at once, in display order within each form. */

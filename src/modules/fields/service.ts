@@ -17,6 +17,7 @@ import {
 } from './definition.js';
 import * as repo from './repository.js';
 import { withSmartListOptions } from './smart-list.js';
+import { checkFormGrowth, lockOptionTotals } from '../smartlists/form-options.js';
 import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldUpdate } from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
@@ -56,7 +57,9 @@ export async function createField(
   input: FieldCreate,
 ): Promise<Field> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, { accountId }, { formId });
+    const form = await requireForm(trx, { accountId }, { formId });
+    // Before anything is read: the form's options and the list's stay as counted until the write commits.
+    await lockOptionTotals(trx, accountId);
     const existing = await repo.listFields(trx, accountId, formId);
     if (existing.length >= MAX_FIELDS_PER_FORM) {
       throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
@@ -65,6 +68,14 @@ export async function createField(
       await withSmartListOptions(trx, accountId, withDefaults(input), 'body', (input.options ?? []).length > 0),
       'body',
       siblingsOf(existing),
+    );
+    await checkFormGrowth(
+      trx,
+      accountId,
+      form,
+      def.options.length,
+      def.smartList === null ? 'body.options' : 'body.smartList',
+      'This field would make its form show too many options',
     );
     const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;
     const now = ctx.clock.now();
@@ -81,10 +92,13 @@ export async function updateField(
   input: FieldUpdate,
 ): Promise<Field> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, { accountId }, { formId });
+    const form = await requireForm(trx, { accountId }, { formId });
+    // Before anything is read: the form's options and the list's stay as counted until the write commits.
+    await lockOptionTotals(trx, accountId);
     const current = await requireField(trx, accountId, formId, fieldId);
     const all = await repo.listFields(trx, accountId, formId);
-    const merged = { ...toDefinition(current), ...input };
+    const before = toDefinition(current);
+    const merged = { ...before, ...input };
     // A new type brings its own attributes and options; the old ones rarely make sense for it.
     if (input.type !== undefined && input.type !== current.type) {
       merged.attributes = input.attributes ?? {};
@@ -95,6 +109,14 @@ export async function updateField(
     // Letting go of a list (smartList: null) keeps the options the field showed, unless others are sent.
     const withList = await withSmartListOptions(trx, accountId, merged, 'body', (input.options ?? []).length > 0);
     const def = checkDefinition(withList, 'body', siblingsOf(all, fieldId), fieldId);
+    await checkFormGrowth(
+      trx,
+      accountId,
+      form,
+      def.options.length - before.options.length,
+      def.smartList === null ? 'body.options' : 'body.smartList',
+      'This change would make its form show too many options',
+    );
     const now = ctx.clock.now();
     const row = await repo.updateField(trx, accountId, fieldId, {
       ...toFieldColumns(def),

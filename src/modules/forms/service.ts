@@ -29,7 +29,9 @@ import * as emailsRepo from '../emails/repository.js';
 import { copyWebhooks } from '../webhooks/copy.js';
 import { copyIntegrations } from '../docmerge/copy.js';
 import { memberOf, type AccountScope, type Caller, type FormRef } from '../permissions/caller.js';
-import { optionsOfLists } from '../smartlists/repository.js';
+import { countOptionsByList, optionsOfLists } from '../smartlists/repository.js';
+import { checkFormTotal, lockOptionTotals, tooManyOptions } from '../smartlists/form-options.js';
+import { MAX_OPTIONS_PER_FORM } from '../smartlists/schemas.js';
 import { defaultTheme, themeForForm } from '../themes/service.js';
 
 const DEFAULT_SUBMIT_TITLE = 'Submit';
@@ -301,10 +303,21 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
       ),
     ),
   );
+  // As read above, so that a form far over the bound costs no key derivation; counted again below.
+  newFormOptions(input.name, definitions, new Map());
   const viewKey = newKey();
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
     await requireFolderId(trx, { accountId }, input.folder);
+    // The lists' options as they are while the form is written (they may have grown since they were read).
+    await lockOptionTotals(trx, accountId);
+    newFormOptions(
+      input.name,
+      definitions,
+      await countOptionsByList(trx, [
+        ...new Set(definitions.flatMap((d) => (d.smartList === null ? [] : [d.smartList]))),
+      ]),
+    );
     const now = ctx.clock.now();
     const theme =
       input.themeId === undefined
@@ -335,6 +348,27 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
     fields.sort((a, b) => a.displayOrder - b.displayOrder || a.id - b.id);
     return toForm(ctx, form, fields);
   });
+}
+
+/**
+ * Refuses a new form whose fields would show more options than a form may: their own, and for
+ * each field on a smart list the list's (from lists, when counted; else as the definition read them).
+ */
+function newFormOptions(
+  name: string,
+  definitions: { options: unknown[]; smartList: number | null }[],
+  lists: Map<number, number>,
+): void {
+  const total = definitions.reduce(
+    (sum, d) => sum + (d.smartList === null ? d.options.length : (lists.get(d.smartList) ?? d.options.length)),
+    0,
+  );
+  if (total > MAX_OPTIONS_PER_FORM)
+    throw tooManyOptions(
+      'body.fields',
+      [{ form: { id: null, name }, total }],
+      'These fields would show too many options',
+    );
 }
 
 export async function updateForm(
@@ -393,6 +427,9 @@ export async function restoreForm(ctx: AppContext, { accountId }: AccountScope, 
   return transact(ctx.db, async (trx) => {
     const form = await repo.findForm(trx, accountId, formId, true);
     if (!form) throw new NotFoundError('deleted_form_not_found');
+    // Deleted forms do not hold their lists to the bound: one may have grown past it meanwhile.
+    await lockOptionTotals(trx, accountId);
+    await checkFormTotal(trx, accountId, form, 'formId', 'The form cannot be restored');
     // The folder may have been deleted since; the form then comes back at the top level.
     const row = await repo.updateForm(trx, accountId, formId, { deleted_at: null, updated_at: ctx.clock.now() });
     return toForm(ctx, row);
@@ -412,6 +449,7 @@ export async function copyForm(ctx: AppContext, caller: Caller, { formId }: Form
     // Webhooks and emails are read and changed at the edit level: copying them asks for it too.
     if ((q.includeIntegrations || q.includeEmails) && member !== undefined)
       await requireFormLevel(trx, accountId, member, formId, 'edit');
+    await checkCopy(trx, source);
     const now = ctx.clock.now();
     const { copy, fields, newIds } = await copyFormRows(ctx, trx, source, look, {
       accountId,
@@ -441,6 +479,7 @@ export async function copyFormIntoAccount(
   includeIntegrations: boolean,
 ): Promise<Form> {
   const source = await requireForm(trx, { accountId }, { formId });
+  await checkCopy(trx, source);
   const now = ctx.clock.now();
   const theme = await defaultTheme(trx, targetAccountId, now);
   const { copy, fields } = await copyFormRows(ctx, trx, source, source, {
@@ -451,6 +490,23 @@ export async function copyFormIntoAccount(
     now,
   });
   return toForm(ctx, copy, fields);
+}
+
+/**
+ * A copy shows what its source shows (a copy into another account keeps the lists' options as
+ * its own): refused when that is more than a form may show, which only a form made before the
+ * bound can. The source account's lock keeps its lists as counted until the copy commits.
+ */
+async function checkCopy(trx: Executor, source: FormRow): Promise<void> {
+  await lockOptionTotals(trx, source.account_id);
+  await checkFormTotal(
+    trx,
+    source.account_id,
+    source,
+    'formId',
+    `Form ${source.id} "${source.name}" cannot be copied`,
+    { id: null, name: `${source.name} (copy)` },
+  );
 }
 
 /** The copy's form row, its fields (logic pointed at the copied fields) and, if asked, its webhooks. */

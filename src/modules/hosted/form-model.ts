@@ -37,8 +37,16 @@ const DEFINITION_DEFAULTS: Pick<PageField, DefinitionKey> = {
 export function withoutDefaults<T extends object>(field: T): Partial<T> {
   const defaults = DEFINITION_DEFAULTS as Record<string, unknown>;
   return Object.fromEntries(
-    Object.entries(field).filter(([k, v]) => !(k in defaults) || JSON.stringify(v) !== JSON.stringify(defaults[k])),
+    Object.entries(field).filter(([k, v]) => !(k in defaults) || !isDefault(v, defaults[k])),
   ) as Partial<T>;
+}
+
+/** Whether v is the default d (false, null, [] or {}), without serializing v: options may be thousands. */
+function isDefault(v: unknown, d: unknown): boolean {
+  if (Array.isArray(d)) return Array.isArray(v) && v.length === 0;
+  if (typeof d === 'object' && d !== null)
+    return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+  return v === d;
 }
 
 export function withDefaults(field: Partial<PageField>): PageField {

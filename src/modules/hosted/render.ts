@@ -153,27 +153,70 @@ function optionImage(f: PageField, value: string, base: string): string {
     : '';
 }
 
+type Options = PageField['options'];
+
+/**
+ * A field's options with their values and labels escaped, once per array: the fields that use
+ * one smart list share its array (hosted/service.ts), so a list shown by several fields is
+ * escaped once, and its select options written once (plainOptions). Arrays of a page's
+ * definition are never changed; a new definition reads new ones, and these go with the old.
+ */
+const escapedOptions = new WeakMap<Options, { values: string[]; labels: string[] }>();
+function escapedOf(options: Options): { values: string[]; labels: string[] } {
+  let escaped = escapedOptions.get(options);
+  if (!escaped) {
+    const values = new Array<string>(options.length);
+    const labels = new Array<string>(options.length);
+    for (let i = 0; i < options.length; i++) {
+      values[i] = e(options[i]!.value);
+      labels[i] = e(options[i]!.label);
+    }
+    escaped = { values, labels };
+    escapedOptions.set(options, escaped);
+  }
+  return escaped;
+}
+
 function choices(f: PageField, value: unknown, error: string | undefined, logic: boolean, base: string): string {
   const chosen = new Set(texts(value));
   const type = f.type === 'checkbox' ? 'checkbox' : 'radio';
   const horizontal = f.attributes.layout === 'horizontal' ? ' fw-horizontal' : '';
-  const items = f.options
-    .map((o, i) => {
-      const id = `${inputName(f.id)}-${i}`;
-      // A radio group is required through its inputs; checkboxes through the script and server.
-      const required = type === 'radio' && f.required && !logic ? ' required' : '';
-      return `<div class="fw-choice"><input type="${type}" id="${id}" name="${inputName(f.id)}" value="${e(o.value)}"${chosen.has(o.value) ? ' checked' : ''}${required}${f.readOnly ? ' disabled' : ''}><label for="${id}">${optionImage(f, o.value, base)}${e(o.label)}</label></div>`;
-    })
-    .join('');
-  return `<div class="fw-choices${horizontal}"${error ? ' aria-invalid="true"' : ''}>${items}</div>`;
+  const name = inputName(f.id);
+  // A radio group is required through its inputs; checkboxes through the script and server.
+  const flags = `${type === 'radio' && f.required && !logic ? ' required' : ''}${f.readOnly ? ' disabled' : ''}`;
+  const { values, labels } = escapedOf(f.options);
+  const items = new Array<string>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const raw = f.options[i]!.value;
+    const checked = chosen.size > 0 && chosen.has(raw) ? ' checked' : '';
+    const image = f.optionImages ? optionImage(f, raw, base) : '';
+    items[i] =
+      `<div class="fw-choice"><input type="${type}" id="${name}-${i}" name="${name}" value="${values[i]}"${checked}${flags}><label for="${name}-${i}">${image}${labels[i]}</label></div>`;
+  }
+  return `<div class="fw-choices${horizontal}"${error ? ' aria-invalid="true"' : ''}>${items.join('')}</div>`;
+}
+
+/** A select's options with none selected, written once per array of options. */
+const plainOptions = new WeakMap<Options, string>();
+
+function selectOptions(options: Options, chosen: Set<string>): string {
+  const kept = chosen.size === 0 ? plainOptions.get(options) : undefined;
+  if (kept !== undefined) return kept;
+  const { values, labels } = escapedOf(options);
+  const items = new Array<string>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const selected = chosen.size > 0 && chosen.has(options[i]!.value) ? ' selected' : '';
+    items[i] = `<option value="${values[i]}"${selected}>${labels[i]}</option>`;
+  }
+  const html = items.join('');
+  if (chosen.size === 0) plainOptions.set(options, html);
+  return html;
 }
 
 function select(f: PageField, value: unknown, error: string | undefined, logic: boolean, base: string): string {
   const chosen = new Set(texts(value));
   const placeholder = (f.attributes.placeholder as string | undefined) ?? 'Choose…';
-  const options = f.options
-    .map((o) => `<option value="${e(o.value)}"${chosen.has(o.value) ? ' selected' : ''}>${e(o.label)}</option>`)
-    .join('');
+  const options = selectOptions(f.options, chosen);
   // A select cannot show images in its options: they are shown beside it, each with its label.
   const gallery = f.optionImages
     ? `<ul class="fw-option-gallery">${f.options

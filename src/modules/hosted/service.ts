@@ -89,7 +89,7 @@ async function definitionOf(deps: HostedDeps, form: FormRow): Promise<PageDefini
   const cached = deps.definitions.get(form.view_key, String(form.revision));
   // The row read on this request carries what changes between revisions (counts, state).
   if (cached) return { ...cached, form };
-  const rows = await fieldsRepo.listFields(deps.ctx.db, form.account_id, form.id);
+  const rows = await fieldsRepo.listFieldsWithLists(deps.ctx.db, form.account_id, form.id);
   const settings = settingsOf(form);
   const base: RenderedForm = {
     viewKey: form.view_key,
@@ -135,26 +135,38 @@ export function themeAssets(viewKey: string, theme: PageTheme): ThemeAssets {
 async function withOptionImages(
   deps: HostedDeps,
   viewKey: string,
-  rows: Awaited<ReturnType<typeof fieldsRepo.listFields>>,
+  rows: fieldsRepo.FieldWithList[],
 ): Promise<PageField[]> {
-  const fields: PageField[] = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));
+  // A list's options are one array for all the fields that show them (render.ts escapes them once).
+  const fields: PageField[] = rows.map(({ row, listOptions }) => ({
+    id: row.id,
+    ...toDefinition(row),
+    ...(listOptions && { options: listOptions }),
+  }));
   const listIds = rows
-    .filter((r) => r.smart_list_id !== null && ['select', 'radio', 'checkbox'].includes(r.type))
-    .map((r) => r.smart_list_id!);
+    .filter(({ row }) => row.smart_list_id !== null && CHOICES.has(row.type))
+    .map(({ row }) => row.smart_list_id!);
   if (listIds.length === 0) return fields;
   const images = await imagesOfLists(deps.ctx.db, [...new Set(listIds)]);
+  // Each list's URLs once, shared by the fields that use it.
+  const urls = new Map(
+    [...images].map(([listId, listed]) => [
+      listId,
+      Object.fromEntries(
+        listed.map((o) => [
+          o.value,
+          `/f/${encodeURIComponent(viewKey)}/options/${o.optionId}/image?v=${imageVersion(o.key)}`,
+        ]),
+      ),
+    ]),
+  );
   return fields.map((f, i) => {
-    const listed = images.get(rows[i]!.smart_list_id ?? 0);
-    if (!listed || !['select', 'radio', 'checkbox'].includes(f.type)) return f;
-    const optionImages = Object.fromEntries(
-      listed.map((o) => [
-        o.value,
-        `/f/${encodeURIComponent(viewKey)}/options/${o.optionId}/image?v=${imageVersion(o.key)}`,
-      ]),
-    );
-    return { ...f, optionImages };
+    const optionImages = urls.get(rows[i]!.row.smart_list_id ?? 0);
+    return optionImages && CHOICES.has(f.type) ? { ...f, optionImages } : f;
   });
 }
+
+const CHOICES = new Set(['select', 'radio', 'checkbox']);
 
 function emptyState(form: RenderedForm): Omit<RenderState, 'loadToken'> {
   return {

@@ -360,3 +360,35 @@ export async function optionImageOfForm(
     .executeTakeFirst();
   return row ? { key: row.image_key!, type: row.image_type } : undefined;
 }
+
+/**
+ * The forms' fields grouped by the list they use (null: their own options), with how many
+ * fields each group holds and, for own options, how many in all (the length of each field's
+ * options JSON, counted by the database: no option is read).
+ */
+export async function fieldOptionCounts(
+  db: Executor,
+  accountId: number,
+  formIds: number[],
+): Promise<{ form_id: number; smart_list_id: number | null; fields: number; own: number | null }[]> {
+  const rows: { form_id: number; smart_list_id: number | null; fields: number; own: number | null }[] = [];
+  // In slices: a list may be used by more forms than a statement takes parameters.
+  for (let i = 0; i < formIds.length; i += 500) {
+    const own = engineOf(db).jsonArrayLength(sql.ref('fields.options'));
+    const slice = await db
+      .selectFrom('fields')
+      .select((eb) => [
+        'fields.form_id',
+        'fields.smart_list_id',
+        eb.fn.countAll<number>().as('fields'),
+        // A field that uses a list keeps no options of its own: the list's are counted for it.
+        eb.fn.sum<number>(sql`CASE WHEN fields.smart_list_id IS NULL THEN ${own} ELSE 0 END`).as('own'),
+      ])
+      .where('fields.account_id', '=', accountId)
+      .where('fields.form_id', 'in', formIds.slice(i, i + 500))
+      .groupBy(['fields.form_id', 'fields.smart_list_id'])
+      .execute();
+    rows.push(...slice);
+  }
+  return rows;
+}

@@ -10,6 +10,7 @@ import {
   BulkAdded,
   BulkOptions,
   MAX_BULK_OPTIONS,
+  MAX_OPTIONS_PER_FORM,
   MAX_OPTIONS_PER_LIST,
   OptionCreate,
   OptionDeleted,
@@ -146,7 +147,8 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Add an option to a smart list',
           description:
             'A value already in the list is 400 invalid_options. Fields that use the list show the option at once. ' +
-            `A list holds at most ${MAX_OPTIONS_PER_LIST} options.`,
+            `A list holds at most ${MAX_OPTIONS_PER_LIST} options, and a form shows at most ${MAX_OPTIONS_PER_FORM}: ` +
+            'an option that a live form using the list could not show is 400 too_many_options, naming the form and fields.',
           params: listParams,
           body: OptionCreate,
           response: { 201: Type.Ref(SmartListOption), ...errors(403, 404) },
@@ -167,7 +169,10 @@ export function smartListRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             `Appends up to ${MAX_BULK_OPTIONS} options after the last one, in the order sent, in one transaction; ` +
             'it never replaces (DELETE .../alloptions first to replace the list). An entry whose value is already in ' +
             'the list, or repeats the value of an earlier entry, makes the whole call a 400 invalid_options that names ' +
-            'every such entry by its index (body.options[i]) and writes nothing.',
+            'every such entry by its index (body.options[i]) and writes nothing. ' +
+            `A form shows at most ${MAX_OPTIONS_PER_FORM} options across its fields (a list once per field that uses it): ` +
+            'options that would take a live form that uses the list past that are 400 too_many_options, naming each such ' +
+            'form and field, and nothing is written.',
           params: listParams,
           body: BulkOptions,
           response: { 200: BulkAdded, ...errors(403, 404) },

@@ -5,6 +5,18 @@ import { Id, PageNumber, PageSize, Timestamp, listBody } from '../../http/schema
 export const MAX_BULK_OPTIONS = 10_000;
 /** How many options one list holds: a field shows them all, so they stay within what a page can carry. */
 export const MAX_OPTIONS_PER_LIST = 50_000;
+/**
+ * How many options one form shows across all its fields: each field's own options plus, for
+ * each field that takes its options from a smart list, that list's options (a list that two
+ * fields use counts twice: the page renders it twice). The bound per list alone does not bound
+ * a page: the hosted page (GET /f/{viewKey}, public) renders every option of every field, so
+ * 20 fields on one full list made an 81 MB page and held the event loop 4-6 s on each view,
+ * and 500 fields could show 25 million. One full list's worth per form keeps a page of
+ * short labels near 5 MB, rendered in tens of milliseconds (labels and values of the most
+ * characters they may have could still make it ten times that: not bounded here). Checked, all or nothing, by every write that can
+ * make a live form show more (smartlists/form-options.ts): 400 too_many_options.
+ */
+export const MAX_OPTIONS_PER_FORM = 50_000;
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
 const useImages = Type.Boolean({ description: 'Options may carry an image; default false' });

@@ -10,6 +10,7 @@ import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { requireImageType } from '../images/type.js';
 import * as repo from './repository.js';
+import { checkListGrowth, lockOptionTotals } from './form-options.js';
 import {
   MAX_OPTIONS_PER_LIST,
   type BulkOptions,
@@ -214,6 +215,7 @@ export async function createOption(
 ): Promise<SmartListOption> {
   return transact(ctx.db, async (trx) => {
     await requireList(trx, scope, smartListId);
+    await lockOptionTotals(trx, scope.accountId);
     const value = input.value ?? input.label;
     const { count, lastOrder } = await repo.optionStats(trx, smartListId);
     const full = tooMany(count, 1, 'body');
@@ -224,6 +226,7 @@ export async function createOption(
         input.value === undefined ? 'body.label' : 'body.value',
         `"${value}" is already a value of this list`,
       );
+    await checkListGrowth(trx, scope.accountId, smartListId, 1, 'body');
     const now = ctx.clock.now();
     const row = await repo.insertOption(trx, {
       account_id: scope.accountId,
@@ -290,6 +293,7 @@ export async function addOptions(
 ): Promise<{ id: number; added: number }> {
   return transact(ctx.db, async (trx) => {
     await requireList(trx, scope, smartListId);
+    await lockOptionTotals(trx, scope.accountId);
     const entries = input.options.map((o) => ({ label: o.label, value: o.value ?? o.label }));
     const { count, lastOrder } = await repo.optionStats(trx, smartListId);
     const full = tooMany(count, entries.length, 'body.options');
@@ -317,6 +321,7 @@ export async function addOptions(
         { details: problems },
       );
     }
+    await checkListGrowth(trx, scope.accountId, smartListId, entries.length, 'body.options');
     const now = ctx.clock.now();
     await repo.insertOptions(
       trx,
