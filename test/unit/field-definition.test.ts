@@ -9,6 +9,7 @@ import type { FieldRow } from '../../src/db/schema.js';
 import { BadRequestError, type ErrorDetail } from '../../src/errors.js';
 import {
   checkDefinition,
+  fieldsBytes,
   toDefinition,
   toField,
   toFieldColumns,
@@ -453,5 +454,16 @@ describe('rows', () => {
         { label: 'B', value: 'b' },
       ],
     });
+  });
+});
+
+describe('fieldsBytes', () => {
+  it('counts options by their text, so that caches of definitions hold to their budget', () => {
+    const option = (n: number) => ({ label: 'l'.repeat(n), value: 'v'.repeat(n) });
+    assert.equal(fieldsBytes([{ options: [] }, { options: [] }]), 2048);
+    assert.equal(fieldsBytes([{ options: [option(10)] }]), 1024 + 64 + 40);
+    // 50,000 options of 500 characters each (what a form may show): about 100 MB as UTF-16, not 20 KB.
+    const many = Array.from({ length: 20 }, () => ({ options: Array.from({ length: 2500 }, () => option(500)) }));
+    assert.ok(fieldsBytes(many) > 100_000_000);
   });
 });

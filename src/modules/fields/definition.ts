@@ -240,3 +240,15 @@ export function toField(row: FieldRow): Field {
     updated: isoTime(row.updated_at),
   };
 }
+
+/**
+ * About what fields' definitions take in memory, in bytes, for the caches that keep them
+ * (submission definitions, hosted pages): a kilobyte a field, and its options by their text. A
+ * form may show 50,000 options, of up to 500 characters each: counted by fields alone, a cache
+ * of "16 MB" could have held gigabytes of them.
+ */
+export function fieldsBytes(fields: readonly { options: readonly { label?: string; value: string }[] }[]): number {
+  let bytes = 1024 * fields.length;
+  for (const f of fields) for (const o of f.options) bytes += 64 + 2 * ((o.label?.length ?? 0) + o.value.length);
+  return bytes;
+}

@@ -4,7 +4,7 @@ import type { FormRow } from '../../db/schema.js';
 import { transact } from '../../db/transaction.js';
 import { AppError, BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
-import { toDefinition } from '../fields/definition.js';
+import { fieldsBytes, toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
 import { settingsOf, type FormSettings } from '../forms/schemas.js';
@@ -73,7 +73,11 @@ export function hostedDeps(ctx: AppContext, submissions: SubmissionsDeps, counte
     ctx,
     submissions,
     counters,
-    definitions: new VersionedCache<PageDefinition>(8 * 1024 * 1024, (d) => 4096 + d.plain.length * 2),
+    // What a page keeps: its form's HTML as text and the page as bytes, and its fields with their options.
+    definitions: new VersionedCache<PageDefinition>(
+      8 * 1024 * 1024,
+      (d) => 4096 + d.plain.length * 2 + d.document[0].length + d.document[1].length + fieldsBytes(d.fields),
+    ),
     recent: new Map(),
   };
 }

@@ -8,7 +8,7 @@ import { transact } from '../../db/transaction.js';
 import { WriteBatcher } from '../../db/write-batcher.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
-import { toDefinition } from '../fields/definition.js';
+import { fieldsBytes, toDefinition } from '../fields/definition.js';
 import * as fieldsRepo from '../fields/repository.js';
 import * as formsRepo from '../forms/repository.js';
 import { settingsOf } from '../forms/schemas.js';
@@ -72,8 +72,8 @@ export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
   const batcher = batchSize === undefined ? undefined : new WriteBatcher(ctx.db, batchSize);
   return {
     ctx,
-    // A definition costs about 1 KB per field in memory; the budget is shared with nothing else.
-    definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + d.fields.length * 1024),
+    // The budget is shared with nothing else.
+    definitions: new VersionedCache<FormDefinition>(16 * 1024 * 1024, (d) => 2048 + fieldsBytes(d.fields)),
     totals: new VersionedCache<number>(4 * 1024 * 1024, () => 512),
     write: (job) => (batcher ? batcher.run(job) : transact(ctx.db, job)),
   };
