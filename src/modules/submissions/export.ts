@@ -51,7 +51,10 @@ export async function exportSubmissions(
   const filter = resolveFilter(def, q);
   const keys = await keysFor(deps, def, password);
   // An encrypted form is searched by opening each row (see searchSealed); the range still comes from the index.
-  const indexed: repo.ResolvedFilter = keys ? { from: filter.from, to: filter.to, terms: [] } : filter;
+  // A keyword of no words matches nothing, as the list says, whether or not the form is encrypted.
+  const indexed: repo.ResolvedFilter = keys
+    ? { from: filter.from, to: filter.to, terms: [], impossible: filter.impossible }
+    : filter;
   const order = q.order.toLowerCase() as 'asc' | 'desc';
   const columns = def.fields.filter((f) => TYPE_RULES[f.type].input);
   // Through a connection of its own where the database has one (see bulkReaderOf).
