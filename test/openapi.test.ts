@@ -15,12 +15,13 @@ const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'pat
 describe(`OpenAPI document (${dialectName})`, () => {
   let app: TestApp;
   let operations: { key: string; operationId: unknown }[] = [];
+  let doc: { paths: Record<string, Record<string, Record<string, any>>> };
 
   before(async () => {
     app = await startTestApp();
     const res = await app.request('GET', `${API_PREFIX}/openapi.json`);
     assert.equal(res.status, 200);
-    const doc = res.body as { paths: Record<string, Record<string, { operationId?: unknown }>> };
+    doc = res.body;
     operations = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item)
         .filter(([method]) => METHODS.has(method))
@@ -39,6 +40,20 @@ describe(`OpenAPI document (${dialectName})`, () => {
       [],
       'give each of these an operationId (camelCase, verb first: listForms, getForm ...) in its route schema',
     );
+  });
+
+  it('declares the answers that are not JSON under the types they are sent as', () => {
+    const types = (path: string, method = 'get') => Object.keys(doc.paths[path]![method]!.responses['200'].content);
+    assert.deepEqual(types('/forms/{formId}/submissions/export'), ['text/csv', 'application/x-ndjson']);
+    assert.deepEqual(types('/submissions/{submissionId}/upload'), ['application/octet-stream']);
+    // No answer of bytes or text is declared as a JSON string.
+    const strings = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method, op]) => METHODS.has(method) && op.responses?.['200']?.content?.['application/json'])
+        .filter(([, op]) => op.responses['200'].content['application/json'].schema?.type === 'string')
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    assert.deepEqual(strings, []);
   });
 
   it('gives no two operations the same operationId', () => {

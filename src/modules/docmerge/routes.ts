@@ -26,11 +26,16 @@ const tags = ['Integrations'];
 const formParams = idParams('formId');
 const integrationParams = idParams('formId', 'integrationId');
 const more = 'Templates, merge tags, loops, conditions and encrypted forms: docs/docmerge.md.';
-const binary = Type.String({
-  format: 'binary',
-  description:
-    'The document: application/vnd.openxmlformats-officedocument.wordprocessingml.document or application/pdf',
-});
+/** A made document's answer: its bytes, as a DOCX or a PDF. */
+const binary = {
+  description: 'The document, with its name in Content-Disposition',
+  content: {
+    'application/vnd.openxmlformats-officedocument.wordprocessingml.document': {
+      schema: Type.String({ format: 'binary' }),
+    },
+    'application/pdf': { schema: Type.String({ format: 'binary' }) },
+  },
+};
 
 function sendDocument(reply: FastifyReply, file: DocumentDownload) {
   return reply

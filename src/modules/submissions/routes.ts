@@ -141,7 +141,16 @@ export function submissionRoutes(deps: SubmissionsDeps): FastifyPluginAsyncTypeb
           params: formParams,
           headers: PasswordHeaders,
           querystring: ExportQuery,
-          response: { 200: Type.String({ description: 'text/csv or application/x-ndjson' }), ...errors(403, 404) },
+          response: {
+            200: {
+              description: 'Every matching submission: a CSV row each, or a detailed record a line (NDJSON)',
+              content: {
+                'text/csv': { schema: Type.String() },
+                'application/x-ndjson': { schema: Type.String() },
+              },
+            },
+            ...errors(403, 404),
+          },
         },
       },
       async (req, reply) => {
@@ -248,7 +257,10 @@ export function submissionRoutes(deps: SubmissionsDeps): FastifyPluginAsyncTypeb
           headers: PasswordHeaders,
           querystring: UploadQuery,
           response: {
-            200: Type.String({ format: 'binary', description: 'application/octet-stream' }),
+            200: {
+              description: 'The file, with its original name in Content-Disposition',
+              content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+            },
             ...errors(403, 404),
           },
         },
