@@ -483,6 +483,157 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal(expired.status, 410);
     });
 
+    it('refuses names with bidirectional or C1 controls and counts the length limit in characters, on every path', async () => {
+      const bad: [string, RegExp][] = [
+        ['invoice\u202etxt.exe', /bidirectional controls/],
+        ...[
+          '\u202a',
+          '\u202b',
+          '\u202c',
+          '\u202d',
+          '\u2066',
+          '\u2067',
+          '\u2068',
+          '\u2069',
+          '\u200e',
+          '\u200f',
+          '\u061c',
+        ].map((c): [string, RegExp] => [`a${c}b.txt`, /bidirectional controls/]),
+        ['a\u0085b.txt', /control characters/],
+        ['a\u0080b.txt', /control characters/],
+        ['a\u009fb.txt', /control characters/],
+        [`${'😀'.repeat(252)}.txt`, /longer than 255 characters/],
+      ];
+      for (const [name, problem] of bad) {
+        const res = await a.post(`/forms/${form.id}/fields/${ids.Files!}/upload-urls`, {
+          filenames: ['fine.txt', name],
+        });
+        assert.equal(res.status, 400, JSON.stringify(name));
+        assert.equal(res.body.code, 'invalid_filename');
+        assert.equal(res.body.details[0].property, 'body.filenames[1]');
+        assert.match(res.body.details[0].message, problem, JSON.stringify(name));
+        assertRefused(
+          await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: name, content: 'AAAA' } }] } }]),
+          0,
+          'Files',
+          problem,
+        );
+        assertRefused(await submit([{ id: ids.Files!, value: `${name};AAAA` }]), 0, 'Files', problem);
+        const hosted = await fetch(`${app.url}/f/${form.viewKey}/uploads`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ fieldId: ids.Files!, filenames: [name] }),
+        });
+        assert.equal(hosted.status, 400, `hosted page: ${JSON.stringify(name)}`);
+        // The hosted route's schema caps names at 255 characters (code points) before the rule sees them.
+        assert.equal((await json(hosted)).code, name.length > 255 ? 'validation_failed' : 'invalid_filename');
+      }
+      // 255 characters are fine however many UTF-16 units (200 emoji: 400) or bytes (800) they take.
+      const emoji = `${'😀'.repeat(251)}.txt`;
+      assert.equal([...emoji].length, 255);
+      const [u] = await issue(ids.Files!, [emoji]);
+      assert.equal(u!.filename, emoji);
+      assert.equal((await put(u!.uploadUrl, Buffer.from('hi'))).status, 200);
+      const viaKey = await ok(submit([{ id: ids.Files!, value: keys(u!.fileKey) }]), 'a name of 255 emoji characters');
+      const inline = await ok(
+        submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: emoji, content: 'AAAA' } }] } }]),
+        'inline, the same name',
+      );
+      for (const created of [viaKey, inline]) {
+        const res = await download(created.id, ids.Files!);
+        assert.equal(res.status, 200);
+        assert.match(res.headers.get('content-disposition')!, /filename\*=UTF-8''(%F0%9F%98%80){251}\.txt$/);
+        await res.arrayBuffer();
+      }
+      // Other non-ASCII marks stay fine: a zero-width joiner, Arabic, and a name from right-to-left text.
+      await ok(
+        a.post(`/forms/${form.id}/fields/${ids.Docs!}/upload-urls`, { filenames: ['👩‍💻 فاتورة.pdf'] }),
+        'ordinary non-ASCII name',
+      );
+    });
+
+    it('refuses an empty file both ways: inline, and PUT to an upload URL (which keeps nothing and stays usable)', async () => {
+      assertRefused(
+        await submit([{ id: ids.Files!, value: { subvalues: [{ subvalue: { filename: 'a.txt', content: '' } }] } }]),
+        0,
+        'Files',
+        /^Files \(\d+\): a\.txt is empty$/,
+      );
+      let before = stored();
+      if (driver === 'local') {
+        const [u] = await issue(ids.Files!, ['a.txt']);
+        for (const attempt of [
+          () => put(u!.uploadUrl, Buffer.alloc(0)).then(async (r) => ({ status: r.status, body: await json(r) })),
+          () => putChunked(reachable(u!.uploadUrl), Buffer.alloc(0)),
+        ]) {
+          const res = await attempt();
+          assert.equal(res.status, 400, JSON.stringify(res.body));
+          assert.equal(res.body.code, 'invalid_request');
+          assert.equal(res.body.error, 'a.txt is empty');
+          assert.deepEqual(res.body.details, [{ property: 'body', message: 'a.txt is empty' }]);
+          assert.deepEqual(stored(), before, 'nothing kept: no object, no temporary file');
+          assertRefused(
+            await submit([{ id: ids.Files!, value: keys(u!.fileKey) }]),
+            0,
+            'Files',
+            /not been uploaded yet/,
+          );
+        }
+        // A refused upload gives the URL back: the file can then be sent.
+        const done = await put(u!.uploadUrl, Buffer.from('now'));
+        assert.equal(done.status, 200);
+        await ok(submit([{ id: ids.Files!, value: keys(u!.fileKey) }]), 'the same URL after the refusal');
+        before = stored();
+      }
+      // Through the service route with either driver (on S3 too), and a signature.
+      for (const [fieldId, name] of [
+        [ids.Files!, 'b.txt'],
+        [ids.Sign!, 'sig.png'],
+      ] as const) {
+        const svc = await serviceUpload(fieldId, name);
+        const res = await putChunked(svc.url, Buffer.alloc(0));
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.equal(res.body.error, `${name} is empty`);
+        assert.deepEqual(stored(), before, 'nothing kept');
+      }
+      // An encrypted form's uploads are sealed as they come in: an empty one is refused before
+      // sealing (and a signature's before its PNG check), and the URL stays usable.
+      const sealed = await ok(
+        a.post('/forms', {
+          name: 'Sealed',
+          isEncrypted: true,
+          encryptionPassword: 'correct horse battery staple',
+          fields: [
+            { type: 'file', label: 'F' },
+            { type: 'signature', label: 'S' },
+          ],
+        }),
+        'encrypted form',
+      );
+      for (const [i, name] of ['e.txt', 'e.png'].entries()) {
+        const [u] = await issue(sealed.fields[i].id, [name], sealed.id);
+        const res = await putChunked(reachable(u!.uploadUrl), Buffer.alloc(0));
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.equal(res.body.error, `${name} is empty`);
+        assert.deepEqual(stored(), before, 'nothing kept');
+        assert.equal(
+          (await put(u!.uploadUrl, i === 0 ? Buffer.from('now') : PNG)).status,
+          200,
+          'the URL is still usable',
+        );
+        before = stored();
+      }
+      // A presigned PUT goes straight to the bucket, which takes an empty object: the claim refuses it.
+      if (driver === 's3') {
+        const [u] = await issue(ids.Files!, ['c.txt']);
+        assert.equal((await put(u!.uploadUrl, Buffer.alloc(0))).status, 200, 'the bucket takes it');
+        assertRefused(await submit([{ id: ids.Files!, value: keys(u!.fileKey) }]), 0, 'Files', /c\.txt is empty$/);
+        // S3 has no single use: the same URL takes the file afterwards.
+        assert.equal((await put(u!.uploadUrl, Buffer.from('now'))).status, 200);
+        await ok(submit([{ id: ids.Files!, value: keys(u!.fileKey) }]), 'the same URL after the refusal');
+      }
+    });
+
     it('keeps nothing of an upload the client breaks off, and gives its URL back', async () => {
       const before = stored();
       const up = await serviceUpload(ids.Docs!, 'broken.bin');

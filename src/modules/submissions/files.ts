@@ -182,6 +182,9 @@ async function checkKey(
     return `fileKey ${key} has not been uploaded yet`;
   }
   if (size > maxFileSize) return `${upload.filename} is larger than this field allows (${maxFileSize} bytes)`;
+  // One rule with inline files: an empty file is refused however it came (a presigned PUT, or
+  // a service upload stored before the service refused empty ones).
+  if (size === 0) return `${upload.filename} is empty`;
   // A sealed signature had its PNG check while it arrived (its stored bytes do not show it).
   if (field.type === 'signature' && upload.sealed === 0 && !isPng(await startOf(ctx, upload.storage_key)))
     return 'a signature must be a PNG image';

@@ -26,14 +26,15 @@ const UPLOAD_FLOW =
   "File upload flow: (1) call this with the file names; (2) PUT each file's bytes to its uploadUrl (no JSON, no token; " +
   "not subject to the JSON body limit), once, within 2 hours; (3) send the fileKeys as the field's subvalues when " +
   "creating or editing a submission. With the local storage driver the uploadUrl is this service's own signed URL, which " +
-  "enforces the field's maxFileSize while the bytes arrive (413 file_too_large, nothing kept), takes one complete upload " +
+  "enforces the field's maxFileSize while the bytes arrive (413 file_too_large, nothing kept), refuses an empty file " +
+  '(400 invalid_request, nothing kept, the URL stays usable), takes one complete upload ' +
   '(409 upload_url_used after it, and while another PUT to it is under way; a refused or broken upload may be retried, also one ' +
   'cut off by a crash of the service, as soon as the service process that took it is known to have stopped), cuts off an upload that averages less than ' +
   'UPLOAD_MIN_BYTES_PER_SECOND (1 KiB/s by default) over a window of REQUEST_TIMEOUT_MS (408 body_timeout, nothing kept, retry allowed) ' +
   'and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
   "use: the object's size is checked when a submission claims the fileKey, and an object over the limit is deleted and " +
-  'the submission refused. Uploads that no submission claims are removed once their URL expires.';
+  'the submission refused (an empty object refuses it too). Uploads that no submission claims are removed once their URL expires.';
 
 /** The API route that issues upload URLs for a field (a submission's file is read through the submissions routes). */
 export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -48,7 +49,9 @@ export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           summary: 'Get upload URLs and fileKeys for files of a file or signature field',
           description:
             `${UPLOAD_FLOW} 400 when filenames is missing or empty, names more files than the field's maxFiles (default 1; ` +
-            'a signature takes one), has a bad name (empty, over 255 characters, / or \\) or an extension outside allowedTypes, ' +
+            'a signature takes one), has a bad name (empty, over 255 characters (code points), / or \\, control characters ' +
+            '(U+0000–U+001F, U+007F–U+009F) or bidirectional controls (U+200E, U+200F, U+061C, U+202A–U+202E, U+2066–U+2069)) ' +
+            'or an extension outside allowedTypes, ' +
             'or when the field is not a file or signature field.',
           params: idParams('formId', 'fieldId'),
           body: UploadUrlsRequest,

@@ -5,7 +5,15 @@ import type { FieldForValues } from '../submissions/values.js';
 /** Upload URLs live 2 hours (the spec's presigned URL lifetime); unclaimed uploads go after that. */
 export const UPLOAD_URL_TTL_MS = 2 * 60 * 60 * 1000;
 export const SIGNATURE_MAX_FILE_SIZE = 1024 * 1024;
-const MAX_FILENAME = 255;
+/**
+ * The longest file name, in characters (Unicode code points, not UTF-16 units or bytes). No
+ * file system or S3 limit is behind it: the name never reaches a storage key (storageKey is
+ * built from ids and the fileKey) nor a path on disk; it is kept in a text column and sent
+ * back in Content-Disposition (RFC 5987-encoded) and as an email attachment's name, none of
+ * which limits its length. It is a bound on what a client may send, stated the way people
+ * read it: characters, so that 255 emoji are as acceptable as 255 letters.
+ */
+export const MAX_FILENAME = 255;
 
 export type FileField = Pick<FieldForValues, 'id' | 'type' | 'label' | 'attributes'>;
 
@@ -51,13 +59,31 @@ const extension = (name: string): string => {
   return dot <= 0 ? '' : name.slice(dot + 1).toLowerCase();
 };
 
+/** C0 controls, DEL and C1 controls (U+0080–U+009F: NEL and the like, which some systems take as line ends). */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * The bidirectional controls: marks (LRM, RLM, ALM), embeddings and overrides (LRE, RLE, PDF,
+ * LRO, RLO) and isolates (LRI, RLI, FSI, PDI). They change how a name is shown, not what it is:
+ * "invoice\u202etxt.exe" shows as "invoiceexe.txt" and is an .exe.
+ */
+const BIDI = /[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * Over MAX_FILENAME code points (a name has at least as many UTF-16 units as code points, so
+ * only a long one is counted; a lone surrogate, which the API refuses before this, counts as one).
+ */
+const tooLong = (name: string): boolean => name.length > MAX_FILENAME && [...name].length > MAX_FILENAME;
+
 /** Why a file name is refused for the field, or undefined when it is fine. */
 export function filenameProblem(field: FileField, name: string): string | undefined {
   if (name.trim() === '') return 'the file name is empty';
-  if (name.length > MAX_FILENAME) return `the file name is longer than ${MAX_FILENAME} characters`;
+  if (tooLong(name)) return `the file name is longer than ${MAX_FILENAME} characters`;
   if (/[/\\]/.test(name)) return 'the file name must not contain / or \\';
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'the file name must not contain control characters';
+  if (CONTROL.test(name)) return 'the file name must not contain control characters (U+0000–U+001F, U+007F–U+009F)';
+  if (BIDI.test(name))
+    return 'the file name must not contain bidirectional controls (U+200E, U+200F, U+061C, U+202A–U+202E, U+2066–U+2069)';
   if (name === '.' || name === '..') return 'the file name must not be . or ..';
   const { allowedTypes } = fileLimits(field);
   if (allowedTypes && !allowedTypes.includes(extension(name)))

@@ -1,5 +1,5 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
-import { Transform, Writable, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { openStream, SEAL_OVERHEAD, SealError, sealStream, type FormKeys } from '../../crypto/envelope.js';
 import type { AppContext } from '../../context.js';
@@ -159,6 +159,8 @@ export async function receiveUpload(
   if (contentLength !== undefined && contentLength > upload.max_size) {
     throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`);
   }
+  // An empty file is refused as an inline one is; with nothing begun, the URL stays as it was.
+  if (contentLength === 0) throw emptyFile(upload.filename);
   const receiver: repo.Receiver = { owner: ctx.presence.id, token: randomBytes(16).toString('hex') };
   let target = upload.storage_key;
   if (!(await repo.startReceiving(ctx.db, fileKey, now, receiver))) {
@@ -181,8 +183,12 @@ export async function receiveUpload(
   }
   let size: number;
   let sealed = false;
+  // A body without a byte (chunked, or no Content-Length) fails at its end, before storage
+  // keeps anything: the refused upload then gives the URL back like any other.
+  const guard = new NonEmpty();
+  pipeline(body, guard).catch(() => undefined); // an error of the body reaches storage through guard
   try {
-    const incoming = await sealIfEncrypted(ctx, upload, body);
+    const incoming = await sealIfEncrypted(ctx, upload, guard);
     sealed = incoming.sealed;
     ({ size } = await ctx.storage.put(target, incoming.stream, {
       maxBytes: upload.max_size + (sealed ? SEAL_OVERHEAD : 0),
@@ -191,6 +197,7 @@ export async function receiveUpload(
     if (sealed) size -= SEAL_OVERHEAD;
   } catch (error) {
     await repo.abandonReceiving(ctx.db, fileKey, receiver.token);
+    if (guard.empty) throw emptyFile(upload.filename, error);
     if (error instanceof ObjectTooLargeError)
       throw new AppError('file_too_large', `The file is larger than this field allows (${upload.max_size} bytes)`, {
         cause: error,
@@ -328,6 +335,29 @@ async function verifySealed(ctx: AppContext, upload: UploadRow, keys: FormKeys):
 }
 
 class NotPngError extends Error {}
+
+/** The refusal of an empty file, in the words of an inline one's (submissions/files.ts). */
+function emptyFile(filename: string, cause?: unknown): BadRequestError {
+  const message = `${filename} is empty`;
+  return new BadRequestError('invalid_request', message, { details: [{ property: 'body', message }], cause });
+}
+
+/** Passes bytes through; fails at the end when there were none, and then says so (empty). */
+class NonEmpty extends Transform {
+  empty = false;
+  private seen = false;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (chunk.length > 0) this.seen = true;
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.seen) return done();
+    this.empty = true;
+    done(new Error('the file is empty'));
+  }
+}
 
 /** For an encrypted form: the upload's bytes sealed as they arrive (a signature checked for PNG first). */
 async function sealIfEncrypted(
