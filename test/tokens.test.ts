@@ -316,9 +316,9 @@ describe(`personal access tokens (${dialectName})`, () => {
     const left = Date.parse(byDays.expiresAt) - Date.parse(byDays.created);
     assert.equal(left, 2 * DAY_MS);
     for (const [body, property] of [
-      [{ name: 'x', expiresAt: new Date(Date.now() - 1000).toISOString() }, 'expiresAt'],
-      [{ name: 'x', expiresAt: new Date(Date.now() + 3651 * DAY_MS).toISOString() }, 'expiresAt'],
-      [{ name: 'x', expiresAt: at, expiresInDays: 2 }, 'expiresInDays'],
+      [{ name: 'x', expiresAt: new Date(Date.now() - 1000).toISOString() }, 'body.expiresAt'],
+      [{ name: 'x', expiresAt: new Date(Date.now() + 3651 * DAY_MS).toISOString() }, 'body.expiresAt'],
+      [{ name: 'x', expiresAt: at, expiresInDays: 2 }, 'body.expiresInDays'],
       [{ name: 'x', expiresInDays: 0 }, 'body.expiresInDays'],
       [{ name: 'x', expiresInDays: 3651 }, 'body.expiresInDays'],
       [{ name: 'x', expiresAt: 'next tuesday' }, 'body.expiresAt'],

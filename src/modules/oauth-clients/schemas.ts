@@ -5,7 +5,9 @@ const redirectUris = Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), 
   minItems: 1,
   maxItems: 20,
   description:
-    'Exact redirect URIs; the authorize request must name one of them character for character. https, or http on localhost, 127.0.0.1 or [::1]; no fragment.',
+    'Exact redirect URIs; the authorize request must name one of them character for character. https, or http on localhost, 127.0.0.1 or [::1]; ' +
+    'no fragment, no user name or password, no control characters or whitespace, and written as the WHATWG URL parser writes it ' +
+    '(https://app.example.com/, not https://app.example.com); a 400 says how to write one that is not.',
 });
 
 const name = Type.String({ minLength: 1, maxLength: 200, description: 'Shown to users on the consent page' });

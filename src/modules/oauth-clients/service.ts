@@ -12,8 +12,27 @@ import type { AccountScope, ClientRef } from '../permissions/caller.js';
 export const CLIENT_SECRET_PREFIX = 'fw_cs_';
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-/** Why a redirect URI cannot be registered, or undefined when it can. */
+/** Control characters (C0, DEL, C1) and whitespace of any kind. */
+const CONTROL_OR_SPACE = /[\p{Cc}\s]/u;
+
+const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * Why a redirect URI cannot be registered, or undefined when it can. The authorize request must
+ * name it character for character and the redirect goes to it as the URL parser reads it, so
+ * only a URI that the WHATWG parser writes back unchanged is taken: one that the parser would
+ * read differently (CR/LF or a tab dropped, `https:host` read as `https://host`, case, a default
+ * port, characters it escapes) is refused with the form to write instead. Stored URIs are
+ * compared as stored.
+ */
 export function redirectUriProblem(uri: string): string | undefined {
+  const bad = CONTROL_OR_SPACE.exec(uri);
+  if (bad) {
+    return (
+      `must not hold control characters or whitespace (${codePoint(bad[0])} at character ${bad.index + 1}); ` +
+      'percent-encode any that the URI needs'
+    );
+  }
   let url: URL;
   try {
     url = new URL(uri);
@@ -21,9 +40,11 @@ export function redirectUriProblem(uri: string): string | undefined {
     return 'is not an absolute URL';
   }
   if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && LOOPBACK.has(url.hostname)) return undefined;
-  return 'must use https (http only on localhost, 127.0.0.1 or [::1])';
+  if (url.username !== '' || url.password !== '') return 'must not hold a user name or password (user:password@)';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
+    return 'must use https (http only on localhost, 127.0.0.1 or [::1])';
+  if (url.href !== uri) return `is not in canonical form; write it as ${url.href}`;
+  return undefined;
 }
 
 export function toClient(row: repo.OAuthClientRow): OAuthClient {

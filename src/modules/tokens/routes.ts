@@ -8,7 +8,8 @@ import * as service from './service.js';
 
 const tags = ['Personal access tokens'];
 // Making tokens is account administration, so it takes the admin scope (an application
-// granted forms:read cannot mint itself a token); every role manages its own.
+// granted forms:read cannot mint itself a token); every role manages its own. An OAuth
+// access token cannot make one even with admin (service.ts, refuseOAuthToken).
 const own = { access: { scope: 'admin' } satisfies RouteAccess };
 const others = { access: { scope: 'admin', role: 'admin' } satisfies RouteAccess };
 const userParams = idParams('userId');
@@ -17,7 +18,9 @@ const userTokenParams = idParams('userId', 'tokenId');
 
 const CREATE_DESCRIPTION =
   'Answers with the token itself, once; only its hash is kept. The token acts as its user, within the scopes given ' +
-  '(by default those of the token making the request, and never more), until it expires or is revoked.';
+  '(by default those of the token making the request, and never more), until it expires or is revoked. ' +
+  'Only a personal access token makes one: a request with an OAuth access token gets 403 `insufficient_scope`, ' +
+  'whatever its scopes, since the new token would outlive the grant and the application.';
 const REVOKE_DESCRIPTION = 'The token stops working at once, on every server.';
 const OWNER_NOTE =
   "The owner's tokens are the owner's alone to manage: an admin naming the owner gets 403 `owner_protected`.";

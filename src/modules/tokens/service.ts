@@ -45,8 +45,12 @@ function scopesFor(requested: readonly string[] | undefined, held: readonly stri
   if (requested === undefined) return held === null ? null : SCOPES.filter((s) => held.includes(s));
   const unknown = requested.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (unknown.length > 0)
-    throw invalid('invalid_request', 'scopes', `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`);
-  if (requested.length === 0) throw invalid('invalid_request', 'scopes', 'must name at least one scope');
+    throw invalid(
+      'invalid_request',
+      'body.scopes',
+      `unknown scope ${unknown.join(', ')}; scopes are ${SCOPES.join(', ')}`,
+    );
+  if (requested.length === 0) throw invalid('invalid_request', 'body.scopes', 'must name at least one scope');
   if (held !== null) {
     const missing = requested.filter((s) => !held.includes(s));
     if (missing.length > 0) {
@@ -61,19 +65,23 @@ function scopesFor(requested: readonly string[] | undefined, held: readonly stri
 
 function expiryFor(input: Pick<PersonalTokenCreate, 'expiresAt' | 'expiresInDays'>, now: number): number | null {
   if (input.expiresAt !== undefined && input.expiresInDays !== undefined)
-    throw invalid('invalid_request', 'expiresInDays', 'give expiresAt or expiresInDays, not both');
+    throw invalid('invalid_request', 'body.expiresInDays', 'give expiresAt or expiresInDays, not both');
   if (input.expiresInDays !== undefined) {
     if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
-      throw invalid('invalid_request', 'expiresInDays', `must be a whole number of days from 1 to ${MAX_TOKEN_DAYS}`);
+      throw invalid(
+        'invalid_request',
+        'body.expiresInDays',
+        `must be a whole number of days from 1 to ${MAX_TOKEN_DAYS}`,
+      );
     }
     return now + input.expiresInDays * DAY_MS;
   }
   if (input.expiresAt === undefined) return null;
   const at = Date.parse(input.expiresAt);
-  if (Number.isNaN(at)) throw invalid('invalid_request', 'expiresAt', 'must be an ISO 8601 date and time');
-  if (at <= now) throw invalid('invalid_request', 'expiresAt', 'must be in the future');
+  if (Number.isNaN(at)) throw invalid('invalid_request', 'body.expiresAt', 'must be an ISO 8601 date and time');
+  if (at <= now) throw invalid('invalid_request', 'body.expiresAt', 'must be in the future');
   if (at > now + MAX_TOKEN_DAYS * DAY_MS)
-    throw invalid('invalid_request', 'expiresAt', 'must be at most ten years ahead');
+    throw invalid('invalid_request', 'body.expiresAt', 'must be at most ten years ahead');
   return at;
 }
 
@@ -85,7 +93,7 @@ async function issue(
   now: number,
 ): Promise<PersonalTokenCreated> {
   const name = input.name.trim();
-  if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
+  if (name === '' || name.length > 200) throw invalid('invalid_request', 'body.name', 'must be 1 to 200 characters');
   const scopes = scopesFor(input.scopes, held);
   const expiresAt = expiryFor(input, now);
   const token = newToken(PAT_PREFIX);
@@ -128,6 +136,22 @@ export async function listTokens(
   return { tokens: (await repo.listPersonalTokens(db, user.id)).map(toPersonalToken) };
 }
 
+/**
+ * Refuses a request made with an OAuth access token. A personal access token made by one would
+ * outlive everything that bounds the application: it does not expire with the access token,
+ * and neither deleting the client nor revoking the grant ends it. So only a personal access
+ * token (or the operator's command, or an account's creation) makes one, whatever the scopes
+ * of the OAuth token.
+ */
+function refuseOAuthToken(who: TokenOwner): void {
+  if (who.clientId !== null) {
+    throw new ForbiddenError(
+      'insufficient_scope',
+      'An OAuth access token cannot make personal access tokens, whatever its scopes; use a personal access token',
+    );
+  }
+}
+
 export async function createToken(
   db: Kysely<Database>,
   who: TokenOwner,
@@ -135,6 +159,7 @@ export async function createToken(
   input: PersonalTokenCreate,
   now: number,
 ): Promise<PersonalTokenCreated> {
+  refuseOAuthToken(who);
   return transact(db, async (trx) => issue(trx, await targetUser(trx, who, userId), input, who.scopes, now));
 }
 
