@@ -25,7 +25,8 @@ export const SCOPE_MEANINGS: Record<Scope, string> = {
   'forms:write': 'create, change and delete forms, fields and folders',
   'submissions:read': 'read, search and export submissions',
   'submissions:write': 'create, edit and delete submissions',
-  admin: 'manage users, their form permissions and OAuth clients',
+  // Said plainly on the consent page: a new admin user or client reaches every other scope.
+  admin: 'manage users, their passwords and form permissions, and OAuth clients: everything in the account',
 };
 
 /**
