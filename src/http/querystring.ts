@@ -1,6 +1,13 @@
 import { markUndecodable, parseForm } from './characters.js';
 
 /**
+ * How deep bracket notation nests: a name and four brackets, as deep as the original service's
+ * v2 parameters go (`logic[checks][0][field]`, `fields[0][options][0][label]`; the submission
+ * search needs three). Deeper names are dropped, never meaningful here.
+ */
+export const MAX_NESTING = 5;
+
+/**
  * Query strings as usual, plus the bracket form that the submission search uses:
  * `search[0][fieldId]=5&search[0][value]=x` becomes `{search: {"0": {fieldId: "5", value: "x"}}}`.
  * Keys stay strings, so the route schema decides which indexes and names it accepts.
@@ -18,7 +25,7 @@ export function parseQueryString(text: string): Record<string, unknown> {
       continue;
     }
     const path = [m[1]!, ...[...m[2]!.matchAll(/\[([^[\]]*)\]/g)].map((p) => p[1]!)];
-    if (path.length > 3) continue; // deeper nesting is never meaningful here
+    if (path.length > MAX_NESTING) continue;
     let node = out;
     for (const [i, part] of path.entries()) {
       if (part === '__proto__' || part === 'constructor' || part === 'prototype') break;

@@ -2,25 +2,40 @@ import type { FieldRow, FieldUpdate, NewFieldRow } from '../../db/schema.js';
 import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { optionsOfLists } from '../smartlists/repository.js';
 
-/**
- * Fields that take their options from a smart list read the list's current options into
- * their options column, so that every reader (form records, submission checks, hosted pages,
- * emails) sees them without knowing about lists.
- */
-async function withListOptions(db: Executor, rows: FieldRow[]): Promise<FieldRow[]> {
-  const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
-  if (listIds.length === 0) return rows;
-  const options = await optionsOfLists(db, listIds);
-  // Each list's JSON once, however many fields use it.
-  const json = new Map([...options].map(([id, list]) => [id, JSON.stringify(list)]));
-  return rows.map((r) => (r.smart_list_id === null ? r : { ...r, options: json.get(r.smart_list_id) ?? '[]' }));
-}
-
 /** A field row, and when it uses a smart list, the list's options: one array for every field on the list. */
 export interface FieldWithList {
   row: FieldRow;
   listOptions: { label: string; value: string }[] | undefined;
 }
+
+/** The rows with their lists' options, each list read once for all the fields that use it. */
+async function withLists(db: Executor, rows: FieldRow[]): Promise<FieldWithList[]> {
+  const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
+  const lists = listIds.length === 0 ? new Map() : await optionsOfLists(db, listIds);
+  return rows.map((row) => ({
+    row,
+    listOptions: row.smart_list_id === null ? undefined : (lists.get(row.smart_list_id) ?? []),
+  }));
+}
+
+/**
+ * Fields that take their options from a smart list read the list's current options into
+ * their options column, so that every reader (form records, submission checks, hosted pages,
+ * emails) sees them without knowing about lists. Each list's JSON is made once, however many
+ * fields use it.
+ */
+function asRows(fields: FieldWithList[]): FieldRow[] {
+  const json = new Map<unknown, string>();
+  return fields.map(({ row, listOptions }) => {
+    if (listOptions === undefined) return row;
+    let text = json.get(listOptions);
+    if (text === undefined) json.set(listOptions, (text = JSON.stringify(listOptions)));
+    return { ...row, options: text };
+  });
+}
+
+const withListOptions = async (db: Executor, rows: FieldRow[]): Promise<FieldRow[]> =>
+  asRows(await withLists(db, rows));
 
 /**
  * The form's fields in display order, for the hosted page: a smart list's options are read
@@ -37,12 +52,7 @@ export async function listFieldsWithLists(db: Executor, accountId: number, formI
     .orderBy('display_order')
     .orderBy('id')
     .execute();
-  const listIds = [...new Set(rows.flatMap((r) => (r.smart_list_id === null ? [] : [r.smart_list_id])))];
-  const lists = listIds.length === 0 ? new Map() : await optionsOfLists(db, listIds);
-  return rows.map((row) => ({
-    row,
-    listOptions: row.smart_list_id === null ? undefined : (lists.get(row.smart_list_id) ?? []),
-  }));
+  return withLists(db, rows);
 }
 
 /** What is stored of a field that uses a list: no options of its own (a copied row may carry the list's). */
@@ -51,15 +61,7 @@ function ownOptions<T extends { smart_list_id?: number | null; options?: string 
 }
 
 export async function listFields(db: Executor, accountId: number, formId: number): Promise<FieldRow[]> {
-  const fields = await listFieldsWithLists(db, accountId, formId);
-  // Each list's JSON once, however many fields use it.
-  const json = new Map<unknown, string>();
-  return fields.map(({ row, listOptions }) => {
-    if (listOptions === undefined) return row;
-    let text = json.get(listOptions);
-    if (text === undefined) json.set(listOptions, (text = JSON.stringify(listOptions)));
-    return { ...row, options: text };
-  });
+  return asRows(await listFieldsWithLists(db, accountId, formId));
 }
 
 /** Fields of several forms at once, in display order within each form. */

@@ -7,7 +7,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
-import { invalidCharacters, parseForm } from '../../http/characters.js';
+import { MAX_NESTING } from '../../http/querystring.js';
 import { compileBodySchema, validationDetails } from '../../http/validation.js';
 import { passwordFrom } from '../encryption/keys.js';
 import { easternDateTime } from '../submissions/eastern-time.js';
@@ -31,12 +31,6 @@ function listify(value: unknown): unknown {
   }
   return out;
 }
-
-/**
- * How deep bracket notation nests: a name and four brackets, as deep as v2 parameters go
- * (`logic[checks][0][field]`, `fields[0][options][0][label]`). Deeper names are dropped.
- */
-export const MAX_NESTING = 5;
 
 /**
  * Flat form parameters (`field_12[first]=Ada`, `options[0]=Small`, `tags[]=a`) as nested
@@ -73,25 +67,6 @@ export function nestParameters(flat: Record<string, unknown>): Params {
 }
 
 /**
- * The query string's parameters, nested as a form body's are. Read again from the URL: the
- * app's query string parser (http/querystring.ts) keeps three levels, fewer than v2
- * parameters need. Its rule on characters saw only what that parser kept, so the rest is held
- * to the same rule here (undecodable escapes were refused already, at any depth).
- */
-function queryParameters(req: FastifyRequest): Params {
-  const url = req.raw.url ?? req.url;
-  const q = url.indexOf('?');
-  if (q === -1) return {};
-  const { values } = parseForm(url.slice(q + 1));
-  const details = invalidCharacters(values, 'query');
-  if (details.length > 0) {
-    const first = details[0]!;
-    throw new BadRequestError('invalid_characters', `${first.property}: ${first.message}`, { details });
-  }
-  return nestParameters(values);
-}
-
-/**
  * Every parameter of a v2 request: the query string and the body (form-encoded, JSON, or
  * form-encoded labelled JSON), the query winning where both name one. GET requests whose
  * parameters a client put in a form body are read the same way.
@@ -99,7 +74,7 @@ function queryParameters(req: FastifyRequest): Params {
 export function parametersOf(req: FastifyRequest): Params {
   const body = req.body;
   const fromBody = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Params) : {};
-  const query = queryParameters(req);
+  const query = nestParameters((req.query ?? {}) as Record<string, unknown>);
   return { ...fromBody, ...query };
 }
 
