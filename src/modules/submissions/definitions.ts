@@ -81,6 +81,23 @@ export function submissionsDeps(ctx: AppContext): SubmissionsDeps {
 
 export type DataMap = Map<number, StoredValue>;
 
+/**
+ * The values as a JSON object's text, keyed by field id in ascending order: what
+ * `JSON.stringify(Object.fromEntries(data))` gives (integer keys go in ascending order), in
+ * under half its time on a create's ten values, since the object it made had its integer keys
+ * as dictionary elements, which JSON.stringify walks slowly (docs/performance.md, "Forty-eighth
+ * pass"). Field ids are positive integers, so no key needs escaping.
+ */
+export function dataJson(data: DataMap): string {
+  const ids = [...data.keys()].sort((a, b) => a - b);
+  let json = '{';
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    json += `${i === 0 ? '"' : ',"'}${id}":${JSON.stringify(data.get(id))}`;
+  }
+  return json + '}';
+}
+
 /** The one way a form's definition is made, for requests and background conversions alike. */
 export function buildDefinition(form: FormRow, rows: FieldRow[], secretKey: string): FormDefinition {
   const fields = rows.map((r) => ({ id: r.id, ...toDefinition(r) }));

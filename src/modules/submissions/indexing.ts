@@ -7,7 +7,7 @@ import * as repo from './repository.js';
 import { blindValue, sealData } from './sealing.js';
 import type { SubmissionCreate } from './schemas.js';
 import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields } from './values.js';
-import { type DataMap, type FormDefinition, type FormShape } from './definitions.js';
+import { dataJson, type DataMap, type FormDefinition, type FormShape } from './definitions.js';
 
 export function fail(code: CodeWithStatus<400>, problems: ErrorDetail[]): never {
   const first = problems[0]!;
@@ -68,7 +68,7 @@ export function prepareSubmission(
 
 export function searchable(def: FormShape, data: DataMap, now: number): repo.SubmissionWrite {
   const { tokens, unique, prettyName } = derived(def, data);
-  const json = JSON.stringify(Object.fromEntries(data));
+  const json = dataJson(data);
   const seal = def.seal;
   const both = def.uniqueBothWays;
   if (!seal) {
