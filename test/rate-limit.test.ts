@@ -233,6 +233,7 @@ describe('Redis rate limiter without Redis', () => {
       assert.equal(res.status, 503);
       assert.deepEqual(Object.keys(res.body).sort(), ['code', 'error', 'status']);
       assert.equal(res.body.code, 'rate_limiter_unavailable');
+      assert.equal(res.headers.get('retry-after'), '1');
     } finally {
       await app.close();
     }

@@ -17,12 +17,13 @@ function per(seconds: number): string {
 
 // A limiter that cannot answer refuses the call (see createRedisRateLimiter for why); 503
 // tells the client it is not its fault, and the cause goes to the log through the handler.
+// Retry-After as every other 503 of the service gives it: clients and balancers act on it.
 async function consume(limiter: RateLimiter, key: string, windows: readonly RateWindow[]): Promise<RateDecision> {
   try {
     return await limiter.consume(key, windows);
   } catch (error) {
     if (!(error instanceof RateLimiterUnavailableError)) throw error;
-    throw new ServiceUnavailableError('rate_limiter_unavailable', undefined, { cause: error });
+    throw new ServiceUnavailableError('rate_limiter_unavailable', undefined, { cause: error, retryAfterSeconds: 1 });
   }
 }
 
