@@ -182,6 +182,11 @@ export const ERRORS = {
   form_changed: { status: 409, message: 'The form kept changing while this was written; send it again' },
   form_inactive: { status: 409, message: 'This form is inactive and takes no submissions' },
   form_full: { status: 409, message: 'This form has reached its submission limit' },
+  nothing_to_save: {
+    status: 400,
+    message: 'Nothing is filled in yet, so there is nothing to save',
+    note: 'a partial save that would start a new partial with no value that passes its checks',
+  },
   save_and_resume_off: {
     status: 409,
     message: 'This form does not keep unfinished entries (settings.saveAndResume is off)',
@@ -244,7 +249,11 @@ export const ERRORS = {
   internal_error: { status: 500, message: 'Something went wrong on our side; it has been logged' },
   submission_integrity_failed: { status: 500, message: 'The stored submission failed its integrity check' },
   file_integrity_failed: { status: 500, message: 'The stored file failed its integrity check and is not sent' },
-  rate_limiter_unavailable: { status: 503, message: 'Rate limits cannot be checked right now; try again shortly' },
+  rate_limiter_unavailable: {
+    status: 503,
+    message: 'Rate limits cannot be checked right now; try again shortly',
+    note: 'wait `Retry-After` seconds',
+  },
   hashing_busy: {
     status: 503,
     message: 'Too many passwords are being checked right now; try again shortly',

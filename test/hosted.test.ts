@@ -361,6 +361,16 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.match(expired.text, /prefilled link has expired/);
     assert.ok(!expired.text.includes('Ann &#34;'));
     assert.equal((await other.post(`/forms/${form.id}/prefill`, { fields: [] })).status, 404);
+    const twice = await owner.post(`/forms/${form.id}/prefill`, {
+      fields: [
+        { id: form.field('Name'), value: 'Ann' },
+        { id: String(form.field('Name')), value: 'Bo' },
+      ],
+    });
+    assert.equal(twice.status, 400);
+    assert.deepEqual(twice.body.details, [
+      { property: 'body.fields[1].id', message: `field ${form.field('Name')} is given twice` },
+    ]);
   });
 
   describe('partial submissions (4.6)', () => {
@@ -427,6 +437,32 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
       assert.equal((await owner.get(`/partialsubmission/${first.id}`)).status, 404);
       const page = await app.request('GET', `${form.path}?resume=${first.resumeToken}`);
       assert.match(page.text, /resume link has expired or was already used/);
+    });
+
+    it('start with a value: a save with nothing in it keeps nothing, one from a resumed page empties it', async () => {
+      const form = await makeForm(owner, { ...contact, settings: { saveAndResume: true } });
+      const save = (body: object) => app.request('POST', `${form.path}/partial`, { body: { website: '', ...body } });
+      for (const fields of [[], [{ id: form.field('Email'), value: 'not an address' }]]) {
+        const empty = await save({ fields });
+        assert.equal(empty.status, 400, empty.text);
+        assert.equal(empty.body.code, 'nothing_to_save');
+      }
+      const unknownLink = await save({ fields: [], _resume: 'no-such-token' });
+      assert.equal(unknownLink.body.code, 'nothing_to_save');
+      assert.equal((await owner.get(`/form/${form.id}/partialsubmission`)).body.total, 0);
+      const kept = await save({ fields: [{ id: form.field('Name'), value: 'Pat' }] });
+      assert.equal(kept.status, 200, kept.text);
+      const emptied = await save({ fields: [], _resume: kept.body.resumeToken });
+      assert.equal(emptied.status, 200, emptied.text);
+      assert.equal(emptied.body.resumeToken, kept.body.resumeToken);
+      const list = await owner.get(`/form/${form.id}/partialsubmission?data=true`);
+      assert.equal(list.body.total, 1);
+      assert.deepEqual(list.body.partialSubmissions[0].data, {});
+      const notAList = await save({ fields: 'Pat' });
+      assert.equal(notAList.status, 400);
+      assert.deepEqual(notAList.body.details, [
+        { property: 'body.fields', message: 'must be a list of at most 1000 fields' },
+      ]);
     });
 
     it('are refused on forms that do not keep them', async () => {

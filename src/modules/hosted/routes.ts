@@ -75,7 +75,10 @@ function str(v: unknown): string {
 
 /** The fields of a JSON post from the page's script: the shape POST /submissions takes. */
 function jsonFields(raw: unknown): FieldInput[] {
-  if (!Array.isArray(raw) || raw.length > 1000) throw new BadRequestError('invalid_request', 'fields must be a list');
+  if (!Array.isArray(raw) || raw.length > 1000)
+    throw new BadRequestError('invalid_request', 'fields must be a list', {
+      details: [{ property: 'body.fields', message: 'must be a list of at most 1000 fields' }],
+    });
   return raw.map((f, i) => {
     const obj = typeof f === 'object' && f !== null ? (f as Record<string, unknown>) : {};
     const id = Number(obj.id);

@@ -484,6 +484,7 @@ export async function createPrefill(
   const now = ctx.clock.now();
   const problems: ErrorDetail[] = [];
   const values: Record<string, StoredValue> = {};
+  const seen = new Set<number>();
   inputs.forEach((input, i) => {
     const id = Number(input.id);
     const field = def.fields.find((f) => f.id === id);
@@ -491,6 +492,12 @@ export async function createPrefill(
       problems.push({ property: `body.fields[${i}].id`, message: `this form has no field ${id}` });
       return;
     }
+    // As a submission refuses it: which of the two was meant is not ours to guess.
+    if (seen.has(id)) {
+      problems.push({ property: `body.fields[${i}].id`, message: `field ${id} is given twice` });
+      return;
+    }
+    seen.add(id);
     if (isEmptyInput(input.value)) return;
     if (NOT_PREFILLABLE.has(field.type)) {
       problems.push({ property: `body.fields[${i}].id`, message: `a ${field.type} field cannot be prefilled` });

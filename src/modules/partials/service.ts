@@ -5,7 +5,7 @@ import type { FormRow, PartialSubmissionRow } from '../../db/schema.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { AppError, NotFoundError } from '../../errors.js';
+import { AppError, BadRequestError, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { toDefinition } from '../fields/definition.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
@@ -87,6 +87,9 @@ export async function savePartial(
   const json = toJson(values);
   const plain = key === undefined;
   const existing = resumeToken ? await repo.findByResumeHash(trx, form.id, resumeHash(resumeToken), now) : undefined;
+  // A public page's save with nothing in it would make a row and a resume link for nothing, as
+  // often as the per-client limit lets it; one that empties a partial already kept is a save.
+  if (!existing && values.size === 0) throw new BadRequestError('nothing_to_save');
   const token = existing ? resumeToken! : randomBytes(24).toString('base64url');
   const write = {
     data: plain ? json : '',
