@@ -2,7 +2,7 @@ import { inflateRawSync } from 'node:zlib';
 import type Docxtemplater from 'docxtemplater';
 import type InspectModuleExport from 'docxtemplater/js/inspect-module.js';
 import type * as PdfLib from 'pdf-lib';
-import type { PDFDocument } from 'pdf-lib';
+import type { PDFDocument, PDFField, PDFFont, PDFForm } from 'pdf-lib';
 import type PizZip from 'pizzip';
 import { lazyRequire } from '../../lazy-require.js';
 import { MAX_TEMPLATE_BYTES } from './schemas.js';
@@ -10,8 +10,9 @@ import { MAX_TEMPLATE_BYTES } from './schemas.js';
 /**
  * Templates of document-merge integrations, with no database and no storage: reading a
  * template's tags (DOCX merge tags, or the form fields of a fillable PDF) and merging values
- * into it. DOCX goes through docxtemplater (which escapes every value for XML), PDF through
- * pdf-lib (each field filled, then the form flattened into the page).
+ * into it. DOCX goes through docxtemplater (which escapes every value for XML; its raw-XML tags
+ * `{@tag}` are refused at save and merged as text), PDF through pdf-lib (each field filled, then
+ * the form flattened into the page).
  */
 
 export type TemplateKind = 'docx' | 'pdf';
@@ -164,6 +165,69 @@ function checkUnpackedSize(zip: PizZip): void {
   }
 }
 
+/**
+ * docxtemplater's rawxml module inserts the value of `{@tag}` into the XML unescaped: from a
+ * public form, anyone could write hyperlinks, field codes, external images or broken XML into the
+ * documents. Such tags are refused when a template is saved (templateTags); a template kept before
+ * that merges each as a paragraph of the value's text, escaped (rawParagraph).
+ */
+const RAW_MODULE = 'rawxml';
+/** docxtemplater's refusals of a raw tag it cannot place (not alone in its paragraph, in an inline loop). */
+const RAW_TAG_ERRORS = new Set(['raw_xml_tag_should_be_only_text_in_paragraph', 'raw_tag_outerxml_invalid']);
+
+function rawTagsRefused(names: string[]): TemplateError {
+  const tags = [...new Set(names)];
+  return new TemplateError(
+    `has ${tags.length === 1 ? 'a raw XML tag' : 'raw XML tags'} ${tags.map((t) => `{@${t}}`).join(', ')}: ` +
+      `values are merged as text, never as XML (write ${tags.map((t) => `{${t}}`).join(', ')})`,
+  );
+}
+
+/** The raw tags docxtemplater refused to compile, as their names, or none. */
+function rawTagsIn(error: unknown): string[] {
+  const e = error as { properties?: { id?: string; xtag?: string; errors?: unknown[] } };
+  const errors = (e.properties?.errors ?? [error]) as { properties?: { id?: string; xtag?: string } }[];
+  return errors
+    .filter((x) => RAW_TAG_ERRORS.has(x.properties?.id ?? '') && typeof x.properties?.xtag === 'string')
+    .map((x) => x.properties!.xtag!);
+}
+
+/** The raw tags of a parsed template, loops included. */
+function rawTagsOf(parts: Docxtemplater.DXT.Part[]): string[] {
+  return parts.flatMap((p) => [...(p.module === RAW_MODULE ? [p.value] : []), ...rawTagsOf(p.subparsed ?? [])]);
+}
+
+// Characters XML 1.0 does not allow: in a value they would make the document unreadable.
+const NOT_XML = /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
+
+function escapeXml(text: string): string {
+  return text
+    .replace(NOT_XML, '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+/**
+ * What a raw tag of a template kept from before they were refused merges: the rawxml module
+ * replaces the tag's whole paragraph with the value, so the value goes in as a paragraph of its
+ * text, escaped, its lines broken as other tags' are. An empty value removes the paragraph, as
+ * it did.
+ */
+function rawParagraph(value: unknown): string {
+  const text =
+    value instanceof MergeValue
+      ? value.text
+      : typeof value === 'string' || typeof value === 'number'
+        ? String(value)
+        : '';
+  if (text === '') return '';
+  const lines = text.split(/\r?\n/).map((line) => `<w:t xml:space="preserve">${escapeXml(line)}</w:t>`);
+  return `<w:p><w:r>${lines.join('<w:br/>')}</w:r></w:p>`;
+}
+
 function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docxtemplater {
   let zip: PizZip;
   try {
@@ -184,20 +248,27 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
         const name = tag.trim();
         return {
           get(scope: unknown, context: { meta?: { part?: { module?: string } } }) {
-            if (name === '.') return scope;
+            const module = context?.meta?.part?.module;
             const value =
-              scope instanceof RootScope
-                ? scope.get(name)
-                : typeof scope === 'object' && scope !== null
-                  ? (scope as Record<string, unknown>)[name]
-                  : undefined;
-            if (value instanceof MergeValue) return context?.meta?.part?.module === 'loop' ? value.items : value.text;
+              name === '.'
+                ? scope
+                : scope instanceof RootScope
+                  ? scope.get(name)
+                  : typeof scope === 'object' && scope !== null
+                    ? (scope as Record<string, unknown>)[name]
+                    : undefined;
+            // Left undefined, docxtemplater looks in the enclosing scopes.
+            if (module === RAW_MODULE) return value === undefined || value === null ? value : rawParagraph(value);
+            if (name === '.') return value;
+            if (value instanceof MergeValue) return module === 'loop' ? value.items : value.text;
             return value;
           },
         };
       },
     } as Docxtemplater.DXT.ConstructorOptions);
   } catch (error) {
+    const raw = rawTagsIn(error);
+    if (raw.length > 0) throw rawTagsRefused(raw);
     throw new TemplateError(`has broken merge tags: ${explain(error)}`);
   }
 }
@@ -212,12 +283,15 @@ async function openPdf(bytes: Buffer): Promise<PDFDocument> {
 
 /**
  * The names a template merges: a DOCX's top-level tags (loop names included; the tags inside
- * a loop name properties of its items), or a PDF's form field names. Throws TemplateError.
+ * a loop name properties of its items), or a PDF's form field names. Throws TemplateError, for
+ * a DOCX with a raw-XML tag `{@tag}` too.
  */
 export async function templateTags(kind: TemplateKind, bytes: Buffer): Promise<string[]> {
   if (kind === 'docx') {
     const inspect = newInspectModule();
     openDocx(bytes, [inspect]);
+    const raw = rawTagsOf(inspect.getAllStructuredTags());
+    if (raw.length > 0) throw rawTagsRefused(raw);
     return Object.keys(inspect.getAllTags()).map((t) => t.trim());
   }
   const pdf = await openPdf(bytes);
@@ -244,50 +318,115 @@ function mergeDocx(bytes: Buffer, data: MergeData, fallback: MergeFallback | und
   return doc.getZip().generate({ type: 'nodebuffer', compression: 'DEFLATE' });
 }
 
-// The standard fonts of a PDF encode WinAnsi only; other characters are shown as '?'.
-const WIN_ANSI = /[^\u0020-\u007e\u00a0-\u00ff\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u20ac\n]/g;
+// The standard fonts of a PDF encode WinAnsi only; other characters are shown as '?' (one for a
+// character outside the BMP too, not one per UTF-16 unit: hence the u flag).
+const WIN_ANSI = /[^\u0020-\u007e\u00a0-\u00ff\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u20ac\n]/gu;
 
 const FALSE_WORDS = new Set(['', '0', 'no', 'false', 'off']);
+
+/**
+ * The text cut to a field's maximum length, if it has one: pdf-lib refuses longer text (and a
+ * person filling the PDF in could not type more). Cut by code point, so that no character is
+ * split in half; after WIN_ANSI every character is one UTF-16 unit, the unit pdf-lib counts.
+ */
+function fitted(text: string, maxLength: number | undefined): string {
+  if (maxLength === undefined) return text;
+  const characters = Array.from(text);
+  return characters.length <= maxLength ? text : characters.slice(0, Math.max(maxLength, 0)).join('');
+}
+
+/**
+ * Runs what pdf-lib does to one field: a template's field can still be one pdf-lib refuses to fill
+ * or draw (a value it will not take, an appearance it cannot make), and that is the template's
+ * problem, told as one (a 400 on preview, a failed run), not an error of the service.
+ */
+function onField(name: string, doing: string, work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    throw new TemplateError(`could not be merged: its field "${name}" could not be ${doing} (${explain(error)})`);
+  }
+}
 
 async function mergePdf(bytes: Buffer, data: MergeData, flatten: boolean): Promise<Buffer> {
   const { PDFCheckBox, PDFDropdown, PDFOptionList, PDFRadioGroup, PDFTextField } = loadPdfLib();
   const pdf = await openPdf(bytes);
-  const form = pdf.getForm();
-  for (const field of form.getFields()) {
-    const value = data.get(field.getName());
+  let form: PDFForm;
+  let fields: { field: PDFField; name: string }[];
+  try {
+    form = pdf.getForm();
+    fields = form.getFields().map((field) => ({ field, name: field.getName() }));
+  } catch (error) {
+    throw new TemplateError(`has a form that cannot be read (${explain(error)})`);
+  }
+  for (const { field, name } of fields) {
+    const value = data.get(name);
     if (!value) continue;
     const text = value.text.replace(WIN_ANSI, '?');
-    if (field instanceof PDFTextField) {
-      field.setText(text);
-    } else if (field instanceof PDFCheckBox) {
-      if (FALSE_WORDS.has(value.text.trim().toLowerCase())) field.uncheck();
-      else field.check();
-    } else if (field instanceof PDFRadioGroup || field instanceof PDFDropdown || field instanceof PDFOptionList) {
-      const options = field.getOptions();
-      // An option matches an item's option value or its label, ignoring case.
-      const byName = new Map(options.map((o) => [o.toLowerCase(), o]));
-      const wanted = [
-        ...new Set(
-          value.items
-            .map((i) =>
-              [i.option, i.value].map((v) => (v === undefined ? undefined : byName.get(String(v).toLowerCase()))),
-            )
-            .map(([option, label]) => option ?? label)
-            .filter((o): o is string => o !== undefined),
-        ),
-      ];
-      if (field instanceof PDFRadioGroup) {
-        if (wanted[0] !== undefined) field.select(wanted[0]);
-      } else if (wanted.length > 0) {
-        field.select(field instanceof PDFOptionList ? wanted : wanted[0]!);
-      } else if (field instanceof PDFDropdown && field.isEditable() && text !== '') {
-        field.select(text);
+    onField(name, 'filled', () => {
+      if (field instanceof PDFTextField) {
+        field.setText(fitted(text, field.getMaxLength()));
+      } else if (field instanceof PDFCheckBox) {
+        if (FALSE_WORDS.has(value.text.trim().toLowerCase())) field.uncheck();
+        else field.check();
+      } else if (field instanceof PDFRadioGroup || field instanceof PDFDropdown || field instanceof PDFOptionList) {
+        const options = field.getOptions();
+        // An option matches an item's option value or its label, ignoring case.
+        const byName = new Map(options.map((o) => [o.toLowerCase(), o]));
+        const wanted = [
+          ...new Set(
+            value.items
+              .map((i) =>
+                [i.option, i.value].map((v) => (v === undefined ? undefined : byName.get(String(v).toLowerCase()))),
+              )
+              .map(([option, label]) => option ?? label)
+              .filter((o): o is string => o !== undefined),
+          ),
+        ];
+        if (field instanceof PDFRadioGroup) {
+          if (wanted[0] !== undefined) field.select(wanted[0]);
+        } else if (wanted.length > 0) {
+          field.select(field instanceof PDFOptionList ? wanted : wanted[0]!);
+        } else if (field instanceof PDFDropdown && field.isEditable() && text !== '') {
+          field.select(text);
+        }
       }
+    });
+  }
+  // What form.updateFieldAppearances does, one field at a time, so that a failure names its field.
+  let font: PDFFont;
+  try {
+    font = form.getDefaultFont();
+  } catch (error) {
+    throw new TemplateError(`could not be merged: its fields' font could not be embedded (${explain(error)})`);
+  }
+  for (const { field, name } of fields)
+    onField(name, 'drawn', () => {
+      if (field.needsAppearancesUpdate()) field.defaultUpdateAppearances(font);
+    });
+  if (flatten) {
+    try {
+      form.flatten({ updateFieldAppearances: false });
+    } catch (error) {
+      // flatten draws the fields in order and removes each once drawn: the first left is the one that failed.
+      let failed: string | undefined;
+      try {
+        failed = form.getFields()[0]?.getName();
+      } catch {
+        // the form is past reading: the message names no field
+      }
+      throw new TemplateError(
+        failed === undefined
+          ? `could not be merged: its form could not be flattened (${explain(error)})`
+          : `could not be merged: its field "${failed}" could not be flattened (${explain(error)})`,
+      );
     }
   }
-  if (flatten) form.flatten();
-  else form.updateFieldAppearances();
-  return Buffer.from(await pdf.save());
+  try {
+    return Buffer.from(await pdf.save());
+  } catch (error) {
+    throw new TemplateError(`could not be merged: the filled PDF could not be written (${explain(error)})`);
+  }
 }
 
 /** The template with the values merged in; throws TemplateError. */
