@@ -236,6 +236,27 @@ describe('number', () => {
     refuses(f, [1], 'must be a number');
   });
 
+  it('reads text as plain decimals only, not as JavaScript writes numbers', () => {
+    const f = field('number');
+    assert.equal(readValue(f, '-0.25', NOW), -0.25);
+    assert.equal(readValue(f, '007', NOW), 7);
+    assert.equal(readValue(f, '\t42.50\n', NOW), 42.5);
+    // Each was taken before, as Number() reads it: 0x10 as 16, 1e5 as 100000.
+    for (const text of ['0x10', '0X1F', '0o17', '0b101', '1e5', '1E-3', '-1e2', 'Infinity', '-Infinity', 'NaN'])
+      refuses(f, text, 'must be a number in decimal digits, such as 12 or -3.5');
+    for (const text of ['+5', '.5', '5.', '1_000', '1,000', '1 000', '- 5', '--5', '5-', '١٢', '12abc'])
+      refuses(f, text, 'must be a number in decimal digits');
+    // Plain digits, but more than a number holds.
+    refuses(f, '9'.repeat(400), 'must be a number');
+    // A JSON number is a number however its sender wrote it.
+    assert.equal(readValue(f, 1e5, NOW), 100000);
+    assert.equal(readValue(f, { value: 0x10 }, NOW), 16);
+    // The limits are checked on what the text says, and a product's quantity is read the same way.
+    refuses(field('number', { max: 10 }), '0xA', 'must be a number in decimal digits');
+    refuses(field('product', { price: 5 }), '1e1', 'must be a number in decimal digits');
+    assert.equal(readValue(field('product', { price: 5 }), ' 3 ', NOW), 3);
+  });
+
   it('holds min, max and decimals', () => {
     const f = field('number', { min: 1, max: 10, decimals: 2 });
     assert.equal(readValue(f, 1, NOW), 1);

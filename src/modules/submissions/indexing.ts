@@ -6,7 +6,7 @@ import { fieldToken, formToken, NOT_ASCII, words, type Term } from './keywords.j
 import * as repo from './repository.js';
 import { blindValue, sealData } from './sealing.js';
 import type { SubmissionCreate } from './schemas.js';
-import { displayValue, normalize, readValue, searchKeys, ValueError, visibleFields } from './values.js';
+import { displayValue, isName, normalize, readValue, searchKeys, ValueError, visibleFields } from './values.js';
 import { dataJson, type DataMap, type FormDefinition, type FormShape } from './definitions.js';
 
 export function fail(code: CodeWithStatus<400>, problems: ErrorDetail[]): never {
@@ -115,10 +115,12 @@ export function derived(
     if (!(keys[0] === norm && shown.length <= 200 && !NOT_ASCII.test(shown)))
       for (const word of words(shown)) tokens.add(word);
     if (field.unique) unique.push({ fieldId: field.id, norm });
-    if (field.type === 'name' && prettyName === null) prettyName = shown;
+    // A name that shows as nothing (blank parts), or an old value of another type, names no
+    // one: the next name or the email does.
+    if (field.type === 'name' && prettyName === null && shown !== '' && isName(value)) prettyName = shown;
     if (field.type === 'email' && email === null) email = String(value);
   }
-  return { tokens, unique, prettyName: prettyName ?? email };
+  return { tokens, unique, prettyName: prettyName ?? (email || null) };
 }
 
 /** Whether values hold every search term (how an encrypted form is searched, once opened). */

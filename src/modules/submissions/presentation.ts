@@ -51,8 +51,9 @@ export function baseRecord(row: SubmissionRow) {
   };
 }
 
+/** The name a submission goes by; null, never "", when it has none (rows written before derived said so). */
 export function prettyNameOf(def: FormDefinition, row: SubmissionRow, data: DataMap): string | null {
-  return isSealed(row.data) ? derived(def, data).prettyName : row.pretty_name;
+  return isSealed(row.data) ? derived(def, data).prettyName : row.pretty_name || null;
 }
 
 export function toSubmission(def: FormDefinition, row: SubmissionRow, data: DataMap): Submission {
@@ -73,7 +74,7 @@ export function listItem(
 ): SubmissionListItem {
   const item: SubmissionListItem = baseRecord(row);
   const data = showsData(q) || (q.prettyName && isSealed(row.data)) ? parseData(def, row, keys) : undefined;
-  if (q.prettyName) item.prettyName = data ? prettyNameOf(def, row, data) : row.pretty_name;
+  if (q.prettyName) item.prettyName = data ? prettyNameOf(def, row, data) : row.pretty_name || null;
   if (data && showsData(q)) {
     const list = entries(def, row.id, data);
     item.data =

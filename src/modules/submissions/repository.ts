@@ -6,7 +6,7 @@ import { createThreadOf, type CreateStatements, type ThreadStatement } from '../
 import { fullTextOf, insertFullText } from '../../db/sqlite-engine.js';
 import { engineOf, type SqlEngine } from '../../db/engine.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
-import { deletedMeanwhile, isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
+import { isStatementAbort, translateDbError, type Executor } from '../../db/transaction.js';
 import {
   addToCount,
   addToHour,
@@ -802,22 +802,29 @@ export async function createSubmission(
 }
 
 /**
- * Rewrites a submission's row, then its unique values and index: the row's lock, taken first,
- * orders this against a delete of it (see deleteSubmission).
+ * Rewrites a submission's row, then its unique values and index, only if the row still holds
+ * the data that w was merged into (existing.data: on an encrypted form the sealed text, which
+ * every write seals afresh). An edit names only some fields and keeps the rest as it read
+ * them, so writing over an edit that committed after that read would undo it. Undefined when
+ * the row was not rewritten (changed, or deleted, since): the caller reads it again. The
+ * row's lock, taken first, orders this against a delete of it (see deleteSubmission); on
+ * PostgreSQL an edit that waited for it checks the condition against the row as committed.
  */
 export async function updateSubmission(
   db: Executor,
   accountId: number,
   existing: SubmissionRow,
   w: SubmissionWrite,
-): Promise<{ row: SubmissionRow; taken: number[] }> {
+): Promise<{ row: SubmissionRow; taken: number[] } | undefined> {
   const row = await db
     .updateTable('submissions')
     .set({ data: dataFor(w, existing.id), pretty_name: w.prettyName, updated_at: w.now })
     .where('id', '=', existing.id)
     .where('account_id', '=', accountId)
+    .where('data', '=', existing.data)
     .returning(SUBMISSION_COLUMNS)
-    .executeTakeFirstOrThrow(deletedMeanwhile('submission_not_found'));
+    .executeTakeFirst();
+  if (!row) return undefined;
   await clearSearchable(db, existing.id);
   const taken = await writeSearchable(db, existing.id, existing.form_id, w, false);
   return { row, taken };

@@ -127,8 +127,20 @@ function checkDate(value: string, format: string, attributes: Record<string, unk
   return value.replace('T', ' ');
 }
 
+/**
+ * A number as text: digits with an optional minus and fraction. Number() would also read hex,
+ * octal and binary literals and exponents ("0x10" as 16, "1e5" as 100000), which no one
+ * filling in a number means.
+ */
+const DECIMAL = /^-?\d+(\.\d+)?$/;
+
 function checkNumber(value: unknown, attributes: Record<string, unknown>): number {
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  let n = value;
+  if (typeof value === 'string') {
+    const trimmed = value.trim();
+    if (!DECIMAL.test(trimmed)) throw new ValueError('must be a number in decimal digits, such as 12 or -3.5');
+    n = Number(trimmed);
+  }
   if (typeof n !== 'number' || !Number.isFinite(n)) throw new ValueError('must be a number');
   if (typeof attributes.min === 'number' && n < attributes.min)
     throw new ValueError(`must be at least ${attributes.min}`);
@@ -319,6 +331,35 @@ export function readValue(field: FieldForValues, raw: unknown, now: number): Sto
 }
 
 const NAME_ORDER = ['prefix', 'first', 'middle', 'initial', 'last', 'suffix'];
+const CARD_PARTS = ['brand', 'last4', 'expMonth', 'expYear'];
+
+/**
+ * Whether a stored object has the shape of a value of this type. A value stays as it was
+ * stored when its field's type changes, so a name field may hold an old card or matrix value:
+ * read by the new type's parts, it showed blank or as "undefined".
+ */
+function holdsShape(type: FieldType, value: Record<string, unknown>): boolean {
+  const parts = Object.entries(value);
+  const strings = parts.every(([, v]) => typeof v === 'string');
+  switch (type) {
+    case 'name':
+      return strings && parts.every(([k]) => NAME_SUBFIELDS.includes(k as (typeof NAME_SUBFIELDS)[number]));
+    case 'address':
+      return strings && parts.every(([k]) => ADDRESS_SUBFIELDS.includes(k as (typeof ADDRESS_SUBFIELDS)[number]));
+    case 'creditcard':
+      return strings && parts.length === CARD_PARTS.length && CARD_PARTS.every((k) => k in value);
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether a name field's stored value names someone: its parts, or text (a field that was a
+ * text field before), not an old value of another type such as a card's.
+ */
+export function isName(value: StoredValue): boolean {
+  return typeof value === 'string' || (!Array.isArray(value) && typeof value === 'object' && holdsShape('name', value));
+}
 
 /** The value as a person reads it. */
 export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, value: StoredValue): string {
@@ -331,8 +372,11 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
   }
   if (Array.isArray(value)) {
     const options = optionsByValue(field.options);
-    return (value as string[]).map((v) => options.get(v)?.label ?? v).join(', ');
+    return (value as unknown[])
+      .map((v) => (typeof v === 'string' ? (options.get(v)?.label ?? v) : shown(v)))
+      .join(', ');
   }
+  if (!holdsShape(field.type, value)) return generic(value);
   switch (field.type) {
     case 'name':
       return NAME_ORDER.filter((k) => value[k])
@@ -345,10 +389,20 @@ export function displayValue(field: Pick<FieldForValues, 'type' | 'options'>, va
     case 'creditcard':
       return `${value.brand} ending in ${value.last4}, expires ${value.expMonth}/${value.expYear}`;
     default:
-      return Object.entries(value)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('; ');
+      return generic(value);
   }
+}
+
+/** An object of no known shape: each part by its key (a matrix's rows, an old value of another type). */
+function generic(value: Record<string, unknown>): string {
+  return Object.entries(value)
+    .map(([k, v]) => `${k}: ${shown(v)}`)
+    .join('; ');
+}
+
+/** A part of a value of no known shape: text as it is, anything else as JSON. */
+function shown(part: unknown): string {
+  return typeof part === 'string' ? part : (JSON.stringify(part) ?? String(part));
 }
 
 /** Normalized strings that a field search matches: the whole value and, for lists and parts, each one. */

@@ -72,13 +72,35 @@ async function noteChange(
   if (revision !== def.form.revision) throw new StaleDefinition();
 }
 
+/**
+ * An edit's row no longer holds what the edit read and merged into: another edit committed
+ * meanwhile. The edit is read, merged and written again on top of it.
+ */
+class StaleRow extends Error {}
+
+/**
+ * How many times an edit is merged again into a row that other edits keep changing. Each
+ * miss means another edit of the row committed, so with n edits of one submission at once
+ * every one lands within n tries.
+ */
+const EDIT_TRIES = 10;
+
 async function againIfStale<T>(attempt: () => Promise<T>): Promise<T> {
-  for (let tries = 1; ; tries++) {
+  let staleDefinitions = 0;
+  let staleRows = 0;
+  for (;;) {
     try {
       return await attempt();
     } catch (error) {
-      if (!(error instanceof StaleDefinition)) throw error;
-      if (tries === 3) throw new ConflictError('form_changed');
+      if (error instanceof StaleDefinition) {
+        if (++staleDefinitions === 3) throw new ConflictError('form_changed');
+      } else if (error instanceof StaleRow) {
+        if (++staleRows === EDIT_TRIES)
+          throw new ConflictError(
+            'form_changed',
+            'The submission kept changing while this edit was written; send it again',
+          );
+      } else throw error;
     }
   }
 }
@@ -306,7 +328,12 @@ function createdEvent(
   };
 }
 
-/** Edits open the stored values with the password and seal the result again. */
+/**
+ * Edits open the stored values with the password and seal the result again. The fields not
+ * named keep what the row held when it was read, so the write goes in only if the row still
+ * holds that (StaleRow otherwise): two edits of other fields at once both land, the later
+ * merged into what the earlier wrote.
+ */
 export const updateSubmission = (...args: Parameters<typeof updateOnce>): Promise<Submission> =>
   againIfStale(() => updateOnce(...args));
 
@@ -326,7 +353,9 @@ async function updateOnce(
   try {
     return await deps.write(async (trx) => {
       const heldAlt = await heldOtherWay(trx, def, write, id);
-      const { row: updated, taken } = await repo.updateSubmission(trx, accountId, row, write);
+      const written = await repo.updateSubmission(trx, accountId, row, write);
+      if (!written) throw new StaleRow();
+      const { row: updated, taken } = written;
       failIfTaken(def, write, heldAlt, taken);
       const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
       if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
