@@ -74,6 +74,25 @@ function defaultValueProblem(def: FieldDefinition): string | undefined {
   }
 }
 
+/**
+ * What makes a logic check fail on the field it checks, as it is now: a field that holds no
+ * value, or an option that it does not offer. Undefined when the check can hold. The one rule
+ * for checks that are sent and for checks left behind by a change of the field they check.
+ */
+export function checkTargetProblem(
+  check: FieldLogic['checks'][number],
+  target: Sibling,
+): { on: 'field' | 'option'; message: string } | undefined {
+  if (!TYPE_RULES[target.type].input) return { on: 'field', message: `a ${target.type} field holds no value to check` };
+  if (
+    (check.condition === 'equals' || check.condition === 'notequals') &&
+    target.options.length > 0 &&
+    !target.options.some((o) => o.value === (check.option ?? ''))
+  )
+    return { on: 'option', message: "must be the value of one of the checked field's options" };
+  return undefined;
+}
+
 /** What is wrong with logic checks on the fields of a form (siblings), named under path. */
 export function logicProblems(
   logic: FieldLogic,
@@ -85,18 +104,13 @@ export function logicProblems(
   logic.checks.forEach((check, i) => {
     const at = `${path}.logic.checks[${i}]`;
     const target = siblings.get(check.field);
+    const onTarget = target && check.field !== selfId ? checkTargetProblem(check, target) : undefined;
     if (check.field === selfId) {
       problems.push({ property: `${at}.field`, message: 'a field cannot depend on itself' });
     } else if (!target) {
       problems.push({ property: `${at}.field`, message: `must be a field of this form; ${check.field} is not` });
-    } else if (!TYPE_RULES[target.type].input) {
-      problems.push({ property: `${at}.field`, message: `a ${target.type} field holds no value to check` });
-    } else if (
-      (check.condition === 'equals' || check.condition === 'notequals') &&
-      target.options.length > 0 &&
-      !target.options.some((o) => o.value === (check.option ?? ''))
-    ) {
-      problems.push({ property: `${at}.option`, message: "must be the value of one of the checked field's options" });
+    } else if (onTarget) {
+      problems.push({ property: `${at}.${onTarget.on}`, message: onTarget.message });
     } else if (
       (check.condition === 'greaterthan' || check.condition === 'lessthan') &&
       !Number.isFinite(Number(check.option))
@@ -109,13 +123,16 @@ export function logicProblems(
 
 /**
  * Checks that a field definition makes sense as a whole and fills in attribute defaults.
- * Throws one 400 that names every offending property under `path`.
+ * Throws one 400 that names every offending property under `path`. With checkLogic false the
+ * logic is left as it is: an update that sends none is not refused for checks that the fields
+ * they check no longer fit.
  */
 export function checkDefinition(
   def: FieldDefinition,
   path: string,
   siblings: Map<number, Sibling>,
   selfId?: number,
+  checkLogic = true,
 ): FieldDefinition {
   const rule = TYPE_RULES[def.type];
   const problems: ErrorDetail[] = [];
@@ -161,7 +178,7 @@ export function checkDefinition(
   const defaultProblem = defaultValueProblem(def);
   if (defaultProblem) problems.push({ property: `${path}.defaultValue`, message: defaultProblem });
 
-  if (def.logic) problems.push(...logicProblems(def.logic, path, siblings, selfId));
+  if (def.logic && checkLogic) problems.push(...logicProblems(def.logic, path, siblings, selfId));
 
   if (problems.length > 0) {
     const first = problems[0]!;

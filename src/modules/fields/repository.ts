@@ -1,4 +1,5 @@
 import type { FieldRow, FieldUpdate, NewFieldRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
 import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { optionsOfLists } from '../smartlists/repository.js';
 
@@ -133,4 +134,76 @@ export async function setLogic(
 
 export async function deleteField(db: Executor, accountId: number, fieldId: number): Promise<void> {
   await db.deleteFrom('fields').where('id', '=', fieldId).where('account_id', '=', accountId).execute();
+}
+
+/**
+ * The next page of a form's submissions after id `after`, in id order, their rows share-locked
+ * until the transaction ends (PostgreSQL): an edit or a delete of one waits, so that the unique
+ * value written for a row is its data's and no value outlives its row (migration 0036).
+ */
+export async function submissionDataPage(
+  db: Executor,
+  formId: number,
+  after: number,
+  limit: number,
+): Promise<{ id: number; data: string }[]> {
+  return db
+    .selectFrom('submissions')
+    .select(['id', 'data'])
+    .where('form_id', '=', formId)
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(limit)
+    .$call(engineOf(db).shareRows)
+    .execute();
+}
+
+/** Removes every unique value stored for a field. */
+export async function clearUniqueValues(db: Executor, formId: number, fieldId: number): Promise<void> {
+  await db
+    .deleteFrom('submission_unique_values')
+    .where('form_id', '=', formId)
+    .where('field_id', '=', fieldId)
+    .execute();
+}
+
+/**
+ * Stores a field's unique values; returns the submissions whose value was already held (by a
+ * submission before them in this call too): the unique index decides, and nothing fails.
+ */
+export async function insertUniqueValues(
+  db: Executor,
+  formId: number,
+  fieldId: number,
+  values: { submissionId: number; norm: string }[],
+): Promise<number[]> {
+  if (values.length === 0) return [];
+  const stored = await db
+    .insertInto('submission_unique_values')
+    .values(
+      values.map((v) => ({ submission_id: v.submissionId, form_id: formId, field_id: fieldId, value_norm: v.norm })),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .returning('submission_id')
+    .execute();
+  const got = new Set(stored.map((r) => r.submission_id));
+  return values.map((v) => v.submissionId).filter((id) => !got.has(id));
+}
+
+/** The submission that holds each of these values of a field, by value. */
+export async function uniqueValueHolders(
+  db: Executor,
+  formId: number,
+  fieldId: number,
+  norms: string[],
+): Promise<Map<string, number>> {
+  if (norms.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('submission_unique_values')
+    .select(['submission_id', 'value_norm'])
+    .where('form_id', '=', formId)
+    .where('field_id', '=', fieldId)
+    .where('value_norm', 'in', norms)
+    .execute();
+  return new Map(rows.map((r) => [r.value_norm, r.submission_id]));
 }

@@ -3,10 +3,11 @@ import type { FieldRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import { page, type Page } from '../../http/schemas.js';
-import { touchForm } from '../forms/repository.js';
+import { findForm, touchForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import {
   checkDefinition,
+  checkTargetProblem,
   toDefinition,
   toField,
   toFieldColumns,
@@ -17,8 +18,9 @@ import {
 } from './definition.js';
 import * as repo from './repository.js';
 import { withSmartListOptions } from './smart-list.js';
+import { fillUniqueValues, uniqueValuesStale } from './unique-values.js';
 import { checkFormGrowth, lockOptionTotals } from '../smartlists/form-options.js';
-import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldUpdate } from './schemas.js';
+import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldLogic, type FieldUpdate } from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
 function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
@@ -85,12 +87,43 @@ export async function createField(
   });
 }
 
+/**
+ * Takes the checks that drop says go out of the logic of each of fields; logic left with no
+ * checks is removed, so that the field shows as if it had none.
+ */
+async function dropChecks(
+  trx: Executor,
+  accountId: number,
+  fields: FieldRow[],
+  drop: (check: FieldLogic['checks'][number]) => boolean,
+  now: number,
+): Promise<void> {
+  for (const other of fields) {
+    const logic = toDefinition(other).logic;
+    if (!logic || !logic.checks.some(drop)) continue;
+    const checks = logic.checks.filter((c) => !drop(c));
+    await repo.setLogic(trx, accountId, other.id, checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null, now);
+  }
+}
+
+/** Whether an update may need the form's stored values read again (see uniqueValuesStale). */
+const mayReadValues = (input: FieldUpdate): boolean =>
+  input.unique === true || input.type !== undefined || input.options !== undefined || input.smartList !== undefined;
+
 export async function updateField(
   ctx: AppContext,
   { accountId }: AccountScope,
   { formId, fieldId }: FieldRef,
   input: FieldUpdate,
+  /** An encrypted form's password: what opens its submissions when their unique values must be made anew. */
+  password?: string,
 ): Promise<Field> {
+  // The password's check (scrypt, about a third of a second) is made here, not under the
+  // transaction's locks: the keys are then found kept in memory inside it.
+  if (password !== undefined && mayReadValues(input)) {
+    const form = await findForm(ctx.db, accountId, formId);
+    if (form?.encryption_key) await ctx.formKeys.unlock(form, password);
+  }
   return transact(ctx.db, async (trx) => {
     const form = await requireForm(trx, { accountId }, { formId });
     // Before anything is read: the form's options and the list's stay as counted until the write commits.
@@ -108,7 +141,9 @@ export async function updateField(
     }
     // Letting go of a list (smartList: null) keeps the options the field showed, unless others are sent.
     const withList = await withSmartListOptions(trx, accountId, merged, 'body', (input.options ?? []).length > 0);
-    const def = checkDefinition(withList, 'body', siblingsOf(all, fieldId), fieldId);
+    // Stored logic is checked only when sent: checks that a change of the field they check left
+    // behind (see below) must not refuse an edit of the label.
+    const def = checkDefinition(withList, 'body', siblingsOf(all, fieldId), fieldId, input.logic !== undefined);
     await checkFormGrowth(
       trx,
       accountId,
@@ -123,6 +158,34 @@ export async function updateField(
       display_order: def.displayOrder ?? current.display_order,
       updated_at: now,
     });
+    if (uniqueValuesStale(before, def)) {
+      const property = !before.unique
+        ? 'body.unique'
+        : before.type !== def.type
+          ? 'body.type'
+          : input.smartList !== undefined
+            ? 'body.smartList'
+            : 'body.options';
+      await fillUniqueValues(ctx, trx, { accountId, formId }, row, password, property);
+    } else if (before.unique && !def.unique) {
+      // What a field that is not unique leaves stored is never looked at, and turning unique
+      // on again writes every value anew: removing them only keeps the table lean.
+      await repo.clearUniqueValues(trx, formId, fieldId);
+    }
+    // Checks of other fields that the new type or options no longer fit go, as a deleted
+    // field's do: left, they would hide or show their field for a value it can no longer hold.
+    const target = toSibling(row);
+    const was = toSibling(current);
+    if (target.type !== was.type || JSON.stringify(target.options) !== JSON.stringify(was.options)) {
+      const others = all.filter((f) => f.id !== fieldId);
+      await dropChecks(
+        trx,
+        accountId,
+        others,
+        (c) => c.field === fieldId && checkTargetProblem(c, target) !== undefined,
+        now,
+      );
+    }
     await touchForm(trx, accountId, formId, now);
     return toField(row);
   });
@@ -137,20 +200,11 @@ export async function deleteField(
     await requireForm(trx, { accountId }, { formId });
     const field = await requireField(trx, accountId, formId, fieldId);
     const now = ctx.clock.now();
-    // Checks on the deleted field go with it; logic left with no checks is removed.
-    for (const other of await repo.listFields(trx, accountId, formId)) {
-      const logic = toDefinition(other).logic;
-      if (!logic || !logic.checks.some((c) => c.field === fieldId)) continue;
-      const checks = logic.checks.filter((c) => c.field !== fieldId);
-      await repo.setLogic(
-        trx,
-        accountId,
-        other.id,
-        checks.length > 0 ? JSON.stringify({ ...logic, checks }) : null,
-        now,
-      );
-    }
+    // Checks on the deleted field go with it.
+    await dropChecks(trx, accountId, await repo.listFields(trx, accountId, formId), (c) => c.field === fieldId, now);
     await repo.deleteField(trx, accountId, fieldId);
+    // Nothing would look at its unique values again.
+    await repo.clearUniqueValues(trx, formId, fieldId);
     await touchForm(trx, accountId, formId, now);
     return { id: field.id, formId, type: toField(field).type, label: field.label };
   });
