@@ -102,6 +102,35 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     assertV2Error(await call('PUT', `/form/${formId}`, { label_position: 'middle' }), 400);
   });
 
+  it('removes a submission limit given 0 or empty, and a redirect given empty; other settings kept', async () => {
+    const settings = async () => ok(await a.get(`/forms/${formId}`)).settings;
+    const limited = ok(
+      await call('PUT', `/form/${formId}`, { submission_limit: '5', redirect_url: 'https://example.com/thanks' }),
+    );
+    assert.equal(limited.submission_limit, '5');
+    assert.equal(limited.redirect_url, 'https://example.com/thanks');
+    const unlimited = ok(await call('PUT', `/form/${formId}`, { submission_limit: '0' }));
+    assert.equal(unlimited.submission_limit, '0');
+    assert.equal(unlimited.redirect_url, 'https://example.com/thanks');
+    assert.equal('submissionLimit' in (await settings()), false);
+    ok(await call('PUT', `/form/${formId}`, { submission_limit: '7' }));
+    assert.equal(ok(await call('PUT', `/form/${formId}`, { submission_limit: '' })).submission_limit, '0');
+    assert.equal(ok(await call('PUT', `/form/${formId}`, { submission_limit: 3 }, 'json')).submission_limit, '3');
+    assert.equal(ok(await call('PUT', `/form/${formId}`, { submission_limit: 0 }, 'json')).submission_limit, '0');
+    const unredirected = ok(await call('PUT', `/form/${formId}`, { redirect_url: '' }));
+    assert.equal(unredirected.redirect_url, '');
+    assert.equal(unredirected.timezone, 'America/Chicago');
+    const stored = await settings();
+    assert.equal('redirectUrl' in stored, false);
+    assert.equal(stored.labelPosition, 'left');
+    // Anything else is still refused.
+    for (const bad of [{ submission_limit: 'many' }, { submission_limit: '-1' }, { redirect_url: 'ftp://example.com' }])
+      assertV2Error(await call('PUT', `/form/${formId}`, bad), 400);
+    const made = ok(await call('POST', '/form', { name: 'No limit', submission_limit: '0', redirect_url: '' }), 201);
+    assert.equal(made.submission_limit, '0');
+    assertDeleted(await call('DELETE', `/form/${made.id}`), made.id);
+  });
+
   it('adds, reads, changes and deletes fields, options given as options[n] and options_values', async () => {
     const field = ok(
       await call('POST', `/form/${formId}/field.json`, {
@@ -238,6 +267,42 @@ describe(`v2 forms and fields (${dialectName})`, () => {
     assert.equal(copy.fields.length, 2);
     assertDeleted(await call('DELETE', `/form/${copy.id}.json`), copy.id);
     assertV2Error(await call('GET', `/form/${copy.id}`), 404);
+  });
+
+  it("copies to the top level with folder 0 or empty, to a folder by its id, and by default into the source's", async () => {
+    const folder = ok(await call('POST', '/folder', { name: 'Filed', parent: '0' }), 201);
+    const other = ok(await call('POST', '/folder', { name: 'Elsewhere', parent: '0' }), 201);
+    const source = ok(await call('POST', '/form', { name: 'In a folder', folder: folder.id }), 201);
+    assert.equal(source.folder, folder.id);
+    const path = `/form/${source.id}/copy`;
+    const copies: [any, string][] = [
+      [ok(await call('POST', path, { folder: '0' }), 201), '0'],
+      [ok(await call('POST', path, { folder: '' }), 201), '0'],
+      [ok(await call('POST', path, { folder: 0 }, 'json'), 201), '0'],
+      [ok(await call('POST', `${path}.json?folder=0`), 201), '0'],
+      [ok(await call('POST', path, { folder: other.id }), 201), other.id],
+      [ok(await call('POST', path), 201), folder.id],
+    ];
+    for (const [copy, expected] of copies) {
+      assert.equal(copy.folder, expected, JSON.stringify(copy).slice(0, 200));
+      assert.equal(ok(await a.get(`/forms/${copy.id}`)).folder, expected === '0' ? null : Number(expected));
+      assertDeleted(await call('DELETE', `/form/${copy.id}`), copy.id);
+    }
+    assertV2Error(await call('POST', path, { folder: 'top' }), 400);
+    assertDeleted(await call('DELETE', `/form/${source.id}`), source.id);
+  });
+
+  it('reads the .json and .xml endings in any case', async () => {
+    for (const path of [`/form/${formId}.JSON`, `/form/${formId}.Json`, `/form/${formId}/.JSON`])
+      assert.equal(ok(await call('GET', path)).id, formId, path);
+    assert.equal(ok(await call('GET', '/form.JSON?per_page=1')).forms.length, 1);
+    // The older alias of a v2025 route too.
+    assert.equal(ok(await app.request('GET', `/api/v2/forms/${formId}.JSON`, { token: a.token })).id, Number(formId));
+    for (const path of [`/form/${formId}.XML`, `/form/${formId}.Xml`, '/form.XML']) {
+      const xml = await call('GET', path);
+      assertV2Error(xml, 406);
+      assert.equal(xml.body.code, 'not_acceptable', path);
+    }
   });
 
   it("answers 404 for another account's form and field, 401 without a token", async () => {

@@ -212,6 +212,40 @@ describe(`v2 nested parameters (${dialectName})`, () => {
     assert.equal(ok(await a.get(`/forms/${formId}/fields/${name.id}`)).attributes.showMiddle, true);
   });
 
+  it('answers attributes in snake_case, as they are written, so that what is read can be sent back', async () => {
+    const text = ok(
+      await send(
+        'POST',
+        `/form/${formId}/field`,
+        'field_type=text&label=Code&attributes[min_length]=2&attributes[max_length]=8',
+      ),
+      201,
+    );
+    assert.deepEqual(text.attributes, { min_length: 2, max_length: 8 });
+    const file = ok(
+      await send(
+        'POST',
+        `/form/${formId}/field`,
+        'field_type=file&label=Scan&attributes[max_files]=3&attributes[allowed_types][]=pdf&attributes[allowed_types][]=png',
+      ),
+      201,
+    );
+    const attributes = ok(await call('GET', `/field/${file.id}.json`)).attributes;
+    assert.equal(attributes.max_files, 3);
+    assert.deepEqual(attributes.allowed_types, ['pdf', 'png']);
+    assert.deepEqual(
+      Object.keys(attributes).filter((k) => /[A-Z]/.test(k)),
+      [],
+    );
+    const inForm = ok(await call('GET', `/form/${formId}`)).fields.find((f: any) => f.id === file.id);
+    assert.deepEqual(inForm.attributes, attributes);
+    // Sent back as read, as JSON and as bracket parameters: the field is as it was.
+    const before = ok(await a.get(`/forms/${formId}/fields/${file.id}`)).attributes;
+    assert.deepEqual(ok(await call('PUT', `/field/${file.id}`, { attributes }, 'json')).attributes, attributes);
+    assert.deepEqual(ok(await call('PUT', `/field/${file.id}`, { attributes })).attributes, attributes);
+    assert.deepEqual(ok(await a.get(`/forms/${formId}/fields/${file.id}`)).attributes, before);
+  });
+
   it('creates a form with its fields from fields[n][…]', async () => {
     const form = ok(
       await send(

@@ -139,6 +139,47 @@ describe(`v2 submissions (${dialectName})`, () => {
     assert.deepEqual(count, { id: String(formId), count: 3 });
   });
 
+  it("answers a file's value as its v2 download URL, a list of them for several files", async () => {
+    const url = (id: string, field: number, index: number) =>
+      `${app.config.publicUrl}/api/v2/download/${id}/${field}/${index}`;
+    assert.equal(made.data[f.File].value, url(made.id, f.File, 0));
+    assert.match(made.data[f.File].flat_value, /note\.txt/);
+    const read = ok(await call('GET', `/submission/${made.id}`));
+    assert.equal(read.data[f.File].value, url(made.id, f.File, 0));
+    const listed = ok(await call('GET', `/form/${formId}/submission?data=1&sort=ASC&per_page=1`)).submissions[0];
+    assert.equal(listed.id, made.id);
+    assert.equal(listed.data[f.File].value, url(made.id, f.File, 0));
+    const file = await app.request('GET', new URL(made.data[f.File].value).pathname, { token: a.token });
+    assert.equal(file.status, 200);
+    assert.equal(file.text, 'hello');
+
+    // A form of its own, whose field takes several files: the tests after this one count this form's submissions.
+    const form = ok(
+      await a.post('/forms', {
+        name: 'Files',
+        fields: [{ type: 'file', label: 'Scans', attributes: { maxFiles: 2 } }],
+      }),
+    );
+    const field = form.fields[0].id;
+    const two = ok(
+      await call(
+        'POST',
+        `/form/${form.id}/submission`,
+        {
+          [`field_${field}`]: [
+            'a.txt;' + Buffer.from('first').toString('base64'),
+            'b.txt;' + Buffer.from('second').toString('base64'),
+          ],
+        },
+        'json',
+      ),
+      201,
+    );
+    assert.deepEqual(two.data[field].value, [url(two.id, field, 0), url(two.id, field, 1)]);
+    const second = await app.request('GET', new URL(two.data[field].value[1]).pathname, { token: a.token });
+    assert.equal(second.text, 'second');
+  });
+
   it('reads, edits and deletes a submission; edits through v2025 show in v2', async () => {
     for (const path of [`/submission/${made.id}`, `/submission/${made.id}.json`])
       assertShape(ok(await call('GET', path)), SUBMISSION_SHAPE, path);

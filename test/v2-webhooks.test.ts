@@ -75,10 +75,45 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
       201,
     );
     assert.deepEqual(notification.recipients, ['team@example.com', 'boss@example.com']);
+    assert.match(notification.created, V2_TIME);
     assert.equal(ok(await call('GET', `/notification/${notification.id}`)).subject, 'New');
     assertV2Error(await v2(app, b.token)('GET', `/notification/${notification.id}`), 404);
     assertDeleted(await call('DELETE', `/notification/${notification.id}`), notification.id);
     assertDeleted(await call('DELETE', `/confirmation/${confirmation.id}.json`), confirmation.id);
+  });
+
+  it('answers times in Eastern Time, and text that looks like a time as it was written', async () => {
+    const iso = '2025-01-01T00:00:00Z';
+    const notification = ok(
+      await call('POST', `/form/${form.id}/notification`, {
+        name: iso,
+        subject: iso,
+        message: iso,
+        recipients: 'a@example.com',
+      }),
+      201,
+    );
+    for (const read of [
+      notification,
+      ok(await call('GET', `/notification/${notification.id}`)),
+      ok(await call('GET', `/form/${form.id}/notification`)).notifications[0],
+    ]) {
+      assert.deepEqual([read.name, read.subject, read.message], [iso, iso, iso]);
+      assert.match(read.created, V2_TIME);
+      assert.match(read.updated, V2_TIME);
+    }
+    // Written back as read, the text stays as it was.
+    ok(await call('PUT', `/notification/${notification.id}`, { subject: notification.subject }));
+    assert.equal(ok(await a.get(`/notifications/${notification.id}`)).subject, iso);
+    assertDeleted(await call('DELETE', `/notification/${notification.id}`), notification.id);
+    const hook = ok(
+      await call('POST', `/form/${form.id}/webhook`, { url: 'https://example.com/2025-01-01T00:00:00Z' }),
+      201,
+    );
+    assert.match(hook.created, V2_TIME);
+    assert.equal(hook.failed, null);
+    assert.match(ok(await call('GET', `/webhook/${hook.id}`)).updated, V2_TIME);
+    assertDeleted(await call('DELETE', `/webhook/${hook.id}`), hook.id);
   });
 
   it('lists, reads and deletes partial submissions', async () => {
@@ -90,6 +125,22 @@ describe(`v2 webhooks, emails and partial submissions (${dialectName})`, () => {
       list.partial_submissions.map((p: any) => [p.id, p.form]),
       [[String(saved.id), String(form.id)]],
     );
+    // search_field_n/search_value_n as on submissions (and as search[n] on v2025's list).
+    const email = form.fields[0].id;
+    const search = (value: string) =>
+      `/form/${form.id}/partialsubmission.json?search_field_0=${email}&search_value_0=${value}`;
+    assert.equal(ok(await call('GET', search('nomatch'))).total, 0);
+    assert.deepEqual(ok(await call('GET', search('nomatch'))).partial_submissions, []);
+    assert.equal(
+      ok(await a.get(`/form/${form.id}/partialsubmission?search[0][fieldId]=${email}&search[0][value]=nomatch`)).total,
+      0,
+    );
+    assert.equal(ok(await call('GET', search('ann@example.com'))).total, 1);
+    assert.equal(
+      ok(await call('GET', `${search('ann@example.com')}&search_field_1=${email}&search_value_1=bob`)).total,
+      0,
+    );
+    assertV2Error(await call('GET', `/form/${form.id}/partialsubmission?search_field_0=abc&search_value_0=x`), 400);
     const one = ok(await call('GET', `/partialsubmission/${saved.id}.json`));
     assert.equal(one.id, String(saved.id));
     assert.match(one.timestamp, V2_TIME);

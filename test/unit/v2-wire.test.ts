@@ -4,7 +4,19 @@ import { describe, it } from 'node:test';
 import { parseQueryString } from '../../src/http/querystring.js';
 import { Type } from '@sinclair/typebox';
 import { FieldLogic } from '../../src/modules/fields/schemas.js';
-import { bool, fromV2, list, nestParameters, optionalId, readAs, v2Time } from '../../src/modules/v2/wire.js';
+import { PortalDetails, PortalForm, PortalFormUpdate, PortalUser } from '../../src/modules/portals/schemas.js';
+import { rewriteV2Url } from '../../src/modules/v2/paths.js';
+import {
+  bool,
+  fromV2,
+  isoOfV2Time,
+  list,
+  nestParameters,
+  optionalId,
+  readAs,
+  v2Time,
+  v2Writer,
+} from '../../src/modules/v2/wire.js';
 
 describe('v2 parameters', () => {
   it('nests bracket notation into objects and lists', () => {
@@ -90,5 +102,101 @@ describe('v2 times', () => {
     assert.equal(v2Time('2026-11-01T05:30:00.000Z'), '2026-11-01 01:30:00');
     assert.equal(v2Time('2026-11-01T06:30:00.000Z'), '2026-11-01 01:30:00');
     assert.equal(v2Time(null), null);
+  });
+});
+
+describe('v2 times read', () => {
+  it('are taken as v2 writes them, in Eastern Time, and given on as ISO', () => {
+    assert.equal(isoOfV2Time('2026-12-31 07:00:00'), '2026-12-31T12:00:00.000Z');
+    assert.equal(isoOfV2Time('2026-07-01 08:00:00'), '2026-07-01T12:00:00.000Z');
+    assert.equal(isoOfV2Time(' 2026-07-04 '), '2026-07-04T04:00:00.000Z');
+    // What v2Time writes reads back as the same second.
+    for (const iso of ['2026-01-15T12:00:59.000Z', '2026-11-01T05:30:00.000Z', '2026-03-08T07:00:00.000Z'])
+      assert.equal(isoOfV2Time(v2Time(iso)!), iso);
+    for (const text of ['2026-02-30', '2026-12-31 24:00:00', '2026-12-31T12:00:00Z', '0099-01-01', 'soon', ''])
+      assert.equal(isoOfV2Time(text), undefined, text);
+  });
+
+  it('are read so wherever the schema wants a date-time, and nowhere else', () => {
+    assert.deepEqual(fromV2({ due_date: '2026-12-31 07:00:00' }, PortalFormUpdate), {
+      dueDate: '2026-12-31T12:00:00.000Z',
+    });
+    assert.deepEqual(fromV2({ due_date: '2026-12-31T12:00:00Z' }, PortalFormUpdate), {
+      dueDate: '2026-12-31T12:00:00Z',
+    });
+    assert.deepEqual(fromV2({ due_date: '' }, PortalFormUpdate), { dueDate: null });
+    assert.equal(readAs('2026-12-31 07:00:00', Type.String()), '2026-12-31 07:00:00');
+  });
+});
+
+describe('v2 answers', () => {
+  it('write in Eastern Time the members their v2025 schema says are times, and no other text', () => {
+    const iso = '2026-07-01T12:00:00.000Z';
+    const eastern = '2026-07-01 08:00:00';
+    const portal = {
+      id: 3,
+      name: iso,
+      description: iso,
+      url: 'https://forms.example.com/p/x',
+      avatar: null,
+      formsCount: 1,
+      usersCount: 1,
+      created: iso,
+      updated: iso,
+      forms: [
+        { portalId: 3, formId: 9, name: iso, url: iso, dueDate: iso, required: false, created: iso, updated: iso },
+      ],
+      users: [{ id: 4, portalId: 3, email: 'a@example.com', name: iso, lastSignIn: iso, created: iso, updated: iso }],
+    };
+    assert.deepEqual(v2Writer(PortalDetails, { PortalForm, PortalUser })(portal), {
+      id: '3',
+      name: iso,
+      description: iso,
+      url: 'https://forms.example.com/p/x',
+      avatar: null,
+      forms_count: 1,
+      users_count: 1,
+      created: eastern,
+      updated: eastern,
+      forms: [
+        {
+          portal_id: '3',
+          form_id: '9',
+          name: iso,
+          url: iso,
+          due_date: eastern,
+          required: false,
+          created: eastern,
+          updated: eastern,
+        },
+      ],
+      users: [
+        {
+          id: '4',
+          portal_id: '3',
+          email: 'a@example.com',
+          name: iso,
+          last_sign_in: eastern,
+          created: eastern,
+          updated: eastern,
+        },
+      ],
+    });
+  });
+
+  it('are checked for refs they cannot follow when declared', () => {
+    assert.throws(() => v2Writer(PortalDetails, { PortalForm }), /PortalUser/);
+  });
+});
+
+describe('v2 paths', () => {
+  it('end in .json or .xml in any case', () => {
+    assert.equal(rewriteV2Url('/api/v2/form/1.JSON?per_page=1', '/api/v2025'), '/api/v2/form/1?per_page=1');
+    assert.equal(rewriteV2Url('/api/v2/form/1/.Json', '/api/v2025'), '/api/v2/form/1');
+    assert.equal(rewriteV2Url('/api/v2/forms/1.JSON', '/api/v2025'), '/api/v2025/forms/1');
+    assert.equal(rewriteV2Url('/api/v2/form/1.XML', '/api/v2025'), '/api/v2/.xml');
+    // The prefix itself is not read in any case, nor are other versions.
+    assert.equal(rewriteV2Url('/API/V2/forms/1.json', '/api/v2025'), '/API/V2/forms/1.json');
+    assert.equal(rewriteV2Url('/api/v2025/forms/1', '/api/v2025'), '/api/v2025/forms/1');
   });
 });

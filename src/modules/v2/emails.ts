@@ -4,25 +4,46 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
-import { ConfirmationCreate, ConfirmationUpdate, NotificationCreate, NotificationUpdate } from '../emails/schemas.js';
+import {
+  Confirmation,
+  ConfirmationCreate,
+  ConfirmationUpdate,
+  Notification,
+  NotificationCreate,
+  NotificationUpdate,
+} from '../emails/schemas.js';
 import * as service from '../emails/service.js';
 import { v2Route } from './route.js';
-import { checked, deleted, fromV2, parametersOf, v2List, v2Record } from './wire.js';
+import { checked, deleted, fromV2, parametersOf, v2List, v2Writer } from './wire.js';
 
-export function toV2Email(e: object): Record<string, unknown> {
-  const { form_id: form, ...rest } = v2Record(e) as Record<string, unknown>;
-  return { ...rest, form };
+/** An email as v2 writes it (v2Record, by its v2025 schema), its form as `form`. */
+function v2Email(write: (e: unknown) => unknown) {
+  return (e: object): Record<string, unknown> => {
+    const { form_id: form, ...rest } = write(e) as Record<string, unknown>;
+    return { ...rest, form };
+  };
 }
 
 const KINDS = {
-  confirmation: { create: ConfirmationCreate as TSchema, update: ConfirmationUpdate as TSchema, Name: 'Confirmation' },
-  notification: { create: NotificationCreate as TSchema, update: NotificationUpdate as TSchema, Name: 'Notification' },
+  confirmation: {
+    create: ConfirmationCreate as TSchema,
+    update: ConfirmationUpdate as TSchema,
+    record: Confirmation as TSchema,
+    Name: 'Confirmation',
+  },
+  notification: {
+    create: NotificationCreate as TSchema,
+    update: NotificationUpdate as TSchema,
+    record: Notification as TSchema,
+    Name: 'Notification',
+  },
 } as const;
 
 export function v2EmailRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     for (const kind of ['confirmation', 'notification'] as const) {
-      const { create, update, Name } = KINDS[kind];
+      const { create, update, record, Name } = KINDS[kind];
+      const toV2Email = v2Email(v2Writer(record, app.getSchemas()));
       const idName = `${kind}Id` as const;
       const params = idParams(idName);
       const idOf = (req: { params: unknown }) => (req.params as Record<string, number>)[idName]!;

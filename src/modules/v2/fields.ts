@@ -10,7 +10,7 @@ import * as service from '../fields/service.js';
 import { TYPE_RULES, type FieldType } from '../fields/types.js';
 import { formOfField } from '../permissions/repository.js';
 import { v2Route } from './route.js';
-import { checked, deleted, flag, fromV2, list, parametersOf, readAs, str, v2List, type Params } from './wire.js';
+import { checked, deleted, flag, fromV2, list, parametersOf, readAs, snake, str, v2List, type Params } from './wire.js';
 
 /** A field as v2 writes it. */
 export function toV2Field(f: Field) {
@@ -36,7 +36,8 @@ export function toV2Field(f: Field) {
           checks: f.logic.checks.map((c) => ({ field: str(c.field), condition: c.condition, option: c.option ?? '' })),
         }
       : null,
-    attributes: f.attributes,
+    // In snake_case, as attributes[max_length] is written: what is read can be sent back.
+    attributes: Object.fromEntries(Object.entries(f.attributes).map(([k, v]) => [snake(k), v])),
   };
 }
 

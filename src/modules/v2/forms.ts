@@ -65,8 +65,14 @@ const SETTINGS: Record<string, [string, ((v: unknown) => unknown)?]> = {
   success_message: ['successMessage'],
   redirect_url: ['redirectUrl'],
   closed_message: ['closedMessage'],
-  submission_limit: ['submissionLimit', (v) => (int(v) === 0 ? undefined : int(v))],
+  submission_limit: ['submissionLimit', int],
   save_and_resume: ['saveAndResume', bool],
+};
+
+/** Whether a setting's value says "none" (0 or empty for a limit, empty for an address): the setting is removed. */
+const NONE: Record<string, (v: unknown) => boolean> = {
+  submissionLimit: (v) => v === 0 || v === null || (typeof v === 'string' && v.trim() === ''),
+  redirectUrl: (v) => v === null || (typeof v === 'string' && v.trim() === ''),
 };
 
 /**
@@ -101,8 +107,13 @@ function formInput(params: Params, current?: FormSettings): Params {
       : fields;
   }
   const settings = pick(params, SETTINGS);
-  for (const [k, v] of Object.entries(settings)) if (v === undefined) delete settings[k];
-  if (Object.keys(settings).length > 0) input.settings = { ...(current ?? {}), ...settings };
+  const removed = Object.keys(settings).filter((k) => NONE[k]?.(settings[k]));
+  if (Object.keys(settings).length > 0) {
+    // v2025 replaces the settings as a whole: those not named keep their values, those said to be none go.
+    const merged: Params = { ...(current ?? {}), ...settings };
+    for (const k of removed) delete merged[k];
+    input.settings = merged;
+  }
   return input;
 }
 
@@ -262,9 +273,13 @@ export function v2FormRoutes(ctx: AppContext, embedHtml: EmbedHtml): FastifyPlug
         const { formId } = req.params as { formId: number };
         const caller = principal(req);
         const given = pick(parametersOf(req), { folder: ['folder', optionalId] });
-        if (given.folder === null) delete given.folder;
+        // 0 or empty is the top level, which the v2025 copy cannot name (without a folder it copies
+        // into the source's): the copy is made there and then moved up.
+        const toTop = given.folder === null;
+        if (toTop) delete given.folder;
         const q = checked<CopyQuery>(CopyQuery, given, 'querystring');
         const copy = await service.copyForm(ctx, caller, { formId }, q);
+        if (toTop && copy.folder !== null) await service.updateForm(ctx, caller, { formId: copy.id }, { folder: null });
         return toV2Form(await service.getForm(ctx, caller, { formId: copy.id }, true));
       },
     });

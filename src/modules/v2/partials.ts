@@ -4,31 +4,32 @@ import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
 import * as service from '../partials/service.js';
-import { SubmissionListQuery } from '../submissions/schemas.js';
 import { v2Route } from './route.js';
-import { LIST_PARAMETERS, toV2Submission } from './submissions.js';
-import { checked, deleted, encryptionPassword, parametersOf, pick, v2List, v2Time } from './wire.js';
-
-/** A partial submission as v2 writes a submission (data keyed by field id), with when it expires. */
-function toV2Partial(p: Parameters<typeof toV2Submission>[0] & { expires: string }) {
-  return { ...toV2Submission(p), expires: v2Time(p.expires) };
-}
+import { downloadsOf, listQueryOf, toV2Submission } from './submissions.js';
+import { deleted, encryptionPassword, parametersOf, v2List, v2Time } from './wire.js';
 
 const partialParams = idParams('partialSubmissionId');
 
 export function v2PartialRoutes(ctx: AppContext): FastifyPluginAsync {
+  const downloads = downloadsOf(ctx);
+  /** A partial submission as v2 writes a submission (data keyed by field id), with when it expires. */
+  const toV2Partial = (p: Parameters<typeof toV2Submission>[0] & { expires: string }) => ({
+    ...toV2Submission(p, downloads),
+    expires: v2Time(p.expires),
+  });
   return async (app) => {
     v2Route(app, {
       method: 'GET',
       url: '/form/:formId/partialsubmission',
       access: { scope: 'submissions:read', level: 'view', formFrom: 'formId' },
       operationId: 'v2ListPartialSubmissions',
-      summary: 'v2: the partial submissions of a form (page, per_page, sort, min_time, max_time, data)',
+      summary:
+        'v2: the partial submissions of a form (page, per_page, sort, min_time, max_time, search_field_n/search_value_n, data)',
       params: idParams('formId'),
       answer: '{"partial_submissions": [partial submission, …], "total": n, "pages": n}',
       handler: async (req) => {
         const params = parametersOf(req);
-        const q = checked<SubmissionListQuery>(SubmissionListQuery, pick(params, LIST_PARAMETERS), 'querystring');
+        const q = listQueryOf(params);
         const page = await service.listPartials(
           ctx,
           principal(req),

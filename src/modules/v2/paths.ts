@@ -53,18 +53,19 @@ export function isV2Path(path: string): boolean {
 }
 
 /**
- * Older clients call /api/v2/... and may end any path in .json (also as `/.json`). v2's own
- * paths keep their prefix and reach the v2 module; .xml reaches the 406 route; the OAuth
- * endpoints are the same as at /oauth2; anything else is served by the v2025 route of the
- * same path.
+ * Older clients call /api/v2/... and may end any path in .json (also as `/.json`), in any
+ * case, as .xml is matched. v2's own paths keep their prefix and reach the v2 module; .xml
+ * reaches the 406 route; the OAuth endpoints are the same as at /oauth2; anything else is
+ * served by the v2025 route of the same path.
  */
 export function rewriteV2Url(url: string, v2025Prefix: string): string {
-  if (!/^\/api\/v2(\/|$|\?|\.json|\.xml)/.test(url) || /^\/api\/v2\/openapi\.json(\?|$)/.test(url)) return url;
+  if (!url.startsWith(V2_PREFIX) || !/^(\/|$|\?|\.json|\.xml)/i.test(url.slice(V2_PREFIX.length))) return url;
+  if (/^\/api\/v2\/openapi\.json(\?|$)/.test(url)) return url;
   const q = url.indexOf('?');
   const full = q === -1 ? url : url.slice(0, q);
   const rest = q === -1 ? '' : url.slice(q);
   if (/\.xml$/i.test(full)) return `${V2_XML_PATH}${rest}`;
-  const path = full.replace(/\/?\.json$/, '');
+  const path = full.replace(/\/?\.json$/i, '');
   const below = path.slice(V2_PREFIX.length);
   if (/^\/oauth2\/(authorize|token)\/?$/.test(below)) return `${below}${rest}`;
   if (isV2Path(below)) return `${path}${rest}`;

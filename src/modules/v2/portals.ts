@@ -5,10 +5,14 @@ import type { RouteAccess } from '../../http/access.js';
 import { idParams } from '../../http/schemas.js';
 import {
   PortalCreate,
+  PortalDetails,
+  PortalForm,
   PortalFormCreate,
   PortalFormUpdate,
+  PortalList,
   PortalQuery,
   PortalUpdate,
+  PortalUser,
   PortalUserCreate,
   PortalUserUpdate,
 } from '../portals/schemas.js';
@@ -34,6 +38,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       operationId: 'v2ListPortals',
       summary: 'v2: list portals (page, per_page)',
       query: PortalQuery,
+      reply: PortalList,
       answer: '{"portals": [portal, …], "total": n, "pages": n, …}',
       call: (c, who, _p, q) => service.listPortals(c, who, q as any),
     });
@@ -45,6 +50,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: create a portal',
       body: PortalCreate,
       created: true,
+      reply: PortalDetails,
       answer: one,
       call: (c, who, _p, b) => service.createPortal(c, who, b as any),
     });
@@ -55,6 +61,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       operationId: 'v2GetPortal',
       summary: 'v2: read a portal',
       params: portal,
+      reply: PortalDetails,
       answer: one,
       call: (c, who, p) => service.getPortal(c, who, p as any),
     });
@@ -66,6 +73,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: change a portal',
       params: portal,
       body: PortalUpdate,
+      reply: PortalDetails,
       answer: one,
       call: (c, who, p, b) => service.updatePortal(c, who, p as any, b as any),
     });
@@ -88,6 +96,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: copy a portal',
       params: portal,
       created: true,
+      reply: PortalDetails,
       answer: one,
       call: (c, who, p) => service.copyPortal(c, who, p as any),
     });
@@ -100,6 +109,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       params: portal,
       body: PortalFormCreate,
       created: true,
+      reply: PortalForm,
       answer: 'The portal form',
       call: (c, who, p, b) => service.addForm(c, who, p as any, b as any),
     });
@@ -111,6 +121,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: change a form of a portal',
       params: portalForm,
       body: PortalFormUpdate,
+      reply: PortalForm,
       answer: 'The portal form',
       call: (c, who, p, b) => service.updateForm(c, who, p as any, b as any),
     });
@@ -134,7 +145,8 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       params: portal,
       body: PortalUserCreate,
       created: true,
-      answer: 'The portal user',
+      reply: PortalDetails,
+      answer: one,
       call: (c, who, p, b) => service.addUser(c, who, p as any, b as any),
     });
     add({
@@ -145,6 +157,7 @@ export function v2PortalRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: change a user of a portal',
       params: portalUser,
       body: PortalUserUpdate,
+      reply: PortalUser,
       answer: 'The portal user',
       call: (c, who, p, b) => service.updateUser(c, who, p as any, b as any),
     });

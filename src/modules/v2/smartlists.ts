@@ -4,11 +4,16 @@ import type { AppContext } from '../../context.js';
 import type { RouteAccess } from '../../http/access.js';
 import { idParams } from '../../http/schemas.js';
 import {
+  BulkAdded,
   BulkOptions,
   OptionCreate,
+  OptionList,
   OptionQuery,
   OptionUpdate,
+  SmartList,
   SmartListCreate,
+  SmartListList,
+  SmartListOption,
   SmartListQuery,
   SmartListUpdate,
 } from '../smartlists/schemas.js';
@@ -32,6 +37,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       operationId: 'v2ListSmartLists',
       summary: 'v2: list smart lists (page, per_page, query)',
       query: SmartListQuery,
+      reply: SmartListList,
       answer: '{"smart_lists": [smart list, …], "total": n, "pages": n, …}',
       call: (c, who, _p, q) => service.listLists(c, who, q as any),
     });
@@ -43,6 +49,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: create a smart list',
       body: SmartListCreate,
       created: true,
+      reply: SmartList,
       answer: 'The smart list',
       call: (c, who, _p, b) => service.createList(c, who, b as any),
     });
@@ -53,6 +60,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       operationId: 'v2GetSmartList',
       summary: 'v2: read a smart list',
       params: list,
+      reply: SmartList,
       answer: 'The smart list',
       call: (c, who, p) => service.getList(c, who, p as any),
     });
@@ -64,6 +72,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: change a smart list',
       params: list,
       body: SmartListUpdate,
+      reply: SmartList,
       answer: 'The smart list',
       call: (c, who, p, b) => service.updateList(c, who, p as any, b as any),
     });
@@ -86,6 +95,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: the options of a smart list (page, per_page, query)',
       params: list,
       query: OptionQuery,
+      reply: OptionList,
       answer: '{"options": [option, …], "total": n, "pages": n, …}',
       call: (c, who, p, q) => service.listOptions(c, who, p as any, q as any),
     });
@@ -98,6 +108,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       params: list,
       body: OptionCreate,
       created: true,
+      reply: SmartListOption,
       answer: 'The option',
       call: (c, who, p, b) => service.createOption(c, who, p as any, b as any),
     });
@@ -109,6 +120,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: add options in bulk (options[n][label], options[n][value])',
       params: list,
       body: BulkOptions,
+      reply: BulkAdded,
       answer: '{"id": "<list id>", "added": n}',
       call: (c, who, p, b) => service.addOptions(c, who, p as any, b as any),
     });
@@ -130,6 +142,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       operationId: 'v2GetSmartListOption',
       summary: 'v2: read an option',
       params: option,
+      reply: SmartListOption,
       answer: 'The option',
       call: (c, who, p) => service.getOption(c, who, p as any),
     });
@@ -141,6 +154,7 @@ export function v2SmartListRoutes(ctx: AppContext): FastifyPluginAsync {
       summary: 'v2: change an option',
       params: option,
       body: OptionUpdate,
+      reply: SmartListOption,
       answer: 'The option',
       call: (c, who, p, b) => service.updateOption(c, who, p as any, b as any),
     });

@@ -10,6 +10,7 @@ import { Id, idParams } from '../../http/schemas.js';
 import type { AccountScope } from '../permissions/caller.js';
 import { listFields } from '../fields/service.js';
 import { submissionsDeps } from '../submissions/definitions.js';
+import { fileRefs } from '../submissions/values.js';
 import { countSubmissions, getSubmission, listSubmissions, openSubmissionFile } from '../submissions/query.js';
 import {
   CountQuery,
@@ -22,6 +23,7 @@ import {
 import { requestMetaOf } from '../../http/request-meta.js';
 import { createSubmission, deleteSubmission, updateSubmission } from '../submissions/write.js';
 import { contentDisposition } from '../uploads/routes.js';
+import { V2_PREFIX } from './paths.js';
 import { v2Route } from './route.js';
 import {
   bool,
@@ -39,7 +41,7 @@ import {
 } from './wire.js';
 
 /** v2's names of the list parameters of submissions and of partial submissions, with the v2025 names they stand for. */
-export const LIST_PARAMETERS: Record<string, [string, ((v: unknown) => unknown)?]> = {
+const LIST_PARAMETERS: Record<string, [string, ((v: unknown) => unknown)?]> = {
   page: ['pageNumber', int],
   page_number: ['pageNumber', int],
   per_page: ['pageSize', int],
@@ -59,12 +61,31 @@ interface Entry {
   displayValue?: string;
 }
 
-function v2Data(data: Entry[] | Record<string, Entry>): Record<string, unknown> {
+/** Where v2 answers send for the files of submissions: `{PUBLIC_URL}/api/v2/download`. */
+export const downloadsOf = (ctx: AppContext): string => `${ctx.config.publicUrl}${V2_PREFIX}/download`;
+
+/**
+ * A value as v2 writes it: a file or signature field's files as their v2 download URLs (one
+ * URL, as the original's file fields held one file; a list when there are several), any other
+ * value as stored.
+ */
+function v2Value(value: unknown, downloads: string, submissionId: number, fieldId: number): unknown {
+  const files = fileRefs(value);
+  if (!files || files.length === 0) return value;
+  const urls = files.map((_, index) => `${downloads}/${submissionId}/${fieldId}/${index}`);
+  return urls.length === 1 ? urls[0] : urls;
+}
+
+function v2Data(
+  data: Entry[] | Record<string, Entry>,
+  downloads: string,
+  submissionId: number,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const e of Array.isArray(data) ? data : Object.values(data)) {
     out[String(e.field)] = {
       field: str(e.field),
-      value: e.value,
+      value: v2Value(e.value, downloads, submissionId, e.field),
       ...(e.label !== undefined ? { label: e.label } : {}),
       ...(e.type !== undefined ? { type: e.type } : {}),
       ...(e.displayValue !== undefined ? { flat_value: e.displayValue } : {}),
@@ -80,8 +101,8 @@ type SubmissionLike = Omit<Submission | SubmissionListItem, 'latitude' | 'longit
   data?: unknown;
 };
 
-/** A submission as v2 writes it: data keyed by field id. */
-export function toV2Submission(s: SubmissionLike) {
+/** A submission as v2 writes it: data keyed by field id (downloads: downloadsOf, for its files). */
+export function toV2Submission(s: SubmissionLike, downloads: string) {
   const coord = (n: number | null | undefined) => (n === null || n === undefined ? null : String(n));
   return {
     id: str(s.id),
@@ -94,7 +115,7 @@ export function toV2Submission(s: SubmissionLike) {
     latitude: coord(s.latitude),
     longitude: coord(s.longitude),
     ...(s.prettyName !== undefined ? { pretty_field_id: s.prettyName } : {}),
-    ...(s.data !== undefined ? { data: v2Data(s.data as Entry[] | Record<string, Entry>) } : {}),
+    ...(s.data !== undefined ? { data: v2Data(s.data as Entry[] | Record<string, Entry>, downloads, s.id) } : {}),
   };
 }
 
@@ -134,6 +155,14 @@ function searchOf(params: Params): Params | undefined {
   return Object.keys(search).length > 0 ? search : undefined;
 }
 
+/** The v2025 query of a v2 list of submissions or of partial submissions, its search_field_n/search_value_n too. */
+export function listQueryOf(params: Params): SubmissionListQuery {
+  const input = pick(params, LIST_PARAMETERS);
+  const search = searchOf(params);
+  if (search) input.search = search;
+  return checked<SubmissionListQuery>(SubmissionListQuery, input, 'querystring');
+}
+
 const formParams = idParams('formId');
 const submissionParams = idParams('submissionId');
 const downloadParams = Type.Object({ submissionId: Id, fieldId: Id });
@@ -145,6 +174,8 @@ const downloadIndexParams = Type.Object({
 
 export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
   const deps = submissionsDeps(ctx);
+  const downloads = downloadsOf(ctx);
+  const toV2 = (s: SubmissionLike) => toV2Submission(s, downloads);
   return async (app) => {
     v2Route(app, {
       method: 'GET',
@@ -158,12 +189,9 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
       handler: async (req) => {
         const { formId } = req.params as { formId: number };
         const params = parametersOf(req);
-        const input = pick(params, LIST_PARAMETERS);
-        const search = searchOf(params);
-        if (search) input.search = search;
-        const q = checked<SubmissionListQuery>(SubmissionListQuery, input, 'querystring');
+        const q = listQueryOf(params);
         const page = await listSubmissions(deps, principal(req), { formId }, q, encryptionPassword(req, params));
-        return v2List('submissions', page.submissions.map(toV2Submission), page.total, page.pages);
+        return v2List('submissions', page.submissions.map(toV2), page.total, page.pages);
       },
     });
     v2Route(app, {
@@ -184,7 +212,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
         input.fields = await fieldValues(ctx, caller, formId, params);
         const body = checked<SubmissionCreate>(SubmissionCreate, input);
         const meta = requestMetaOf(req);
-        return toV2Submission(await createSubmission(deps, caller, { formId }, body, meta));
+        return toV2(await createSubmission(deps, caller, { formId }, body, meta));
       },
     });
     v2Route(app, {
@@ -198,7 +226,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
       handler: async (req) => {
         const { submissionId } = req.params as { submissionId: number };
         const password = encryptionPassword(req, parametersOf(req));
-        return toV2Submission(await getSubmission(deps, principal(req), { submissionId }, password));
+        return toV2(await getSubmission(deps, principal(req), { submissionId }, password));
       },
     });
     v2Route(app, {
@@ -219,7 +247,7 @@ export function v2SubmissionRoutes(ctx: AppContext): FastifyPluginAsync {
         const body = checked<SubmissionUpdate>(SubmissionUpdate, {
           fields: await fieldValues(ctx, caller, current.formId, params),
         });
-        return toV2Submission(await updateSubmission(deps, caller, { submissionId }, body, password));
+        return toV2(await updateSubmission(deps, caller, { submissionId }, body, password));
       },
     });
     v2Route(app, {

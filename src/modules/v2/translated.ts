@@ -11,7 +11,7 @@ import type { RouteAccess } from '../../http/access.js';
 import { principal } from '../../http/auth.js';
 import type { Caller } from '../permissions/caller.js';
 import { v2Route } from './route.js';
-import { checked, deleted, fromV2, parametersOf, v2Record } from './wire.js';
+import { checked, deleted, fromV2, parametersOf, v2Writer } from './wire.js';
 
 /** Page parameters of v2 lists, as the v2025 names. */
 const PAGING = { page: 'pageNumber', page_number: 'pageNumber', per_page: 'pageSize' };
@@ -30,11 +30,15 @@ export interface Translated {
   created?: boolean;
   /** Answers {"success": "1", "id": …} with this path parameter. */
   deletes?: string;
+  /** The v2025 operation's response schema: it says which members of the answer are times. */
+  reply?: TSchema;
   answer: string;
   call: (ctx: AppContext, caller: Caller, params: Record<string, number>, input: unknown) => Promise<unknown>;
 }
 
 export function v2Translated(app: FastifyInstance, ctx: AppContext, op: Translated): void {
+  if (op.reply === undefined && op.deletes === undefined) throw new Error(`${op.operationId}: no response schema`);
+  const write = op.reply === undefined ? undefined : v2Writer(op.reply, app.getSchemas());
   v2Route(app, {
     method: op.method,
     url: op.url,
@@ -53,7 +57,7 @@ export function v2Translated(app: FastifyInstance, ctx: AppContext, op: Translat
       else if (op.query) input = checked(op.query, fromV2(given, op.query, PAGING), 'querystring');
       const result = await op.call(ctx, principal(req), params, input);
       if (op.deletes) return deleted(params[op.deletes]!);
-      return v2Record(result);
+      return write!(result);
     },
   });
 }

@@ -1,17 +1,24 @@
 /** v2 webhooks: /form/{id}/webhook (list, create) and /webhook/{id}. */
+import type { TSchema } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
-import { WebhookCreate, WebhookUpdate } from '../webhooks/schemas.js';
+import { Webhook, WebhookCreate, WebhookCreated, WebhookUpdate } from '../webhooks/schemas.js';
 import * as service from '../webhooks/service.js';
 import { v2Route } from './route.js';
-import { checked, deleted, fromV2, parametersOf, v2List, v2Record } from './wire.js';
+import { checked, deleted, fromV2, parametersOf, v2List, v2Writer, type SchemaRefs } from './wire.js';
 
-/** A webhook as v2 writes it: snake_case, string ids, the form as `form`. Secrets are never shown but once, on creation. */
-export function toV2Webhook(w: object): Record<string, unknown> {
-  const { form_id: form, ...rest } = v2Record(w) as Record<string, unknown>;
-  return { ...rest, form };
+/**
+ * How v2 writes a webhook of the v2025 schema given: snake_case, string ids, times by the
+ * schema, the form as `form`. Secrets are never shown but once, on creation.
+ */
+function v2Webhook(schema: TSchema, refs: SchemaRefs) {
+  const write = v2Writer(schema, refs);
+  return (w: object): Record<string, unknown> => {
+    const { form_id: form, ...rest } = write(w) as Record<string, unknown>;
+    return { ...rest, form };
+  };
 }
 
 const formParams = idParams('formId');
@@ -19,6 +26,8 @@ const webhookParams = idParams('webhookId');
 
 export function v2WebhookRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
+    const toV2Webhook = v2Webhook(Webhook, app.getSchemas());
+    const toV2Created = v2Webhook(WebhookCreated, app.getSchemas());
     v2Route(app, {
       method: 'GET',
       url: '/form/:formId/webhook',
@@ -44,7 +53,7 @@ export function v2WebhookRoutes(ctx: AppContext): FastifyPluginAsync {
       answer: 'The webhook, with its signing_secret this once',
       handler: async (req) => {
         const input = checked<WebhookCreate>(WebhookCreate, fromV2(parametersOf(req), WebhookCreate));
-        return toV2Webhook(await service.createWebhook(ctx, principal(req), req.params as { formId: number }, input));
+        return toV2Created(await service.createWebhook(ctx, principal(req), req.params as { formId: number }, input));
       },
     });
     v2Route(app, {

@@ -10,7 +10,7 @@ import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import { MAX_NESTING } from '../../http/querystring.js';
 import { compileBodySchema, validationDetails } from '../../http/validation.js';
 import { passwordFrom } from '../encryption/keys.js';
-import { easternDateTime } from '../submissions/eastern-time.js';
+import { easternDateTime, easternToUtc, FIRST_YEAR, parseWallTime } from '../submissions/eastern-time.js';
 
 export type Params = Record<string, unknown>;
 
@@ -193,22 +193,81 @@ export function v2Time(iso: string | null | undefined): string | null {
   return Number.isNaN(ms) ? null : easternDateTime(ms);
 }
 
-const snake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+/**
+ * A v2 time (`YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DD`, Eastern Time, as v2 answers write them) as
+ * ISO, so that a time read from an answer can be sent back; undefined when it is not one. A
+ * date alone is its midnight; a wall time that the autumn change repeats, its first occurrence.
+ */
+export function isoOfV2Time(text: string): string | undefined {
+  const wall = parseWallTime(text.trim());
+  // Date.UTC reads the years 0 to 99 as 1900 to 1999: such a year is left for the schema to refuse.
+  if (wall === undefined || wall.year < FIRST_YEAR) return undefined;
+  return new Date(easternToUtc(wall, 'first')).toISOString();
+}
+
+export const snake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Shared schemas by $id (Fastify's getSchemas()), to follow the $refs of a v2025 response schema. */
+export type SchemaRefs = Record<string, unknown>;
+
+/** The member of an object schema's alternatives that describes the property named key. */
+function propertyOf(members: Schema[], key: string): unknown {
+  for (const m of members) {
+    const properties = m.properties as Schema | undefined;
+    if (properties && Object.hasOwn(properties, key)) return properties[key];
+  }
+  for (const m of members) {
+    if (typeof m.patternProperties === 'object' && m.patternProperties !== null)
+      return Object.values(m.patternProperties as Schema)[0];
+    if (typeof m.additionalProperties === 'object' && m.additionalProperties !== null) return m.additionalProperties;
+  }
+  return undefined;
+}
 
 /**
  * A v2025 record in v2's manner: snake_case names, ids (`id`, `*Id`, `form`, `field`,
- * `folder`, `parent`) as strings, times in Eastern Time. For the resources whose v2 shape is
- * no more than that (webhooks, emails, partial submissions, portals, smart lists).
+ * `folder`, `parent`) as strings, and in Eastern Time the members that its v2025 response
+ * schema says are times (format date-time), and only those: text a person wrote that looks
+ * like a time (an option's label, a subject) goes out as written, so a client that reads a
+ * record and writes it back does not change it. For the resources whose v2 shape is no more
+ * than that (webhooks, emails, portals, smart lists); v2Writer checks the schema's refs.
  */
-export function v2Record(value: unknown, key = ''): unknown {
-  if (Array.isArray(value)) return value.map((v) => v2Record(v, key));
-  if (typeof value === 'string' && ISO.test(value)) return v2Time(value);
+export function v2Record(value: unknown, schema: unknown, refs: SchemaRefs, key = ''): unknown {
+  const members = alternatives(schema, refs);
+  if (Array.isArray(value)) {
+    const items = members.find((m) => m.type === 'array')?.items;
+    return value.map((v) => v2Record(v, items, refs, key));
+  }
+  if (typeof value === 'string')
+    return members.some((m) => m.format === 'date-time') ? (v2Time(value) ?? value) : value;
   if (typeof value === 'number' && /^(id|form|field|folder|parent)$|(Id|Field)$/.test(key)) return String(value);
   if (typeof value !== 'object' || value === null) return value;
+  const objects = members.filter((m) => m.type === 'object');
   const out: Params = {};
-  for (const [k, v] of Object.entries(value as Params)) out[snake(k)] = v2Record(v, k);
+  for (const [k, v] of Object.entries(value as Params)) out[snake(k)] = v2Record(v, propertyOf(objects, k), refs, k);
   return out;
+}
+
+/** Every $ref a schema holds, through the schemas they name; an unknown one is thrown. */
+function checkRefs(schema: unknown, refs: SchemaRefs, seen: Set<unknown>): void {
+  if (typeof schema !== 'object' || schema === null || seen.has(schema)) return;
+  seen.add(schema);
+  const ref = (schema as Schema).$ref;
+  if (typeof ref === 'string') {
+    if (!Object.hasOwn(refs, ref)) throw new Error(`v2: the response schema refers to ${ref}, which is not shared`);
+    checkRefs(refs[ref], refs, seen);
+  }
+  for (const v of Object.values(schema)) checkRefs(v, refs, seen);
+}
+
+/**
+ * How v2 writes the answers of a v2025 response schema (v2Record). Checked once, when the
+ * route is declared: a $ref the shared schemas do not hold would send its times out in ISO,
+ * so the app refuses to start instead.
+ */
+export function v2Writer(schema: TSchema, refs: SchemaRefs): (value: unknown) => unknown {
+  checkRefs(schema, refs, new Set());
+  return (value) => v2Record(value, schema, refs);
 }
 
 /** The answer to a delete. */
@@ -225,12 +284,13 @@ const camel = (key: string): string => key.replace(/_([a-z0-9])/g, (_, c: string
 
 type Schema = Record<string, unknown>;
 
-/** A schema's alternatives: the members of its anyOf or oneOf (nested ones too), or itself. */
-function alternatives(schema: unknown): Schema[] {
-  if (typeof schema !== 'object' || schema === null) return [];
+/** A schema's alternatives: the members of its anyOf or oneOf (nested ones too, refs followed), or itself. */
+function alternatives(schema: unknown, refs: SchemaRefs = {}, depth = 0): Schema[] {
+  if (typeof schema !== 'object' || schema === null || depth > MAX_SCHEMA_DEPTH) return [];
   const s = schema as Schema;
+  if (typeof s.$ref === 'string') return alternatives(refs[s.$ref], refs, depth + 1);
   const union = [s.anyOf, s.oneOf].filter(Array.isArray).flat() as unknown[];
-  return union.length > 0 ? union.flatMap(alternatives) : [s];
+  return union.length > 0 ? union.flatMap((u) => alternatives(u, refs, depth + 1)) : [s];
 }
 
 function typesOf(members: Schema[]): Set<string> {
@@ -297,6 +357,11 @@ export function readAs(value: unknown, schema: unknown, renames: Record<string, 
     // An id that may be none (a folder's parent, a field's smart list): 0 or empty is none.
     const id = members.some((m) => m.type === 'integer' && typeof m.minimum === 'number' && m.minimum >= 1);
     return n === '' || (id && n === 0) ? null : n;
+  }
+  // A time as v2 answers write it (Eastern Time) may be sent back as it was read; ISO is taken too.
+  if (typeof v === 'string' && members.some((m) => m.format === 'date-time')) {
+    const iso = isoOfV2Time(v);
+    if (iso !== undefined) return iso;
   }
   if (types.has('null') && v === '') return null;
   return v;
