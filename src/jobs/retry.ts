@@ -15,6 +15,18 @@ export class RetryAt extends Error {
   }
 }
 
+/**
+ * Thrown by a handler whose attempt failed in a way that every later attempt would too (a
+ * template past its limits, an event of a form deleted since): the job is failed at once,
+ * with the message, whatever attempts it has left, rather than retried to the same end.
+ */
+export class FinalFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FinalFailure';
+  }
+}
+
 /** The delay after the attempt-th failure of a kind with a retry schedule: its entry (the last repeats), ±jitter. */
 export function scheduledDelay(attempt: number, schedule: RetrySchedule, random = Math.random()): number {
   const { delaysMs, jitter } = schedule;

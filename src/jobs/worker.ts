@@ -21,7 +21,7 @@ import {
   type RunEnding,
 } from './repository.js';
 import { holdRequestId, withRequestId } from '../request-context.js';
-import { RetryAt, scheduledDelay } from './retry.js';
+import { FinalFailure, RetryAt, scheduledDelay } from './retry.js';
 import type { JobTools } from './types.js';
 
 /** What the worker logs through: pino (Fastify's app.log in `serve`) fits. */
@@ -713,11 +713,14 @@ class JobWorker implements Worker {
       if (signal.aborted && signal.reason instanceof WorkerStopping) {
         end = { outcome: 'interrupted', error: signal.reason.message };
       } else {
-        const final = error instanceof PayloadRefused || job.attempts >= job.max_attempts;
+        const declared = error instanceof FinalFailure;
+        const final = declared || error instanceof PayloadRefused || job.attempts >= job.max_attempts;
         const retryAt = final ? null : this.nextAttemptAt(kind, job.attempts, error, endedAt());
         end = { outcome: 'failed', error: message, retryAt };
         const details = { worker: this.id, job: job.id, kind: job.kind, attempt: job.attempts, requestId, err: error };
-        if (retryAt === null) this.log.error(details, 'job failed for good');
+        // A handler that says its job cannot succeed has handled what happened; the others are news.
+        if (declared) this.log.warn(details, 'job failed for good, as its handler said');
+        else if (retryAt === null) this.log.error(details, 'job failed for good');
         else this.log.warn({ ...details, retryAt: new Date(retryAt).toISOString() }, 'job failed; it will be retried');
       }
     } finally {

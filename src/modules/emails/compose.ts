@@ -1,6 +1,7 @@
 import type { EmailToSend } from './repository.js';
 import type { PayloadEntry, SubmissionEmail } from './payload.js';
-import { escapeHtml, htmlToText, render } from './template.js';
+import { escapeHtml } from './template.js';
+import { renderThread } from './threaded-render.js';
 
 const ADDRESS = /^[^\s@<>",;]+@[^\s@<>",;.]+(\.[^\s@<>",;.]+)+$/;
 
@@ -59,7 +60,16 @@ export function mergeVariables(p: SubmissionEmail, formName: string, html: boole
   };
 }
 
-export async function composeEmail(email: EmailToSend, p: SubmissionEmail, formName: string): Promise<Composed> {
+/**
+ * The email to send for one submission: its addresses, and its templates rendered in the
+ * render thread; undefined when it has no address to go to (a confirmation whose submission
+ * holds none), which renders nothing.
+ */
+export async function composeEmail(
+  email: EmailToSend,
+  p: SubmissionEmail,
+  formName: string,
+): Promise<Composed | undefined> {
   const data = p.sealed ? [] : p.data;
   const to =
     email.kind === 'confirmation'
@@ -69,11 +79,14 @@ export async function composeEmail(email: EmailToSend, p: SubmissionEmail, formN
     (email.kind === 'notification' ? addressIn(data, email.reply_to_field_id) : undefined) ??
     email.reply_to ??
     undefined;
-  const textVars = mergeVariables(p, formName, false);
-  const subject = (await render(email.subject, textVars)).replace(/\s+/g, ' ').trim().slice(0, 998);
-  if (email.format === 'text') {
-    return { to, replyTo, subject, text: await render(email.message, textVars), html: undefined };
-  }
-  const html = await render(email.message, mergeVariables(p, formName, true));
-  return { to, replyTo, subject, text: htmlToText(html), html };
+  if (to.length === 0) return undefined;
+  const textVariables = mergeVariables(p, formName, false);
+  const rendered = await renderThread.render({
+    format: email.format,
+    subject: email.subject,
+    message: email.message,
+    textVariables,
+    htmlVariables: email.format === 'html' ? mergeVariables(p, formName, true) : textVariables,
+  });
+  return { to, replyTo, subject: rendered.subject!, text: rendered.text!, html: rendered.html };
 }

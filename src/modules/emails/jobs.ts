@@ -12,7 +12,7 @@ export const sendEmailJob = defineJob({
   // A send mostly waits on the SMTP server, through SMTP_CONNECTIONS connections (5 unless
   // set; at most this concurrency, config.ts).
   concurrency: 10,
-  handler: (ctx, job, tools) => sendSubmissionEmail(ctx, job.id, job.payload, tools.signal),
+  handler: (ctx, job, tools) => sendSubmissionEmail(ctx, job.id, job.payload, tools),
 });
 
 /**

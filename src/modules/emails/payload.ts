@@ -37,3 +37,11 @@ export type SubmissionEmail = Omit<SendEmailPayload, 'data'> & { data: PayloadEn
 export function unpackEmailPayload(stored: SendEmailPayload): SubmissionEmail {
   return { ...stored, data: stored.data.map(unpackEntry) };
 }
+
+/**
+ * The payload as an encrypted form's submission writes it: ids and no values. For a job
+ * written before its form was encrypted, which must not send or keep the values in the clear.
+ */
+export function sealedEmailPayload(stored: SendEmailPayload): SendEmailPayload {
+  return { ...stored, sealed: true, data: [] };
+}

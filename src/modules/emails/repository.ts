@@ -1,4 +1,4 @@
-import type { FormEmailRow, MailLogRow, NewFormEmailRow } from '../../db/schema.js';
+import type { FormEmailRow, FormRow, MailLogRow, NewFormEmailRow } from '../../db/schema.js';
 import { deleteInSlices, type Executor } from '../../db/transaction.js';
 import { prepared } from '../../db/hot-query.js';
 import type { EmailKind } from './schemas.js';
@@ -63,12 +63,20 @@ const SEND_COLUMNS = [
   'attach_files',
 ] as const;
 
-export type EmailToSend = Pick<FormEmailRow, (typeof SEND_COLUMNS)[number]> & { form_name: string | null };
+export type EmailToSend = Pick<FormEmailRow, (typeof SEND_COLUMNS)[number]> & {
+  form_name: string | null;
+  /** When the form was deleted (deleted forms send nothing), or null. */
+  form_deleted_at: number | null;
+  /** The form's encryption as it is now (a job may hold values from before it was encrypted). */
+  is_encrypted: number | null;
+  encryption_state: FormRow['encryption_state'];
+};
 
 /**
- * A form email as its job sends it, with its form's name (null if the form is gone), in one
- * statement that names its columns, so that it is prepared (hot-query.ts): once an email,
- * where a look-up of the email and one of the form's name were two round trips.
+ * A form email as its job sends it, with what it reads of its form (its name, whether it is
+ * deleted or encrypted now; null if the form is gone), in one statement that names its
+ * columns, so that it is prepared (hot-query.ts): once an email, where a look-up of the email
+ * and one of the form were two round trips.
  */
 export async function emailToSend(
   db: Executor,
@@ -82,7 +90,12 @@ export async function emailToSend(
       join.onRef('forms.id', '=', 'form_emails.form_id').onRef('forms.account_id', '=', 'form_emails.account_id'),
     )
     .select(SEND_COLUMNS.map((c) => `form_emails.${c}` as const))
-    .select('forms.name as form_name')
+    .select([
+      'forms.name as form_name',
+      'forms.deleted_at as form_deleted_at',
+      'forms.is_encrypted',
+      'forms.encryption_state',
+    ])
     .where('form_emails.id', '=', id)
     .where('form_emails.kind', '=', kind)
     .where('form_emails.account_id', '=', accountId);

@@ -18,6 +18,7 @@ import {
   NotificationUpdate,
 } from './schemas.js';
 import * as service from './service.js';
+import { renderThread } from './threaded-render.js';
 
 const formParams = idParams('formId');
 const confirmationParams = idParams('confirmationId');
@@ -28,6 +29,8 @@ const SENDING =
 
 export function emailRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // The process's render thread, if one was started, goes with the app (once its renders queued have run).
+    app.addHook('onClose', () => renderThread.close());
     // ---------------------------------------------------------------- confirmations
     const confirmations = ['Confirmation emails'];
 

@@ -14,7 +14,7 @@ const template = (what: string, max: number, min = 0) =>
   Type.String({
     minLength: min,
     maxLength: max,
-    description: `${what}: a Liquid template with the merge tags of docs/emails.md; one that does not parse is refused with 400 invalid_template`,
+    description: `${what}: a Liquid template with the merge tags of docs/emails.md; one that does not parse, or that runs past the limits of a render with no values, is refused with 400 invalid_template`,
   });
 
 // No `default` keywords: the validator would fill them into updates. The service applies defaults on create.

@@ -1,10 +1,13 @@
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../../context.js';
+import { FinalFailure } from '../../jobs/retry.js';
+import type { JobTools } from '../../jobs/types.js';
+import { sealsNewData } from '../encryption/keys.js';
 import { fileRefs, type FileRef } from '../submissions/values.js';
 import { composeEmail, type Composed } from './compose.js';
-import { unpackEmailPayload, type SendEmailPayload, type SubmissionEmail } from './payload.js';
+import { sealedEmailPayload, unpackEmailPayload, type SendEmailPayload, type SubmissionEmail } from './payload.js';
 import * as repo from './repository.js';
-import { escapeHtml } from './template.js';
+import { escapeHtml, TemplateLimitError } from './template.js';
 import { sendSmtp, smtpOf, type OutgoingMail } from './transport.js';
 
 interface Attachments {
@@ -62,22 +65,45 @@ function noteLeftFiles(mail: Composed, left: string[]): Composed {
   };
 }
 
+/** Why an email of a deleted form is not sent (the job's error). */
+const FORM_DELETED = 'not sent: the form was deleted';
+
 /**
  * Sends one email of one submission (the emails.send job): through SMTP_URL when it is set,
  * else into the mail log. Runs at least once: the log keeps one message per job, and SMTP
  * messages carry a Message-ID per job.
+ *
+ * Sends nothing for an email deleted since the submission (its owner no longer wants it: the
+ * job ends), nor for a form deleted since (its owner can no longer see or stop the email; a
+ * restored form's later submissions send as usual): that job fails for good, saying so. A job written before its form was encrypted
+ * carries the values in the clear: it sends what an encrypted form's email does, and its
+ * payload keeps no values from then on. A template stopped by a limit fails the job for good:
+ * the same template and values would be stopped on every attempt.
  */
 export async function sendSubmissionEmail(
   ctx: AppContext,
   jobId: number,
   stored: SendEmailPayload,
-  signal: AbortSignal,
+  tools: Pick<JobTools<SendEmailPayload>, 'signal' | 'atEnd' | 'replacePayload'>,
 ): Promise<void> {
-  const p = unpackEmailPayload(stored);
-  const email = await repo.emailToSend(ctx.db, p.accountId, p.kind, p.emailId);
+  const email = await repo.emailToSend(ctx.db, stored.accountId, stored.kind, stored.emailId);
   if (!email) return; // deleted since the submission: the owner no longer wants it sent
-  const composed = await composeEmail(email, p, email.form_name ?? '');
-  if (composed.to.length === 0) return;
+  if (email.form_deleted_at !== null) throw new FinalFailure(FORM_DELETED);
+  let p: SubmissionEmail;
+  if (!stored.sealed && sealsNewData(email)) {
+    const sealed = sealedEmailPayload(stored);
+    tools.atEnd((trx) => tools.replacePayload(sealed, trx));
+    p = unpackEmailPayload(sealed);
+  } else p = unpackEmailPayload(stored);
+  let composed: Composed | undefined;
+  try {
+    composed = await composeEmail(email, p, email.form_name ?? '');
+  } catch (error) {
+    if (error instanceof TemplateLimitError)
+      throw new FinalFailure(`the ${error.part ?? 'templates'} could not be rendered: ${error.message}`);
+    throw error;
+  }
+  if (!composed) return;
   const { config } = ctx;
   const smtp = smtpOf(config);
   const attachments: Attachments =
@@ -95,7 +121,7 @@ export async function sendSubmissionEmail(
     messageId: `<formwork-email-${jobId}@${config.mailFrom.address.split('@')[1]}>`,
   };
   if (smtp) {
-    await sendSmtp(smtp, outgoing, signal);
+    await sendSmtp(smtp, outgoing, tools.signal);
     return;
   }
   await repo.insertMail(ctx.db, {

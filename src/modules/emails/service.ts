@@ -19,7 +19,9 @@ import {
   type MailMessage,
   type Notification,
 } from './schemas.js';
-import { templateProblems } from './template.js';
+import { mergeVariables } from './compose.js';
+import { TemplateLimitError, templateProblem, templateProblems } from './template.js';
+import { renderThread } from './threaded-render.js';
 
 const NOT_FOUND = { confirmation: 'confirmation_not_found', notification: 'notification_not_found' } as const;
 
@@ -74,7 +76,7 @@ async function requireEmail(db: Executor, accountId: number, kind: EmailKind, id
  * logic check or a template that does not parse is a 400 naming each. Only what is sent is
  * checked: an email whose recipient field was deleted since can still be renamed.
  */
-function check(merged: EmailInput, fields: FieldRow[]): void {
+function check(merged: EmailInput, fields: FieldRow[], tooCostly: ErrorDetail[]): void {
   const byId = new Map(fields.map((f) => [f.id, f]));
   const problems: ErrorDetail[] = [];
   for (const property of ['recipientField', 'replyToField'] as const) {
@@ -96,11 +98,58 @@ function check(merged: EmailInput, fields: FieldRow[]): void {
     const first = problems[0]!;
     throw new BadRequestError('invalid_email', `${first.property}: ${first.message}`, { details: problems });
   }
-  const broken = templateProblems({ 'body.subject': merged.subject, 'body.message': merged.message });
+  const broken = [
+    ...templateProblems({ 'body.subject': merged.subject, 'body.message': merged.message }),
+    ...tooCostly,
+  ];
   if (broken.length > 0) {
     const first = broken[0]!;
     throw new BadRequestError('invalid_template', `${first.property}: ${first.message}`, { details: broken });
   }
+}
+
+/**
+ * The templates sent, rendered once with a submission of no values, in the render thread and
+ * before the write's transaction: one that runs past a render's limits even so (a loop over
+ * ranges written into it, `{% for i in (1..3000) %}{% for j in (1..3000) %}`) would fail every
+ * email it is sent for, so it is refused when it is saved. What depends on the values (a range
+ * up to a field's value) can only be stopped when it is sent, where it fails for good.
+ */
+async function costProblems(formId: number, input: EmailInput, format: 'html' | 'text'): Promise<ErrorDetail[]> {
+  const submission = {
+    accountId: 0,
+    formId,
+    emailId: 0,
+    kind: 'notification' as const,
+    submissionId: 0,
+    timestamp: '',
+    sealed: false,
+    data: [],
+  };
+  const problems: ErrorDetail[] = [];
+  for (const part of ['subject', 'message'] as const) {
+    const source = input[part];
+    // One that does not parse is refused for that (check).
+    if (source === undefined || templateProblem(source) !== undefined) continue;
+    try {
+      await renderThread.render({
+        format,
+        subject: part === 'subject' ? source : undefined,
+        message: part === 'message' ? source : undefined,
+        textVariables: mergeVariables(submission, '', false),
+        htmlVariables: mergeVariables(submission, '', true),
+      });
+    } catch (error) {
+      // Other failures are left to sending: values may make the template work (a division by a
+      // field's value), and a thread that failed is no fault of the template.
+      if (error instanceof TemplateLimitError)
+        problems.push({
+          property: `body.${part}`,
+          message: `runs past the limits of a render even with no values (${error.message}), so it could send no email`,
+        });
+    }
+  }
+  return problems;
 }
 
 function columns(input: EmailInput): Partial<repo.EmailColumns> {
@@ -147,11 +196,12 @@ export async function createEmail<K extends EmailKind>(
   input: EmailInput & { subject: string; message: string },
 ): Promise<EmailRecord<K>> {
   const { accountId } = scope;
+  const tooCostly = await costProblems(formId, input, input.format ?? 'html');
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, scope, { formId });
     if ((await repo.countEmails(trx, accountId, formId, kind)) >= MAX_EMAILS_PER_FORM)
       throw new BadRequestError('too_many_emails', `A form holds at most ${MAX_EMAILS_PER_FORM} ${kind} emails`);
-    check(input, await listFields(trx, accountId, formId));
+    check(input, await listFields(trx, accountId, formId), tooCostly);
     const now = ctx.clock.now();
     const row = await repo.insertEmail(trx, {
       account_id: accountId,
@@ -184,9 +234,16 @@ export async function updateEmail<K extends EmailKind>(
   id: number,
   input: EmailInput,
 ): Promise<EmailRecord<K>> {
+  let tooCostly: ErrorDetail[] = [];
+  if (input.subject !== undefined || input.message !== undefined) {
+    // Read again in the transaction, which answers for the email's access: this read only
+    // tells the render which format it is for.
+    const before = await repo.findEmail(ctx.db, accountId, kind, id);
+    if (before) tooCostly = await costProblems(before.form_id, input, input.format ?? before.format);
+  }
   return transact(ctx.db, async (trx) => {
     const current = await requireEmail(trx, accountId, kind, id);
-    check(input, await listFields(trx, accountId, current.form_id));
+    check(input, await listFields(trx, accountId, current.form_id), tooCostly);
     const row = await repo.updateEmail(trx, accountId, id, { ...columns(input), updated_at: ctx.clock.now() });
     if (!row) throw new NotFoundError(NOT_FOUND[kind]);
     await reviseForm(trx, accountId, current.form_id);

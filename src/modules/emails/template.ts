@@ -1,20 +1,54 @@
-import { Liquid, Tag, type Template, type TagToken, type TopLevelToken } from 'liquidjs';
+import { AssertionError, Liquid, Tag, type Template, type TagToken, type TopLevelToken } from 'liquidjs';
 import type { ErrorDetail } from '../../errors.js';
+
+/**
+ * How long one render of a subject or a message may run, in the render thread
+ * (threaded-render.ts), before LiquidJS stops it. An email's templates render in well under a
+ * millisecond (a subject and an HTML message with all_fields of a 100-field submission, 0.24 ms
+ * on a 2-core machine): a quarter of a second fails only a template made to loop, and keeps one
+ * from holding the thread, which renders every email of the process in turn, for long.
+ */
+export const RENDER_LIMIT_MS = 250;
 
 /**
  * Emails' subjects and messages are Liquid templates (LiquidJS: no code runs, only its own
  * tags and filters). Templates come from form editors and values from anyone who submits, so:
  * includes and layouts are refused (they would read files), unknown filters are refused when
- * the template is saved, and a render has limits of time and memory.
+ * the template is saved, and a render has limits of time and memory (and runs in a thread of
+ * its own, with a harder limit of time and a heap of its own: threaded-render.ts).
  */
 const liquid = new Liquid({
   strictFilters: true,
   ownPropertyOnly: true,
   templates: {},
   parseLimit: 200_000,
-  renderLimit: 2_000,
+  renderLimit: RENDER_LIMIT_MS,
   memoryLimit: 20_000_000,
 });
+
+/**
+ * A render stopped by one of its limits (time, memory, length, the thread's own): the same
+ * template and values would be stopped again, so its email fails for good rather than being
+ * retried (send.ts). `part` is the template that was being rendered.
+ */
+export class TemplateLimitError extends Error {
+  constructor(
+    message: string,
+    readonly part: TemplatePart | undefined,
+  ) {
+    super(message);
+    this.name = 'TemplateLimitError';
+  }
+}
+
+export type TemplatePart = 'subject' | 'message';
+
+/** Whether LiquidJS stopped a render at one of its limits (its Limiter's assertion, however wrapped). */
+function isLiquidLimit(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = (e as { originalError?: unknown }).originalError)
+    if (e instanceof AssertionError && / limit exceeded$/.test(e.message)) return true;
+  return false;
+}
 
 for (const name of ['include', 'render', 'layout']) {
   liquid.registerTag(
@@ -73,11 +107,56 @@ function compile(source: string): Template[] {
  */
 export const MAX_RENDERED_CHARS = 20_000_000;
 
-export async function render(source: string, variables: Record<string, unknown>): Promise<string> {
-  const out = String(await liquid.render(compile(source), variables));
+/** One template rendered within the limits; a limit that stops it is a TemplateLimitError naming `part`. */
+export async function render(
+  source: string,
+  variables: Record<string, unknown>,
+  part: TemplatePart = 'message',
+): Promise<string> {
+  let out: string;
+  try {
+    out = String(await liquid.render(compile(source), variables));
+  } catch (error) {
+    if (isLiquidLimit(error)) throw new TemplateLimitError((error as Error).message, part);
+    throw error;
+  }
   if (out.length > MAX_RENDERED_CHARS)
-    throw new Error(`the rendered template is longer than ${MAX_RENDERED_CHARS} characters`);
+    throw new TemplateLimitError(`the rendered template is longer than ${MAX_RENDERED_CHARS} characters`, part);
   return out;
+}
+
+/** What an email's rendering takes: its templates (either may be left out) and the merge tags' values. */
+export interface EmailTemplates {
+  format: 'html' | 'text';
+  subject: string | undefined;
+  message: string | undefined;
+  /** The merge tags with values as they are (the subject, and text messages). */
+  textVariables: Record<string, unknown>;
+  /** The merge tags with values HTML-escaped (HTML messages). */
+  htmlVariables: Record<string, unknown>;
+}
+
+export interface RenderedEmail {
+  subject: string | undefined;
+  text: string | undefined;
+  html: string | undefined;
+}
+
+/**
+ * The subject (as text, on one line, within SMTP's 998 characters) and the message (for an
+ * HTML message, its text part too), from their templates: what the render thread does for
+ * each email (render-thread.ts).
+ */
+export async function renderEmail(t: EmailTemplates): Promise<RenderedEmail> {
+  const subject =
+    t.subject === undefined
+      ? undefined
+      : (await render(t.subject, t.textVariables, 'subject')).replace(/\s+/g, ' ').trim().slice(0, 998);
+  if (t.message === undefined) return { subject, text: undefined, html: undefined };
+  if (t.format === 'text')
+    return { subject, text: await render(t.message, t.textVariables, 'message'), html: undefined };
+  const html = await render(t.message, t.htmlVariables, 'message');
+  return { subject, text: htmlToText(html), html };
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };

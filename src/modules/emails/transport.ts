@@ -70,6 +70,13 @@ interface SocketOptions {
  * (99 messages a second through the pool's 5 connections to a local sink, 155 without it;
  * docs/performance.md). nodemailer greets, authenticates and upgrades to TLS (implicit or
  * STARTTLS) on the socket given, as on its own; host and port default as nodemailer's do.
+ *
+ * The socket is handed over at once, still connecting, as nodemailer's own are: a connect that
+ * fails is then an error of the connection, which ends the pool's resource for it. Reported
+ * through this callback instead, the error reached the message but not the pool
+ * (PoolResource.connect passes it to the message and emits nothing), so the resource stayed
+ * in the pool, taken, for good: after SMTP_CONNECTIONS failed connects (a short outage) the
+ * pool could open no connection, and every later message waited out SMTP_TIMEOUT_MS.
  */
 function openSocket(
   sockets: Set<Socket>,
@@ -79,30 +86,19 @@ function openSocket(
   const port = Number(options.port) || (options.secure ? 465 : 587);
   const socket = connect({ host: options.host || 'localhost', port, noDelay: true });
   sockets.add(socket);
-  let settled = false;
+  // nodemailer's connection timeout ends once it has the socket (it takes it as open): the
+  // connect itself is bounded here, its failure an error of the socket like any other.
   const timer = setTimeout(
     () => socket.destroy(new Error('Connection timeout')),
     options.connectionTimeout ?? CONNECTION_TIMEOUT_MS,
   );
-  const failed = (error: Error) => {
-    if (settled) return;
-    settled = true;
-    clearTimeout(timer);
-    callback(error);
-  };
-  socket.once('error', failed);
+  socket.once('connect', () => clearTimeout(timer));
   socket.once('close', () => {
-    sockets.delete(socket);
-    // Destroyed without an error (its pool cut) before it connected: no 'error' comes.
-    failed(new Error('Connection closed before it was open'));
-  });
-  socket.once('connect', () => {
-    settled = true;
     clearTimeout(timer);
-    socket.removeListener('error', failed);
-    socket.setKeepAlive(true);
-    callback(null, { connection: socket });
+    sockets.delete(socket);
   });
+  socket.setKeepAlive(true);
+  callback(null, { connection: socket });
 }
 
 function poolFor(smtp: SmtpSettings): Pool {

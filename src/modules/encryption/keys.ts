@@ -72,6 +72,18 @@ export function sealingKeyOf(form: Pick<FormRow, 'encryption_key' | 'encryption_
   return form.encryption_state === 'decrypting' ? undefined : publicKeyOf(form);
 }
 
+/**
+ * Whether the form's new data is sealed now (sealingKeyOf, without reading the key): what its
+ * events carry, ids without values. Background work that holds values taken before the form
+ * was encrypted (a delivery or an email queued then) acts as if it held none.
+ */
+export function sealsNewData(form: {
+  is_encrypted: number | null;
+  encryption_state: FormRow['encryption_state'];
+}): boolean {
+  return form.is_encrypted === 1 && form.encryption_state !== 'decrypting';
+}
+
 /** Binds a sealed file to its upload, so that objects swapped between uploads do not open. */
 export function fileAad(fileKey: string): string {
   return `formwork file ${fileKey}`;

@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { AppContext } from '../../context.js';
 import type { RetrySchedule } from '../../jobs/kind.js';
-import { RetryAt, scheduledDelay } from '../../jobs/retry.js';
+import { FinalFailure, RetryAt, scheduledDelay } from '../../jobs/retry.js';
 import type { JobInfo, JobTools } from '../../jobs/types.js';
-import { fsSignature, renderBody, standardSignature, type DeliveryPayload } from './payload.js';
+import { sealsNewData } from '../encryption/keys.js';
+import { fsSignature, renderBody, sealedEvent, standardSignature, type DeliveryPayload } from './payload.js';
 import { reviseForm } from '../forms/repository.js';
 import * as repo from './repository.js';
 import { openSecret } from './secrets.js';
@@ -57,18 +58,49 @@ function statusProblem(status: number): string {
   return `HTTP ${status}`;
 }
 
+/** Why an event of a deleted form is not sent (its log row, the job's error). */
+const FORM_DELETED = 'not sent: the form was deleted';
+
 /**
  * One attempt to deliver one event: the job handler of webhooks.deliver. It logs the attempt
  * (one row of the webhook's delivery log), and then: done on a 2xx; on a 410, disables the
  * webhook and stops; otherwise fails, to be tried again on the schedule (or at the receiver's
  * Retry-After on 429 and 503), and on the last attempt marks the webhook failing with why.
- * A webhook deleted or disabled meanwhile is not delivered to. Runs at least once: after a
- * crash between sending and logging, the event is sent again with the same webhook-id.
+ * A webhook deleted or disabled meanwhile is not delivered to. Nor is a form deleted since the
+ * event, whose owner can no longer see or stop its webhooks: that attempt is logged as not
+ * sent, and the job fails for good (a restored form's later events go as usual; this one can
+ * be redelivered from the log). An event made before its form was encrypted goes as an
+ * encrypted form's event does, without values, and its job keeps none from then on. Runs at
+ * least once: after a crash between sending and logging, the event is sent again with the
+ * same webhook-id.
  */
 export async function deliver(ctx: AppContext, job: JobInfo<DeliveryPayload>, tools: JobTools): Promise<void> {
-  const { webhookId, messageId, event } = job.payload;
+  const { webhookId, messageId } = job.payload;
+  let { event } = job.payload;
   const webhook = await repo.webhookToDeliver(ctx.db, webhookId);
   if (!webhook || webhook.state === 'disabled') return;
+  if (webhook.form_deleted_at !== null) {
+    const row = {
+      webhook_id: webhookId,
+      job_id: job.id,
+      message_id: messageId,
+      event: event.type,
+      attempt: job.attempt,
+      attempted_at: ctx.clock.now(),
+      duration_ms: 0,
+      response_status: null,
+      outcome: 'failed' as const,
+      error: FORM_DELETED,
+      next_attempt_at: null,
+    };
+    tools.atEnd((trx) => repo.insertDelivery(trx, row));
+    throw new FinalFailure(FORM_DELETED);
+  }
+  if (!event.sealed && sealsNewData(webhook)) {
+    event = sealedEvent(event);
+    const sealed: DeliveryPayload = { ...job.payload, event };
+    tools.atEnd((trx) => tools.replacePayload(sealed, trx));
+  }
 
   const attemptedAt = ctx.clock.now();
   const started = performance.now();

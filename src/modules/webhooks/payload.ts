@@ -30,6 +30,22 @@ export const DeliveryPayload = Type.Object({
 export type DeliveryPayload = Static<typeof DeliveryPayload>;
 export type DeliveryEvent = DeliveryPayload['event'];
 
+/**
+ * The event as an encrypted form's change writes it: its record without values or pretty name
+ * (webhookDeliveriesFor and the submission writes). For an event made before its form was
+ * encrypted, which must not be sent or kept with the values in the clear.
+ */
+export function sealedEvent(event: DeliveryEvent): DeliveryEvent {
+  const withoutValues = (record: unknown) =>
+    record === null || typeof record !== 'object' ? record : { ...record, prettyName: null, data: [] };
+  return {
+    ...event,
+    sealed: true,
+    submission: withoutValues(event.submission),
+    ...(event.partial !== undefined && { partial: withoutValues(event.partial) }),
+  };
+}
+
 export interface BodySettings {
   contentType: 'json' | 'urlencoded';
   includeFieldType: boolean;

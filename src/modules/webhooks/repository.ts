@@ -1,5 +1,11 @@
 import type { Insertable, Updateable } from 'kysely';
-import type { WebhookDeliveriesTable, WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
+import type {
+  FormRow,
+  WebhookDeliveriesTable,
+  WebhookDeliveryRow,
+  WebhookRow,
+  WebhooksTable,
+} from '../../db/schema.js';
 import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 import { prepared } from '../../db/hot-query.js';
 import type { WebhookEvent } from './schemas.js';
@@ -33,15 +39,37 @@ const DELIVERY_COLUMNS = [
   'state',
 ] as const;
 
-export type WebhookToDeliver = Pick<WebhookRow, (typeof DELIVERY_COLUMNS)[number]>;
+export type WebhookToDeliver = Pick<WebhookRow, (typeof DELIVERY_COLUMNS)[number]> &
+  Pick<FormRow, 'is_encrypted' | 'encryption_state'> & {
+    /** When its form was deleted (a deleted form's events are not sent), or null. */
+    form_deleted_at: number | null;
+  };
 
 /**
- * A webhook as a delivery reads it, for the worker, which acts for no account. Once a
- * delivery: its columns named, so that it is prepared (hot-query.ts).
+ * A webhook as a delivery reads it, with what the delivery reads of its form (deleted or
+ * encrypted since the event), for the worker, which acts for no account. Once a delivery: its
+ * columns named, so that it is prepared (hot-query.ts).
  */
 export async function webhookToDeliver(db: Executor, webhookId: number): Promise<WebhookToDeliver | undefined> {
-  const query = db.selectFrom('webhooks').select(DELIVERY_COLUMNS).where('id', '=', webhookId);
+  const query = db
+    .selectFrom('webhooks')
+    .innerJoin('forms', 'forms.id', 'webhooks.form_id')
+    .select(DELIVERY_COLUMNS.map((c) => `webhooks.${c}` as const))
+    .select(['forms.deleted_at as form_deleted_at', 'forms.is_encrypted', 'forms.encryption_state'])
+    .where('webhooks.id', '=', webhookId);
   return (await db.executeQuery(prepared(query))).rows[0];
+}
+
+/** A form's encryption as it is now: whether a redelivery of its events may carry values (sealsNewData). */
+export async function formEncryption(
+  db: Executor,
+  formId: number,
+): Promise<Pick<FormRow, 'is_encrypted' | 'encryption_state'> | undefined> {
+  return db
+    .selectFrom('forms')
+    .select(['is_encrypted', 'encryption_state'])
+    .where('id', '=', formId)
+    .executeTakeFirst();
 }
 
 export async function listWebhooks(db: Executor, accountId: number, formId: number): Promise<WebhookRow[]> {

@@ -8,7 +8,9 @@ import { enqueue } from '../../jobs/outbox.js';
 import { reviseForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import type { AccountScope, FormRef, WebhookRef } from '../permissions/caller.js';
+import { sealsNewData } from '../encryption/keys.js';
 import { deliverWebhookJob } from './jobs.js';
+import { sealedEvent } from './payload.js';
 import * as repo from './repository.js';
 import type {
   DeliveryListQuery,
@@ -222,7 +224,11 @@ export async function redeliver(
     if (webhook.state === 'disabled') throw new ConflictError('webhook_disabled');
     const checked = deliverWebhookJob.check(JSON.parse(stored));
     if (!checked.ok) throw new NotFoundError('webhook_delivery_not_found');
-    const payload = checked.payload;
+    let payload = checked.payload;
+    // An event kept from before its form was encrypted goes again as an encrypted form's does.
+    const form = await repo.formEncryption(trx, webhook.form_id);
+    if (!payload.event.sealed && form && sealsNewData(form))
+      payload = { ...payload, event: sealedEvent(payload.event) };
     await enqueue(trx, deliverWebhookJob, payload);
     return { webhookId, messageId: payload.messageId, event: payload.event.type, queued: true as const };
   });
