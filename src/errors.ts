@@ -58,6 +58,7 @@ export const ERRORS = {
     note: '`details` names it and says where it fails to parse',
   },
   too_many_emails: { status: 400, message: 'The form holds the most confirmation or notification emails it may' },
+  too_many_webhooks: { status: 400, message: 'The form holds the most webhooks it may' },
   invalid_integration: {
     status: 400,
     message: 'The document-merge integration is invalid',

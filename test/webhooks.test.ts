@@ -196,6 +196,23 @@ describe(`webhooks (${dialectName})`, () => {
       assert.equal((await a.put(`/webhook/${plain.id}`, {})).status, 400, 'an empty update');
     });
 
+    it('holds at most 20 webhooks a form, counted at once as they are made', async () => {
+      const form = await makeForm(a);
+      const made = await Promise.all(
+        Array.from({ length: 21 }, (_, i) => a.post(`/form/${form.id}/webhook`, { url: `https://example.com/${i}` })),
+      );
+      assert.deepEqual(
+        made.map((r) => r.status).sort(),
+        [...Array.from({ length: 20 }, () => 200), 400],
+        made.map((r) => r.body.code ?? r.status).join(' '),
+      );
+      const refused = made.find((r) => r.status === 400)!;
+      assert.equal(refused.body.code, 'too_many_webhooks');
+      assert.equal((await a.get(`/form/${form.id}/webhook`)).body.webhooks.length, 20);
+      const other = await makeForm(a);
+      assert.equal((await a.post(`/form/${other.id}/webhook`, { url: 'https://example.com/o' })).status, 200);
+    });
+
     it('acts on webhooks and emails added, changed or removed after the form took submissions', async () => {
       // Submission writes keep a form's webhooks and emails with its cached definition: each
       // change to them must move the form's revision, or the next submission would miss it.

@@ -82,6 +82,16 @@ export async function listWebhooks(db: Executor, accountId: number, formId: numb
     .execute();
 }
 
+export async function countWebhooks(db: Executor, accountId: number, formId: number): Promise<number> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('form_id', '=', formId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** The events a webhook's row asks for (stored as a JSON list, written by the service). */
 export const eventsOf = (row: Pick<WebhookRow, 'events'>): WebhookEvent[] => JSON.parse(row.events) as WebhookEvent[];
 

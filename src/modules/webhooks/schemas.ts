@@ -2,6 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Id, PageNumber, PageSize, StringEnum, Timestamp, listBody } from '../../http/schemas.js';
 
 /** The events a webhook may ask for: a submission's changes, and a partial submission saved on the hosted page. */
+/** Webhooks a form may hold (as emails, MAX_EMAILS_PER_FORM of each kind). */
+export const MAX_WEBHOOKS_PER_FORM = 20;
+
 export const WEBHOOK_EVENTS = [
   'submission.created',
   'submission.updated',

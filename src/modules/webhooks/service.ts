@@ -2,7 +2,7 @@ import type { Updateable } from 'kysely';
 import type { AppContext } from '../../context.js';
 import type { WebhookDeliveryRow, WebhookRow, WebhooksTable } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { ConflictError, invalid, NotFoundError } from '../../errors.js';
+import { BadRequestError, ConflictError, invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { reviseForm } from '../forms/repository.js';
@@ -21,6 +21,7 @@ import type {
   WebhookEvent,
   WebhookUpdate,
 } from './schemas.js';
+import { MAX_WEBHOOKS_PER_FORM } from './schemas.js';
 import { newSigningSecret, sealSecret } from './secrets.js';
 
 export function toWebhook(row: WebhookRow): Webhook {
@@ -103,6 +104,10 @@ export async function createWebhook(
   const signingSecret = newSigningSecret();
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, scope, { formId });
+    // Each webhook is a job, a copy of the submission and up to eight requests a submission:
+    // a public form's every submission fans out to all of them.
+    if ((await repo.countWebhooks(trx, accountId, formId)) >= MAX_WEBHOOKS_PER_FORM)
+      throw new BadRequestError('too_many_webhooks', `A form holds at most ${MAX_WEBHOOKS_PER_FORM} webhooks`);
     const now = ctx.clock.now();
     const row = await repo.insertWebhook(trx, {
       account_id: accountId,
