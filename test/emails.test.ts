@@ -195,6 +195,10 @@ describe(`confirmation and notification records (${dialectName})`, () => {
       expectStatus(await post({ ...base, format: 'pdf' }), 400, 'format', 'validation_failed');
       expectStatus(await post({ ...base, id: 5 }), 400, 'read-only id', 'validation_failed');
       expectStatus(await post({ ...base, replyTo: 'not an address' }), 400, 'replyTo', 'validation_failed');
+      for (const senderName of ['Evil\r\nBcc: v@example.com', 'Tab\there', 'Next\u0085line', 'Line\u2028sep']) {
+        const refused = expectStatus(await post({ ...base, senderName }), 400, 'senderName', 'validation_failed');
+        assert.equal(refused.details[0].property, 'body.senderName');
+      }
       const { subject: _s, ...noSubject } = base;
       expectStatus(await post(noSubject), 400, 'no subject', 'validation_failed');
       const badLogic = { action: 'show', conditional: 'any', checks: [{ field: 999_999, condition: 'empty' }] };

@@ -158,6 +158,15 @@ describe('email', () => {
       'a b@example.com',
       '@example.com',
       'ana@@example.com',
+      // What a mail header reads as a group, a comment, quoting or a list, not as one address.
+      'x@y.com:c',
+      'a(comment)@b.com',
+      '"x7"@example.org',
+      'a,b@example.com',
+      'a;b@example.com',
+      '<a@example.com>',
+      'a[1]@example.com',
+      'a\\b@example.com',
     ])
       refuses(f, raw, 'must be an email address');
     refuses(f, `${'a'.repeat(250)}@example.com`, 'must be at most 254 characters');

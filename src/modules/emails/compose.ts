@@ -1,9 +1,8 @@
 import type { EmailToSend } from './repository.js';
 import type { PayloadEntry, SubmissionEmail } from './payload.js';
+import { EMAIL } from '../submissions/values.js';
 import { escapeHtml } from './template.js';
 import { renderThread } from './threaded-render.js';
-
-const ADDRESS = /^[^\s@<>",;]+@[^\s@<>",;.]+(\.[^\s@<>",;.]+)+$/;
 
 export const SEALED_NOTE =
   'This form is encrypted, so its emails carry no values. Read the submission in Formwork with the form’s password.';
@@ -19,7 +18,7 @@ export interface Composed {
 function addressIn(data: readonly PayloadEntry[], fieldId: number | null): string | undefined {
   if (fieldId === null) return undefined;
   const value = data.find((e) => e.field === fieldId)?.value;
-  return typeof value === 'string' && ADDRESS.test(value.trim()) ? value.trim() : undefined;
+  return typeof value === 'string' && EMAIL.test(value.trim()) ? value.trim() : undefined;
 }
 
 /** Where a confirmation goes: the address in its email field, if the submission holds one. */

@@ -22,7 +22,11 @@ const common = {
   name: Type.String({ minLength: 1, maxLength: 200, description: 'To recognise the email in the list' }),
   senderName: Type.String({
     maxLength: 200,
-    description: "The From name; the address is the service's MAIL_FROM. Empty takes MAIL_FROM's name",
+    // A header's display name: a line break or another control in it is never meant (nodemailer
+    // would encode it, not end the header, but the name would show broken).
+    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$',
+    description:
+      "The From name; the address is the service's MAIL_FROM. Empty takes MAIL_FROM's name. No control characters or line separators",
   }),
   replyTo: Type.Union([address, Type.Null()], { description: 'Reply-To address; null for none' }),
   subject: template('Subject line', 1000, 1),

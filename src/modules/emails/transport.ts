@@ -188,8 +188,9 @@ export async function sendSmtp(smtp: SmtpSettings, mail: OutgoingMail, signal: A
     pool = poolFor(smtp);
     const sent = pool.transport.sendMail({
       from: mail.from,
-      to: mail.to,
-      replyTo: mail.replyTo,
+      // As objects: a string is parsed again as an address list, its comments and groups read.
+      to: mail.to.map((address) => ({ name: '', address })),
+      replyTo: mail.replyTo === undefined ? undefined : { name: '', address: mail.replyTo },
       subject: mail.subject,
       text: mail.text,
       html: mail.html,

@@ -48,7 +48,14 @@ export interface FieldForValues extends Pick<
 export class ValueError extends Error {}
 
 const MAX_TEXT = 100_000;
-export const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+/**
+ * An address as a mail header and an SMTP envelope take it bare: a local part and a domain of
+ * no spaces and none of the characters that make a header's address list (comments, groups,
+ * quoting, lists). "x@y.com:c" read as a header is an empty group, "a(b)@c.com" an address with
+ * a display name the sender chose; such an address, taken here, then failed or changed at the
+ * email that used it.
+ */
+export const EMAIL = /^[^\s@()<>[\]:;,"\\]+@[^\s@.()<>[\]:;,"\\]+(\.[^\s@.()<>[\]:;,"\\]+)+$/;
 
 function record(raw: unknown): Record<string, unknown> | undefined {
   return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
