@@ -256,7 +256,12 @@ describe(`confirmation and notification records (${dialectName})`, () => {
       'confirmation',
     );
     expectStatus(
-      await a.post(`/forms/${from.id}/notifications`, { ...minimal('notification'), replyToField: from.ids.Email }),
+      await a.post(`/forms/${from.id}/notifications`, {
+        ...minimal('notification'),
+        subject: `New from {{ field_${from.ids.Email} }}`,
+        message: `field_${from.ids.Email} is {{ fields["${from.ids.Email}"] }}, {{ fields['Email'] }}`,
+        replyToField: from.ids.Email,
+      }),
       201,
       'notification',
     );
@@ -277,6 +282,9 @@ describe(`confirmation and notification records (${dialectName})`, () => {
     assert.deepEqual(confirmation.logic.checks, [{ field: to.Topic, condition: 'empty' }]);
     const [notification] = expectStatus(await a.get(`/forms/${copy.id}/notifications`), 200, 'list').notifications;
     assert.equal(notification.replyToField, to.Email);
+    // Merge tags by id name the copied fields; text outside a tag and tags by label stay as written.
+    assert.equal(notification.subject, `New from {{ field_${to.Email} }}`);
+    assert.equal(notification.message, `field_${from.ids.Email} is {{ fields["${to.Email}"] }}, {{ fields['Email'] }}`);
     assert.deepEqual(notification.recipients, ['team@example.com']);
     // The original's emails are untouched.
     const [original] = expectStatus(await a.get(`/forms/${from.id}/confirmations`), 200, 'list').confirmations;

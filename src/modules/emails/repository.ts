@@ -157,6 +157,7 @@ export async function copyEmails(
     .orderBy('id')
     .execute();
   const remap = (id: number | null) => (id === null ? null : (fieldIds.get(id) ?? id));
+  const tags = (template: string) => withFieldTagsRemapped(template, fieldIds);
   const copies: FormEmailRow[] = [];
   for (const { id: _id, ...row } of rows) {
     const logic = row.logic === null ? null : (JSON.parse(row.logic) as { checks: { field: number }[] });
@@ -165,6 +166,8 @@ export async function copyEmails(
       await insertEmail(db, {
         ...row,
         form_id: toFormId,
+        subject: tags(row.subject),
+        message: tags(row.message),
         recipient_field_id: remap(row.recipient_field_id),
         reply_to_field_id: remap(row.reply_to_field_id),
         logic: logic === null ? null : JSON.stringify(logic),
@@ -174,6 +177,25 @@ export async function copyEmails(
     );
   }
   return copies;
+}
+
+/** A Liquid tag or output: only inside one does field_12 or fields["12"] name a field. */
+const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
+const BY_ID = /\bfield_(\d+)\b|(\bfields\s*\[\s*)(["'])(\d+)\3(\s*\])/g;
+
+/**
+ * A template of a copied form's email with its merge tags that name fields by id (docs/emails.md:
+ * `field_12`, `fields["12"]`) pointed at the copies of those fields, as its recipient field and
+ * logic are: left as they were, they named the source form's fields and merged empty. Tags by
+ * label need nothing.
+ */
+export function withFieldTagsRemapped(template: string, fieldIds: ReadonlyMap<number, number>): string {
+  const to = (id: string) => String(fieldIds.get(Number(id)) ?? id);
+  return template.replace(LIQUID_PART, (part) =>
+    part.replace(BY_ID, (_whole, plain?: string, open?: string, quote?: string, quoted?: string, close?: string) =>
+      plain !== undefined ? `field_${to(plain)}` : `${open}${quote}${to(quoted!)}${quote}${close}`,
+    ),
+  );
 }
 
 /** The form's name, deleted or not: a submission made before a form was deleted still sends its emails. */
