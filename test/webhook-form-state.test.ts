@@ -199,6 +199,12 @@ describe(`deliveries and emails of a form deleted or encrypted since the event (
       await turnOn(form.id);
       await conversion.runDue();
       assert.equal(ok(await a.get(`/forms/${form.id}`), 'form').encryptionState, null);
+      // The mail log's message of the email sent before keeps its time and none of the values.
+      const logged = await ctx.db.selectFrom('mail_log').selectAll().where('form_id', '=', form.id).execute();
+      assert.equal(logged.length, 1);
+      noSecret(JSON.stringify(logged[0]), 'delivered-in-clear', 'the mail log');
+      assert.equal(logged[0]!.recipients, '[]');
+      assert.match(logged[0]!.text_body, /encrypted/);
       for (const kind of ['webhooks.deliver', 'emails.send'] as const)
         for (const job of await jobsOf(kind, form.id)) {
           if (job.state === 'done' && kind === 'emails.send') continue; // sent before: see docs/encryption.md

@@ -179,6 +179,28 @@ export async function copyEmails(
   return copies;
 }
 
+/**
+ * Turning a form's encryption on: the mail log's messages of its emails (confirmations,
+ * notifications, documents) keep who they went to and when, and lose what the submissions put
+ * in them: subject, bodies, recipients and reply-to (a confirmation goes to the person who
+ * submitted), attachment names. The owner and admins read the log without the form's password.
+ */
+export async function withholdFormMessages(db: Executor, formId: number, note: string): Promise<void> {
+  await db
+    .updateTable('mail_log')
+    .set({
+      subject: '(withheld: the form is encrypted)',
+      text_body: note,
+      html_body: null,
+      recipients: '[]',
+      reply_to: null,
+      attachments: '[]',
+    })
+    .where('form_id', '=', formId)
+    .where('kind', 'in', ['confirmation', 'notification', 'document'])
+    .execute();
+}
+
 /** A Liquid tag or output: only inside one does field_12 or fields["12"] name a field. */
 const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
 const BY_ID = /\bfield_(\d+)\b|(\bfields\s*\[\s*)(["'])(\d+)\3(\s*\])/g;

@@ -7,6 +7,8 @@ import { deletePlainPrefills } from '../hosted/repository.js';
 import { convertBatch } from '../submissions/conversion.js';
 import { submissionsDeps, type SubmissionsDeps } from '../submissions/definitions.js';
 import { sealQueuedEvents } from './outbox.js';
+import { withholdFormMessages } from '../emails/repository.js';
+import { SEALED_NOTE } from '../emails/compose.js';
 import { ConversionPayload, conversionKey, conversionKeyAad } from './service.js';
 
 /** Seals or opens a form's existing submissions after encryption was turned on or off. */
@@ -35,7 +37,7 @@ const depsByContext = new WeakMap<AppContext, SubmissionsDeps>();
  * dies halfway is followed by one that goes on from there; then marks the form done. A
  * repeated batch finds its rows converted already and leaves them alone. Turning encryption
  * on first rewrites the form's events waiting in the outbox without their values (outbox.ts),
- * before the first batch, so a job that resumes after a batch has done it already.
+ * and the mail log's messages of its emails without them, before the first batch, so a job that resumes after a batch has done it already.
  */
 export async function runConversion(
   ctx: AppContext,
@@ -56,7 +58,10 @@ export async function runConversion(
           decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)),
         );
   let after = (progress as Progress | null)?.after;
-  if (payload.direction === 'encrypt' && after === undefined) await sealQueuedEvents(ctx.db, payload.formId);
+  if (payload.direction === 'encrypt' && after === undefined) {
+    await sealQueuedEvents(ctx.db, payload.formId);
+    await withholdFormMessages(ctx.db, payload.formId, SEALED_NOTE);
+  }
   for (;;) {
     // The checkpoint commits with the batch: a batch is never done twice, and a worker that
     // lost the job to another (its lease ran out) fails its batch instead of racing.
