@@ -1,15 +1,18 @@
 import { parentPort } from 'node:worker_threads';
+import type { ThreadReady } from '../../threads/task-thread.js';
 import { mergeInput, type MergeInput } from './merge-input.js';
 import { templateTags, TemplateError, type TemplateKind } from './template.js';
 
 /**
  * The merge thread (threaded-merge.ts starts it): merges a document, or reads a template's
  * tags, for each task it is sent, one at a time, and answers the bytes (their ArrayBuffer
- * transferred), the tags, or the error's message (and whether it was a TemplateError).
+ * transferred), the tags, or the error's message (and whether it was a TemplateError). It says
+ * when it is ready, so that the time limit of a task is not spent loading this module.
  */
 
-export type ThreadTask =
-  { id: number; op: 'merge'; input: MergeInput } | { id: number; op: 'tags'; kind: TemplateKind; template: Uint8Array };
+export type MergeTask = { op: 'merge'; input: MergeInput } | { op: 'tags'; kind: TemplateKind; template: Uint8Array };
+
+export type ThreadTask = MergeTask & { id: number };
 
 export type ThreadAnswer =
   | { id: number; bytes: ArrayBuffer }
@@ -44,3 +47,4 @@ port.on('message', (task: ThreadTask) => {
       } satisfies ThreadAnswer),
   );
 });
+port.postMessage({ ready: true } satisfies ThreadReady);

@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import type { ThreadReady } from '../../threads/task-thread.js';
 import {
   renderEmail,
   TemplateLimitError,
@@ -17,9 +18,7 @@ import {
 export type RenderTask = EmailTemplates & { id: number };
 
 export type RenderAnswer =
-  | { ready: true }
-  | (RenderedEmail & { id: number })
-  | { id: number; error: string; limit: boolean; part: TemplatePart | undefined };
+  (RenderedEmail & { id: number }) | { id: number; error: string; limit: boolean; part: TemplatePart | undefined };
 
 const port = parentPort!;
 port.on('message', (task: RenderTask) => {
@@ -34,4 +33,4 @@ port.on('message', (task: RenderTask) => {
       } satisfies RenderAnswer),
   );
 });
-port.postMessage({ ready: true } satisfies RenderAnswer);
+port.postMessage({ ready: true } satisfies ThreadReady);
