@@ -2,7 +2,7 @@ import type { EmailToSend } from './repository.js';
 import type { PayloadEntry, SubmissionEmail } from './payload.js';
 import { EMAIL } from '../submissions/values.js';
 import { escapeHtml } from './template.js';
-import { renderThread } from './threaded-render.js';
+import { renderTemplates } from './threaded-render.js';
 
 export const SEALED_NOTE =
   'This form is encrypted, so its emails carry no values. Read the submission in Formwork with the form’s password.';
@@ -80,7 +80,7 @@ export async function composeEmail(
     undefined;
   if (to.length === 0) return undefined;
   const textVariables = mergeVariables(p, formName, false);
-  const rendered = await renderThread.render({
+  const rendered = await renderTemplates({
     format: email.format,
     subject: email.subject,
     message: email.message,

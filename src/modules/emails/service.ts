@@ -21,7 +21,7 @@ import {
 } from './schemas.js';
 import { mergeVariables } from './compose.js';
 import { TemplateLimitError, templateProblem, templateProblems } from './template.js';
-import { renderThread } from './threaded-render.js';
+import { renderTemplates } from './threaded-render.js';
 
 const NOT_FOUND = { confirmation: 'confirmation_not_found', notification: 'notification_not_found' } as const;
 
@@ -132,7 +132,7 @@ async function costProblems(formId: number, input: EmailInput, format: 'html' | 
     // One that does not parse is refused for that (check).
     if (source === undefined || templateProblem(source) !== undefined) continue;
     try {
-      await renderThread.render({
+      await renderTemplates({
         format,
         subject: part === 'subject' ? source : undefined,
         message: part === 'message' ? source : undefined,

@@ -1,6 +1,6 @@
 import { TaskThread, threadModule, type ThreadKind } from '../../threads/task-thread.js';
 import type { RenderAnswer } from './render-thread.js';
-import { TemplateLimitError, type EmailTemplates, type RenderedEmail } from './template.js';
+import { renderEmail, TemplateLimitError, type EmailTemplates, type RenderedEmail } from './template.js';
 
 /**
  * Rendering off the event loop. An email's templates are the form editor's, and LiquidJS runs
@@ -67,3 +67,32 @@ export class RenderThread extends TaskThread<EmailTemplates, RenderAnswer, Rende
 
 /** The process's render thread. */
 export const renderThread = new RenderThread();
+
+const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
+/** What can make a template's work grow past its own length: a loop (for, tablerow, or a liquid tag, which can hold one) or a range. */
+const ITERATES = /\b(?:for|tablerow|liquid)\b|\.\./;
+/** More outputs and tags than an email has: past this a template goes to the thread whatever it holds. */
+const MAX_PARTS_ON_LOOP = 100;
+
+/**
+ * Whether a template may take long to render: only one that iterates can, since without a loop
+ * or a range each of its at most MAX_PARTS_ON_LOOP parts does one filter chain over one
+ * submission's values. Conservative (a "for" in a string counts too).
+ */
+export function mayRunLong(source: string | undefined): boolean {
+  if (source === undefined) return false;
+  const parts = source.match(LIQUID_PART) ?? [];
+  return parts.length > MAX_PARTS_ON_LOOP || parts.some((p) => ITERATES.test(p));
+}
+
+/**
+ * An email's templates rendered where it is safe and cheapest: on the loop when neither may run
+ * long (most emails: the thread's copies both ways cost more than the render, measured on the
+ * PostgreSQL POST with a webhook and an email, docs/performance.md "Forty-eighth pass"), in the
+ * thread otherwise. Throws as RenderThread.render does.
+ */
+export function renderTemplates(templates: EmailTemplates): Promise<RenderedEmail> {
+  return mayRunLong(templates.subject) || mayRunLong(templates.message)
+    ? renderThread.render(templates)
+    : renderEmail(templates);
+}
