@@ -5,7 +5,7 @@ import { BadRequestError, NotFoundError, type ErrorDetail } from '../../errors.j
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { logicProblems, toSibling } from '../fields/definition.js';
 import { listFields } from '../fields/repository.js';
-import { reviseForm } from '../forms/repository.js';
+import { lockForm, reviseForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import type { AccountScope, FormRef } from '../permissions/caller.js';
 import * as repo from './repository.js';
@@ -199,6 +199,8 @@ export async function createEmail<K extends EmailKind>(
   const tooCostly = await costProblems(formId, input, input.format ?? 'html');
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, scope, { formId });
+    // The form's row locked first, so that emails made at once are counted one after the other (PostgreSQL).
+    await lockForm(trx, accountId, formId);
     if ((await repo.countEmails(trx, accountId, formId, kind)) >= MAX_EMAILS_PER_FORM)
       throw new BadRequestError('too_many_emails', `A form holds at most ${MAX_EMAILS_PER_FORM} ${kind} emails`);
     check(input, await listFields(trx, accountId, formId), tooCostly);

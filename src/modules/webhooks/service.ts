@@ -5,7 +5,7 @@ import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, invalid, NotFoundError } from '../../errors.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { enqueue } from '../../jobs/outbox.js';
-import { reviseForm } from '../forms/repository.js';
+import { lockForm, reviseForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import type { AccountScope, FormRef, WebhookRef } from '../permissions/caller.js';
 import { sealsNewData } from '../encryption/keys.js';
@@ -105,7 +105,9 @@ export async function createWebhook(
   return transact(ctx.db, async (trx) => {
     await requireForm(trx, scope, { formId });
     // Each webhook is a job, a copy of the submission and up to eight requests a submission:
-    // a public form's every submission fans out to all of them.
+    // a public form's every submission fans out to all of them. The form's row locked first, so
+    // that webhooks made at once are counted one after the other (PostgreSQL).
+    await lockForm(trx, accountId, formId);
     if ((await repo.countWebhooks(trx, accountId, formId)) >= MAX_WEBHOOKS_PER_FORM)
       throw new BadRequestError('too_many_webhooks', `A form holds at most ${MAX_WEBHOOKS_PER_FORM} webhooks`);
     const now = ctx.clock.now();
