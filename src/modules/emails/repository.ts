@@ -2,6 +2,7 @@ import type { FormEmailRow, FormRow, MailLogRow, NewFormEmailRow } from '../../d
 import { deleteInSlices, type Executor } from '../../db/transaction.js';
 import { prepared } from '../../db/hot-query.js';
 import type { EmailKind } from './schemas.js';
+import { LIQUID_PART } from './template.js';
 
 export type EmailColumns = Omit<NewFormEmailRow, 'id' | 'account_id' | 'form_id' | 'kind' | 'created_at'>;
 
@@ -201,8 +202,7 @@ export async function withholdFormMessages(db: Executor, formId: number, note: s
     .execute();
 }
 
-/** A Liquid tag or output: only inside one does field_12 or fields["12"] name a field. */
-const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
+/** A merge tag by field id (field_12, fields["12"]): only inside a Liquid part (LIQUID_PART) does it name a field. */
 const BY_ID = /\bfield_(\d+)\b|(\bfields\s*\[\s*)(["'])(\d+)\3(\s*\])/g;
 
 /**

@@ -84,6 +84,9 @@ export function templateProblems(sources: Record<string, string | undefined>): E
   return problems;
 }
 
+/** A Liquid output or tag of a template's source: where merge tags and loops can be. */
+export const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
+
 const parsed = new Map<string, Template[]>();
 const MAX_CACHED = 500;
 

@@ -1,6 +1,6 @@
 import { TaskThread, threadModule, type ThreadKind } from '../../threads/task-thread.js';
 import type { RenderAnswer } from './render-thread.js';
-import { renderEmail, TemplateLimitError, type EmailTemplates, type RenderedEmail } from './template.js';
+import { LIQUID_PART, renderEmail, TemplateLimitError, type EmailTemplates, type RenderedEmail } from './template.js';
 
 /**
  * Rendering off the event loop. An email's templates are the form editor's, and LiquidJS runs
@@ -68,7 +68,6 @@ export class RenderThread extends TaskThread<EmailTemplates, RenderAnswer, Rende
 /** The process's render thread. */
 export const renderThread = new RenderThread();
 
-const LIQUID_PART = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
 /** What can make a template's work grow past its own length: a loop (for, tablerow, or a liquid tag, which can hold one) or a range. */
 const ITERATES = /\b(?:for|tablerow|liquid)\b|\.\./;
 /** More outputs and tags than an email has: past this a template goes to the thread whatever it holds. */
