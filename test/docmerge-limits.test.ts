@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import PizZip from 'pizzip';
 import type { AppContext } from '../src/context.js';
-import { jobKinds } from '../src/job-kinds.js';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import type { Worker } from '../src/jobs/worker.js';
+import { withDocmergeForm } from './support/docmerge-form.js';
 import { MAX_DOCX_PART_BYTES, MAX_DOCX_UNPACKED_BYTES, MAX_DOCX_XML_BYTES } from '../src/modules/docmerge/template.js';
 import { makeDocx } from './support/docmerge-templates.js';
-import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, dumpData, type Reply, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /**
  * DOCX templates that unpack to more than the limits (zip bombs): refused before they are
@@ -65,12 +65,6 @@ function bomb(): Buffer {
   return bombMade;
 }
 
-function expectStatus<T = any>(res: Reply<T>, status: number, what: string, code?: string): T {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 600)}`);
-  if (code) assert.equal((res.body as { code?: string }).code, code, what);
-  return res.body;
-}
-
 describe(`document merge: templates that unpack too large (${dialectName})`, () => {
   let app: TestApp;
   let ctx: AppContext;
@@ -79,24 +73,7 @@ describe(`document merge: templates that unpack too large (${dialectName})`, () 
   let formId: number;
   let nameField: number;
 
-  before(async () => {
-    app = await startTestApp({ WORKER_POLL_MS: '50' });
-    ctx = app.server.ctx;
-    worker = createWorker(ctx, { kinds: jobKinds });
-    a = await app.account('A');
-    const form = expectStatus(
-      await a.post('/forms', { name: 'Bombs', fields: [{ type: 'text', label: 'Full name' }] }),
-      200,
-      'form',
-    );
-    formId = form.id;
-    nameField = form.fields[0].id;
-  });
-  after(() => app.close());
-  beforeEach(async () => {
-    await worker.runDue();
-    await ctx.db.deleteFrom('docmerge_integrations').execute();
-  });
+  withDocmergeForm('Bombs', (s) => ({ app, ctx, worker, a, formId, nameField } = s));
 
   const create = (template: Buffer) =>
     a.post(`/forms/${formId}/integrations/docmerge`, { template: { filename: 't.docx', content: b64(template) } });

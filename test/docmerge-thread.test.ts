@@ -7,7 +7,7 @@ import type { MergeInput } from '../src/modules/docmerge/merge-input.js';
 import { templateTags, TemplateError } from '../src/modules/docmerge/template.js';
 import { MergeThread, mergeThread } from '../src/modules/docmerge/threaded-merge.js';
 import { makeDocx, readDocx } from './support/docmerge-templates.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /**
  * Merging runs in a worker thread (threaded-merge.ts), not on the event loop of the process
@@ -15,12 +15,6 @@ import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp }
  * limit or the memory limit fails alone and the next gets a new thread, and a TemplateError in
  * the thread reaches the job (its run log) and the preview as one on the loop did.
  */
-
-function expectStatus<T = any>(res: Reply<T>, status: number, what: string, code?: string): T {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 600)}`);
-  if (code) assert.equal((res.body as { code?: string }).code, code, what);
-  return res.body;
-}
 
 const b64 = (bytes: Buffer) => bytes.toString('base64');
 

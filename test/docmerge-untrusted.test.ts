@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib';
 import type { AppContext } from '../src/context.js';
-import { jobKinds } from '../src/job-kinds.js';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import type { Worker } from '../src/jobs/worker.js';
+import { withDocmergeForm } from './support/docmerge-form.js';
 import { makeDocx, pdfHex, readDocx, readFlattenedPdf, readPdfFields } from './support/docmerge-templates.js';
-import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, dumpData, type Reply, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /**
  * What a person filling in a public form sends reaches the documents made from it, so a
@@ -33,12 +33,6 @@ function textOf(xml: string): string {
     .trimEnd();
 }
 
-function expectStatus<T = any>(res: Reply<T>, status: number, what: string, code?: string): T {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 600)}`);
-  if (code) assert.equal((res.body as { code?: string }).code, code, what);
-  return res.body;
-}
-
 /** A one-page PDF whose form is made by `build` (pdf-lib, as the service's author of a template would). */
 async function pdfWith(build: (pdf: PDFDocument) => void): Promise<Buffer> {
   const pdf = await PDFDocument.create();
@@ -56,24 +50,7 @@ describe(`document merge of untrusted values (${dialectName})`, () => {
   let formId: number;
   let nameField: number;
 
-  before(async () => {
-    app = await startTestApp({ WORKER_POLL_MS: '50' });
-    ctx = app.server.ctx;
-    worker = createWorker(ctx, { kinds: jobKinds });
-    a = await app.account('A');
-    const form = expectStatus(
-      await a.post('/forms', { name: 'Badges', fields: [{ type: 'text', label: 'Full name' }] }),
-      200,
-      'form',
-    );
-    formId = form.id;
-    nameField = form.fields[0].id;
-  });
-  after(() => app.close());
-  beforeEach(async () => {
-    await worker.runDue();
-    await ctx.db.deleteFrom('docmerge_integrations').execute();
-  });
+  withDocmergeForm('Badges', (s) => ({ app, ctx, worker, a, formId, nameField } = s));
 
   const create = (filename: string, template: Buffer, extra: Record<string, unknown> = {}) =>
     a.post(`/forms/${formId}/integrations/docmerge`, { template: { filename, content: b64(template) }, ...extra });

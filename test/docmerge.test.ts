@@ -10,19 +10,21 @@ import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { bytesUnder } from './support/disk.js';
 import { makeDocx, makePdf, pdfHex, readDocx, readFlattenedPdf, readPdfFields } from './support/docmerge-templates.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
-import { dialectName, dumpData, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import {
+  dialectName,
+  dumpData,
+  startTestApp,
+  type Reply,
+  type TestAccount,
+  type TestApp,
+  expectStatus,
+} from './support/helpers.js';
 import { nodeArgs } from './support/node-entry.js';
 
 const PASSWORD = 'documents are sealed too';
 const withPassword = { headers: { 'x-formwork-encryption-password': PASSWORD } };
 // The child worker process must open what this app wraps: one SECRET_KEY for both.
 const SECRET_KEY = 'docmerge-test-secret-key-0123456789abcdef';
-
-function expectStatus<T = any>(res: Reply<T>, status: number, what: string, code?: string): T {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 600)}`);
-  if (code) assert.equal((res.body as { code?: string }).code, code, what);
-  return res.body;
-}
 
 const b64 = (bytes: Buffer) => bytes.toString('base64');
 

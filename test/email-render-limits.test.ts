@@ -4,15 +4,10 @@ import type { AppContext } from '../src/context.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { renderThread } from '../src/modules/emails/threaded-render.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /** The auditor's template: nine million links, whatever the submission holds. */
 const RUNAWAY = '{% for i in (1..3000) %}{% for j in (1..3000) %}<a href="x">{{ field_8 }}</a>{% endfor %}{% endfor %}';
-
-function expectStatus(res: Reply, status: number, what: string): any {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 400)}`);
-  return res.body;
-}
 
 describe(`email templates past the limits of a render (${dialectName})`, () => {
   let app: TestApp;

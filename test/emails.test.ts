@@ -9,7 +9,7 @@ import { jobKinds } from '../src/job-kinds.js';
 import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { pruneMailLogJob } from '../src/modules/emails/jobs.js';
 import { safeSmtpError, sendSmtp, type OutgoingMail, type SmtpSettings } from '../src/modules/emails/transport.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, startTestApp, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './support/smtp.js';
 
 const KINDS = ['confirmation', 'notification'] as const;
@@ -46,12 +46,6 @@ function decodeWords(value: string): string {
             'latin1',
           ).toString('utf8'),
     );
-}
-
-function expectStatus(res: Reply, status: number, what: string, code?: string): any {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 400)}`);
-  if (code !== undefined) assert.equal(res.body.code, code, `${what}: ${res.text.slice(0, 400)}`);
-  return res.body;
 }
 
 const FIELDS = [

@@ -10,14 +10,16 @@ import { after, before, describe, it } from 'node:test';
 import type { AppContext } from '../src/context.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
+import {
+  dialectName,
+  startTestApp,
+  type Reply,
+  type TestAccount,
+  type TestApp,
+  expectStatus,
+} from './support/helpers.js';
 import { toWindowStart } from './support/quota.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
-
-function expectStatus(res: Reply, status: number, what: string): any {
-  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 400)}`);
-  return res.body;
-}
 
 interface TestForm {
   id: number;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before } from 'node:test';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -275,6 +276,14 @@ function dumpedTables(db: Db['kysely']): Promise<string[]> {
     tables.catch(() => tablesOf.delete(db));
   }
   return tables;
+}
+
+/** Asserts a reply's status (and, given one, its error code), naming what was asked; answers its body. */
+export function expectStatus<T = any>(res: Reply<T>, status: number, what: string, code?: string): T {
+  assert.equal(res.status, status, `${what}: ${res.status} ${res.text.slice(0, 600)}`);
+  if (code !== undefined)
+    assert.equal((res.body as { code?: string }).code, code, `${what}: ${res.text.slice(0, 600)}`);
+  return res.body;
 }
 
 /**
