@@ -788,6 +788,23 @@ for (const driver of ['local', 's3'] as const) {
       const badIndex = await download(created.id, ids.Files!, -1);
       assert.equal(badIndex.status, 400);
     });
+
+    it("answers 404 for a deleted field's file, as every read hides the field's values", async () => {
+      const other = await ok(
+        a.post('/forms', { name: 'Deleted file field', fields: [{ type: 'file', label: 'Scan' }] }),
+        'form',
+      );
+      const fieldId = other.fields[0].id as number;
+      const key = await uploaded(fieldId, 'scan.txt', Buffer.from('kept out'), other.id);
+      const created = await ok(submit([{ id: fieldId, value: keys(key) }], a, other.id), 'submit');
+      assert.equal((await download(created.id, fieldId, 0)).status, 200);
+      await ok(a.delete(`/forms/${other.id}/fields/${fieldId}`), 'delete the field');
+      const res = await download(created.id, fieldId, 0);
+      assert.equal(res.status, 404);
+      assert.equal((await json(res)).code, 'file_not_found');
+      const v2 = await app.request('GET', `/api/v2/download/${created.id}/${fieldId}`, { token: a.token });
+      assert.equal(v2.status, 404, 'the v2 download too');
+    });
   });
 }
 

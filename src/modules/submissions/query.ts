@@ -241,6 +241,8 @@ export async function openSubmissionFile(
   password?: string,
 ): Promise<Download> {
   const { row, def } = await requireSubmission(deps, { accountId }, { submissionId });
+  // A deleted field's values stay in the row, hidden from every read: its files too.
+  if (!def.byId.has(fieldId)) throw new NotFoundError('file_not_found');
   const keys = await keysFor(deps, def, password);
   const file = fileRefs(parseData(def, row, keys).get(fieldId))?.[index];
   if (!file) throw new NotFoundError('file_not_found');
