@@ -56,6 +56,18 @@ describe(`OpenAPI document (${dialectName})`, () => {
     assert.deepEqual(strings, []);
   });
 
+  it("says each operation's access rule once, GETs too (whose HEAD route shares their schema)", () => {
+    const twice = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method, op]) => METHODS.has(method) && typeof op.description === 'string')
+        .filter(([, op]) => (op.description as string).split('Needs the ').length > 2)
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    assert.deepEqual(twice, []);
+    const list = doc.paths['/forms/{formId}/submissions']!.get!.description as string;
+    assert.match(list, /Needs the `submissions:read` scope/);
+  });
+
   it('gives no two operations the same operationId', () => {
     const byId = new Map<unknown, string[]>();
     for (const op of operations) byId.set(op.operationId, [...(byId.get(op.operationId) ?? []), op.key]);

@@ -87,7 +87,10 @@ export function requireAccessRules(scope: FastifyInstance, db: Kysely<Database>)
       };
       schema.security = [{ bearer: [] }, { oauth2: [access.scope] }];
       schema['x-formwork-access'] = access;
-      schema.description = schema.description ? `${schema.description}\n\n${describe(access)}` : describe(access);
+      // The HEAD route Fastify adds for a GET shares its schema: the sentence goes in once.
+      const rule = describe(access);
+      if (!schema.description?.endsWith(rule))
+        schema.description = schema.description ? `${schema.description}\n\n${rule}` : rule;
       if (schema.response && !schema.response[403]) {
         schema.response[403] = Type.Ref(ErrorBody, {
           description: 'The token lacks the scope, or the user the role or form level',
