@@ -7,6 +7,7 @@ import { conversionJob } from './modules/encryption/convert.js';
 import { expirePrefillsJob } from './modules/hosted/jobs.js';
 import { expirePartialsJob } from './modules/partials/jobs.js';
 import { prunePortalSigninsJob, sendPortalSigninJob } from './modules/portals/jobs.js';
+import { reindexJob } from './modules/submissions/reindex.js';
 import { removeFilesJob, sweepUploadsJob } from './modules/uploads/jobs.js';
 import { deliverWebhookJob } from './modules/webhooks/jobs.js';
 
@@ -18,6 +19,7 @@ import { deliverWebhookJob } from './modules/webhooks/jobs.js';
 export const jobKinds: readonly JobKind[] = [
   pruneJob,
   conversionJob,
+  reindexJob,
   removeFilesJob,
   sweepUploadsJob,
   deliverWebhookJob,

@@ -19,6 +19,7 @@ import {
 import * as repo from './repository.js';
 import { withSmartListOptions } from './smart-list.js';
 import { fillUniqueValues, uniqueValuesStale } from './unique-values.js';
+import { enqueueReindex } from '../submissions/reindex.js';
 import { checkFormGrowth, lockOptionTotals } from '../smartlists/form-options.js';
 import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldLogic, type FieldUpdate } from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
@@ -185,6 +186,8 @@ export async function updateField(
         (c) => c.field === fieldId && checkTargetProblem(c, target) !== undefined,
         now,
       );
+      // What its values show as, and so the words a search finds them by, may have changed.
+      await enqueueReindex(trx, formId);
     }
     await touchForm(trx, accountId, formId, now);
     return toField(row);
@@ -205,6 +208,8 @@ export async function deleteField(
     await repo.deleteField(trx, accountId, fieldId);
     // Nothing would look at its unique values again.
     await repo.clearUniqueValues(trx, formId, fieldId);
+    // Its values stay in the rows, hidden: the worker takes them out of the search index.
+    await enqueueReindex(trx, formId);
     await touchForm(trx, accountId, formId, now);
     return { id: field.id, formId, type: toField(field).type, label: field.label };
   });

@@ -1,0 +1,158 @@
+/**
+ * A deleted field's values stay in the submissions, hidden from every read; a search must not
+ * find them either. Deleting a field, or changing what its values show as (its type, its
+ * options' labels), enqueues the form's reindex, which the worker runs in batches.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { jobKinds } from '../src/job-kinds.js';
+import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { reindexBatch } from '../src/modules/submissions/reindex.js';
+import { dialectName, expectStatus, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+
+describe(`search after a field is deleted or changed (${dialectName})`, () => {
+  let app: TestApp;
+  let worker: Worker;
+  let a: TestAccount;
+
+  before(async () => {
+    app = await startTestApp({ WORKER_POLL_MS: '60000' });
+    worker = createWorker(app.server.ctx, { kinds: jobKinds });
+    a = await app.account();
+  });
+  after(() => app.close());
+
+  const ids = async (formId: number, query: string): Promise<number[]> =>
+    (
+      expectStatus(await a.get(`/forms/${formId}/submissions?${query}`), 200, query).submissions as { id: number }[]
+    ).map((s) => s.id);
+
+  it("takes a deleted field's values out of keyword searches and pretty names, and keeps the rest", async () => {
+    const form = expectStatus(
+      await a.post('/forms', {
+        name: 'Reindexed',
+        fields: [
+          { type: 'name', label: 'Name' },
+          { type: 'text', label: 'Secret' },
+          { type: 'email', label: 'Email', unique: true },
+        ],
+      }),
+      200,
+      'form',
+    );
+    const [name, secret, email] = form.fields.map((f: { id: number }) => f.id) as [number, number, number];
+    const made: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = expectStatus(
+        await a.post(`/forms/${form.id}/submissions`, {
+          fields: [
+            { id: name, value: { first: 'Ada', last: `Lovelace${i}` } },
+            { id: secret, value: `zebracode${i} common` },
+            { id: email, value: `ada${i}@example.com` },
+          ],
+        }),
+        200,
+        'submit',
+      );
+      made.push(s.id);
+    }
+    assert.deepEqual(await ids(form.id, 'keyword=zebracode1'), [made[1]]);
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${secret}`), 200, 'delete the field');
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${name}`), 200, 'delete the name field');
+    await worker.runDue();
+
+    assert.deepEqual(await ids(form.id, 'keyword=zebracode1'), [], 'the deleted field is not searched');
+    assert.deepEqual(await ids(form.id, 'keyword=common'), []);
+    assert.deepEqual(await ids(form.id, 'keyword=lovelace2'), [], 'nor the deleted name');
+    assert.deepEqual(await ids(form.id, 'keyword=ada2'), [made[2]], 'the email still is');
+    const one = expectStatus(await a.get(`/submissions/${made[2]}`), 200, 'read');
+    assert.equal(one.prettyName, 'ada2@example.com', 'the pretty name falls to the email');
+    // The unique value stays: the same address is still refused.
+    const again = await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: email, value: 'ada0@example.com' }] });
+    expectStatus(again, 400, 'the same address', 'not_unique');
+  });
+
+  it('finds a radio value by its new label once the option is relabelled', async () => {
+    const form = expectStatus(
+      await a.post('/forms', {
+        name: 'Relabelled',
+        fields: [
+          {
+            type: 'radio',
+            label: 'Plan',
+            options: [
+              { label: 'Basic tier', value: 'b' },
+              { label: 'Gold', value: 'g' },
+            ],
+          },
+        ],
+      }),
+      200,
+      'form',
+    );
+    const plan = form.fields[0].id as number;
+    const s = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: plan, value: 'b' }] }),
+      200,
+      'submit',
+    );
+    assert.deepEqual(await ids(form.id, 'keyword=basic'), [s.id]);
+    expectStatus(
+      await a.put(`/forms/${form.id}/fields/${plan}`, {
+        options: [
+          { label: 'Starter', value: 'b' },
+          { label: 'Gold', value: 'g' },
+        ],
+      }),
+      200,
+      'relabel',
+    );
+    await worker.runDue();
+    assert.deepEqual(await ids(form.id, 'keyword=basic'), []);
+    assert.deepEqual(await ids(form.id, 'keyword=starter'), [s.id]);
+  });
+
+  it('goes batch by batch from its checkpoint, and leaves an edit made meanwhile as its edit indexed it', async () => {
+    const form = expectStatus(
+      await a.post('/forms', {
+        name: 'Batches',
+        fields: [
+          { type: 'text', label: 'A' },
+          { type: 'text', label: 'B' },
+        ],
+      }),
+      200,
+      'form',
+    );
+    const [fa, fb] = form.fields.map((f: { id: number }) => f.id) as [number, number];
+    const made: number[] = [];
+    for (let i = 0; i < 5; i++)
+      made.push(
+        expectStatus(
+          await a.post(`/forms/${form.id}/submissions`, {
+            fields: [
+              { id: fa, value: `kept${i}` },
+              { id: fb, value: `gone${i}` },
+            ],
+          }),
+          200,
+          'submit',
+        ).id,
+      );
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${fb}`), 200, 'delete');
+    const checkpoints: number[] = [];
+    const batch = (after: number | undefined) =>
+      reindexBatch(app.server.ctx, form.id, after, async (_trx, last) => void checkpoints.push(last), 2);
+    assert.equal(await batch(undefined), made[1]);
+    assert.deepEqual(await ids(form.id, 'keyword=gone0'), []);
+    assert.deepEqual(await ids(form.id, 'keyword=gone3'), [made[3]], 'not reached yet');
+    assert.equal(await batch(made[1]), made[3]);
+    assert.equal(await batch(made[3]), undefined, 'the last, short batch');
+    assert.deepEqual(checkpoints, [made[1], made[3], made[4]]);
+    for (let i = 0; i < 5; i++) {
+      assert.deepEqual(await ids(form.id, `keyword=gone${i}`), []);
+      assert.deepEqual(await ids(form.id, `keyword=kept${i}`), [made[i]]);
+    }
+    await worker.runDue();
+  });
+});
