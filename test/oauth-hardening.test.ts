@@ -188,3 +188,29 @@ describe(`OAuth client redirect URIs (${dialectName})`, () => {
     assert.equal((await page(REDIRECT)).status, 400, 'compared as stored, not as parsed');
   });
 });
+
+describe(`the token endpoint's parameters (${dialectName})`, () => {
+  it('refuses a parameter given more than once with 400 invalid_request, on both token paths', async () => {
+    const client = await registerClient(owner);
+    const id = encodeURIComponent(client.clientId);
+    const secret = encodeURIComponent(client.clientSecret);
+    const bodies = [
+      `grant_type=refresh_token&refresh_token=x&refresh_token=y&client_id=${id}&client_secret=${secret}`,
+      `grant_type=refresh_token&refresh_token=abc&client_id=${id}&client_id=other&client_secret=${secret}`,
+      `grant_type=authorization_code&code=a&code=b&redirect_uri=x&client_id=${id}&client_secret=${secret}`,
+      `grant_type=refresh_token&refresh_token=abc&client_id=${id}&client_secret=${secret}&client_secret=x`,
+    ];
+    for (const path of ['/oauth2/token', '/api/v2/oauth2/token'])
+      for (const body of bodies) {
+        const res = await fetch(`${app.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body,
+        });
+        const answer = (await res.json()) as { error: string; error_description: string };
+        assert.equal(res.status, 400, `${path} ${body}: ${JSON.stringify(answer)}`);
+        assert.equal(answer.error, 'invalid_request');
+        assert.match(answer.error_description, /^Parameters given more than once: /);
+      }
+  });
+});

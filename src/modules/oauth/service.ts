@@ -1,7 +1,9 @@
 import OAuth2Server, {
+  InvalidRequestError,
   OAuthError,
   Request as OAuthRequest,
   Response as OAuthResponse,
+  ServerError,
   UnsupportedGrantTypeError,
 } from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
@@ -175,6 +177,18 @@ export async function exchangeToken(
   ctx: Pick<AppContext, 'db' | 'clock'>,
   request: { headers: Record<string, string>; body: Record<string, unknown> },
 ): Promise<OAuthReply> {
+  // RFC 6749 3.2: a parameter is sent at most once. The body's parser makes a repeated one an
+  // array, which the library would pass on to the model as it is.
+  const repeated = Object.keys(request.body).filter((name) => Array.isArray(request.body[name]));
+  if (repeated.length > 0)
+    return errorReply(
+      new InvalidRequestError(
+        `Parameters given more than once: ${repeated
+          .slice(0, 5)
+          .map((name) => name.slice(0, 60))
+          .join(', ')}`,
+      ),
+    );
   const grantType = request.body.grant_type;
   // The library knows more grants than a client here may use; those are unsupported, not unauthorized.
   if (typeof grantType === 'string' && !GRANT_TYPES.includes(grantType)) {
@@ -202,6 +216,9 @@ export async function exchangeToken(
       await transact(ctx.db, async (trx) => {
         for (const run of afterFailure) await run(trx);
       });
+    // The library wraps what failed inside (the model, the database) as its server_error, with
+    // the cause's message: that goes to the error handler, logged and answered without it.
+    if (error instanceof ServerError) throw (error as ServerError & { inner?: unknown }).inner ?? error;
     if (error instanceof OAuthError) return errorReply(error, response.headers);
     throw error;
   }
