@@ -65,6 +65,9 @@ describe(`subaccounts (${dialectName})`, () => {
     assert.ok(await subDefault(sub.id));
     // Bad input and paging.
     expectError(await a.post('/subaccount', { name: 'X', email: 'not an email' }), 400, 'validation_failed');
+    const blank = await a.post('/subaccount', { name: '   ', email: email('blank') });
+    expectError(blank, 400, 'invalid_request');
+    assert.equal(blank.body.details[0].property, 'body.name', 'named as the request names it');
     expectError(await a.get('/subaccount?pageNumber=0'), 400, 'validation_failed');
     const second = await a.post('/subaccount', { name: 'Second', email: email('second') });
     assert.equal(second.status, 201);

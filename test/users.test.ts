@@ -59,6 +59,15 @@ describe(`users (${dialectName})`, () => {
       400,
     );
     assert.equal((await owner.post('/users', { email: 'not an email', name: 'C', role: 'member' })).status, 400);
+    // A name of spaces would be stored as nothing: refused, as for tokens and clients.
+    const blank = await owner.post('/users', { email: email(), name: '   ', role: 'member' });
+    assert.equal(blank.status, 400);
+    assert.deepEqual(blank.body.details, [{ property: 'body.name', message: 'must not be blank' }]);
+    const made = await owner.post('/users', { email: email(), name: ' Dee ', role: 'member' });
+    assert.equal(made.body.name, 'Dee');
+    const renamed = await owner.put(`/users/${made.body.id}`, { name: ' \t ' });
+    assert.equal(renamed.status, 400);
+    assert.equal((await owner.get(`/users/${made.body.id}`)).body.name, 'Dee', 'nothing changed');
   });
 
   it('keeps emails unique within an account only, and tells nothing about other accounts', async () => {

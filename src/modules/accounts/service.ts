@@ -28,13 +28,16 @@ async function checkOwner(
   ctx: Pick<AppContext, 'db'>,
   input: { name: string; email: string; password?: string },
   kdf: Kdf,
+  /** Where the inputs came from, as an error's details name them: 'body.' for a request's. */
+  from = '',
 ): Promise<NewOwner> {
   const name = input.name.trim();
   const email = input.email.trim().toLowerCase();
-  if (name === '' || name.length > 200) throw invalid('invalid_request', 'name', 'must be 1 to 200 characters');
-  if (!EMAIL.test(email) || email.length > 254) throw invalid('invalid_request', 'email', 'must be an email address');
+  if (name === '' || name.length > 200) throw invalid('invalid_request', `${from}name`, 'must be 1 to 200 characters');
+  if (!EMAIL.test(email) || email.length > 254)
+    throw invalid('invalid_request', `${from}email`, 'must be an email address');
   if (input.password !== undefined && input.password.length < 8)
-    throw invalid('invalid_request', 'password', 'must be at least 8 characters');
+    throw invalid('invalid_request', `${from}password`, 'must be at least 8 characters');
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
   return { name, email, passwordHash };
 }
@@ -98,7 +101,7 @@ export async function createSubaccountOf(
   input: { name: string; email: string; password?: string },
   kdf: Kdf,
 ): Promise<{ accountId: number; userId: number }> {
-  const owner = await checkOwner(ctx, input, kdf);
+  const owner = await checkOwner(ctx, input, kdf, 'body.');
   const now = ctx.clock.now();
   return transact(ctx.db, (trx) => insertAccountWithOwner(trx, owner, parentAccountId, now));
 }

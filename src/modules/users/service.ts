@@ -4,7 +4,7 @@ import type { Kdf } from '../../crypto/hasher.js';
 import { hashPassword } from '../../crypto/secrets.js';
 import type { Database, UserRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { BadRequestError, ConflictError, ForbiddenError, invalid, NotFoundError } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { insertUser } from '../accounts/repository.js';
 import { findForm } from '../forms/repository.js';
@@ -58,6 +58,13 @@ export async function hashPasswordFor(
   return hashPassword(password, kdf, await repo.passwordHashOfEmail(db, email, userId));
 }
 
+/** A user's name as stored: trimmed, and something is left. */
+function nameOf(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed === '') throw invalid('invalid_request', 'body.name', 'must not be blank');
+  return trimmed;
+}
+
 /** kdf hashes the password: the process's bounded hasher, counted against the account from the API. */
 export async function createUser(
   ctx: Pick<AppContext, 'db' | 'clock'>,
@@ -65,6 +72,7 @@ export async function createUser(
   input: UserCreate,
   kdf: Kdf,
 ): Promise<User> {
+  const name = nameOf(input.name);
   const email = input.email.trim().toLowerCase();
   // Hashing takes a while and much memory; done before the transaction so it holds no connection.
   const passwordHash = input.password === undefined ? null : await hashPasswordFor(ctx.db, email, input.password, kdf);
@@ -72,11 +80,7 @@ export async function createUser(
     // Only this account's users: whether other accounts have the email is not the caller's to learn.
     if (await repo.findUserByEmail(trx, accountId, email))
       throw new ConflictError('email_taken', 'A user of this account already has this email');
-    const id = await insertUser(
-      trx,
-      { accountId, email, name: input.name.trim(), passwordHash, role: input.role },
-      ctx.clock.now(),
-    );
+    const id = await insertUser(trx, { accountId, email, name, passwordHash, role: input.role }, ctx.clock.now());
     return toUser((await repo.findUser(trx, accountId, id))!);
   });
 }
@@ -95,6 +99,7 @@ export async function updateUser(
   kdf: Kdf,
 ): Promise<User> {
   const { accountId, userId: callerId } = caller;
+  const name = input.name === undefined ? undefined : nameOf(input.name);
   let passwordHash: string | undefined;
   if (input.password !== undefined) {
     const target = await repo.findUser(ctx.db, accountId, userId);
@@ -113,14 +118,14 @@ export async function updateUser(
       throw new ForbiddenError('owner_protected', "Only the owner can set the owner's password");
     }
     // The name is who the owner is to everyone in the account: an admin renaming them could pass for them.
-    if (user.role === 'owner' && callerId !== userId && input.name !== undefined && input.name.trim() !== user.name) {
+    if (user.role === 'owner' && callerId !== userId && name !== undefined && name !== user.name) {
       throw new ForbiddenError('owner_protected', "Only the owner can change the owner's name");
     }
     if (passwordHash !== undefined && user.password_hash !== null) {
       await revokeUserCredentials(trx, userId, callerId === userId ? caller.tokenId : undefined, ctx.clock.now());
     }
     const updated = await repo.updateUser(trx, accountId, userId, {
-      ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+      ...(name !== undefined ? { name } : {}),
       ...(input.role !== undefined ? { role: input.role } : {}),
       ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
     });
