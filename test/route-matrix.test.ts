@@ -882,13 +882,20 @@ describe(`route matrix (${dialectName})`, () => {
       it(`${op.key} answers 401 without a live token`, async () => {
         const url = `${base(op)}${fillPath(op, first(aIds))}`;
         const body = validBody(op, first(aIds));
+        // RFC 6750 3: the answer names the scheme, and what was wrong with a token sent.
+        const challenge = (code: string) =>
+          code === 'token_missing'
+            ? 'Bearer realm="formwork"'
+            : `Bearer realm="formwork", error="${code === 'token_invalid' ? 'invalid_token' : 'invalid_request'}"`;
         for (const v of variants) {
           const res = await call(op.method, url, { headers: v.headers, body }, v.name);
           assertError(res, 401, `${op.key} with ${v.name}`, v.code);
+          assert.equal(res.headers.get('www-authenticate'), challenge(v.code), `${op.key} with ${v.name}`);
         }
         for (const v of tokenVariants()) {
           const res = await call(op.method, url, { token: v.token, body }, v.name);
           assertError(res, 401, `${op.key} with an ${v.name}`, 'token_invalid');
+          assert.equal(res.headers.get('www-authenticate'), challenge('token_invalid'), `${op.key} with an ${v.name}`);
         }
         // Authentication comes first: bad input says nothing to a caller without a token.
         const badUrl = `${base(op)}${fillPath(op, {}, Object.fromEntries(op.pathParams.map((p) => [p, 'abc'])))}`;

@@ -169,7 +169,13 @@ export class EarlyRoutes {
         req.off('data', onData);
         const requestId = requestIdOf(req);
         const refused = earlyErrorAnswer(taken.route, bodyTimeoutError(this.bodyTimeoutMs), this.log, requestId);
-        this.send(res, requestId, 'POST', { ...refused, perAnswer: ['connection', 'close'] }, started);
+        this.send(
+          res,
+          requestId,
+          'POST',
+          { ...refused, perAnswer: [...(refused.perAnswer ?? []), 'connection', 'close'] },
+          started,
+        );
       }, this.bodyTimeoutMs);
       timer.unref();
       req.on('data', onData);
@@ -248,6 +254,5 @@ export function earlyErrorAnswer(
   }
   const refused = appErrorAnswer(error);
   if (refused.log) log?.[refused.log.level]({ err: error, requestId }, refused.log.message);
-  const retryAfter = refused.retryAfter === undefined ? undefined : ['retry-after', String(refused.retryAfter)];
-  return jsonAnswer(route, refused.status, JSON.stringify(refused.body), retryAfter);
+  return jsonAnswer(route, refused.status, JSON.stringify(refused.body), refused.headers);
 }

@@ -39,10 +39,24 @@ function send(
  * What an error of the app's own is answered with: its status, body and Retry-After, and
  * what is logged of it. The error handler's, and the early routes' that answer before Fastify.
  */
+/**
+ * RFC 6750 3: an answer refusing the bearer token says so in WWW-Authenticate, with what was
+ * wrong with it where a client can act on that.
+ */
+const BEARER_CHALLENGES: Partial<Record<ErrorCode, string>> = {
+  unauthorized: 'Bearer realm="formwork"',
+  token_missing: 'Bearer realm="formwork"',
+  token_malformed: 'Bearer realm="formwork", error="invalid_request"',
+  token_invalid: 'Bearer realm="formwork", error="invalid_token"',
+  token_in_query_refused: 'Bearer realm="formwork", error="invalid_request"',
+  insufficient_scope: 'Bearer realm="formwork", error="insufficient_scope"',
+};
+
 export function appErrorAnswer(error: AppError): {
   status: number;
   body: ReturnType<typeof errorBody>;
-  retryAfter?: number;
+  /** Headers of this answer, as name and value in turn (Retry-After, WWW-Authenticate). */
+  headers?: string[];
   log?: { level: 'error' | 'debug'; message: string };
 } {
   // The types allow only catalogued codes; this keeps a cast or a plain-JS caller from
@@ -68,10 +82,14 @@ export function appErrorAnswer(error: AppError): {
       : error.cause !== undefined
         ? { level: 'debug' as const, message: 'request refused' }
         : undefined;
+  const headers: string[] = [];
+  if (retryAfter !== undefined) headers.push('retry-after', String(retryAfter));
+  const challenge = BEARER_CHALLENGES[error.code];
+  if (challenge !== undefined) headers.push('www-authenticate', challenge);
   return {
     status: error.statusCode,
     body: errorBody(error.code, error.message, error.details),
-    ...(retryAfter !== undefined && { retryAfter }),
+    ...(headers.length > 0 && { headers }),
     ...(log && { log }),
   };
 }
@@ -147,7 +165,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const error = databaseUnavailable(thrown) ?? thrown;
     if (error instanceof AppError) {
       const answer = appErrorAnswer(error);
-      if (answer.retryAfter !== undefined) reply.header('Retry-After', String(answer.retryAfter));
+      const headers = answer.headers ?? [];
+      for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]!);
       if (answer.log) request.log[answer.log.level]({ err: error }, answer.log.message);
       return reply.status(answer.status).send(answer.body);
     }
