@@ -73,6 +73,7 @@ describe(`OAuth access tokens make no personal access tokens (${dialectName})`, 
       const res = await call(accessToken, 'POST', path, body);
       assert.equal(res.status, 403, `${path}: ${res.text}`);
       assert.equal(res.body.status, 'error');
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="formwork", error="insufficient_scope"');
       assert.equal(res.body.code, 'insufficient_scope');
       assert.match(res.body.error, /OAuth access token cannot make personal access tokens/);
       assert.ok(!res.text.includes('fw_pat_'), res.text);
