@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_COLORS, DEFAULT_FONT, DEFAULT_SPACING, type ThemeStyle } from './schemas.js';
+import {
+  COLOR_PATTERN,
+  DEFAULT_COLORS,
+  DEFAULT_FONT,
+  DEFAULT_SPACING,
+  FONT_FAMILY_MAX,
+  FONT_FAMILY_PATTERN,
+  MAX_SPACING,
+  type ThemeColors,
+  type ThemeStyle,
+} from './schemas.js';
 
 /**
  * The custom CSS of themes, checked when it is written (never rewritten: a refusal names the
@@ -81,6 +91,76 @@ function allowedTarget(raw: string, publicOrigin: string): boolean {
   }
 }
 
+/** CSS newlines, which end a string (unescaped, they make it a bad string). */
+const NEWLINE = /[\n\r\f]/;
+/** An unquoted url( (its target the token up to ")"), matched where a scan stands. */
+const UNQUOTED_URL = /url\s*\(\s*(?=[^\s"'])/y;
+
+/**
+ * The strings and url() targets in an image-set() argument that starts at start (just past its
+ * "("), read to the ")" that closes it (end, its index): strings of either quote kind (a
+ * backslash escapes the next character), comments, and the parentheses of nested functions
+ * (type(), url()) as a browser reads them. Undefined when it is not well formed (a string,
+ * url(), comment or the argument itself left open, or a url() that a browser reads as a bad
+ * URL): refused rather than guessed at.
+ */
+function imageSetArgument(text: string, start: number): { targets: string[]; end: number } | undefined {
+  const targets: string[] = [];
+  let depth = 1;
+  let i = start;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (c === '\\') {
+      i += 2;
+      continue;
+    }
+    if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      if (end === -1) return undefined;
+      i = end + 2;
+      continue;
+    }
+    if (c === '"' || c === "'") {
+      const end = stringEnd(text, i);
+      if (end === undefined) return undefined;
+      targets.push(text.slice(i + 1, end));
+      i = end + 1;
+      continue;
+    }
+    if (c === 'u') {
+      UNQUOTED_URL.lastIndex = i;
+      if (UNQUOTED_URL.test(text)) {
+        // One token up to its ")", which a quote or "(" in it makes a bad URL.
+        const from = UNQUOTED_URL.lastIndex;
+        let j = from;
+        while (j < text.length && text[j] !== ')') {
+          if (/["'(]/.test(text[j]!)) return undefined;
+          j += text[j] === '\\' ? 2 : 1;
+        }
+        if (j >= text.length) return undefined;
+        targets.push(text.slice(from, j));
+        i = j + 1;
+        continue;
+      }
+    }
+    if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return { targets, end: i };
+    i++;
+  }
+  return undefined;
+}
+
+/** The index of the quote that closes the string whose opening quote is at open; undefined if it is left open. */
+function stringEnd(text: string, open: number): number | undefined {
+  const quote = text[open];
+  let i = open + 1;
+  while (i < text.length && text[i] !== quote) {
+    if (NEWLINE.test(text[i]!)) return undefined;
+    i += text[i] === '\\' ? 2 : 1;
+  }
+  return i < text.length ? i : undefined;
+}
+
 /** The first rule the CSS breaks, for a person, or undefined when it is fine. */
 export function cssProblem(css: string, publicUrl: string): string | undefined {
   const origin = new URL(publicUrl).origin.toLowerCase();
@@ -103,22 +183,54 @@ function problemIn(text: string, origin: string): string | undefined {
     if (!allowedTarget(m[1] ?? '', origin))
       return `url() may only point at this service (${origin}), a relative path or data:, not ${(m[1] ?? '').trim().slice(0, 100)}`;
   }
-  // image-set() and -webkit-image-set() take bare strings as URLs.
-  for (const m of text.matchAll(/image-set\s*\(([^)]*)\)/g)) {
-    for (const s of (m[1] ?? '').matchAll(/"([^"]*)"|'([^']*)'/g)) {
-      const target = s[1] ?? s[2] ?? '';
+  // image-set() and -webkit-image-set() take bare strings as URLs: every string and url() in
+  // the whole argument (to the matching parenthesis; strings, escapes, comments and nested
+  // functions such as type("image/png") read as a browser reads them) must stay here.
+  // An image-set() inside one already read was read with it (and reading it again would make
+  // nested ones quadratic).
+  let readTo = -1;
+  for (const m of text.matchAll(/image-set\s*\(/g)) {
+    if (m.index < readTo) continue;
+    const argument = imageSetArgument(text, m.index + m[0].length);
+    if (argument === undefined)
+      return 'image-set() must be well formed: its strings, url()s, comments and parentheses closed';
+    readTo = argument.end;
+    for (const target of argument.targets)
       if (!allowedTarget(target, origin))
-        return `image-set() may only point at this service (${origin}), a relative path or data:, not ${target.slice(0, 100)}`;
-    }
+        return `image-set() may only point at this service (${origin}), a relative path or data:, not ${target.trim().slice(0, 100)}`;
   }
   return undefined;
 }
 
+const FONT_FAMILY = new RegExp(FONT_FAMILY_PATTERN, 'u');
+const COLOR = new RegExp(COLOR_PATTERN, 'u');
+
+/** Whether a font stack is one the schema takes (schemas.ts): names, each quoted in matching quotes or not. */
+export function fontFamilyWellFormed(font: string): boolean {
+  return font.length <= FONT_FAMILY_MAX && FONT_FAMILY.test(font);
+}
+
+/**
+ * The colours a sheet may write: those the schema takes. A value stored before a check (or
+ * written past the API) that could end the :root block is left to its default, as a font that
+ * is not well formed is, rather than breaking the sheet.
+ */
+function sheetColors(colors: ThemeColors | undefined): ThemeColors {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(colors ?? {}))
+    if (key in DEFAULT_COLORS && typeof value === 'string' && COLOR.test(value)) out[key] = value;
+  return out;
+}
+
 /** The theme's style sheet: its look as CSS custom properties and the rules that use them, then its custom CSS. */
 export function themeSheet(theme: { id: string; style: ThemeStyle; customCss: string }): string {
-  const c = { ...DEFAULT_COLORS, ...theme.style.colors };
-  const font = theme.style.fontFamily ?? DEFAULT_FONT;
-  const spacing = theme.style.spacing ?? DEFAULT_SPACING;
+  const { colors, fontFamily, spacing: space } = theme.style;
+  const c = { ...DEFAULT_COLORS, ...sheetColors(colors) };
+  const font = typeof fontFamily === 'string' && fontFamilyWellFormed(fontFamily) ? fontFamily : DEFAULT_FONT;
+  const spacing =
+    typeof space === 'number' && Number.isInteger(space) && space >= 0 && space <= MAX_SPACING
+      ? space
+      : DEFAULT_SPACING;
   const sheet = `/* Formwork theme ${theme.id} */
 :root { --fw-accent: ${c.primary}; --fw-accent-dark: color-mix(in srgb, ${c.primary} 80%, #000); --fw-bg: ${c.background}; --fw-card: ${c.card}; --fw-text: ${c.text}; --fw-muted: ${c.muted}; --fw-line: ${c.border}; --fw-font: ${font}; --fw-spacing: ${spacing}px; }
 .fw-body { font-family: var(--fw-font); }

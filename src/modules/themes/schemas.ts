@@ -13,8 +13,8 @@ export const themeParams = Type.Object({ themeId: ThemeId }, { additionalPropert
 /** How much custom CSS one theme holds. */
 export const MAX_CUSTOM_CSS = 20_000;
 
-const color = (description: string) =>
-  Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$', maxLength: 9, description });
+export const COLOR_PATTERN = '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$';
+const color = (description: string) => Type.String({ pattern: COLOR_PATTERN, maxLength: 9, description });
 
 export const ThemeColors = Type.Object(
   {
@@ -41,20 +41,31 @@ export const DEFAULT_FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helv
 export const DEFAULT_SPACING = 22;
 
 const name = Type.String({ minLength: 1, maxLength: 200 });
+/**
+ * A font stack: names separated by commas (spaces around them allowed), each either words of
+ * letters, digits and hyphens with spaces between (Arial, Segoe UI, sans-serif) or one string
+ * of them in matching quotes ("Segoe UI", 'Inter'), with no quote inside. Whatever matches is
+ * written into the theme sheet as it is (css.ts), so a quote left open must not match.
+ */
+const FONT_WORDS = '[A-Za-z0-9-]+(?: +[A-Za-z0-9-]+)*';
+const FONT_NAME = `(?:${FONT_WORDS}|"[A-Za-z0-9 -]+"|'[A-Za-z0-9 -]+')`;
+export const FONT_FAMILY_PATTERN = `^ *${FONT_NAME} *(?:, *${FONT_NAME} *)*$`;
+export const FONT_FAMILY_MAX = 300;
 const fontFamily = Type.String({
   minLength: 1,
-  maxLength: 300,
-  pattern: '^[A-Za-z0-9 ,"\'-]+$',
-  description: `A CSS font stack: names, quoted or not, separated by commas; default ${DEFAULT_FONT}`,
+  maxLength: FONT_FAMILY_MAX,
+  pattern: FONT_FAMILY_PATTERN,
+  description: `A CSS font stack: names separated by commas, each either words (letters, digits, hyphens) or one name in matching quotes, without quotes inside; default ${DEFAULT_FONT}`,
 });
+export const MAX_SPACING = 64;
 const spacing = Type.Integer({
   minimum: 0,
-  maximum: 64,
+  maximum: MAX_SPACING,
   description: `Pixels between fields; default ${DEFAULT_SPACING}`,
 });
 const logoUrl = Type.Union([Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' }), Type.Null()], {
   description:
-    "An http(s) image shown above the form title, by a URL that a browser's parser accepts (400 otherwise); null for none (the default)",
+    "An http(s) image shown above the form title, by a URL that a browser's parser accepts, whose host is a plain DNS name or an IP address (400 otherwise: no * or other characters); null for none (the default)",
 });
 const customCss = Type.String({
   maxLength: MAX_CUSTOM_CSS,

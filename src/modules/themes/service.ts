@@ -103,21 +103,41 @@ export async function insertDefaultTheme(db: Executor, accountId: number, now: n
 }
 
 /**
- * The origin of a logo URL a browser can load, or undefined. The schema's uri format takes
- * some that the WHATWG parser refuses (a port past 65535, a NUL in the host, an IPv4 address
- * past 255): such a logo would fail every page of the theme's forms.
+ * A host that a Content-Security-Policy source names as itself, as the WHATWG parser gives it
+ * (lower case, IDNs in punycode, IPv4 in dotted decimal, IPv6 compressed in brackets): a DNS
+ * name of letters, digits and hyphens (no label starting or ending with one, no empty label,
+ * no final dot) or an IP address. The parser takes far more in a host (`*`, `;`, `,`, `'`,
+ * `!`, `_`, ...), which in a policy would be a wildcard (`https://*` is every https host) or
+ * would end the source list or the policy.
+ */
+const PLAIN_HOST =
+  /^(?:(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\[[0-9a-f:]+\])$/;
+
+/**
+ * The origin of a logo URL a browser can load, which the page's img-src may name, or
+ * undefined. The schema's uri format takes some that the WHATWG parser refuses (a port past
+ * 65535, a NUL in the host, an IPv4 address past 255): such a logo would fail every page of the
+ * theme's forms. And the parser takes hosts that are no plain host (PLAIN_HOST), whose origin
+ * would widen or break the page's policy (`https://*`).
  */
 export function logoOrigin(url: string): string | undefined {
   if (!URL.canParse(url)) return undefined;
   const parsed = new URL(url);
-  return (parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.hostname !== ''
-    ? parsed.origin
-    : undefined;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  if (parsed.hostname.length > 253 || !PLAIN_HOST.test(parsed.hostname) || !/^[0-9]*$/.test(parsed.port))
+    return undefined;
+  const origin = `${parsed.protocol}//${parsed.host}`;
+  // Exactly the URL's origin, nothing else: what the policy names is what the browser loads from.
+  return origin === parsed.origin ? origin : undefined;
 }
 
 function checkLogo(url: string | null | undefined): void {
   if (typeof url === 'string' && logoOrigin(url) === undefined)
-    throw invalid('validation_failed', 'body.logoUrl', 'is not an http(s) URL that a browser can load');
+    throw invalid(
+      'validation_failed',
+      'body.logoUrl',
+      'is not an http(s) URL that a browser can load, with a plain host (a DNS name or an IP address)',
+    );
 }
 
 function checkCss(ctx: AppContext, css: string | undefined): void {
