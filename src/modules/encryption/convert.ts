@@ -4,6 +4,7 @@ import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
 import * as formsRepo from '../forms/repository.js';
 import { deletePlainPrefills } from '../hosted/repository.js';
+import { convertPartialBatch } from '../partials/conversion.js';
 import { convertBatch } from '../submissions/conversion.js';
 import { submissionsDeps, type SubmissionsDeps } from '../submissions/definitions.js';
 import { sealQueuedEvents } from './outbox.js';
@@ -11,7 +12,7 @@ import { withholdFormMessages } from '../emails/repository.js';
 import { SEALED_NOTE } from '../emails/compose.js';
 import { ConversionPayload, conversionKey, conversionKeyAad } from './service.js';
 
-/** Seals or opens a form's existing submissions after encryption was turned on or off. */
+/** Seals or opens a form's existing submissions (and partial submissions) after encryption was turned on or off. */
 export const conversionJob = defineJob({
   name: 'forms.encryption-conversion',
   payload: ConversionPayload,
@@ -26,8 +27,13 @@ export const conversionJob = defineJob({
     ),
 });
 
+/**
+ * The last id done: of a submission, or, with partials, of a partial submission (the
+ * submissions are all done then). A job saved before partials were converted has no partials.
+ */
 interface Progress {
   after?: number;
+  partials?: true;
 }
 
 const depsByContext = new WeakMap<AppContext, SubmissionsDeps>();
@@ -38,6 +44,7 @@ const depsByContext = new WeakMap<AppContext, SubmissionsDeps>();
  * repeated batch finds its rows converted already and leaves them alone. Turning encryption
  * on first rewrites the form's events waiting in the outbox without their values (outbox.ts),
  * and the mail log's messages of its emails without them, before the first batch, so a job that resumes after a batch has done it already.
+ * The submissions go first, then the partial submissions (partials/conversion.ts), checkpointed the same way.
  */
 export async function runConversion(
   ctx: AppContext,
@@ -57,12 +64,14 @@ export async function runConversion(
       : importPrivateKey(
           decryptWith(conversionKey(ctx), Buffer.from(payload.key, 'base64'), conversionKeyAad(payload.formId)),
         );
-  let after = (progress as Progress | null)?.after;
-  if (payload.direction === 'encrypt' && after === undefined) {
+  const saved = progress as Progress | null;
+  let after = saved?.after;
+  const inPartials = saved?.partials === true;
+  if (payload.direction === 'encrypt' && after === undefined && !inPartials) {
     await sealQueuedEvents(ctx.db, payload.formId);
     await withholdFormMessages(ctx.db, payload.formId, SEALED_NOTE);
   }
-  for (;;) {
+  while (!inPartials) {
     // The checkpoint commits with the batch: a batch is never done twice, and a worker that
     // lost the job to another (its lease ran out) fails its batch instead of racing.
     const last = await convertBatch(deps, payload.formId, payload.direction, keys, after, (trx, id) =>
@@ -70,6 +79,14 @@ export async function runConversion(
     );
     if (last === undefined) break;
     after = last;
+  }
+  let partialsAfter = inPartials ? after : undefined;
+  for (;;) {
+    const last = await convertPartialBatch(ctx, payload.formId, payload.direction, keys, partialsAfter, (trx, id) =>
+      checkpoint({ after: id, partials: true }, trx),
+    );
+    if (last === undefined) break;
+    partialsAfter = last;
   }
   await transact(ctx.db, async (trx) => {
     await formsRepo.finishEncryptionChange(trx, payload.formId, payload.direction);

@@ -1,4 +1,5 @@
-import type { PartialSubmissionRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
+import type { FormRow, PartialSubmissionRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
 
 export interface PartialWrite {
@@ -104,6 +105,56 @@ export async function listPartials(
     .orderBy('created_at', range.order)
     .orderBy('id', range.order)
     .execute();
+}
+
+/**
+ * How the form's new data is stored now (encryption/keys.ts, sealingKeyOf), read under a share
+ * lock (PostgreSQL) that holds off a change of it until this save commits: a save is then
+ * stored as the form is when it commits, never the old way behind a conversion's back.
+ */
+export async function encryptionNow(
+  db: Executor,
+  formId: number,
+): Promise<Pick<FormRow, 'encryption_key' | 'encryption_state'> | undefined> {
+  return engineOf(db)
+    .shareRows(db.selectFrom('forms').select(['encryption_key', 'encryption_state']).where('id', '=', formId))
+    .executeTakeFirst();
+}
+
+/** A conversion's batch: the form's partials after `after` in id order, expired ones too. */
+export async function nextPartials(
+  db: Executor,
+  formId: number,
+  after: number | undefined,
+  size: number,
+): Promise<PartialSubmissionRow[]> {
+  return db
+    .selectFrom('partial_submissions')
+    .selectAll()
+    .where('form_id', '=', formId)
+    .$if(after !== undefined, (q) => q.where('id', '>', after!))
+    .orderBy('id')
+    .limit(size)
+    .execute();
+}
+
+/**
+ * Stores a partial the way a conversion made it, unless it was saved since it was read (that
+ * save stored it as the form is now): whether it did.
+ */
+export async function rewritePartial(
+  db: Executor,
+  row: Pick<PartialSubmissionRow, 'id' | 'data' | 'updated_at'>,
+  write: { data: string; prettyName: string | null; resumeData: string | null },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('partial_submissions')
+    .set({ data: write.data, pretty_name: write.prettyName, resume_data: write.resumeData })
+    .where('id', '=', row.id)
+    .where('data', '=', row.data)
+    .where('updated_at', '=', row.updated_at)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 export async function deletePartial(db: Executor, id: number): Promise<void> {

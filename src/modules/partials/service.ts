@@ -60,11 +60,11 @@ export function acceptedValues(
 }
 
 /** The pretty name a submission of these values would have (indexing.ts). */
-const prettyNameOf = (formId: number, fields: FieldForValues[], values: Values): string | null =>
+export const prettyNameOf = (formId: number, fields: FieldForValues[], values: Values): string | null =>
   derived({ formId, fields }, values).prettyName;
 
 const toJson = (values: Values) => JSON.stringify(Object.fromEntries(values));
-const fromJson = (json: string): Values =>
+export const fromJson = (json: string): Values =>
   new Map(Object.entries(JSON.parse(json) as Record<string, StoredValue>).map(([k, v]) => [Number(k), v]));
 
 /**
@@ -83,7 +83,9 @@ export async function savePartial(
 ): Promise<{ id: number; resumeToken: string }> {
   const now = ctx.clock.now();
   const expiresAt = now + ctx.config.hosted.partialRetentionDays * DAY_MS;
-  const key = sealingKeyOf(form);
+  // The form as it is now, not as the page read it: a save that lands after a conversion has
+  // passed its row is not stored the old way (encryption/convert.ts).
+  const key = sealingKeyOf((await repo.encryptionNow(trx, form.id)) ?? form);
   const json = toJson(values);
   const plain = key === undefined;
   const existing = resumeToken ? await repo.findByResumeHash(trx, form.id, resumeHash(resumeToken), now) : undefined;
@@ -99,7 +101,8 @@ export async function savePartial(
     expiresAt,
   };
   const id = existing
-    ? (await repo.updatePartial(trx, existing.id, write), existing.id)
+    ? // A clear save drops the resume copy an earlier sealed save left, which the clear values replace.
+      (await repo.updatePartial(trx, existing.id, { ...write, ...(plain && { resumeData: null }) }), existing.id)
     : (
         await repo.insertPartial(trx, {
           ...write,
@@ -176,6 +179,23 @@ async function formOf(ctx: AppContext, accountId: number, formId: number) {
 
 async function keysOf(ctx: AppContext, form: FormRow, password: string | undefined): Promise<FormKeys | undefined> {
   return form.encryption_key === null ? undefined : ctx.formKeys.unlock(form, password);
+}
+
+/**
+ * A row's values, or undefined when they cannot be opened (sealed to a key the form no longer
+ * holds, or altered): a list shows such a partial without them rather than failing whole.
+ */
+function valuesIfOpen(form: FormRow, row: PartialSubmissionRow, keys: FormKeys | undefined): Values | undefined {
+  try {
+    return valuesOf(form, row, keys);
+  } catch (error) {
+    if (
+      error instanceof AppError &&
+      (error.code === 'submission_sealed' || error.code === 'submission_integrity_failed')
+    )
+      return undefined;
+    throw error;
+  }
 }
 
 function valuesOf(form: FormRow, row: PartialSubmissionRow, keys: FormKeys | undefined): Values {
@@ -274,22 +294,29 @@ export async function listPartials(
         order: q.order.toLowerCase() as 'asc' | 'desc',
         now: ctx.clock.now(),
       });
-  const opened = new Map<number, Values>();
+  const opened = new Map<number, Values | undefined>();
   const open = (row: PartialSubmissionRow) => {
-    let v = opened.get(row.id);
-    if (!v) opened.set(row.id, (v = valuesOf(form, row, keys)));
-    return v;
+    if (!opened.has(row.id)) opened.set(row.id, valuesIfOpen(form, row, keys));
+    return opened.get(row.id);
   };
-  // Filtered by the tokens a submission's index would hold for the values (indexing.ts).
-  if (terms.length > 0) rows = rows.filter((row) => matches(derived({ formId, fields }, open(row)).tokens, terms));
+  // Filtered by the tokens a submission's index would hold for the values (indexing.ts); values
+  // that do not open match nothing.
+  if (terms.length > 0)
+    rows = rows.filter((row) => {
+      const values = open(row);
+      return values !== undefined && matches(derived({ formId, fields }, values).tokens, terms);
+    });
   const total = rows.length;
   const slice = rows.slice((q.pageNumber - 1) * q.pageSize, q.pageNumber * q.pageSize);
   const items = slice.map((row) => {
     const item: PartialListItem = base(row);
+    // A partial whose values do not open is listed without data, its name null.
+    const namedByValues = sealed || isSealedPartial(row.data);
+    const values = showsData || (q.prettyName && namedByValues) ? open(row) : undefined;
     if (q.prettyName)
-      item.prettyName = sealed || isSealedPartial(row.data) ? prettyNameOf(formId, fields, open(row)) : row.pretty_name;
-    if (showsData) {
-      const list = entries(fields, open(row));
+      item.prettyName = !namedByValues ? row.pretty_name : values ? prettyNameOf(formId, fields, values) : null;
+    if (showsData && values) {
+      const list = entries(fields, values);
       item.data =
         q.dataFormat === 'standardized'
           ? list
