@@ -25,6 +25,7 @@ const OPERATIONS = [
   'shareRows',
   'now',
   'containsInsensitive',
+  'lowerCase',
   'jsonArrayLength',
   'serialize',
   'lockRows',

@@ -13,7 +13,7 @@ import { prepareMarkedStatements } from './pg-prepared.js';
 import { markConnectionLost } from './transaction.js';
 import { runHotDirectly } from './hot-query.js';
 import { postgresEngine } from './postgres-engine.js';
-import { sqliteEngine } from './sqlite-engine.js';
+import { registerSqliteFunctions, sqliteEngine } from './sqlite-engine.js';
 import { SqliteWriterDialect } from './sqlite-writer-dialect.js';
 import { attachCreateThread, stopCreateThread } from './sqlite-create-thread.js';
 import { WriteTurn } from './sqlite-write-turn.js';
@@ -155,6 +155,7 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('cache_size = -65536');
+  registerSqliteFunctions(sqlite);
   const checkpointer =
     file === ':memory:'
       ? undefined
@@ -184,6 +185,7 @@ export function openDatabase(options: DbOptions): Db {
           reader.pragma('busy_timeout = 5000');
           // Its pages are read once per export: a small cache bounds the memory a scan takes.
           reader.pragma(`cache_size = -${BULK_READER_CACHE_KIB}`);
+          registerSqliteFunctions(reader);
           const bulk = new Kysely<Database>({
             dialect: new SqliteDialect({ database: withStatementCache(reader, 50) }),
           });

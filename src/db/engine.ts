@@ -45,8 +45,18 @@ export interface SqlEngine {
   shareRows<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
   /** The database's own clock in epoch milliseconds, read in SQL. */
   now(): RawBuilder<number>;
-  /** A case-insensitive substring match, literal in the user's text (no wildcards). */
+  /**
+   * A case-insensitive substring match, literal in the user's text (no wildcards): both sides
+   * lower-cased letter by letter, for every letter Unicode gives a lower case (as lowerCase).
+   */
   containsInsensitive(column: Expression<string>, text: string): RawBuilder<SqlBool>;
+  /**
+   * The text lower-cased letter by letter (Unicode's simple mapping: `Ü` → `ü`, `Σ` → `σ`,
+   * `İ` → `i`), ordered by code point: what names sort by without regard to case, so that
+   * both databases sort them the same whatever PostgreSQL's collation (`éa` after `zeta`).
+   * Where a function of the process computes it (SQLite), it costs a call per row read.
+   */
+  lowerCase(column: Expression<string>): RawBuilder<string>;
   /** The number of items of a JSON array kept as text. */
   jsonArrayLength(column: Expression<string>): RawBuilder<number>;
   /**

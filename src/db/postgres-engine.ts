@@ -29,7 +29,11 @@ export function postgresEngine(databaseUrl: string): SqlEngine {
     countSlot: () => sql<number>`(pg_backend_pid() % ${sql.lit(COUNT_SLOTS)})`,
     shareRows: (query) => query.forShare(),
     now: () => sql<number>`(floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
+    // ILIKE lowers both sides with lower(), as lowerCase does.
     containsInsensitive: (column, text) => sql<SqlBool>`${column} ILIKE ${likePattern(text)} ESCAPE '\\'`,
+    // lower() maps every letter (by the database's LC_CTYPE); "C" then orders the result by
+    // code point (UTF-8 bytes), as SQLite does, rather than by the database's collation.
+    lowerCase: (column) => sql<string>`(lower(${column}) COLLATE "C")`,
     jsonArrayLength: (column) => sql<number>`json_array_length(${column}::json)`,
     // Its planner picks the form's index or the primary key by the form's share of the rows.
     submissionsByFormId: () => sql`submissions`,

@@ -1,5 +1,6 @@
+import type SQLite from 'better-sqlite3';
 import { sql, type SqlBool } from 'kysely';
-import { likePattern, type SearchTerm, type SqlEngine } from './engine.js';
+import type { SearchTerm, SqlEngine } from './engine.js';
 import { hotQuery } from './hot-query.js';
 import { deferToBatchEnd } from './write-batcher.js';
 
@@ -17,6 +18,36 @@ export const insertFullText = hotQuery(2, (db, rowid: number, content: string) =
 );
 
 /**
+ * Text lower-cased letter by letter, as PostgreSQL's lower() does (Unicode's simple mapping,
+ * one letter for one): SQLite's own lower() and LIKE fold ASCII letters only. toLowerCase
+ * differs from that in two letters only: a capital sigma at a word's end becomes `ς`, not
+ * `σ`, and `İ` becomes `i` and a combining dot.
+ */
+export function lowerText(text: string): string {
+  const lower = text.toLowerCase();
+  if (!/[\u03a3\u0130]/.test(text)) return lower;
+  let out = '';
+  for (const letter of text) out += letter === '\u0130' ? 'i' : letter.toLowerCase();
+  return out;
+}
+
+/** The SQL function of lowerText, registered on each connection that runs the service's queries. */
+const LOWER_FUNCTION = 'formwork_lower';
+
+/**
+ * Registers on a connection the functions that sqliteEngine's SQL calls: every connection
+ * that runs queries built with it needs them (the main one and the bulk reader; not the
+ * create thread or the checkpointer, which run statements of their own).
+ */
+export function registerSqliteFunctions(db: SQLite.Database): void {
+  // directOnly: never part of the schema (an index, a view, a trigger), which another
+  // program opening the file could not read without it.
+  db.function(LOWER_FUNCTION, { deterministic: true, directOnly: true }, (text: unknown) =>
+    typeof text === 'string' ? lowerText(text) : text,
+  );
+}
+
+/**
  * SQLite: one writer at a time, so no row locks; the full-text index is the FTS5 table
  * submissions_fts, whose rowid is the submission id; no notifications between processes.
  */
@@ -27,7 +58,11 @@ export const sqliteEngine: SqlEngine = {
   countSlot: () => sql<number>`0`,
   shareRows: (query) => query,
   now: () => sql<number>`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
-  containsInsensitive: (column, text) => sql<SqlBool>`${column} LIKE ${likePattern(text)} ESCAPE '\\'`,
+  // instr is a literal match: no wildcard to escape. The text is lowered here, once.
+  containsInsensitive: (column, text) =>
+    sql<SqlBool>`(instr(${sql.raw(LOWER_FUNCTION)}(${column}), ${lowerText(text)}) > 0)`,
+  // A function's result compares as BINARY does, by UTF-8 bytes: in code point order.
+  lowerCase: (column) => sql<string>`${sql.raw(LOWER_FUNCTION)}(${column})`,
   jsonArrayLength: (column) => sql<number>`json_array_length(${column})`,
   // Given `form_id = ? AND id >= ?`, SQLite may walk the table by rowid from the bound, past
   // every other form's rows, or the form's index from its end to the bound; a pair

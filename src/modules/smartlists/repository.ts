@@ -25,7 +25,8 @@ export async function listLists(
   const [rows, count] = await Promise.all([
     query
       .selectAll()
-      .orderBy(sql`lower(name)`)
+      // Without regard to case, by code point, the same on both databases; equal names by id.
+      .orderBy((eb) => engineOf(db).lowerCase(eb.ref('name')))
       .orderBy('id')
       .limit(filter.limit)
       .offset(filter.offset)
