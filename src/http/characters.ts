@@ -41,6 +41,17 @@ const RISKY_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
 /** Bodies whose JSON text was found free of what the rule refuses (see RISKY_ESCAPE). */
 const cleanBodies = new WeakSet<object>();
 
+/**
+ * Text cut to at most max characters (code points, as the schemas count maxLength), never
+ * between the two halves of a surrogate pair: a half alone is no character, and is stored as
+ * bytes that are not UTF-8.
+ */
+export function cutToCharacters(text: string, max: number): string {
+  if (text.length <= max) return text;
+  // Without surrogates a code unit is a character.
+  return /[\ud800-\udfff]/.test(text) ? Array.from(text).slice(0, max).join('') : text.slice(0, max);
+}
+
 /** Notes that request's JSON body, parsed from text, needs no walk if the text has no risky escape. */
 export function noteJsonBodyText(request: object, text: string): void {
   if (!RISKY_ESCAPE.test(text)) cleanBodies.add(request);

@@ -10,6 +10,9 @@ function makeAjv(coerceTypes: boolean | 'array', allErrors = true) {
     removeAdditional: false, // unknown properties are an error, never silently dropped
     allErrors,
     strict: false,
+    // strict: false turns this off too: JSON.parse reads 1e309 as Infinity, which a number
+    // schema would take and JSON.stringify would then store as null.
+    strictNumbers: true,
   });
   addFormats.default(ajv);
   return ajv;

@@ -6,6 +6,7 @@ import type { PDFDocument, PDFField, PDFFont, PDFForm } from 'pdf-lib';
 import type PizZip from 'pizzip';
 import { lazyRequire } from '../../lazy-require.js';
 import { MAX_TEMPLATE_BYTES } from './schemas.js';
+import { cutToCharacters } from '../../http/characters.js';
 
 /**
  * Templates of document-merge integrations, with no database and no storage: reading a
@@ -452,7 +453,7 @@ export function fillPattern(pattern: string, data: MergeData): string {
 export function fileNameOf(pattern: string, data: MergeData, kind: TemplateKind): string {
   // eslint-disable-next-line no-control-regex
   let name = fillPattern(pattern, data).replace(/[\u0000-\u001f\u007f/\\:*?"<>|]+/g, ' ');
-  name = name.replace(/\s+/g, ' ').trim().slice(0, 200).trim();
+  name = cutToCharacters(name.replace(/\s+/g, ' ').trim(), 200).trim();
   const ext = `.${kind}`;
   if (name.toLowerCase().endsWith(ext)) name = name.slice(0, -ext.length).trim();
   return `${name || 'document'}${ext}`;

@@ -1,5 +1,5 @@
 import type { FieldRow, NewFieldRow } from '../../db/schema.js';
-import { BadRequestError, type ErrorDetail } from '../../errors.js';
+import { BadRequestError, invalid, type ErrorDetail } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { compileBodySchema, validationDetails, type Validate } from '../../http/validation.js';
 import type { Field, FieldCreate, FieldLogic } from './schemas.js';
@@ -127,6 +127,20 @@ export function logicProblems(
  * logic is left as it is: an update that sends none is not refused for checks that the fields
  * they check no longer fit.
  */
+/**
+ * A copy of attributes that the checks may change. Their values are not looked into by the
+ * body's schema (any JSON), so one nested thousands of levels deep reaches the copy, which
+ * recurses: that is a 400, not a stack overflow's 500.
+ */
+function cloneAttributes(attributes: FieldDefinition['attributes'], path: string): FieldDefinition['attributes'] {
+  try {
+    return structuredClone(attributes);
+  } catch (error) {
+    if (error instanceof RangeError) throw invalid('invalid_field', `${path}.attributes`, 'is nested too deeply');
+    throw error;
+  }
+}
+
 export function checkDefinition(
   def: FieldDefinition,
   path: string,
@@ -137,7 +151,7 @@ export function checkDefinition(
   const rule = TYPE_RULES[def.type];
   const problems: ErrorDetail[] = [];
 
-  const attributes = structuredClone(def.attributes);
+  const attributes = cloneAttributes(def.attributes, path);
   const validate = attributeValidator(def.type);
   if (!validate(attributes)) {
     problems.push(

@@ -33,6 +33,7 @@ import { countOptionsByList, optionsOfLists } from '../smartlists/repository.js'
 import { checkFormTotal, lockOptionTotals, tooManyOptions } from '../smartlists/form-options.js';
 import { MAX_OPTIONS_PER_FORM } from '../smartlists/schemas.js';
 import { defaultTheme, themeForForm } from '../themes/service.js';
+import { cutToCharacters } from '../../http/characters.js';
 
 const DEFAULT_SUBMIT_TITLE = 'Submit';
 
@@ -522,7 +523,7 @@ async function copyFormRows(
   const copy = await repo.insertForm(trx, {
     account_id: to.accountId,
     folder_id: to.folderId,
-    name: `${source.name} (copy)`.slice(0, 200),
+    name: cutToCharacters(`${source.name} (copy)`, 200),
     submit_button_title: look.submit_button_title,
     settings: look.settings,
     view_key: newKey(),

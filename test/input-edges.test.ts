@@ -1,0 +1,105 @@
+/**
+ * Inputs at the edges that an audit found mishandled: field attributes nested thousands of
+ * levels deep (a stack overflow's 500), numbers past the largest double (JSON.parse reads 1e309
+ * as Infinity, which JSON.stringify then stores as null), and a copy's name cut between the two
+ * halves of a surrogate pair.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  dialectName,
+  dumpData,
+  expectStatus,
+  startTestApp,
+  type TestAccount,
+  type TestApp,
+} from './support/helpers.js';
+
+describe(`inputs at the edges (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+  let formId: number;
+
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account();
+    formId = expectStatus(
+      await a.post('/forms', { name: 'Edges', fields: [{ type: 'text', label: 'T' }] }),
+      200,
+      'form',
+    ).id;
+  });
+  after(() => app.close());
+
+  /** A raw JSON body (fetch through the app's client would parse and re-encode numbers). */
+  const raw = (method: string, path: string, body: string) =>
+    fetch(`${app.url}/api/v2025${path}`, {
+      method,
+      headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+      body,
+    });
+
+  it('refuses attributes nested too deeply with 400 invalid_field, on create and update, writing nothing', async () => {
+    const deep = `${'['.repeat(6000)}${']'.repeat(6000)}`;
+    const before = await dumpData(app);
+    const created = await raw(
+      'POST',
+      `/forms/${formId}/fields`,
+      `{"type":"text","label":"l","attributes":{"placeholder":${deep}}}`,
+    );
+    assert.equal(created.status, 400);
+    const body = (await created.json()) as { code: string; details: { property: string }[] };
+    assert.equal(body.code, 'invalid_field');
+    assert.equal(body.details[0]!.property, 'body.attributes');
+    const form = expectStatus(await a.get(`/forms/${formId}?withFields=true`), 200, 'form');
+    const updated = await raw(
+      'PUT',
+      `/forms/${formId}/fields/${form.fields[0].id}`,
+      `{"attributes":{"placeholder":${deep}}}`,
+    );
+    assert.equal(updated.status, 400);
+    const inline = await raw(
+      'POST',
+      '/forms',
+      `{"name":"x","fields":[{"type":"text","label":"l","attributes":{"a":${deep}}}]}`,
+    );
+    assert.equal(inline.status, 400);
+    assert.equal(await dumpData(app), before);
+  });
+
+  it('refuses a number past the largest double (1e309) with 400, where it was stored as null', async () => {
+    const before = await dumpData(app);
+    for (const body of [
+      '{"type":"number","label":"n","attributes":{"min":-1e309}}',
+      '{"type":"number","label":"n","defaultValue":1e309}',
+    ]) {
+      const res = await raw('POST', `/forms/${formId}/fields`, body);
+      assert.equal(res.status, 400, body);
+      // The attributes are checked by their type's schema (invalid_field), the rest by the body's.
+      assert.match(((await res.json()) as { code: string }).code, /^(invalid_field|validation_failed)$/);
+    }
+    assert.equal(await dumpData(app), before);
+    const numbers = expectStatus(
+      await a.post('/forms', { name: 'Numbers', fields: [{ type: 'number', label: 'N' }] }),
+      200,
+      'form',
+    );
+    const res = await raw(
+      'POST',
+      `/forms/${numbers.id}/submissions`,
+      `{"fields":[{"id":${numbers.fields[0].id},"value":1e309}]}`,
+    );
+    assert.equal(res.status, 400);
+  });
+
+  it("cuts a copy's name at a character, never inside a surrogate pair", async () => {
+    const name = `a${'😀'.repeat(199)}`;
+    const source = expectStatus(await a.post('/forms', { name }), 200, 'form');
+    const copy = expectStatus(await a.post(`/forms/${source.id}/copy`), 200, 'copy');
+    assert.equal(copy.name, name, '200 characters already: the suffix does not fit');
+    assert.equal(Array.from(copy.name as string).length, 200);
+    const read = expectStatus(await a.get(`/forms/${copy.id}`), 200, 'read');
+    assert.equal(read.name, name);
+    assert.doesNotMatch(read.name, /\ufffd/);
+  });
+});
