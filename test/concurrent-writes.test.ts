@@ -46,6 +46,39 @@ describe(`concurrent submissions (${dialectName})`, () => {
     for (const r of ok) assert.equal((await a.get(`/submissions/${r.body.id}`)).status, 200);
   });
 
+  it('deletes a submission once when several deletes of it arrive at once, through two apps', async () => {
+    const form = (await a.post('/forms', { name: 'Deleted at once', fields: [{ type: 'text', label: 'Note' }] })).body;
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++)
+      ids.push(
+        (await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: `n${i}` }] })).body
+          .id,
+      );
+    const replies = await Promise.all(
+      ids.flatMap((id) => [
+        a.delete(`/submissions/${id}`),
+        a.delete(`/submissions/${id}`),
+        second.request('DELETE', `/api/v2025/submissions/${id}`, { token: a.token }),
+      ]),
+    );
+    for (let i = 0; i < ids.length; i++) {
+      const statuses = replies.slice(3 * i, 3 * i + 3).map((r) => r.status);
+      assert.deepEqual(
+        [...statuses].sort(),
+        [200, 404, 404],
+        `submission ${ids[i]}: ${replies
+          .slice(3 * i, 3 * i + 3)
+          .map((r) => r.text)
+          .join(' ')}`,
+      );
+    }
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 0, 'counted down once each');
+    assert.equal((await a.get(`/forms/${form.id}/submissions`)).body.total, 0);
+    const made = await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: form.fields[0].id, value: 'after' }] });
+    assert.equal(made.status, 200);
+    assert.equal((await a.get(`/forms/${form.id}`)).body.submissionsCount, 1);
+  });
+
   it('keeps the keyword index right when one burst edits, deletes and creates the same submissions', async () => {
     // On SQLite a batch writes its full-text rows at its end, one per submission: the last
     // edit's, none for a deletion, and none for a job that failed.

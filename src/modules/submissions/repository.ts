@@ -851,11 +851,18 @@ export async function rewriteSubmission(db: Executor, row: SubmissionRow, w: Sub
 /**
  * The row's delete takes its unique values with it (SQLite's foreign key, PostgreSQL's trigger:
  * migration 0036), after an edit that holds the row's lock has committed, so that what the
- * edit wrote goes too. Only SQLite's full-text row is apart.
+ * edit wrote goes too. Only SQLite's full-text row is apart. False when there was no row to
+ * delete: on PostgreSQL another delete of it, read as live, may have committed meanwhile.
  */
-export async function deleteSubmission(db: Executor, accountId: number, id: number): Promise<void> {
-  await db.deleteFrom('submissions').where('id', '=', id).where('account_id', '=', accountId).execute();
+export async function deleteSubmission(db: Executor, accountId: number, id: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('submissions')
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) return false;
   await engineOf(db).clearFullText(db, id);
+  return true;
 }
 
 const columns = [

@@ -394,7 +394,9 @@ export async function deleteSubmission(
     );
     // Documents made from it go with its row (ON DELETE CASCADE); their objects with its files.
     objects.push(...(await documentKeysOf(trx, id)));
-    await repo.deleteSubmission(trx, accountId, id);
+    // Two deletes of one row both read it live (PostgreSQL); the second deletes nothing and is
+    // a 404, its transaction undone, rather than a second count down and a second event.
+    if (!(await repo.deleteSubmission(trx, accountId, id))) throw new NotFoundError('submission_not_found');
     await noteSubmissionChange(trx, accountId, row.form_id, -1, row.created_at);
     // The objects go once this commits, through the outbox.
     if (objects.length > 0) await enqueue(trx, removeFilesJob, { keys: objects });
