@@ -255,6 +255,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           if (typeof op !== 'object' || op === null || Array.isArray(op)) continue;
           const body = op.requestBody as { required?: boolean } | undefined;
           if (op['x-formwork-body-optional'] === true && body) body.required = false;
+          // A query parameter with a default is required in its TypeBox object (it is always
+          // there once validated), not of the client, which may leave it out.
+          for (const param of (op.parameters ?? []) as {
+            in?: string;
+            required?: boolean;
+            schema?: { default?: unknown };
+          }[])
+            if (param.in === 'query' && param.required === true && param.schema?.default !== undefined)
+              param.required = false;
         }
       return doc;
     },

@@ -68,6 +68,21 @@ describe(`OpenAPI document (${dialectName})`, () => {
     assert.match(list, /Needs the `submissions:read` scope/);
   });
 
+  it('marks no query parameter that has a default as required', () => {
+    const required = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => METHODS.has(method))
+        .flatMap(([method, op]) =>
+          ((op.parameters ?? []) as { in: string; name: string; required?: boolean; schema?: { default?: unknown } }[])
+            .filter((p) => p.in === 'query' && p.required === true && p.schema?.default !== undefined)
+            .map((p) => `${method.toUpperCase()} ${path} ${p.name}`),
+        ),
+    );
+    assert.deepEqual(required, []);
+    const read = doc.paths['/forms/{formId}']!.get!.parameters as { name: string; required?: boolean }[];
+    assert.equal(read.find((p) => p.name === 'withFields')?.required, false);
+  });
+
   it('gives no two operations the same operationId', () => {
     const byId = new Map<unknown, string[]>();
     for (const op of operations) byId.set(op.operationId, [...(byId.get(op.operationId) ?? []), op.key]);
