@@ -92,6 +92,15 @@ describe(`inputs at the edges (${dialectName})`, () => {
     assert.equal(res.status, 400);
   });
 
+  it('refuses query names nested too deeply or reaching for a prototype, as any unknown parameter', async () => {
+    for (const query of ['a[b][c][d][e][f]=1', '__proto__[x]=1', 'x[constructor]=1', 'search[0][prototype]=1']) {
+      const res = await a.get(`/forms?${query}`);
+      assert.equal(res.status, 400, `${query}: ${res.text}`);
+      assert.equal(res.body.code, 'validation_failed', query);
+    }
+    assert.equal((await a.get('/forms?pageSize=10')).status, 200);
+  });
+
   it("cuts a copy's name at a character, never inside a surrogate pair", async () => {
     const name = `a${'😀'.repeat(199)}`;
     const source = expectStatus(await a.post('/forms', { name }), 200, 'form');

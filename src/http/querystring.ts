@@ -3,9 +3,12 @@ import { markUndecodable, parseForm } from './characters.js';
 /**
  * How deep bracket notation nests: a name and four brackets, as deep as the original service's
  * v2 parameters go (`logic[checks][0][field]`, `fields[0][options][0][label]`; the submission
- * search needs three). Deeper names are dropped, never meaningful here.
+ * search needs three). A deeper name, or one with a part that could reach a prototype, is kept
+ * whole as a plain name, which no route's schema knows: a 400 naming it, not a silent drop.
  */
 export const MAX_NESTING = 5;
+
+const UNSAFE_PARTS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /**
  * Query strings as usual, plus the bracket form that the submission search uses:
@@ -25,10 +28,12 @@ export function parseQueryString(text: string): Record<string, unknown> {
       continue;
     }
     const path = [m[1]!, ...[...m[2]!.matchAll(/\[([^[\]]*)\]/g)].map((p) => p[1]!)];
-    if (path.length > MAX_NESTING) continue;
+    if (path.length > MAX_NESTING || path.some((part) => UNSAFE_PARTS.has(part))) {
+      out[key] = value;
+      continue;
+    }
     let node = out;
     for (const [i, part] of path.entries()) {
-      if (part === '__proto__' || part === 'constructor' || part === 'prototype') break;
       if (i === path.length - 1) {
         node[part] = value;
       } else {
