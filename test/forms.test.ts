@@ -154,6 +154,18 @@ describe(`forms (${dialectName})`, () => {
       ['Gamma', 'Epsilon_x', 'Delta 100%', 'beta SURVEY', 'Alpha survey'],
     );
     assert.deepEqual((await b.get('/forms?orderBy=id&order=DESC')).body.forms.map((f: any) => f.name)[0], 'Epsilon_x');
+    // Every letter's case, not ASCII's alone, and the same order on both databases (code points).
+    for (const name of ['Éz sort', 'éa sort', 'Ez sort', 'ea sort'])
+      assert.equal((await b.post('/forms', { name })).status, 200);
+    assert.deepEqual(
+      (await b.get('/forms?search=%20sort&orderBy=name')).body.forms.map((f: any) => f.name),
+      ['ea sort', 'Ez sort', 'éa sort', 'Éz sort'],
+    );
+    assert.deepEqual(
+      (await b.get('/forms?search=%C3%89A')).body.forms.map((f: any) => f.name),
+      ['éa sort'],
+      'the search folds É too',
+    );
     assert.deepEqual(
       (await b.get(`/forms?folder=${folder.id}`)).body.forms.map((f: any) => f.name),
       ['Gamma', 'Delta 100%'],

@@ -70,6 +70,7 @@ function formsOfAccount(db: Executor, accountId: number, filter: Pick<FormListFi
 }
 
 function pageOf<Q extends ReturnType<typeof formsOfAccount>>(
+  db: Executor,
   query: Q,
   filter: Pick<FormListFilter, 'orderBy' | 'order'>,
   limit: number,
@@ -79,8 +80,11 @@ function pageOf<Q extends ReturnType<typeof formsOfAccount>>(
     query
       .select(['id', 'revision'])
       .select([submissionsCountOf, submissionsVersionOf])
-      // Names sort as people read them, without regard to case, the same on both databases.
-      .orderBy(filter.orderBy === 'name' ? sql`lower(name)` : ORDER_COLUMNS[filter.orderBy], filter.order)
+      // Names sort without regard to case, for every letter, the same on both databases.
+      .orderBy(
+        filter.orderBy === 'name' ? engineOf(db).lowerCase(sql.ref('name')) : ORDER_COLUMNS[filter.orderBy],
+        filter.order,
+      )
       .orderBy('id', filter.order)
       .limit(limit)
       .offset(offset)
@@ -96,7 +100,7 @@ const plainListings = new Map<string, ReturnType<typeof plainListing>>();
 function plainListing(filter: Pick<FormListFilter, 'orderBy' | 'order' | 'deleted'>) {
   return {
     page: hotQuery(3, (db, accountId: number, limit: number, offset: number) =>
-      pageOf(formsOfAccount(db, accountId, filter), filter, limit, offset),
+      pageOf(db, formsOfAccount(db, accountId, filter), filter, limit, offset),
     ),
     count: hotQuery(1, (db, accountId: number) =>
       formsOfAccount(db, accountId, filter).select((eb) => eb.fn.countAll<number>().as('n')),
@@ -134,7 +138,7 @@ export async function listFormVersions(
     query = query.where((eb) => engineOf(db).containsInsensitive(eb.ref('name'), search));
   }
   const [rows, count] = await Promise.all([
-    pageOf(query, filter, filter.limit, filter.offset).execute(),
+    pageOf(db, query, filter, filter.limit, filter.offset).execute(),
     query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
