@@ -1,6 +1,24 @@
 import { permittedForms } from '../permissions/repository.js';
+import { engineOf } from '../../db/engine.js';
 import type { FolderRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
+
+/**
+ * 'Fldr': the namespace of the advisory lock on an account's folder tree, keyed by account
+ * (processes/locks.ts, forms/counts.ts and smartlists/form-options.ts use others).
+ */
+const TREE_LOCK_NAMESPACE = 0x466c6472;
+
+/**
+ * Serializes, until the transaction ends, the account's changes of its folder tree (create,
+ * move, delete): each reads the tree to check it for loops and depth and then writes, so two
+ * at once would each check the tree without the other's change (PostgreSQL: a transaction
+ * advisory lock; SQLite's one writer serializes them anyway). Take it before reading the tree:
+ * what is read after it includes what the lock's previous holder committed.
+ */
+export async function lockFolderTree(db: Executor, accountId: number): Promise<void> {
+  await engineOf(db).serialize(db, TREE_LOCK_NAMESPACE, accountId);
+}
 
 export async function findFolder(db: Executor, accountId: number, folderId: number): Promise<FolderRow | undefined> {
   return db
