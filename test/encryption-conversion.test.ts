@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { jobKinds } from '../src/job-kinds.js';
-import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import { prefillToken } from '../src/modules/hosted/tokens.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
+import { withWorkingApp } from './support/worker-app.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ok } from './support/submission-fixtures.js';
 
@@ -25,17 +24,8 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 describe(`turning encryption on and off (${dialectName})`, () => {
   let app: TestApp;
   let a: TestAccount;
-  let worker: Worker;
 
-  before(async () => {
-    app = await startTestApp();
-    a = await app.account();
-    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
-  });
-  after(async () => {
-    await worker.stop();
-    await app.close();
-  });
+  withWorkingApp((s) => ({ app, a } = s));
 
   /** A plain form with n submissions whose values are v0, v1, …, and a unique email. */
   async function plainForm(n: number) {

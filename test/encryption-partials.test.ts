@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { transact } from '../src/db/transaction.js';
-import { jobKinds } from '../src/job-kinds.js';
-import { startWorker, type Worker } from '../src/jobs/worker.js';
 import { publicKeyOf } from '../src/modules/encryption/keys.js';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
@@ -15,6 +13,7 @@ import { toDefinition } from '../src/modules/fields/definition.js';
 import { listFields } from '../src/modules/fields/repository.js';
 import { savePartial } from '../src/modules/partials/service.js';
 import { resumeHash, sealForOwner, sealForResume } from '../src/modules/partials/sealing.js';
+import { withWorkingApp } from './support/worker-app.js';
 import { dialectName, expectStatus, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { savePartialOf } from './support/partials.js';
 import { ok } from './support/submission-fixtures.js';
@@ -90,17 +89,8 @@ function dataOf(detail: { data: { field: number; value: unknown }[] }): Record<n
 describe(`partial submissions through encryption changes (${dialectName})`, () => {
   let app: TestApp;
   let a: TestAccount;
-  let worker: Worker;
 
-  before(async () => {
-    app = await startTestApp();
-    a = await app.account();
-    worker = startWorker(app.server.ctx, { kinds: jobKinds, pollMs: 50 });
-  });
-  after(async () => {
-    await worker.stop();
-    await app.close();
-  });
+  withWorkingApp((s) => ({ app, a } = s));
 
   async function change(formId: number, body: object): Promise<void> {
     await ok(a.put(`/forms/${formId}`, body), 'encryption change');
