@@ -11,8 +11,11 @@ import { searchable } from './indexing.js';
 import * as repo from './repository.js';
 import { isSealed } from './sealing.js';
 
-/** Rows read and rewritten per transaction (and checkpoint). */
-const BATCH = 500;
+/**
+ * Rows read and rewritten per transaction (and checkpoint): as many as a conversion's batch
+ * (submissions/conversion.ts), since on SQLite each batch's statements run on the event loop.
+ */
+const BATCH = 200;
 
 interface Progress {
   after?: number;
