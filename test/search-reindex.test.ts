@@ -112,6 +112,45 @@ describe(`search after a field is deleted or changed (${dialectName})`, () => {
     assert.deepEqual(await ids(form.id, 'keyword=starter'), [s.id]);
   });
 
+  it("finds a value by its smart list option's new label once the option is relabelled", async () => {
+    const list = expectStatus(await a.post('/smartlists', { name: 'Regions' }), 201, 'list');
+    const north = expectStatus(
+      await a.post(`/smartlists/${list.id}/options`, { label: 'Northern quarter', value: 'n' }),
+      201,
+      'option',
+    );
+    const form = expectStatus(
+      await a.post('/forms', { name: 'Listed', fields: [{ type: 'select', label: 'Region', smartList: list.id }] }),
+      200,
+      'form',
+    );
+    const field = form.fields[0].id as number;
+    const s = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: field, value: 'n' }] }),
+      200,
+      'submit',
+    );
+    assert.deepEqual(await ids(form.id, 'keyword=northern'), [s.id]);
+    // An option added shows nothing anew: no reindex is queued for it.
+    const queued = async () =>
+      (
+        await app.server.ctx.db
+          .selectFrom('jobs')
+          .select('id')
+          .where('kind', '=', 'submissions.reindex')
+          .where('state', '=', 'queued')
+          .execute()
+      ).length;
+    const before = await queued();
+    expectStatus(await a.post(`/smartlists/${list.id}/options`, { label: 'South', value: 's' }), 201, 'another option');
+    assert.equal(await queued(), before);
+    expectStatus(await a.put(`/smartlists/${list.id}/options/${north.id}`, { label: 'Upland' }), 200, 'relabel');
+    assert.equal(await queued(), before + 1);
+    await worker.runDue();
+    assert.deepEqual(await ids(form.id, 'keyword=northern'), []);
+    assert.deepEqual(await ids(form.id, 'keyword=upland'), [s.id]);
+  });
+
   it('goes batch by batch from its checkpoint, and leaves an edit made meanwhile as its edit indexed it', async () => {
     const form = expectStatus(
       await a.post('/forms', {

@@ -130,15 +130,18 @@ export async function detachFields(
  * Forms whose fields take options from the list get a new revision, so that every cached
  * definition of them (submission checks, hosted pages) is read again with the new options.
  */
-export async function reviseFormsUsingList(db: Executor, accountId: number, listId: number): Promise<void> {
-  await db
+/** Moves the revision of the forms whose fields show the list's options; answers their ids. */
+export async function reviseFormsUsingList(db: Executor, accountId: number, listId: number): Promise<number[]> {
+  const rows = await db
     .updateTable('forms')
     .set((eb) => ({ revision: eb('revision', '+', 1) }))
     .where('account_id', '=', accountId)
     .where('id', 'in', (eb) =>
       eb.selectFrom('fields').select('form_id').where('account_id', '=', accountId).where('smart_list_id', '=', listId),
     )
+    .returning('id')
     .execute();
+  return rows.map((r) => r.id);
 }
 
 export async function findOption(

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { enqueue } from '../../jobs/outbox.js';
 import { removeFilesJob } from '../uploads/jobs.js';
+import { enqueueReindex } from '../submissions/reindex.js';
 import { requireImageType } from '../images/type.js';
 import * as repo from './repository.js';
 import { checkListGrowth, lockOptionTotals } from './form-options.js';
@@ -69,10 +70,21 @@ async function recordOf(db: Executor, row: SmartListRow): Promise<SmartList> {
   return toList(row, (await repo.countOptionsByList(db, [row.id])).get(row.id) ?? 0);
 }
 
-/** The options changed: the list's updated time, and the forms whose fields show them. */
-async function optionsChanged(db: Executor, accountId: number, listId: number, now: number): Promise<void> {
+/**
+ * The options changed: the list's updated time, and the forms whose fields show them. With
+ * shownAnew (an option relabelled, revalued or removed), what those forms' stored values show
+ * as, and so the words a search finds them by, may have changed: their index is made anew.
+ */
+async function optionsChanged(
+  db: Executor,
+  accountId: number,
+  listId: number,
+  now: number,
+  shownAnew = false,
+): Promise<void> {
   await repo.touchList(db, listId, now);
-  await repo.reviseFormsUsingList(db, accountId, listId);
+  const forms = await repo.reviseFormsUsingList(db, accountId, listId);
+  if (shownAnew) for (const formId of forms) await enqueueReindex(db, formId);
 }
 
 export async function listLists(
@@ -265,7 +277,8 @@ export async function updateOption(
       { label: input.label, value: input.value, display_order: input.order },
       now,
     );
-    await optionsChanged(trx, scope.accountId, ref.smartListId, now);
+    const shownAnew = row.label !== current.label || row.value !== current.value;
+    await optionsChanged(trx, scope.accountId, ref.smartListId, now, shownAnew);
     return toOption(row);
   });
 }
@@ -280,7 +293,7 @@ export async function deleteOption(
     const option = await requireOption(trx, scope.accountId, ref);
     if (option.image_key !== null) await enqueue(trx, removeFilesJob, { keys: [option.image_key] });
     await repo.deleteOption(trx, option.id);
-    await optionsChanged(trx, scope.accountId, ref.smartListId, ctx.clock.now());
+    await optionsChanged(trx, scope.accountId, ref.smartListId, ctx.clock.now(), true);
     return { id: option.id };
   });
 }
@@ -350,7 +363,7 @@ export async function deleteAllOptions(
     await requireList(trx, scope, smartListId);
     await removeImages(trx, smartListId);
     const deleted = await repo.deleteAllOptions(trx, smartListId);
-    await optionsChanged(trx, scope.accountId, smartListId, ctx.clock.now());
+    await optionsChanged(trx, scope.accountId, smartListId, ctx.clock.now(), deleted > 0);
     return { id: smartListId, deleted };
   });
 }
