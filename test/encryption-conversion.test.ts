@@ -4,22 +4,12 @@ import { sql } from 'kysely';
 import { runConversion } from '../src/modules/encryption/convert.js';
 import { prefillToken } from '../src/modules/hosted/tokens.js';
 import type { ConversionPayload } from '../src/modules/encryption/service.js';
-import { withWorkingApp } from './support/worker-app.js';
+import { waitFor, withWorkingApp } from './support/worker-app.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { ok } from './support/submission-fixtures.js';
 
 const PASSWORD = 'turn it on and off';
 const header = { headers: { 'x-formwork-encryption-password': PASSWORD } };
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe(`turning encryption on and off (${dialectName})`, () => {
   let app: TestApp;

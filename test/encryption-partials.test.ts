@@ -13,7 +13,7 @@ import { toDefinition } from '../src/modules/fields/definition.js';
 import { listFields } from '../src/modules/fields/repository.js';
 import { savePartial } from '../src/modules/partials/service.js';
 import { resumeHash, sealForOwner, sealForResume } from '../src/modules/partials/sealing.js';
-import { withWorkingApp } from './support/worker-app.js';
+import { waitFor, withWorkingApp } from './support/worker-app.js';
 import { dialectName, expectStatus, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { savePartialOf } from './support/partials.js';
 import { ok } from './support/submission-fixtures.js';
@@ -21,16 +21,6 @@ import { ok } from './support/submission-fixtures.js';
 const FIRST = 'correct horse';
 const SECOND = 'second pass';
 const withPassword = (password: string) => ({ headers: { 'x-formwork-encryption-password': password } });
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Form {
   id: number;

@@ -21,3 +21,14 @@ export function withWorkingApp(use: (suite: { app: TestApp; a: TestAccount; work
     await app?.close();
   });
 }
+
+/** Polls probe every 100 ms until it answers something, failing after timeoutMs (a job's work, seen from outside). */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

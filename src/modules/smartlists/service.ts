@@ -84,7 +84,7 @@ async function optionsChanged(
 ): Promise<void> {
   await repo.touchList(db, listId, now);
   const forms = await repo.reviseFormsUsingList(db, accountId, listId);
-  if (shownAnew) for (const formId of forms) await enqueueReindex(db, formId);
+  if (shownAnew) await enqueueReindex(db, ...forms);
 }
 
 export async function listLists(

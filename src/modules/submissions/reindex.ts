@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
-import { enqueue } from '../../jobs/outbox.js';
+import { enqueueAll, jobOf } from '../../jobs/outbox.js';
 import * as fieldsRepo from '../fields/repository.js';
 import { noteSubmissionChange } from '../forms/counts.js';
 import * as formsRepo from '../forms/repository.js';
@@ -45,9 +45,12 @@ export const reindexJob = defineJob({
   },
 });
 
-/** Enqueues the form's reindex in the transaction of the change that makes its index stale. */
-export async function enqueueReindex(trx: Executor, formId: number): Promise<void> {
-  await enqueue(trx, reindexJob, { formId });
+/** Enqueues the forms' reindex in the transaction of the change that makes their index stale, in one insert. */
+export async function enqueueReindex(trx: Executor, ...formIds: number[]): Promise<void> {
+  await enqueueAll(
+    trx,
+    formIds.map((formId) => jobOf(reindexJob, { formId })),
+  );
 }
 
 /** Reindexes the rows after `after`; the last id done, or undefined once none are left (or the form is gone). */
