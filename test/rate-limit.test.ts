@@ -14,7 +14,7 @@ import {
 import { createPersonalToken } from '../src/modules/accounts/service.js';
 import { dialectName, startTestApp, type TestApp } from './support/helpers.js';
 import { ProcessSet } from './support/processes.js';
-import { awayFromMinuteEnd } from './support/quota.js';
+import { awayFromMinuteEnd, awayFromWindowEnd } from './support/quota.js';
 
 const REDIS_URL = process.env.FORMWORK_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -83,11 +83,22 @@ describe('rate limit settings', () => {
   });
 });
 
-/** The behaviour both stores must have; `advance` moves the store's clock on by ms. */
-function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): Promise<void> }) {
+/**
+ * The behaviour both stores must have; `advance` moves the store's clock on by ms, and
+ * `awayFromEnd` keeps calls that must fall in one window of seconds from straddling its end
+ * (support/quota.ts; a store on the real clock waits, one on a test clock need not).
+ */
+function storeContract(
+  make: () => {
+    limiter: RateLimiter;
+    advance(ms: number): Promise<void>;
+    awayFromEnd(seconds: number): Promise<void>;
+  },
+) {
   let limiter: RateLimiter;
   let advance: (ms: number) => Promise<void>;
-  before(() => ({ limiter, advance } = make()));
+  let awayFromEnd: (seconds: number) => Promise<void>;
+  before(() => ({ limiter, advance, awayFromEnd } = make()));
   after(() => limiter.close());
 
   it('counts down, refuses at the limit, and refused calls consume no window', async () => {
@@ -96,6 +107,7 @@ function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): 
       { name: 'short', limit: 2, seconds: 60 },
       { name: 'long', limit: 10, seconds: 3600 },
     ];
+    await awayFromEnd(60);
     const first = await limiter.consume(key, windows);
     assert.equal(first.allowed, true);
     assert.equal(first.retryAfterSeconds, 0);
@@ -124,6 +136,7 @@ function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): 
   it('keeps keys apart', async () => {
     const [a, b] = [unique(), unique()];
     const w = [{ name: 'w', limit: 1, seconds: 60 }];
+    await awayFromEnd(60);
     assert.equal((await limiter.consume(a, w)).allowed, true);
     assert.equal((await limiter.consume(a, w)).allowed, false);
     assert.equal((await limiter.consume(b, w)).allowed, true);
@@ -147,6 +160,7 @@ function storeContract(make: () => { limiter: RateLimiter; advance(ms: number): 
 
   it('throttles attempts with a 429 that says when to come back', async () => {
     const key = `signin:email:${unique()}@example.com`;
+    await awayFromEnd(900);
     await throttle(limiter, key, 2, 900);
     await throttle(limiter, key, 2, 900);
     await assert.rejects(throttle(limiter, key, 2, 900), (e: unknown) => {
@@ -166,6 +180,7 @@ describe('memory rate limiter', () => {
     advance: async (ms) => {
       clock += ms;
     },
+    awayFromEnd: async () => {},
   }));
 
   it('drops ended windows, so memory holds only live counters', async () => {
@@ -190,6 +205,7 @@ describe('Redis rate limiter', { skip: redisSkip }, () => {
     limiter: createRedisRateLimiter(REDIS_URL, Date.now),
     // Real time: Redis expires the counters by the wall clock.
     advance: (ms) => new Promise((r) => setTimeout(r, ms - (Date.now() % ms) + 20)),
+    awayFromEnd: (seconds) => awayFromWindowEnd(seconds * 1000, 2000),
   }));
 
   it('keeps counters under fw:rl: and lets them expire with their window', async () => {
