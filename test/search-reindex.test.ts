@@ -194,4 +194,54 @@ describe(`search after a field is deleted or changed (${dialectName})`, () => {
     }
     await worker.runDue();
   });
+
+  it('is queued once for changes made while its reindex waits, and again once that reindex has begun', async () => {
+    const form = expectStatus(
+      await a.post('/forms', {
+        name: 'Once',
+        fields: ['A', 'B', 'C', 'D'].map((label) => ({ type: 'text', label })),
+      }),
+      200,
+      'form',
+    );
+    const [fa, fb, fc, fd] = form.fields.map((f: { id: number }) => f.id) as [number, number, number, number];
+    const s = expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, {
+        fields: [
+          { id: fa, value: 'alphaword' },
+          { id: fb, value: 'bravoword' },
+          { id: fc, value: 'charlieword' },
+          { id: fd, value: 'deltaword' },
+        ],
+      }),
+      200,
+      'submit',
+    );
+    const reindexes = async (state: 'queued' | 'running') =>
+      (
+        await app.server.ctx.db
+          .selectFrom('jobs')
+          .select('id')
+          .where('kind', '=', 'submissions.reindex')
+          .where('state', '=', state)
+          .where('payload', '=', JSON.stringify({ formId: form.id }))
+          .execute()
+      ).map((j) => j.id);
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${fb}`), 200, 'delete B');
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${fc}`), 200, 'delete C');
+    const [waiting, ...more] = await reindexes('queued');
+    assert.ok(waiting !== undefined);
+    assert.deepEqual(more, [], 'the second delete is left to the reindex that waits');
+    // Begun (as a worker's claim marks it), it may have passed rows already: a change now needs its own.
+    await app.server.ctx.db.updateTable('jobs').set({ state: 'running', attempts: 1 }).where('id', '=', waiting).execute();
+    expectStatus(await a.delete(`/forms/${form.id}/fields/${fd}`), 200, 'delete D');
+    const [next, ...others] = await reindexes('queued');
+    assert.ok(next !== undefined && next !== waiting);
+    assert.deepEqual(others, []);
+    await app.server.ctx.db.updateTable('jobs').set({ state: 'done' }).where('id', '=', waiting).execute();
+    await worker.runDue();
+    for (const word of ['bravoword', 'charlieword', 'deltaword'])
+      assert.deepEqual(await ids(form.id, `keyword=${word}`), [], word);
+    assert.deepEqual(await ids(form.id, 'keyword=alphaword'), [s.id]);
+  });
 });

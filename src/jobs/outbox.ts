@@ -1,7 +1,7 @@
 import type { Executor } from '../db/transaction.js';
 import { currentRequestId } from '../request-context.js';
 import type { JobKind } from './kind.js';
-import { insertJobs, type NewJobRow } from './repository.js';
+import { insertJobs, waitingPayloads, type NewJobRow } from './repository.js';
 
 export interface EnqueueOptions {
   /** Epoch ms (from ctx.clock) before which the job does not run; unset means at once. */
@@ -63,6 +63,34 @@ export async function enqueueAll(db: Executor, jobs: readonly JobRequest[]): Pro
 }
 
 /**
+ * enqueueAll for jobs that do the same whenever they run, from what is stored then (a form's
+ * reindex reads its fields as they are when it runs): a job of the same kind and payload that
+ * waits, not yet begun, does the work for this change too, and is not enqueued again. Five
+ * fields deleted one after another then make one or two passes over the form, not five.
+ */
+export async function enqueueAllOnce(db: Executor, jobs: readonly JobRequest[]): Promise<number[]> {
+  const fresh: JobRequest[] = [];
+  for (const kind of new Set(jobs.map((j) => j.kind))) {
+    const ofKind = jobs.filter((j) => j.kind === kind);
+    const waiting = await waitingPayloads(
+      db,
+      kind.name,
+      ofKind.map((j) => payloadText(j.payload)),
+    );
+    const seen = new Set<string>();
+    for (const job of ofKind) {
+      const text = payloadText(job.payload);
+      if (waiting.has(text) || seen.has(text)) continue;
+      seen.add(text);
+      fresh.push(job);
+    }
+  }
+  return enqueueAll(db, fresh);
+}
+
+const payloadText = (payload: unknown): string => JSON.stringify(payload ?? null);
+
+/**
  * The rows of jobs due at once, for a writer that inserts them itself in the transaction of
  * the change that causes them (SQLite's create thread); requestId is the enqueuing request's.
  * The writer calls wakeWorkers once they are committed.
@@ -72,7 +100,7 @@ export function jobRowsOf(jobs: readonly JobRequest[], requestId: string | undef
 }
 
 function jobRow(kind: JobKind<unknown>, payload: unknown, requestId: string | undefined, runAt = 0): NewJobRow {
-  return { kind: kind.name, payload: JSON.stringify(payload ?? null), runAt, maxAttempts: kind.maxAttempts, requestId };
+  return { kind: kind.name, payload: payloadText(payload), runAt, maxAttempts: kind.maxAttempts, requestId };
 }
 
 /** Wakes this process's workers: jobs were enqueued. */

@@ -106,6 +106,25 @@ export async function insertJobs(db: Executor, jobs: readonly NewJobRow[]): Prom
   return engine.insertRows(db, 'jobs', jobs.map(jobRow));
 }
 
+/**
+ * Of payloads, those a job of kind has and waits with, never begun (queued, no attempt yet).
+ * On PostgreSQL their rows stay locked until db's transaction ends: a claim skips locked rows,
+ * so none of them begins before the caller's change commits and is read by its run.
+ */
+export async function waitingPayloads(db: Executor, kind: string, payloads: readonly string[]): Promise<Set<string>> {
+  if (payloads.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('jobs')
+    .select('payload')
+    .where('kind', '=', kind)
+    .where('state', '=', 'queued')
+    .where('attempts', '=', 0)
+    .where('payload', 'in', payloads)
+    .$call(engineOf(db).lockRows)
+    .execute();
+  return new Set(rows.map((r) => r.payload));
+}
+
 /** Whether listenForJobs can hear enqueues of other processes on this database. */
 export function canListenForJobs(db: Executor): boolean {
   return engineOf(db).notifies;

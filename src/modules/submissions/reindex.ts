@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
-import { enqueueAll, jobOf } from '../../jobs/outbox.js';
+import { enqueueAllOnce, jobOf } from '../../jobs/outbox.js';
 import * as fieldsRepo from '../fields/repository.js';
 import { noteSubmissionChange } from '../forms/counts.js';
 import * as formsRepo from '../forms/repository.js';
@@ -45,9 +45,12 @@ export const reindexJob = defineJob({
   },
 });
 
-/** Enqueues the forms' reindex in the transaction of the change that makes their index stale, in one insert. */
+/**
+ * Enqueues the forms' reindex in the transaction of the change that makes their index stale, in
+ * one insert; a form whose reindex waits, not yet begun, has it do this change's work too.
+ */
 export async function enqueueReindex(trx: Executor, ...formIds: number[]): Promise<void> {
-  await enqueueAll(
+  await enqueueAllOnce(
     trx,
     formIds.map((formId) => jobOf(reindexJob, { formId })),
   );
