@@ -60,6 +60,9 @@
  * 8. Document merge (bench/docmerge.ts; `npm run bench -- docmerge`, alone): documents generated
  *    per second by one `formwork worker` for a one-page DOCX and a one-page PDF, with the
  *    worker's peak RSS, over BENCH_DOCMERGE_COUNT queued submissions (default 500).
+ * 9. Reindex (`npm run bench -- reindex`, alone): a field deleted from a form of
+ *    BENCH_REINDEX_COUNT seeded submissions (default 200,000) on SQLite: rows a second of the
+ *    reindex that follows, and the form read before and during it.
  * 6. Public (`npm run bench -- public`, alone): the hosted page of the 10-field form
  *    (GET /f/{viewKey}) and its plain HTML post (urlencoded, a new page token per request:
  *    each one a real submission), next to the constant route of the same run.
@@ -155,6 +158,8 @@ const ONLY_EXPORT = process.argv.slice(2).includes('export');
 const ONLY_POST = process.argv.slice(2).includes('post');
 const ONLY_PG = process.argv.slice(2).includes('pg');
 const ONLY_DOCMERGE = process.argv.slice(2).includes('docmerge');
+const ONLY_REINDEX = process.argv.slice(2).includes('reindex');
+const REINDEX_COUNT = intEnv('BENCH_REINDEX_COUNT', 200_000, 1000);
 const DOCMERGE_COUNT = intEnv('BENCH_DOCMERGE_COUNT', 500, 10);
 const ONLY_SCALE = process.argv.slice(2).includes('scale');
 /** The page target of the hosted-forms issue: the page at least this share of the constant route. */
@@ -1492,7 +1497,7 @@ function exportReport(e: ExportResult): string {
   );
 }
 
-function exportProfile(e: ExportResult): string {
+function exportProfile(e: Pick<ExportResult, 'child' | 'window'>): string {
   const file = e.child.profDir && readdirSync(e.child.profDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return `${e.child.name}: no .cpuprofile was written`;
   return `[${e.child.name}] ${summarizeProfile(join(e.child.profDir!, file), ROOT, e.window)}`;
@@ -1556,9 +1561,107 @@ async function docmergeOnly(): Promise<number> {
   }
 }
 
+/** GET `path` on 10 connections until stop() (or `seconds`); every 2xx response's time in ms. */
+function readWhile(url: string, headers: Record<string, string>, seconds: number) {
+  const samples: number[] = [];
+  const instance = autocannon({ url, connections: CONNECTIONS, duration: seconds, timeout: 10, headers });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status >= 200 && status < 300) samples.push(ms);
+  });
+  return { samples, done: Promise.resolve(instance), stop: () => instance.stop() };
+}
+
+/**
+ * Section 9 (`npm run bench -- reindex`, alone): a field deleted from a form of
+ * BENCH_REINDEX_COUNT seeded submissions on SQLite, and the `submissions.reindex` job that
+ * takes its values out of the search index, run by the service's own worker: rows a second
+ * from the delete's 200 to the job's end, and what the form read (10 connections) answers in
+ * meanwhile against the same read before, since on SQLite each batch is written on the event loop.
+ */
+async function reindexOnly(): Promise<number> {
+  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
+  temporary.push(tmp);
+  const dataDir = join(tmp, 'data');
+  const dbFile = join(dataDir, 'formwork.db');
+  try {
+    const token = await createBenchAccount(dataDir);
+    const auth = { authorization: `Bearer ${token}` };
+    const maker = await startService('service (SQLite)', dataDir, '', tmp);
+    const form = await createSubmissionForm(maker, token, 'Reindexed');
+    await stopChild(maker, stopGrace());
+    log(`seeding ${REINDEX_COUNT.toLocaleString('en-US')} submissions into form ${form.id}`);
+    const seeded = await runSeeder(dbFile, form.id, REINDEX_COUNT);
+    const service = await startService('service (SQLite, reindex)', dataDir, '', tmp);
+    const read = `${service.url}${API}/forms/${form.id}?withFields=true`;
+    const found = async () =>
+      (
+        await getJson<{ total: number }>(
+          `${service.url}${API}/forms/${form.id}/submissions?keyword=${seeded.keyword}&pageSize=1`,
+          auth,
+        )
+      ).body.total;
+    const before = await found();
+    if (before !== seeded.keywordMatches)
+      throw new Error(`the keyword finds ${before} before the delete, the seeder made ${seeded.keywordMatches}`);
+    const quiet = readWhile(read, auth, 5);
+    await quiet.done;
+    const jobs = new Database(dbFile, { readonly: true });
+    const state = jobs.prepare("SELECT state FROM jobs WHERE kind = 'submissions.reindex' ORDER BY id DESC LIMIT 1");
+    // The comments field holds the keyword's words: its delete leaves none to find.
+    const busy = readWhile(read, auth, 3600);
+    const start = monotonicMicros();
+    const res = await fetch(`${service.url}${API}/forms/${form.id}/fields/${form.ids.comments}`, {
+      method: 'DELETE',
+      headers: auth,
+    });
+    if (res.status !== 200) throw new Error(`the field's delete: HTTP ${res.status}: ${await res.text()}`);
+    const deleted = monotonicMicros();
+    let last: string | undefined;
+    while ((last = (state.get() as { state: string } | undefined)?.state) !== 'done') {
+      if (last === 'failed') throw new Error('the reindex job failed');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const end = monotonicMicros();
+    busy.stop();
+    await busy.done;
+    jobs.close();
+    const after = await found();
+    await stopChild(service, stopGrace());
+    if (after !== 0) throw new Error(`the keyword still finds ${after} submissions after the reindex`);
+    const seconds = (end - start) / 1e6;
+    const q = (samples: number[]) => {
+      const { p50, p99 } = percentiles(samples);
+      const max = samples.reduce((m, v) => Math.max(m, v), 0);
+      return `${p50.toFixed(1)} / ${p99.toFixed(1)} / ${max.toFixed(1)}`;
+    };
+    const rate = (samples: number[], s: number) => Math.round(samples.length / s).toLocaleString('en-US');
+    process.stdout.write(
+      `\nReindex: a field deleted from a form of ${REINDEX_COUNT.toLocaleString('en-US')} submissions (SQLite), the service's own worker; ` +
+        `the form read on ${CONNECTIONS} connections before and during it:\n\n` +
+        '| | value |\n|---|---:|\n' +
+        `| the delete's answer | ${((deleted - start) / 1000).toFixed(1)} ms |\n` +
+        `| from the delete to the reindex's end | ${seconds.toFixed(1)} s |\n` +
+        `| rows reindexed a second | ${Math.round(REINDEX_COUNT / seconds).toLocaleString('en-US')} |\n` +
+        `| the form read before: req/s; p50 / p99 / max ms | ${rate(quiet.samples, 5)}; ${q(quiet.samples)} |\n` +
+        `| the form read during: req/s; p50 / p99 / max ms | ${rate(busy.samples, seconds)}; ${q(busy.samples)} |\n` +
+        `| keyword "${seeded.keyword}" found before / after | ${before.toLocaleString('en-US')} / ${after} |\n`,
+    );
+    if (CPU_PROF)
+      process.stdout.write(`\n${exportProfile({ child: service, window: { label: 'reindex', start, end } })}\n`);
+    return 0;
+  } catch (error) {
+    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 1;
+  } finally {
+    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<number> {
   if (ONLY_FILES) return filesOnly();
   if (ONLY_DOCMERGE) return docmergeOnly();
+  if (ONLY_REINDEX) return reindexOnly();
   if (ONLY_EVENTS) return sectionOnly(eventsSection, eventReport);
   if (ONLY_PUBLIC) return publicOnly();
   if (ONLY_PG) return sectionOnly(pgSection, pgReport);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { reindexBatch } from '../src/modules/submissions/reindex.js';
+import { reindexBatch, reindexJob } from '../src/modules/submissions/reindex.js';
 import { dialectName, expectStatus, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 
 describe(`search after a field is deleted or changed (${dialectName})`, () => {
@@ -243,5 +243,48 @@ describe(`search after a field is deleted or changed (${dialectName})`, () => {
     for (const word of ['bravoword', 'charlieword', 'deltaword'])
       assert.deepEqual(await ids(form.id, `keyword=${word}`), [], word);
     assert.deepEqual(await ids(form.id, 'keyword=alphaword'), [s.id]);
+  });
+
+  it('lets the event loop take a turn between its batches', async () => {
+    const form = expectStatus(
+      await a.post('/forms', { name: 'Turns', fields: [{ type: 'text', label: 'Gone' }] }),
+      200,
+      'form',
+    );
+    const field = form.fields[0].id as number;
+    // Three batches of 200.
+    for (let i = 0; i < 401; i++)
+      expectStatus(
+        await a.post(`/forms/${form.id}/submissions`, { fields: [{ id: field, value: `v${i}` }] }),
+        200,
+        'submit',
+      );
+    // A timer's turn of the loop counts up; on SQLite a batch's statements are synchronous, so
+    // without a turn between batches the count stood still from the first checkpoint to the last.
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const seen: number[] = [];
+    try {
+      await reindexJob.handler(
+        app.server.ctx,
+        { id: 0, kind: reindexJob.name, payload: { formId: form.id }, progress: undefined, attempt: 1 },
+        {
+          signal: new AbortController().signal,
+          checkpoint: async () => void seen.push(turns),
+          replacePayload: async () => undefined,
+          atEnd: () => undefined,
+        },
+      );
+    } finally {
+      counting = false;
+    }
+    assert.equal(seen.length, 3);
+    assert.ok(seen[0]! < seen[1]! && seen[1]! < seen[2]!, `turns at each checkpoint: ${seen.join(', ')}`);
+    await worker.runDue();
   });
 });

@@ -7,6 +7,7 @@ import {
   type CodeWithStatus,
 } from '../errors.js';
 import type { Database } from './schema.js';
+import { loopTurn } from '../loop-turn.js';
 
 /** What repositories take: the database itself or an open transaction. */
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -113,7 +114,8 @@ const DELETE_SLICE = 1000;
 
 /**
  * Deletes in statements of at most DELETE_SLICE rows until one deletes fewer, so that no
- * statement holds the write lock long (a prune of days of rows); the total deleted.
+ * statement holds the write lock long (a prune of days of rows); the total deleted. Outside a
+ * transaction only: the event loop takes a turn between slices (see loopTurn).
  */
 export async function deleteInSlices(
   deleteSlice: (limit: number) => Promise<{ numDeletedRows: bigint }>,
@@ -123,5 +125,7 @@ export async function deleteInSlices(
     const deleted = Number((await deleteSlice(DELETE_SLICE)).numDeletedRows);
     total += deleted;
     if (deleted < DELETE_SLICE) return total;
+    // Between slices the loop serves what waits: on SQLite the slices are synchronous.
+    await loopTurn();
   }
 }

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { decryptWith, importPrivateKey } from '../../crypto/envelope.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
+import { loopTurn } from '../../loop-turn.js';
 import * as formsRepo from '../forms/repository.js';
 import { deletePlainPrefills } from '../hosted/repository.js';
 import { convertPartialBatch } from '../partials/conversion.js';
@@ -79,6 +80,7 @@ export async function runConversion(
     );
     if (last === undefined) break;
     after = last;
+    await loopTurn();
   }
   let partialsAfter = inPartials ? after : undefined;
   for (;;) {
@@ -87,6 +89,7 @@ export async function runConversion(
     );
     if (last === undefined) break;
     partialsAfter = last;
+    await loopTurn();
   }
   await transact(ctx.db, async (trx) => {
     await formsRepo.finishEncryptionChange(trx, payload.formId, payload.direction);

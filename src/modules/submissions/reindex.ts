@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { defineJob } from '../../jobs/kind.js';
+import { loopTurn } from '../../loop-turn.js';
 import { enqueueAllOnce, jobOf } from '../../jobs/outbox.js';
 import * as fieldsRepo from '../fields/repository.js';
 import { noteSubmissionChange } from '../forms/counts.js';
@@ -41,6 +42,7 @@ export const reindexJob = defineJob({
       );
       if (last === undefined) return;
       after = last;
+      await loopTurn();
     }
   },
 });
