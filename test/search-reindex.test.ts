@@ -233,7 +233,11 @@ describe(`search after a field is deleted or changed (${dialectName})`, () => {
     assert.ok(waiting !== undefined);
     assert.deepEqual(more, [], 'the second delete is left to the reindex that waits');
     // Begun (as a worker's claim marks it), it may have passed rows already: a change now needs its own.
-    await app.server.ctx.db.updateTable('jobs').set({ state: 'running', attempts: 1 }).where('id', '=', waiting).execute();
+    await app.server.ctx.db
+      .updateTable('jobs')
+      .set({ state: 'running', attempts: 1 })
+      .where('id', '=', waiting)
+      .execute();
     expectStatus(await a.delete(`/forms/${form.id}/fields/${fd}`), 200, 'delete D');
     const [next, ...others] = await reindexes('queued');
     assert.ok(next !== undefined && next !== waiting);
