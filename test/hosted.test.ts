@@ -210,6 +210,21 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.equal(good.body.message, 'Thank you! Your answers were received.');
   });
 
+  it("answers a script's post of values of any JSON shape with a 400, never a 500", async () => {
+    const form = await makeForm(owner, contact);
+    const odd = [{ subvalues: [null] }, { subvalues: [7, 'x', [], {}] }, { subvalues: 'x' }, { first: null }, [null]];
+    for (const value of odd) {
+      const page = await app.request('GET', form.path);
+      const token = unescape(/name="_fw" value="([^"]*)"/.exec(page.text)![1]!);
+      app.server.ctx.clock.advance(4000);
+      const res = await app.request('POST', form.path, {
+        body: { fields: [{ id: form.field('Topics'), value }], _fw: token, website: '' },
+      });
+      assert.equal(res.status, 400, `${JSON.stringify(value)}: ${res.text}`);
+      assert.equal(res.body.code, 'invalid_submission');
+    }
+  });
+
   it('refuses a plain post whose text is not UTF-8 or holds a NUL, as the API does, and stores nothing', async () => {
     const form = await makeForm(owner, contact);
     const { token } = await open(form);

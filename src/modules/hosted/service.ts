@@ -364,7 +364,11 @@ export function shownValues(def: PageDefinition, inputs: FieldInput[]): Map<numb
     if (typeof v === 'object' && v !== null && !Array.isArray(v) && Array.isArray(v.subvalues))
       out.set(
         i.id,
-        (v.subvalues as { subvalue: unknown }[]).map((s) => String(s.subvalue)),
+        // A script's post is any JSON (a null among subvalues, say), refused by the checks: read
+        // as shown, never dereferenced blindly, or the refusal would become a 500.
+        (v.subvalues as unknown[]).map((s) =>
+          String(typeof s === 'object' && s !== null ? (s as { subvalue?: unknown }).subvalue : s),
+        ),
       );
     else if (typeof v === 'object' && v !== null && !Array.isArray(v))
       out.set(
