@@ -197,6 +197,29 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.equal(moved.headers.get('location'), 'https://example.com/thanks');
   });
 
+  it('refuses a redirectUrl that browsers cannot parse, and serves the page of a form that holds one', async () => {
+    // The schema's uri format takes these; a browser's URL parser (and the page's policy) does not.
+    for (const redirectUrl of ['https://example.com:99999/', 'https://256.1.1.1/', 'https://1.2.3.4.5/']) {
+      const made = await owner.post('/forms', { ...contact, settings: { redirectUrl } });
+      assert.equal(made.status, 400, `${redirectUrl}: ${made.text}`);
+      assert.equal(made.body.details[0].property, 'body.settings.redirectUrl');
+    }
+    const form = await makeForm(owner, contact);
+    const changed = await owner.put(`/forms/${form.id}`, { settings: { redirectUrl: 'https://example.com:99999/' } });
+    assert.equal(changed.status, 400, changed.text);
+    assert.equal(changed.body.details[0].property, 'body.settings.redirectUrl');
+    // One stored before the check: its page (and embed HTML) still answer.
+    await app.server.ctx.db
+      .updateTable('forms')
+      .set({ settings: JSON.stringify({ redirectUrl: 'https://example.com:99999/' }), revision: 999 })
+      .where('id', '=', form.id)
+      .execute();
+    const page = await app.request('GET', form.path);
+    assert.equal(page.status, 200, page.text.slice(0, 300));
+    assert.match(page.headers.get('content-security-policy')!, /form-action 'self';/);
+    assert.equal((await owner.get(`/forms/${form.id}/html`)).status, 200);
+  });
+
   it("answers the page's script in JSON, with problems per field", async () => {
     const form = await makeForm(owner, contact);
     const { token } = await open(form);

@@ -4,7 +4,7 @@ import { requireFormLevel } from '../../http/access.js';
 import { newKey } from '../../crypto/secrets.js';
 import type { FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
-import { ConflictError, NotFoundError } from '../../errors.js';
+import { ConflictError, invalid, NotFoundError } from '../../errors.js';
 import { enqueue } from '../../jobs/outbox.js';
 import { encryptionOfNewForm, planEncryptionChange } from '../encryption/service.js';
 import { conversionJob } from '../encryption/convert.js';
@@ -36,6 +36,18 @@ import { defaultTheme, themeForForm } from '../themes/service.js';
 import { cutToCharacters } from '../../http/characters.js';
 
 const DEFAULT_SUBMIT_TITLE = 'Submit';
+
+/**
+ * A redirect that a browser can follow. The schema's uri format takes some URLs that the
+ * browsers' parser refuses (a port past 65535, a host such as 256.1.1.1 or xn--), and the
+ * hosted page names the redirect's origin in its policy (form-action): such a URL would make
+ * every view of the page fail rather than only its redirect.
+ */
+function checkRedirectUrl(settings: { redirectUrl?: string } | undefined): void {
+  const url = settings?.redirectUrl;
+  if (url !== undefined && !URL.canParse(url))
+    throw invalid('validation_failed', 'body.settings.redirectUrl', 'is not a URL that a browser can open');
+}
 
 export function toForm(ctx: AppContext, row: FormRow, fields?: Field[]): Form {
   const form: Form = {
@@ -288,6 +300,7 @@ async function grantCreator(
 export async function createForm(ctx: AppContext, caller: Caller, input: FormCreate): Promise<Form> {
   const { accountId } = caller;
   const member = memberOf(caller);
+  checkRedirectUrl(input.settings);
   // Check every field before touching the database, so that a bad field costs no write.
   const definitions = await Promise.all(
     (input.fields ?? []).map(async (f, i) =>
@@ -378,6 +391,7 @@ export async function updateForm(
   { formId }: FormRef,
   input: FormUpdate,
 ): Promise<Form> {
+  checkRedirectUrl(input.settings);
   // Encryption changes do their slow part (scrypt) before the transaction, which then checks
   // that nobody changed the form's key in between.
   const before = await requireForm(ctx.db, { accountId }, { formId });

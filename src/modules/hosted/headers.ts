@@ -16,8 +16,9 @@ export function pagePolicy(config: Pick<Config, 'storage'>, redirectUrl?: string
     );
   }
   const formAction = ["'self'"];
-  // Browsers check a plain form post's redirect against form-action too.
-  if (redirectUrl) formAction.push(new URL(redirectUrl).origin);
+  // Browsers check a plain form post's redirect against form-action too. One stored before the
+  // API checked it as a browser parses it names nothing: its page is served, without it.
+  if (redirectUrl && URL.canParse(redirectUrl)) formAction.push(new URL(redirectUrl).origin);
   return [
     "default-src 'none'",
     "script-src 'self'",
