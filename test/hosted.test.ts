@@ -197,6 +197,32 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     assert.equal(moved.headers.get('location'), 'https://example.com/thanks');
   });
 
+  it("lets every page of a redirecting form post to its redirect: prefilled, resumed and refused pages' form-action", async () => {
+    const form = await makeForm(owner, {
+      ...contact,
+      settings: { redirectUrl: 'https://example.com/thanks', saveAndResume: true },
+    });
+    const allows = (res: { headers: Headers }, what: string) =>
+      assert.match(res.headers.get('content-security-policy')!, /form-action 'self' https:\/\/example\.com;/, what);
+    allows(await app.request('GET', form.path), 'the plain page');
+    const prefill = await owner.post(`/forms/${form.id}/prefill`, {
+      fields: [{ id: form.field('Name'), value: 'Ann' }],
+    });
+    allows(
+      await app.request('GET', new URL(prefill.body.url).pathname + new URL(prefill.body.url).search),
+      'prefilled',
+    );
+    const saved = await app.request('POST', `${form.path}/partial`, {
+      body: { fields: [{ id: form.field('Name'), value: 'Ann' }], website: '' },
+    });
+    assert.equal(saved.status, 200, saved.text);
+    allows(await app.request('GET', saved.body.resumeUrl), 'resumed');
+    const { token } = await open(form);
+    const refused = await post(form, { _fw: token, website: '', [`f${form.field('Email')}`]: 'not-an-email' });
+    assert.equal(refused.status, 400);
+    allows(refused, 'shown again after a refused post');
+  });
+
   it('refuses a redirectUrl that browsers cannot parse, and serves the page of a form that holds one', async () => {
     // The schema's uri format takes these; a browser's URL parser (and the page's policy) does not.
     for (const redirectUrl of ['https://example.com:99999/', 'https://256.1.1.1/', 'https://1.2.3.4.5/']) {

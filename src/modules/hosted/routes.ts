@@ -138,29 +138,30 @@ export function hostedPageRoutes(ctx: AppContext, deps: service.HostedDeps): Fas
     // A plain HTML form posts urlencoded.
     acceptFormPosts(app);
 
-    async function page(reply: FastifyReply, status: number, html: string, redirectUrl?: string, logoOrigin?: string) {
-      return reply
-        .code(status)
-        .headers(pageHeaders(ctx.config, redirectUrl, logoOrigin))
-        .send(html);
+    /** A page without the form (closed, confirmed, too long to send): it posts nowhere and shows no logo. */
+    async function page(reply: FastifyReply, status: number, html: string) {
+      return reply.code(status).headers(pageHeaders(ctx.config)).send(html);
     }
 
-    /** The page of a form around its HTML (with values, errors or a token of its own). */
+    /**
+     * The page of a form around its HTML (with values, errors or a token of its own), under the
+     * headers of its plain page: a post from a prefilled, resumed or refused page is redirected
+     * too, and browsers check that redirect against the policy's form-action.
+     */
     async function formView(reply: FastifyReply, status: number, def: service.PageDefinition, html: string) {
-      return page(
-        reply,
-        status,
-        formPage({
-          name: def.name,
-          description: def.settings.description,
-          lang: def.settings.language,
-          assets: await assetUrls(),
-          theme: service.themeAssets(def.viewKey, def.theme),
-          form: html,
-        }),
-        undefined,
-        def.theme.logoOrigin,
-      );
+      return reply
+        .code(status)
+        .headers(def.headers)
+        .send(
+          formPage({
+            name: def.name,
+            description: def.settings.description,
+            lang: def.settings.language,
+            assets: await assetUrls(),
+            theme: service.themeAssets(def.viewKey, def.theme),
+            form: html,
+          }),
+        );
     }
 
     async function closed(
