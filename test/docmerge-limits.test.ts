@@ -1,16 +1,23 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { deflateSync } from 'node:zlib';
 import PizZip from 'pizzip';
 import type { AppContext } from '../src/context.js';
 import type { Worker } from '../src/jobs/worker.js';
 import { withDocmergeForm } from './support/docmerge-form.js';
-import { MAX_DOCX_PART_BYTES, MAX_DOCX_UNPACKED_BYTES, MAX_DOCX_XML_BYTES } from '../src/modules/docmerge/template.js';
-import { makeDocx } from './support/docmerge-templates.js';
+import {
+  MAX_DOCX_PART_BYTES,
+  MAX_DOCX_UNPACKED_BYTES,
+  MAX_DOCX_XML_BYTES,
+  MAX_PDF_STREAM_BYTES,
+} from '../src/modules/docmerge/template.js';
+import { makeDocx, makePdf } from './support/docmerge-templates.js';
 import { dialectName, dumpData, type Reply, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /**
  * DOCX templates that unpack to more than the limits (zip bombs): refused before they are
- * inflated, at save, at a preview and at each document of a template kept before the limits.
+ * inflated, at save, at a preview and at each document of a template kept before the limits;
+ * and PDF templates with a stream that decodes to more than its limit, refused once it passes it.
  */
 
 const MiB = 1024 * 1024;
@@ -63,6 +70,23 @@ let bombMade: Buffer | undefined;
 function bomb(): Buffer {
   bombMade ??= docxWith({ 'word/document.xml': bigDocumentXml(16 * MiB) });
   return bombMade;
+}
+
+/**
+ * A fillable PDF (a text field "Full name") with one more object appended: an object stream of
+ * `size` deflated zeros, which pdf-lib decodes whole as it loads the file. Some 20 KB for 20 MiB.
+ */
+async function pdfWithObjectStream(size: number): Promise<Buffer> {
+  const pdf = await makePdf({ texts: ['Full name'] });
+  const stream = deflateSync(Buffer.alloc(size));
+  return Buffer.concat([
+    pdf,
+    Buffer.from(
+      `\n9999 0 obj\n<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode /Length ${stream.length} >>\nstream\n`,
+    ),
+    stream,
+    Buffer.from('\nendstream\nendobj\n%%EOF\n'),
+  ]);
 }
 
 describe(`document merge: templates that unpack too large (${dialectName})`, () => {
@@ -160,5 +184,43 @@ describe(`document merge: templates that unpack too large (${dialectName})`, () 
     });
     const body = expectStatus(preview, 400, 'preview', 'invalid_integration');
     assert.match(body.error, /too large unpacked/);
+  });
+
+  it('refuses a PDF with a stream that decodes over the limit, at save and preview, and fails its documents', async () => {
+    const createPdf = (template: Buffer) =>
+      a.post(`/forms/${formId}/integrations/docmerge`, { template: { filename: 't.pdf', content: b64(template) } });
+    const before = await dumpData(app);
+    const message = refusal(await createPdf(await pdfWithObjectStream(MAX_PDF_STREAM_BYTES + MiB)));
+    assert.match(
+      message,
+      new RegExp(
+        `^t\\.pdf is too large unpacked: a stream of it decodes to at least \\d+ bytes, over the limit of ${MAX_PDF_STREAM_BYTES} bytes a stream$`,
+      ),
+    );
+    assert.equal(await dumpData(app), before, 'a refused create writes nothing');
+
+    // A stream within the limit is read as pdf-lib reads it (its zeros hold no object: that one is skipped).
+    const created = expectStatus(await createPdf(await pdfWithObjectStream(MiB)), 201, 'within the limit');
+    assert.deepEqual(created.tags, ['Full name']);
+
+    // A template kept before the limit: each document fails, and so does a preview, with a 400.
+    await ctx.db
+      .updateTable('docmerge_integrations')
+      .set({ template: b64(await pdfWithObjectStream(MAX_PDF_STREAM_BYTES + MiB)) })
+      .where('id', '=', created.id)
+      .execute();
+    const submission = expectStatus(
+      await a.post(`/forms/${formId}/submissions`, { fields: [{ id: nameField, value: 'Bo' }] }),
+      200,
+      'submit',
+    );
+    await worker.runDue();
+    const [run] = expectStatus(await a.get(`/forms/${formId}/integrations/${created.id}/runs`), 200, 'runs').runs;
+    assert.equal(run.outcome, 'failed');
+    assert.match(run.error, /too large unpacked: a stream of it decodes to at least \d+ bytes/);
+    const preview = await a.post(`/forms/${formId}/integrations/${created.id}/preview`, {
+      submissionId: submission.id,
+    });
+    assert.match(expectStatus(preview, 400, 'preview', 'invalid_integration').error, /too large unpacked/);
   });
 });

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { inflateRawSync } from 'node:zlib';
 import type Docxtemplater from 'docxtemplater';
 import type InspectModuleExport from 'docxtemplater/js/inspect-module.js';
@@ -22,6 +23,9 @@ export type TemplateKind = 'docx' | 'pdf';
 const loadDocxtemplater = lazyRequire<typeof Docxtemplater>('docxtemplater');
 const loadPizZip = lazyRequire<typeof PizZip>('pizzip');
 const loadPdfLib = lazyRequire<typeof PdfLib>('pdf-lib');
+const loadDecodeStream = lazyRequire<{ default?: { prototype?: Partial<DecodeStreamPrototype> } }>(
+  'pdf-lib/cjs/core/streams/DecodeStream.js',
+);
 const loadInspectModuleExport = lazyRequire<typeof InspectModuleExport>('docxtemplater/js/inspect-module.js');
 
 type InspectModule = InstanceType<typeof InspectModuleExport.default>;
@@ -274,12 +278,84 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
   }
 }
 
+/**
+ * What one stream of a PDF may decode to. pdf-lib decodes a PDF's object streams and
+ * cross-reference streams as it loads the template (at save, and again for every document), each
+ * whole into one buffer that it doubles as it grows, with no bound: a template of 5 MiB (by
+ * fileKey) of deflated zeros decodes to 5 GB, in ArrayBuffers that the merge thread's heap limit
+ * does not count (one such template took the process to 6.4 GB of memory). A template's own
+ * streams are far smaller (object streams hold some hundred objects each). So no stream may
+ * decode to more than four times the largest template (the bound of a DOCX's parts together);
+ * what decoding many streams within it costs in CPU is bounded by the merge's time limit.
+ */
+export const MAX_PDF_STREAM_BYTES = 4 * MAX_TEMPLATE_BYTES;
+
+/**
+ * What this code relies on of pdf-lib (pinned at 1.17.1): every filter's stream (DecodeStream)
+ * grows its buffer through ensureBuffer, to the first power of two from minBufferLength that
+ * holds what is asked for, and writes up to the length of the buffer it answers before asking again.
+ */
+interface DecodeStreamPrototype {
+  buffer: Uint8Array;
+  minBufferLength: number;
+  ensureBuffer(requested: number): Uint8Array;
+}
+
+/**
+ * The loads under way in this thread: a stream over the limit throws inside pdf-lib's parser,
+ * which catches any error of an object it parses and carries on without that object, so the
+ * refusal is also noted here, for openPdf to refuse the template rather than load what is left.
+ */
+const pdfLoads = new AsyncLocalStorage<{ refused?: number }>();
+let streamsBounded = false;
+
+/**
+ * pdf-lib, its decoding streams bounded by MAX_PDF_STREAM_BYTES (done once, when it is first
+ * loaded): ensureBuffer as pdf-lib's, but its buffer never larger than the limit (a doubling
+ * would otherwise allocate up to twice the limit, and write that far before asking again), and
+ * a request past the limit refused.
+ */
+function pdfLib(): typeof PdfLib {
+  const lib = loadPdfLib();
+  if (streamsBounded) return lib;
+  const prototype = loadDecodeStream().default?.prototype;
+  if (typeof prototype?.ensureBuffer !== 'function')
+    throw new Error('pdf-lib no longer has DecodeStream.prototype.ensureBuffer (MAX_PDF_STREAM_BYTES needs it)');
+  prototype.ensureBuffer = function (this: DecodeStreamPrototype, requested: number): Uint8Array {
+    const buffer = this.buffer;
+    if (requested <= buffer.byteLength) return buffer;
+    if (requested > MAX_PDF_STREAM_BYTES) {
+      const load = pdfLoads.getStore();
+      if (load) load.refused = requested;
+      throw new TemplateError(streamTooLarge(requested));
+    }
+    let size = this.minBufferLength;
+    while (size < requested) size *= 2;
+    const grown = new Uint8Array(Math.min(size, MAX_PDF_STREAM_BYTES));
+    grown.set(buffer);
+    return (this.buffer = grown);
+  };
+  streamsBounded = true;
+  return lib;
+}
+
+const streamTooLarge = (requested: number) =>
+  `is too large unpacked: a stream of it decodes to at least ${requested} bytes, over the limit of ${MAX_PDF_STREAM_BYTES} bytes a stream`;
+
 async function openPdf(bytes: Buffer): Promise<PDFDocument> {
+  const { PDFDocument } = pdfLib();
+  const load: { refused?: number } = {};
+  let pdf: PDFDocument | undefined;
+  let failure: unknown;
   try {
-    return await loadPdfLib().PDFDocument.load(bytes, { updateMetadata: false });
+    pdf = await pdfLoads.run(load, () => PDFDocument.load(bytes, { updateMetadata: false }));
   } catch (error) {
-    throw new TemplateError(`is not a PDF file that can be read (${explain(error)})`);
+    failure = error;
   }
+  // A stream over the limit is the reason, whatever pdf-lib made of the rest.
+  if (load.refused !== undefined) throw new TemplateError(streamTooLarge(load.refused));
+  if (!pdf) throw new TemplateError(`is not a PDF file that can be read (${explain(failure)})`);
+  return pdf;
 }
 
 /**
@@ -350,7 +426,7 @@ function onField(name: string, doing: string, work: () => void): void {
 }
 
 async function mergePdf(bytes: Buffer, data: MergeData, flatten: boolean): Promise<Buffer> {
-  const { PDFCheckBox, PDFDropdown, PDFOptionList, PDFRadioGroup, PDFTextField } = loadPdfLib();
+  const { PDFCheckBox, PDFDropdown, PDFOptionList, PDFRadioGroup, PDFTextField } = pdfLib();
   const pdf = await openPdf(bytes);
   let form: PDFForm;
   let fields: { field: PDFField; name: string }[];
