@@ -3,8 +3,18 @@ import { after, before, describe, it } from 'node:test';
 import type { AppContext } from '../src/context.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { render, TemplateLimitError } from '../src/modules/emails/template.js';
 import { renderThread } from '../src/modules/emails/threaded-render.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
+
+/**
+ * Text doubled `times` times by captures (four parts each, no loop: rendered on the event loop).
+ * Twelve doublings of 90,000 characters, then `| replace: "x", ""`, aborted the process: V8
+ * joins strings without copying, LiquidJS charged neither the capture nor, before its split, the
+ * replace, and the split asked for an array V8 cannot size.
+ */
+const doubled = (seed: string, times: number) =>
+  `{% capture a %}${seed}{% endcapture %}` + '{% capture a %}{{a}}{{a}}{% endcapture %}'.repeat(times);
 
 /** The auditor's template: nine million links, whatever the submission holds. */
 const RUNAWAY = '{% for i in (1..3000) %}{% for j in (1..3000) %}<a href="x">{{ field_8 }}</a>{% endfor %}{% endfor %}';
@@ -167,5 +177,50 @@ describe(`email templates past the limits of a render (${dialectName})`, () => {
       (await mailOf(form.id)).map((m) => m.text_body),
       ['Count 7'],
     );
+  });
+
+  it('charges what a capture holds, and what replace splits, to the memory limit of a render', async () => {
+    // 23 million characters held in a variable, only their count written out.
+    await assert.rejects(render(`${doubled('x'.repeat(90_000), 8)}{{ a | size }}`, {}), (error: unknown) => {
+      assert.ok(error instanceof TemplateLimitError, String(error));
+      assert.match(error.message, /memory alloc limit exceeded/);
+      return true;
+    });
+    // Small captures are not hindered.
+    assert.equal(await render(`${doubled('ab', 3)}{{ a | replace: "a", "c" }}`, {}), 'cbcbcbcbcbcbcbcb');
+    // Each replace is charged its input before it splits it (LiquidJS charged only its output).
+    const long = 'x'.repeat(12_000_000);
+    await assert.rejects(
+      render('{{ v | replace: "x", "" | size }}{{ v | replace: "x", "" | size }}', { v: long }),
+      TemplateLimitError,
+    );
+
+    // Saved, such a template is refused as any other past the limits (it was rendered on the loop).
+    const form = await makeForm();
+    const refused = expectStatus(
+      await notify(form.id, `${doubled('x'.repeat(90_000), 8)}{{ a | replace: "x", "" | size }}`),
+      400,
+      'doubled capture',
+    );
+    assert.equal(refused.code, 'invalid_template');
+    assert.match(refused.details[0].message, /memory alloc limit exceeded/);
+
+    // One whose size comes from a submitted value is saved, and fails for good when it is sent.
+    expectStatus(await notify(form.id, `${doubled(`{{ field_${form.note} }}`, 8)}{{ a | size }}`), 201, 'by value');
+    expectStatus(
+      await a.post(`/forms/${form.id}/submissions`, {
+        fields: [
+          { id: form.count, value: '1' },
+          { id: form.note, value: 'y'.repeat(100_000) },
+        ],
+      }),
+      200,
+      'submit',
+    );
+    await worker.runDue();
+    const [job] = (await sendJobs()).filter((j) => JSON.parse(j.payload).formId === form.id);
+    assert.equal(job!.state, 'failed');
+    assert.match(job!.last_error!, /^the message could not be rendered: memory alloc limit exceeded/);
+    assert.deepEqual(await mailOf(form.id), []);
   });
 });
