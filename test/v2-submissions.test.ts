@@ -222,4 +222,20 @@ describe(`v2 submissions (${dialectName})`, () => {
     );
     assertV2Error(await call('GET', `/submission/${s.id}?encryption_password=wrong-password`), 401);
   });
+
+  it('takes a file named with a semicolon as name.ext;<base64>, as its {filename, content} form takes it', async () => {
+    const form = ok(await a.post('/forms', { name: 'Semicolons', fields: [{ type: 'file', label: 'Report' }] }));
+    const field = form.fields[0].id;
+    const content = Buffer.from('quarterly').toString('base64');
+    for (const style of ['form', 'json'] as const) {
+      const s = ok(
+        await call('POST', `/form/${form.id}/submission`, { [`field_${field}`]: `report;v2.txt;${content}` }, style),
+        201,
+      );
+      assert.equal(s.data[field].flat_value, 'report;v2.txt');
+      const file = await app.request('GET', `/api/v2/download/${s.id}/${field}`, { token: a.token });
+      assert.equal(file.status, 200, file.text);
+      assert.equal(file.text, 'quarterly');
+    }
+  });
 });

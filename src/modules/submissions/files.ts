@@ -79,7 +79,8 @@ function parseFileInput(field: FileField, raw: unknown): FileInput | null {
     let name: unknown;
     let content: unknown;
     if (typeof item === 'string') {
-      const cut = item.indexOf(';');
+      // Cut at the last ';': base64 holds none, while a file name may ("report;v2.pdf").
+      const cut = item.lastIndexOf(';');
       [name, content] = [item.slice(0, cut), item.slice(cut + 1)];
     } else if (typeof item === 'object' && item !== null && !Array.isArray(item)) {
       const obj = item as Record<string, unknown>;
