@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import type { AppContext } from '../src/context.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { render, TemplateLimitError } from '../src/modules/emails/template.js';
-import { renderThread } from '../src/modules/emails/threaded-render.js';
+import { render, RENDER_LIMIT_MS, TemplateLimitError } from '../src/modules/emails/template.js';
+import { renderTemplates, renderThread } from '../src/modules/emails/threaded-render.js';
 import { dialectName, startTestApp, type TestAccount, type TestApp, expectStatus } from './support/helpers.js';
 
 /**
@@ -222,5 +222,28 @@ describe(`email templates past the limits of a render (${dialectName})`, () => {
     assert.equal(job!.state, 'failed');
     assert.match(job!.last_error!, /^the message could not be rendered: memory alloc limit exceeded/);
     assert.deepEqual(await mailOf(form.id), []);
+  });
+  it("renders a plain template on the loop within its limit whatever the loop's other work does meanwhile", async () => {
+    // The worker's other jobs (and in serve the API) run on the same loop: 300 ms of theirs in a
+    // continuation queued beside the render stopped it at its 250 ms, and failed its email for good.
+    const busy = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    const values = { field_1: 'Ada', all_fields: 'Note: hi' };
+    // Queued first, as another job's continuation is when the render starts.
+    const other = Promise.resolve().then(() => busy(RENDER_LIMIT_MS + 50));
+    const [rendered] = await Promise.all([
+      renderTemplates({
+        format: 'html',
+        subject: 'Thanks {{ field_1 }}',
+        message: '<p>Hi {{ field_1 }}</p>{{ all_fields }}',
+        textVariables: values,
+        htmlVariables: values,
+      }),
+      other,
+    ]);
+    assert.equal(rendered.subject, 'Thanks Ada');
+    assert.equal(rendered.html, '<p>Hi Ada</p>Note: hi');
   });
 });

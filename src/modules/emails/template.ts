@@ -153,7 +153,12 @@ export async function render(
 ): Promise<string> {
   let out: string;
   try {
-    out = String(await liquid.render(compile(source), variables));
+    // Synchronously: renderLimit is a deadline on the wall clock, and an asynchronous render
+    // steps through microtasks, between which the other continuations on the same loop run (the
+    // worker's other jobs, in serve the API's requests). A plain template caught behind 250 ms of
+    // someone else's work was stopped at its limit, and its email failed for good. Nothing in an
+    // email's templates waits (no include, no file system), so the render gives nothing up.
+    out = String(liquid.renderSync(compile(source), variables));
   } catch (error) {
     if (isLiquidLimit(error)) throw new TemplateLimitError((error as Error).message, part);
     throw error;
