@@ -223,6 +223,28 @@ describe(`v2 submissions (${dialectName})`, () => {
     assertV2Error(await call('GET', `/submission/${s.id}?encryption_password=wrong-password`), 401);
   });
 
+  it('reads an empty encryption_password as none, as an empty header is: a plain form answers, an encrypted one asks', async () => {
+    const plain = ok(await a.post('/forms', { name: 'Plain', fields: [{ type: 'text', label: 'Note' }] }));
+    const note = plain.fields[0].id;
+    const s = ok(await call('POST', `/form/${plain.id}/submission`, { [`field_${note}`]: 'open' }), 201);
+    assert.equal(ok(await call('GET', `/submission/${s.id}?encryption_password=`)).data[note].value, 'open');
+    assert.equal(ok(await call('GET', `/form/${plain.id}/submission?encryption_password=&data=1`)).total, 1);
+    const edited = ok(
+      await call('PUT', `/submission/${s.id}`, { [`field_${note}`]: 'edited', encryption_password: '' }),
+    );
+    assert.equal(edited.data[note].value, 'edited');
+
+    const sealed = ok(
+      await call('POST', '/form', { name: 'Sealed too', encrypted: '1', encryption_password: PASSWORD }),
+      201,
+    );
+    const field = ok(await call('POST', `/form/${sealed.id}/field`, { field_type: 'text', label: 'Secret' }), 201);
+    const hidden = ok(await call('POST', `/form/${sealed.id}/submission`, { [`field_${field.id}`]: 'x' }), 201);
+    const refused = await call('GET', `/submission/${hidden.id}?encryption_password=`);
+    assertV2Error(refused, 401);
+    assert.equal(refused.body.code, 'encryption_password_required');
+  });
+
   it('takes a file named with a semicolon as name.ext;<base64>, as its {filename, content} form takes it', async () => {
     const form = ok(await a.post('/forms', { name: 'Semicolons', fields: [{ type: 'file', label: 'Report' }] }));
     const field = form.fields[0].id;

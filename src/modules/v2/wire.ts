@@ -87,13 +87,17 @@ export function withoutTransport(params: Params): Params {
   return out;
 }
 
-/** The encryption password: the header (either name) or the encryption_password parameter. */
+/**
+ * The encryption password: the header (either name) or the encryption_password parameter.
+ * Empty is none, as an empty header is: clients that always send the parameter send it empty
+ * for forms that are not encrypted, which must answer as without it.
+ */
 export function encryptionPassword(req: FastifyRequest, params: Params): string | undefined {
   const header = passwordFrom(req.headers);
   if (header !== undefined) return header;
   const p = params.encryption_password;
-  if (p === undefined) return undefined;
-  if (typeof p !== 'string' || p === '') throw new UnauthorizedError('encryption_password_required');
+  if (p === undefined || p === '') return undefined;
+  if (typeof p !== 'string') throw new UnauthorizedError('encryption_password_required');
   return p;
 }
 
