@@ -234,6 +234,23 @@ describe(`document merge (${dialectName})`, () => {
     assert.equal((await documents(submission.id)).length, 1);
     assert.equal((await ctx.db.selectFrom('jobs').select('id').execute()).length, jobsBefore.length);
 
+    // A preview holds the submission's values: a token of forms:read alone, which reads no
+    // submission (its document's download is refused to it), gets none of them.
+    const tokenOf = async (scope: string) =>
+      expectStatus(await a.post('/tokens', { name: scope, scopes: [scope] }), 200, `${scope} token`).token as string;
+    const formsReader = { ...a, token: await tokenOf('forms:read') };
+    const submissionsReader = { ...a, token: await tokenOf('submissions:read') };
+    assert.equal(
+      (await download(app, formsReader, `/submissions/${submission.id}/documents/${document.id}`)).status,
+      403,
+    );
+    const refused = await preview(app, formsReader, form.id, created.id, submission.id);
+    assert.equal(refused.status, 403);
+    assert.equal(JSON.parse(refused.bytes.toString()).code, 'insufficient_scope');
+    const allowed = await preview(app, submissionsReader, form.id, created.id, submission.id);
+    assert.equal(allowed.status, 200);
+    assert.equal(readDocx(allowed.bytes).text, text);
+
     // Another account: 404 for the integration, its preview and the document.
     expectStatus(await b.get(`/forms/${form.id}/integrations/${created.id}`), 404, 'B reads');
     assert.equal((await download(app, b, `/submissions/${submission.id}/documents/${document.id}`)).status, 404);

@@ -158,10 +158,12 @@ export function docmergeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       (req) => service.listRuns(ctx, principal(req), req.params, req.query),
     );
 
+    // A preview is a submission's values merged into a template (one the body may bring): it needs
+    // submissions:read, as the made document's download does, not only forms:read, which reads forms.
     app.post(
       '/forms/:formId/integrations/:integrationId/preview',
       {
-        config: { access: { scope: 'forms:read', level: 'edit', formFrom: 'formId' } },
+        config: { access: { scope: 'submissions:read', level: 'edit', formFrom: 'formId' } },
         schema: {
           tags,
           operationId: 'previewIntegration',
