@@ -415,6 +415,39 @@ describe(`hosted forms in Chromium (${dialectName})`, { skip: skipBrowser, timeo
     assert.deepEqual(valueOf(submission, fieldId(form, 'Topics')), ['maths', 'music']);
   });
 
+  it('sends the values of read-only choices, with and without JavaScript', async () => {
+    const form = await createForm({
+      name: 'Read-only choices',
+      fields: [
+        {
+          type: 'radio',
+          label: 'Plan',
+          required: true,
+          readOnly: true,
+          defaultValue: 'b',
+          options: OPTIONS(['A', 'B']),
+        },
+        { type: 'checkbox', label: 'Extras', readOnly: true, defaultValue: ['x'], options: OPTIONS(['X', 'Y']) },
+        { type: 'text', label: 'Name' },
+      ],
+    });
+    for (const javaScriptEnabled of [false, true]) {
+      const page = await newPage({ javaScriptEnabled });
+      await page.goto(`${app!.url}${form.path}`);
+      assert.equal(await page.getByLabel('B').isDisabled(), true, 'a person cannot change it');
+      await page.getByLabel('Name').fill(`Ann ${javaScriptEnabled}`);
+      await page.getByRole('button', { name: 'Submit' }).click();
+      await page.getByText('Thank you! Your answers were received.').waitFor();
+      await page.context().close();
+    }
+    const submissions = await submissionsOf(form.id);
+    assert.equal(submissions.length, 2);
+    for (const submission of submissions) {
+      assert.equal(valueOf(submission, fieldId(form, 'Plan')), 'b');
+      assert.deepEqual(valueOf(submission, fieldId(form, 'Extras')), ['x']);
+    }
+  });
+
   it('keeps hostile text inert in the page, the embed HTML and the confirmation', async () => {
     const evil = `<script>alert(1)</script>"onmouseover="alert(2)" javascript:alert(3) <img src=x onerror=alert(4)>`;
     const form = await createForm({

@@ -190,8 +190,11 @@ function choices(f: PageField, value: unknown, error: string | undefined, logic:
     const raw = f.options[i]!.value;
     const checked = chosen.size > 0 && chosen.has(raw) ? ' checked' : '';
     const image = f.optionImages ? optionImage(f, raw, base) : '';
+    // A read-only choice is a disabled input, which a form post leaves out (there is no readonly
+    // for radios and checkboxes): a hidden input beside it carries its value.
+    const carried = checked && f.readOnly ? `<input type="hidden" name="${name}" value="${values[i]}">` : '';
     items[i] =
-      `<div class="fw-choice"><input type="${type}" id="${name}-${i}" name="${name}" value="${values[i]}"${checked}${flags}><label for="${name}-${i}">${image}${labels[i]}</label></div>`;
+      `<div class="fw-choice"><input type="${type}" id="${name}-${i}" name="${name}" value="${values[i]}"${checked}${flags}>${carried}<label for="${name}-${i}">${image}${labels[i]}</label></div>`;
   }
   return `<div class="fw-choices${horizontal}"${error ? ' aria-invalid="true"' : ''}>${items.join('')}</div>`;
 }

@@ -113,10 +113,13 @@ class HostedForm {
       return [...select.options]
         .filter((o) => o.value !== '')
         .map((o) => ({ label: o.textContent ?? '', value: o.value }));
-    return [...this.form.querySelectorAll<HTMLInputElement>(`input[name="${inputName(id)}"]`)].map((input) => ({
-      label: input.labels?.[0]?.textContent ?? '',
-      value: input.value,
-    }));
+    // Not the hidden inputs that carry a read-only choice's value (render.ts).
+    return [...this.form.querySelectorAll<HTMLInputElement>(`input[name="${inputName(id)}"]:not([type=hidden])`)].map(
+      (input) => ({
+        label: input.labels?.[0]?.textContent ?? '',
+        value: input.value,
+      }),
+    );
   }
 
   private button(selector: string): HTMLButtonElement | null {
@@ -126,6 +129,9 @@ class HostedForm {
   private get(name: string): string[] {
     const out: string[] = [];
     for (const el of this.form.querySelectorAll<HTMLInputElement>(`[name="${CSS.escape(name)}"]`)) {
+      // As a plain post reads the form: a disabled control (a read-only choice) sends nothing,
+      // and the hidden input beside it sends its value.
+      if (el.disabled) continue;
       if ((el.type === 'radio' || el.type === 'checkbox') && !el.checked) continue;
       if (el instanceof HTMLSelectElement) {
         for (const o of el.selectedOptions) out.push(o.value);
