@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { removeExpiredPartials } from '../src/modules/partials/service.js';
-import { dialectName, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
+import { dialectName, expectStatus, startTestApp, type TestAccount, type TestApp } from './support/helpers.js';
 import { toWindowStart } from './support/quota.js';
 import { savePartialOf } from './support/partials.js';
 
@@ -608,6 +608,9 @@ describe(`hosted forms over HTTP (${dialectName})`, () => {
     const none = await owner.get(`/forms/${form.id}/stats?from=2000-01-01&to=2000-01-31`);
     assert.deepEqual([none.body.days, none.body.completionRate], [[], null]);
     assert.equal((await owner.get(`/forms/${form.id}/stats?from=2000-02-01&to=2000-01-31`)).status, 400);
+    // The default range, thirty days back, stops at the first day there is.
+    const early = expectStatus(await owner.get(`/forms/${form.id}/stats?to=0000-01-05`), 200, 'year 0');
+    assert.deepEqual([early.from, early.to], ['0000-01-01', '0000-01-05']);
     assert.equal((await other.get(`/forms/${form.id}/stats`)).status, 404);
     // No row per view: one row per form and day.
     const rows = await app.server.ctx.db

@@ -552,6 +552,8 @@ async function prefilled(
 
 // Statistics.
 
+const YEAR_ZERO = Date.parse('0000-01-01T00:00:00Z');
+
 export async function formStats(
   deps: HostedDeps,
   { accountId }: AccountScope,
@@ -563,7 +565,10 @@ export async function formStats(
   if (!form) throw new NotFoundError('form_not_found');
   const today = new Date(ctx.clock.now()).toISOString().slice(0, 10);
   const to = range.to ?? today;
-  const from = range.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10);
+  // Thirty days back, but not before year 0: a year before it is written "-000001-", no date.
+  const from =
+    range.from ??
+    new Date(Math.max(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000, YEAR_ZERO)).toISOString().slice(0, 10);
   if (from > to)
     throw new BadRequestError('validation_failed', 'query.from: must not be after to', {
       details: [{ property: 'query.from', message: 'must not be after to' }],
