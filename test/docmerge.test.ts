@@ -7,6 +7,11 @@ import PizZip from 'pizzip';
 import type { AppContext } from '../src/context.js';
 import { jobKinds } from '../src/job-kinds.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
+import type { Transaction } from 'kysely';
+import type { Database } from '../src/db/schema.js';
+import { transact } from '../src/db/transaction.js';
+import { generateDocument } from '../src/modules/docmerge/generate.js';
+import { documentStorageKey } from '../src/modules/docmerge/keys.js';
 import { bytesUnder } from './support/disk.js';
 import { makeDocx, makePdf, pdfHex, readDocx, readFlattenedPdf, readPdfFields } from './support/docmerge-templates.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp.js';
@@ -687,6 +692,54 @@ describe(`document merge (${dialectName})`, () => {
       log.map((r: any) => r.outcome),
       ['exists', 'made'],
     );
+    expectStatus(await a.delete(`/forms/${form.id}/integrations/${integration.id}`), 200, 'delete');
+  });
+
+  it('removes the object of a document whose submission was deleted while it was made', async () => {
+    const integration = expectStatus(
+      await a.post(`/forms/${form.id}/integrations/docmerge`, {
+        template: { filename: 'late.docx', content: b64(makeDocx(['Late for {Full name}'])) },
+      }),
+      201,
+      'create',
+    );
+    const submission = await submit({ name: 'Deleted Dee' });
+    const job = await ctx.db
+      .selectFrom('jobs')
+      .select(['id', 'payload'])
+      .where('kind', '=', 'docmerge.generate')
+      .where('state', '=', 'queued')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    await ctx.db.updateTable('jobs').set({ state: 'done' }).where('id', '=', job.id).execute();
+    // The run made and stored its document; its record waits for the end of the run.
+    const ends: ((trx: Transaction<Database>) => Promise<void>)[] = [];
+    await generateDocument(
+      ctx,
+      { id: job.id, kind: 'docmerge.generate', payload: JSON.parse(job.payload), progress: undefined, attempt: 1 },
+      {
+        signal: new AbortController().signal,
+        checkpoint: async () => undefined,
+        replacePayload: async () => undefined,
+        atEnd: (write) => void ends.push(write),
+      },
+    );
+    assert.equal(ends.length, 1);
+    const { account_id } = await ctx.db
+      .selectFrom('forms')
+      .select('account_id')
+      .where('id', '=', form.id)
+      .executeTakeFirstOrThrow();
+    const key = documentStorageKey({ account_id, form_id: form.id, id: integration.id }, submission.id, 'docx');
+    assert.ok(await ctx.storage.head(key), 'the document was stored');
+    expectStatus(await a.delete(`/submissions/${submission.id}`), 200, 'delete meanwhile');
+    await transact(ctx.db, ends[0]!);
+    assert.deepEqual(
+      (await runs(form.id, integration.id)).map((r: any) => [r.outcome, r.error]),
+      [['skipped', 'the submission or its form was deleted']],
+    );
+    await worker.runDue();
+    assert.equal(await ctx.storage.head(key), undefined, 'its object went with it');
     expectStatus(await a.delete(`/forms/${form.id}/integrations/${integration.id}`), 200, 'delete');
   });
 

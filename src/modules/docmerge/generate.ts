@@ -19,6 +19,7 @@ import { logicHolds, type FieldForValues, type StoredValue } from '../submission
 import { BUILT_IN_TAGS, mergeDataFor, type Mapping } from './data.js';
 import { fieldsForMerge } from './merge-input.js';
 import { removeFilesJob } from '../uploads/jobs.js';
+import { lockSubmission } from '../submissions/repository.js';
 import { emailDocumentJob } from './email.js';
 import type { EmailPayload, GeneratePayload } from './payload.js';
 import { unwrapValues } from './payload.js';
@@ -116,6 +117,8 @@ interface Made {
   email: Omit<EmailPayload, 'documentId'> | undefined;
 }
 
+const SUBMISSION_GONE = 'the submission or its form was deleted';
+
 type Outcome = Made | { outcome: 'exists'; documentId: number } | { outcome: 'skipped'; why: string };
 
 /**
@@ -161,7 +164,14 @@ export async function generateDocument(
     tools.atEnd(async (trx) => {
       let outcome = done.outcome;
       let documentId: number | null = done.outcome === 'exists' ? done.documentId : null;
-      if (done.outcome === 'made') {
+      let why = done.outcome === 'skipped' ? done.why : null;
+      if (done.outcome === 'made' && !(await lockSubmission(trx, done.row.submission_id))) {
+        // Deleted while its document was made: no row to keep it by, so its object goes too
+        // (the delete's removal of its documents' objects did not see it).
+        outcome = 'skipped';
+        why = SUBMISSION_GONE;
+        await enqueue(trx, removeFilesJob, { keys: [done.row.storage_key] });
+      } else if (done.outcome === 'made') {
         const document = await repo.insertDocument(trx, done.row);
         if (document) {
           documentId = document.id;
@@ -179,7 +189,7 @@ export async function generateDocument(
       await repo.insertRun(trx, {
         ...log,
         outcome,
-        error: done.outcome === 'skipped' ? done.why : null,
+        error: why,
         document_id: documentId,
         next_attempt_at: null,
       });
@@ -205,7 +215,7 @@ async function attempt(ctx: AppContext, integration: DocmergeIntegrationRow, p: 
     formsRepo.findForm(ctx.db, p.accountId, p.formId),
     submissionsRepo.findSubmission(ctx.db, p.accountId, p.submissionId),
   ]);
-  if (!form || !row) return { outcome: 'skipped', why: 'the submission or its form was deleted' };
+  if (!form || !row) return { outcome: 'skipped', why: SUBMISSION_GONE };
 
   let values: Map<number, StoredValue>;
   if (isSealed(row.data)) {

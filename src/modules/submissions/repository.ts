@@ -905,6 +905,23 @@ export async function findSubmission(db: Executor, accountId: number, id: number
     .executeTakeFirst();
 }
 
+/**
+ * Whether the submission is still there, its row locked until db's transaction ends (on
+ * PostgreSQL). A delete takes it before it reads what goes with the row, and a document's
+ * record before it is written (docmerge/generate.ts): whichever comes second waits for the
+ * other's commit, so a delete sees every document made of the row, and a document never
+ * outlives a deleted one.
+ */
+export async function lockSubmission(db: Executor, id: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('submissions')
+    .select('id')
+    .where('id', '=', id)
+    .$call(engineOf(db).lockRows)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Another submission of the form that holds this value in a unique field, if any. */
 export async function findUniqueHolder(
   db: Executor,

@@ -386,7 +386,8 @@ export async function deleteSubmission(
   const { ctx } = deps;
   return deps.write(async (trx) => {
     const row = await repo.findSubmission(trx, accountId, id);
-    if (!row) throw new NotFoundError('submission_not_found');
+    // Locked before what goes with it is read: a document being recorded meanwhile is seen.
+    if (!row || !(await repo.lockSubmission(trx, id))) throw new NotFoundError('submission_not_found');
     const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
     const objects = await uploadsRepo.deleteUploads(
       trx,
