@@ -123,6 +123,17 @@ describe(`document merge of untrusted values (${dialectName})`, () => {
     assert.equal(await dumpData(app), kept, 'a refused update or preview changes nothing');
   });
 
+  it("reads a loop item's own values only, not what its prototype has", async () => {
+    const created = expectStatus(
+      await create('proto.docx', makeDocx(['{#Full name}[{constructor}|{toString}|{__proto__}|{value}]{/Full name}'])),
+      201,
+      'create',
+    );
+    const submission = await submit('Pat');
+    const shown = await preview(created.id, submission.id);
+    assert.equal(readDocx(shown.bytes).text, '[|||Pat]');
+  });
+
   it('merges the raw-XML tags of a template kept before they were refused as escaped text, never as XML', async () => {
     const created = expectStatus(await create('kept.docx', makeDocx(['{Full name}'])), 201, 'create');
     // Kept by a version that took raw tags: one alone in its paragraph, one in a loop over the value.

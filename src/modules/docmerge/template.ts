@@ -259,7 +259,8 @@ function openDocx(bytes: Buffer, modules: Docxtemplater.DXT.Module[] = []): Docx
                 ? scope
                 : scope instanceof RootScope
                   ? scope.get(name)
-                  : typeof scope === 'object' && scope !== null
+                  : // A loop's item by its own keys only: {constructor} or {toString} named its prototype's.
+                    typeof scope === 'object' && scope !== null && Object.hasOwn(scope, name)
                     ? (scope as Record<string, unknown>)[name]
                     : undefined;
             // Left undefined, docxtemplater looks in the enclosing scopes.
