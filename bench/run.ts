@@ -898,14 +898,17 @@ function profileOf(services: Child[], measured: Measured[]): string {
     .join('\n\n');
 }
 
-async function filesOnly(): Promise<number> {
+/**
+ * A section run alone (`npm run bench -- files`, ...): its temporary directory (with profile/ in
+ * it) made and removed, its children stopped, a failure logged; 0 when it ran, 1 when it failed.
+ */
+async function alone(run: (tmp: string, profDir: string) => Promise<void>): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
   temporary.push(tmp);
   const profDir = join(tmp, 'profile');
   mkdirSync(profDir);
   try {
-    const rows = await filesSection(tmp, profDir);
-    process.stdout.write(`${fileReport(rows)}\n`);
+    await run(tmp, profDir);
     return 0;
   } catch (error) {
     log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -914,6 +917,13 @@ async function filesOnly(): Promise<number> {
     await Promise.all(children.map((c) => stopChild(c, stopGrace())));
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+function filesOnly(): Promise<number> {
+  return alone(async (tmp, profDir) => {
+    const rows = await filesSection(tmp, profDir);
+    process.stdout.write(`${fileReport(rows)}\n`);
+  });
 }
 
 /** Section 5: one service child with its worker, a webhook receiver and an SMTP sink (bench/events.ts). */
@@ -1504,15 +1514,11 @@ function exportProfile(e: Pick<ExportResult, 'child' | 'window'>): string {
 }
 
 /** Section 8: document merge, alone (bench/docmerge.ts). */
-async function docmergeOnly(): Promise<number> {
-  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
-  temporary.push(tmp);
-  const profDir = join(tmp, 'profile');
-  mkdirSync(profDir);
-  // The API child and the worker child share the database, the files and SECRET_KEY.
-  const secretKey = randomBytes(32).toString('hex');
-  let n = 0;
-  try {
+function docmergeOnly(): Promise<number> {
+  return alone(async (tmp, profDir) => {
+    // The API child and the worker child share the database, the files and SECRET_KEY.
+    const secretKey = randomBytes(32).toString('hex');
+    let n = 0;
     const rows = await runDocmergeBench(
       {
         log,
@@ -1551,14 +1557,7 @@ async function docmergeOnly(): Promise<number> {
     process.stdout.write(
       `\nDocument merge: ${DOCMERGE_COUNT} submissions queued per template, then one \`formwork worker\` (WORKER_CONCURRENCY 4, SQLite); documents/s between the first and the last document made:\n\n${docmergeTable(rows)}\n`,
     );
-    return 0;
-  } catch (error) {
-    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    return 1;
-  } finally {
-    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
-    rmSync(tmp, { recursive: true, force: true });
-  }
+  });
 }
 
 /** GET `path` on 10 connections until stop() (or `seconds`); every 2xx response's time in ms. */
@@ -1578,20 +1577,18 @@ function readWhile(url: string, headers: Record<string, string>, seconds: number
  * from the delete's 200 to the job's end, and what the form read (10 connections) answers in
  * meanwhile against the same read before, since on SQLite each batch is written on the event loop.
  */
-async function reindexOnly(): Promise<number> {
-  const tmp = mkdtempSync(join(tmpdir(), 'formwork-bench-'));
-  temporary.push(tmp);
-  const dataDir = join(tmp, 'data');
-  const dbFile = join(dataDir, 'formwork.db');
-  try {
+function reindexOnly(): Promise<number> {
+  return alone(async (tmp, profDir) => {
+    const dataDir = join(tmp, 'data');
+    const dbFile = join(dataDir, 'formwork.db');
     const token = await createBenchAccount(dataDir);
     const auth = { authorization: `Bearer ${token}` };
-    const maker = await startService('service (SQLite)', dataDir, '', tmp);
+    const maker = await startService('service (SQLite)', dataDir, '', profDir);
     const form = await createSubmissionForm(maker, token, 'Reindexed');
     await stopChild(maker, stopGrace());
     log(`seeding ${REINDEX_COUNT.toLocaleString('en-US')} submissions into form ${form.id}`);
     const seeded = await runSeeder(dbFile, form.id, REINDEX_COUNT);
-    const service = await startService('service (SQLite, reindex)', dataDir, '', tmp);
+    const service = await startService('service (SQLite, reindex)', dataDir, '', profDir);
     const read = `${service.url}${API}/forms/${form.id}?withFields=true`;
     const found = async () =>
       (
@@ -1648,14 +1645,7 @@ async function reindexOnly(): Promise<number> {
     );
     if (CPU_PROF)
       process.stdout.write(`\n${exportProfile({ child: service, window: { label: 'reindex', start, end } })}\n`);
-    return 0;
-  } catch (error) {
-    log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    return 1;
-  } finally {
-    await Promise.all(children.map((c) => stopChild(c, stopGrace())));
-    rmSync(tmp, { recursive: true, force: true });
-  }
+  });
 }
 
 async function main(): Promise<number> {

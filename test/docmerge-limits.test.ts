@@ -159,13 +159,15 @@ describe(`document merge: templates that unpack too large (${dialectName})`, () 
     expectStatus(await create(docxWith({ 'word/media/pad.bin': new Uint8Array(4 * MiB) })), 201, 'within the limits');
   });
 
-  it('fails the documents and previews of a template kept before the limits, without inflating it', async () => {
-    const created = expectStatus(await create(makeDocx(['Hello {Full name}'])), 201, 'create');
-    // A bomb kept by a version without the limits.
+  /**
+   * A template kept by a version without a limit (written straight into its row): a submission's
+   * document fails with `error`, and a preview of it is a 400. The submission is returned.
+   */
+  async function keptTemplateFails(integrationId: number, template: Buffer, error: RegExp) {
     await ctx.db
       .updateTable('docmerge_integrations')
-      .set({ template: b64(bomb()) })
-      .where('id', '=', created.id)
+      .set({ template: b64(template) })
+      .where('id', '=', integrationId)
       .execute();
     const submission = expectStatus(
       await a.post(`/forms/${formId}/submissions`, { fields: [{ id: nameField, value: 'Bo' }] }),
@@ -173,17 +175,26 @@ describe(`document merge: templates that unpack too large (${dialectName})`, () 
       'submit',
     );
     await worker.runDue();
-    const [run] = expectStatus(await a.get(`/forms/${formId}/integrations/${created.id}/runs`), 200, 'runs').runs;
+    const [run] = expectStatus(await a.get(`/forms/${formId}/integrations/${integrationId}/runs`), 200, 'runs').runs;
     assert.equal(run.outcome, 'failed');
-    assert.match(run.error, /too large unpacked: its part word\/document\.xml unpacks to \d+ bytes/);
-    const record = expectStatus(await a.get(`/submissions/${submission.id}`), 200, 'submission');
-    assert.equal(record.documents, undefined, 'no document made');
-
-    const preview = await a.post(`/forms/${formId}/integrations/${created.id}/preview`, {
+    assert.match(run.error, error);
+    const preview = await a.post(`/forms/${formId}/integrations/${integrationId}/preview`, {
       submissionId: submission.id,
     });
-    const body = expectStatus(preview, 400, 'preview', 'invalid_integration');
-    assert.match(body.error, /too large unpacked/);
+    assert.match(expectStatus(preview, 400, 'preview', 'invalid_integration').error, /too large unpacked/);
+    return submission;
+  }
+
+  it('fails the documents and previews of a template kept before the limits, without inflating it', async () => {
+    const created = expectStatus(await create(makeDocx(['Hello {Full name}'])), 201, 'create');
+    // A bomb kept by a version without the limits.
+    const submission = await keptTemplateFails(
+      created.id,
+      bomb(),
+      /too large unpacked: its part word\/document\.xml unpacks to \d+ bytes/,
+    );
+    const record = expectStatus(await a.get(`/submissions/${submission.id}`), 200, 'submission');
+    assert.equal(record.documents, undefined, 'no document made');
   });
 
   it('refuses a PDF with a stream that decodes over the limit, at save and preview, and fails its documents', async () => {
@@ -204,23 +215,10 @@ describe(`document merge: templates that unpack too large (${dialectName})`, () 
     assert.deepEqual(created.tags, ['Full name']);
 
     // A template kept before the limit: each document fails, and so does a preview, with a 400.
-    await ctx.db
-      .updateTable('docmerge_integrations')
-      .set({ template: b64(await pdfWithObjectStream(MAX_PDF_STREAM_BYTES + MiB)) })
-      .where('id', '=', created.id)
-      .execute();
-    const submission = expectStatus(
-      await a.post(`/forms/${formId}/submissions`, { fields: [{ id: nameField, value: 'Bo' }] }),
-      200,
-      'submit',
+    await keptTemplateFails(
+      created.id,
+      await pdfWithObjectStream(MAX_PDF_STREAM_BYTES + MiB),
+      /too large unpacked: a stream of it decodes to at least \d+ bytes/,
     );
-    await worker.runDue();
-    const [run] = expectStatus(await a.get(`/forms/${formId}/integrations/${created.id}/runs`), 200, 'runs').runs;
-    assert.equal(run.outcome, 'failed');
-    assert.match(run.error, /too large unpacked: a stream of it decodes to at least \d+ bytes/);
-    const preview = await a.post(`/forms/${formId}/integrations/${created.id}/preview`, {
-      submissionId: submission.id,
-    });
-    assert.match(expectStatus(preview, 400, 'preview', 'invalid_integration').error, /too large unpacked/);
   });
 });
