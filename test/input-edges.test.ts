@@ -1,6 +1,6 @@
 /**
- * Inputs at the edges that an audit found mishandled: field attributes nested thousands of
- * levels deep (a stack overflow's 500), numbers past the largest double (JSON.parse reads 1e309
+ * Inputs at the edges that an audit found mishandled: field attributes, and submission values
+ * wrapped in {"value": …}, nested thousands of levels deep (a stack overflow's 500), numbers past the largest double (JSON.parse reads 1e309
  * as Infinity, which JSON.stringify then stores as null), and a copy's name cut between the two
  * halves of a surrogate pair.
  */
@@ -90,6 +90,37 @@ describe(`inputs at the edges (${dialectName})`, () => {
       `{"fields":[{"id":${numbers.fields[0].id},"value":1e309}]}`,
     );
     assert.equal(res.status, 400);
+  });
+
+  it('refuses a submission value wrapped in {"value": …} thousands of levels deep with 400, not a 500', async () => {
+    const form = expectStatus(
+      await a.post('/forms', {
+        name: 'Deep values',
+        fields: [
+          { type: 'text', label: 'T' },
+          { type: 'file', label: 'F' },
+        ],
+      }),
+      200,
+      'form',
+    );
+    const deep = (inner: string) => `${'{"value":'.repeat(20000)}${inner}${'}'.repeat(20000)}`;
+    for (const field of form.fields as { id: number }[]) {
+      for (const inner of ['"x"', 'null']) {
+        const res = await raw(
+          'POST',
+          `/forms/${form.id}/submissions`,
+          `{"fields":[{"id":${field.id},"value":${deep(inner)}}]}`,
+        );
+        // A value of nothing is a submission with the field empty; anything else is refused.
+        if (inner === 'null') {
+          assert.equal(res.status, 200, `field ${field.id}, ${inner}`);
+          continue;
+        }
+        assert.equal(res.status, 400, `field ${field.id}, ${inner}`);
+        assert.equal(((await res.json()) as { code: string }).code, 'invalid_submission');
+      }
+    }
   });
 
   it('refuses query names nested too deeply or reaching for a prototype, as any unknown parameter', async () => {

@@ -45,12 +45,18 @@ function decodeBase64(text: string): Buffer {
   return Buffer.from(compact, 'base64');
 }
 
-function items(raw: unknown): unknown[] {
+function items(input: unknown): unknown[] {
+  // `{"value": …}` is unwrapped in a loop: nested thousands of levels deep, recursion would overflow the stack.
+  let raw = input;
+  while (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+    const keys = Object.keys(raw);
+    if (keys.length !== 1 || keys[0] !== 'value') break;
+    raw = (raw as { value: unknown }).value;
+  }
   if (Array.isArray(raw)) return raw;
   if (typeof raw === 'object' && raw !== null) {
     const obj = raw as Record<string, unknown>;
     const keys = Object.keys(obj);
-    if (keys.length === 1 && keys[0] === 'value') return items(obj.value);
     if (keys.length === 1 && keys[0] === 'subvalues') {
       if (!Array.isArray(obj.subvalues)) throw new FileError('subvalues must be a list');
       return obj.subvalues.map((s) => {

@@ -237,10 +237,14 @@ function optionValues(field: FieldForValues, value: unknown): string[] {
 }
 
 /** True when nothing was given: such a value clears the field and fails `required`. */
-export function isEmptyInput(raw: unknown): boolean {
+export function isEmptyInput(input: unknown): boolean {
+  // A loop, not recursion: the body's schema does not look into values, so `{"value": …}`
+  // nested thousands of levels deep reaches here, and recursion would overflow the stack (a 500).
+  let raw = input;
+  for (let obj = record(raw); obj && Object.keys(obj).length === 1 && 'value' in obj; obj = record(raw))
+    raw = obj.value;
   if (raw === null || raw === undefined || raw === '') return true;
   const obj = record(raw);
-  if (obj && Object.keys(obj).length === 1 && 'value' in obj) return isEmptyInput(obj.value);
   if (obj && Object.keys(obj).length === 1 && 'subvalues' in obj)
     return Array.isArray(obj.subvalues) && obj.subvalues.length === 0;
   return Array.isArray(raw) && raw.length === 0;
