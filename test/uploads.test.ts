@@ -763,6 +763,35 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal((await download(created.id, ids.Files!)).status, 404);
     });
 
+    it('removes what a presigned URL PUTs again after its file was let go (edit, delete), once the URL expires', async (t) => {
+      if (driver !== 's3') return t.skip("presigned URLs are the S3 driver's");
+      const db = app.server.db.kysely;
+      const [first, second] = await issue(ids.Files!, ['first.txt', 'second.txt']);
+      const [third] = await issue(ids.Files!, ['third.txt']);
+      for (const u of [first, second, third])
+        assert.equal((await put(u!.uploadUrl, Buffer.from(u!.filename))).status, 200);
+      const objectOf = async (fileKey: string) =>
+        (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow())
+          .storage_key;
+      const objects = [await objectOf(first!.fileKey), await objectOf(second!.fileKey), await objectOf(third!.fileKey)];
+      const created = await ok(submit([{ id: ids.Files!, value: keys(first!.fileKey, second!.fileKey) }]), 'submit');
+      await ok(
+        a.put(`/submissions/${created.id}`, {
+          fields: [{ id: ids.Files!, value: keys(second!.fileKey, third!.fileKey) }],
+        }),
+        'edit',
+      );
+      await ok(a.delete(`/submissions/${created.id}`), 'delete');
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      for (const key of objects) assert.ok(!stored().includes(key), `${key} is removed with its row`);
+      // The bucket still takes a PUT to each URL until it expires: no row names what it makes.
+      for (const u of [first, second, third]) assert.equal((await put(u!.uploadUrl, Buffer.from('again'))).status, 200);
+      for (const key of objects) assert.ok(stored().includes(key), `${key} is made again`);
+      app.server.ctx.clock.advance(2 * HOUR + 15 * 60 * 1000 + 1000);
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      for (const key of objects) assert.ok(!stored().includes(key), `${key} is removed once its URL expired`);
+    });
+
     it('answers 404 with the JSON error body for no such submission, field value or file', async () => {
       const key = await uploaded(ids.Files!, 'one.txt', Buffer.from('one'));
       const created = await ok(

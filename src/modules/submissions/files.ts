@@ -10,6 +10,7 @@ import type { AppContext } from '../../context.js';
 import type { Database, UploadRow } from '../../db/schema.js';
 import { BadRequestError, type ErrorDetail } from '../../errors.js';
 import * as uploadsRepo from '../uploads/repository.js';
+import { removeAfterUrlExpiry } from '../uploads/service.js';
 import {
   contentTypeOf,
   FILE_KEY_PATTERN,
@@ -367,6 +368,11 @@ export async function commitFiles(
   }
   if (plan.replaced.length === 0) return [];
   const rows = await uploadsRepo.findUploads(trx, accountId, plan.replaced);
+  await removeAfterUrlExpiry(
+    trx,
+    rows.map((r) => r.file_key),
+    now,
+  );
   return uploadsRepo.deleteUploads(
     trx,
     rows.map((r) => r.file_key),

@@ -6,6 +6,7 @@ import { enqueue, jobRowsOf, wakeWorkers } from '../../jobs/outbox.js';
 import { withHeldRequestId } from '../../request-context.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import { removeFilesJob } from '../uploads/jobs.js';
+import { removeAfterUrlExpiry } from '../uploads/service.js';
 import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
 import {
   isQuiet,
@@ -389,6 +390,11 @@ export async function deleteSubmission(
     // Locked before what goes with it is read: a document being recorded meanwhile is seen.
     if (!row || !(await repo.lockSubmission(trx, id))) throw new NotFoundError('submission_not_found');
     const uploads = await uploadsRepo.uploadsOfSubmission(trx, id);
+    await removeAfterUrlExpiry(
+      trx,
+      uploads.map((u) => u.file_key),
+      ctx.clock.now(),
+    );
     const objects = await uploadsRepo.deleteUploads(
       trx,
       uploads.map((u) => u.file_key),

@@ -152,6 +152,25 @@ export async function moveUpload(
 }
 
 /**
+ * Of these uploads, those that went straight to the bucket (presigned) and whose URL is still
+ * good at now: the account, form and fileKey it PUTs to (its key, storageKey), and when it expires.
+ */
+export async function livePresigned(
+  db: Executor,
+  fileKeys: string[],
+  now: number,
+): Promise<Pick<UploadRow, 'account_id' | 'form_id' | 'file_key' | 'expires_at'>[]> {
+  if (fileKeys.length === 0) return [];
+  return db
+    .selectFrom('uploads')
+    .select(['account_id', 'form_id', 'file_key', 'expires_at'])
+    .where('file_key', 'in', fileKeys)
+    .where('via', '=', 'presigned')
+    .where('expires_at', '>', now)
+    .execute();
+}
+
+/**
  * Deletes the rows and returns the storage keys they held at that moment: read any earlier,
  * a conversion could move a row to a new object in between, and the new one would be missed.
  */

@@ -217,6 +217,29 @@ export async function receiveUpload(
   return { fileKey, size };
 }
 
+/**
+ * How long after a presigned URL's expiry its key is removed once more: S3 checks the expiry
+ * by its own clock, and takes requests from clocks up to 15 minutes apart.
+ */
+const PRESIGNED_EXPIRY_MARGIN_MS = 15 * 60 * 1000;
+
+/**
+ * In the transaction that deletes these uploads' rows (a submission deleted, files replaced by
+ * an edit): a presigned URL cannot be revoked, so until it expires a PUT to it makes its
+ * object again, which no row would name and no sweep would find. Its key is removed once more
+ * after the URL's expiry.
+ */
+export async function removeAfterUrlExpiry(trx: Executor, fileKeys: string[], now: number): Promise<void> {
+  const byExpiry = new Map<number, string[]>();
+  for (const u of await repo.livePresigned(trx, fileKeys, now)) {
+    const keys = byExpiry.get(u.expires_at) ?? [];
+    keys.push(storageKey(u.account_id, u.form_id, u.file_key));
+    byExpiry.set(u.expires_at, keys);
+  }
+  for (const [expiresAt, keys] of byExpiry)
+    await enqueue(trx, removeFilesJob, { keys }, { runAt: expiresAt + PRESIGNED_EXPIRY_MARGIN_MS });
+}
+
 export interface Download {
   filename: string;
   size: number;
