@@ -139,3 +139,42 @@ describe(`logic checks on a changed field (${dialectName})`, () => {
     );
   });
 });
+
+/**
+ * A logic check sent while the field it checks is deleted: either the check is refused (the
+ * field is gone) or the delete removes it. On PostgreSQL the two run on connections of their
+ * own, and a delete that read the form's logic before the check was written once left it
+ * pointing at the deleted field: the field it hid was never shown again, and copies kept it.
+ */
+describe(`a logic check and a delete of the field it checks at once (${dialectName})`, () => {
+  let app: TestApp;
+  let a: TestAccount;
+
+  before(async () => {
+    app = await startTestApp();
+    a = await app.account();
+  });
+  after(() => app.close());
+
+  it('never leaves a check on the deleted field', async () => {
+    for (let round = 0; round < 25; round++) {
+      const made = await a.post('/forms', {
+        name: `Race ${round}`,
+        fields: [
+          { type: 'text', label: 'Dep' },
+          { type: 'text', label: 'Gone' },
+        ],
+      });
+      assert.equal(made.status, 200, made.text);
+      const [dep, gone] = made.body.fields.map((f: { id: number }) => f.id) as [number, number];
+      const [put, del] = await Promise.all([
+        a.put(`/forms/${made.body.id}/fields/${dep}`, { logic: show([{ field: gone, condition: 'notempty' }]) }),
+        a.delete(`/forms/${made.body.id}/fields/${gone}`),
+      ]);
+      assert.equal(del.status, 200, `round ${round}: ${del.text}`);
+      assert.ok(put.status === 200 || put.status === 400, `round ${round}: ${put.status} ${put.text}`);
+      const logic = (await a.get(`/forms/${made.body.id}/fields/${dep}`)).body.logic;
+      assert.equal(logic, null, `round ${round}: a check on deleted field ${gone} stayed: ${JSON.stringify(logic)}`);
+    }
+  });
+});

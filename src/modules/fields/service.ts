@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.js';
-import type { FieldRow } from '../../db/schema.js';
+import type { FieldRow, FormRow } from '../../db/schema.js';
 import { transact, type Executor } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import { page, type Page } from '../../http/schemas.js';
-import { findForm, touchForm } from '../forms/repository.js';
+import { findForm, lockForm, touchForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import {
   checkDefinition,
@@ -26,6 +26,19 @@ import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
 function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
   return new Map(rows.filter((r) => r.id !== except).map((r) => [r.id, toSibling(r)]));
+}
+
+/**
+ * The live form, its row locked until the transaction ends (PostgreSQL; SQLite's one writer
+ * serializes anyway), or 404: the field changes of one form take turns. Each checks logic
+ * against the fields it reads, so a delete that read them while a check on the field it
+ * removes was being written would leave that check pointing at a field that is gone.
+ * Taken after lockOptionTotals where that is taken too, the order every writer takes them in.
+ */
+async function lockLiveForm(trx: Executor, accountId: number, formId: number): Promise<FormRow> {
+  const form = await lockForm(trx, accountId, formId);
+  if (!form) throw new NotFoundError('form_not_found');
+  return form;
 }
 
 async function requireField(db: Executor, accountId: number, formId: number, fieldId: number): Promise<FieldRow> {
@@ -60,9 +73,9 @@ export async function createField(
   input: FieldCreate,
 ): Promise<Field> {
   return transact(ctx.db, async (trx) => {
-    const form = await requireForm(trx, { accountId }, { formId });
     // Before anything is read: the form's options and the list's stay as counted until the write commits.
     await lockOptionTotals(trx, accountId);
+    const form = await lockLiveForm(trx, accountId, formId);
     const existing = await repo.listFields(trx, accountId, formId);
     if (existing.length >= MAX_FIELDS_PER_FORM) {
       throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
@@ -126,9 +139,9 @@ export async function updateField(
     if (form?.encryption_key) await ctx.formKeys.unlock(form, password);
   }
   return transact(ctx.db, async (trx) => {
-    const form = await requireForm(trx, { accountId }, { formId });
     // Before anything is read: the form's options and the list's stay as counted until the write commits.
     await lockOptionTotals(trx, accountId);
+    const form = await lockLiveForm(trx, accountId, formId);
     const current = await requireField(trx, accountId, formId, fieldId);
     const all = await repo.listFields(trx, accountId, formId);
     const before = toDefinition(current);
@@ -200,7 +213,8 @@ export async function deleteField(
   { formId, fieldId }: FieldRef,
 ): Promise<{ id: number; formId: number; type: Field['type']; label: string }> {
   return transact(ctx.db, async (trx) => {
-    await requireForm(trx, { accountId }, { formId });
+    // Before the logic is read: a check on this field written meanwhile is then seen, and dropped.
+    await lockLiveForm(trx, accountId, formId);
     const field = await requireField(trx, accountId, formId, fieldId);
     const now = ctx.clock.now();
     // Checks on the deleted field go with it.
