@@ -219,6 +219,32 @@ describe(`forms (${dialectName})`, () => {
     assert.equal((await a.post(`/forms/${form.id}/restore`)).status, 404, 'a live form cannot be restored');
   });
 
+  it('lists deleted forms newest deletion first unless an order is asked for', async () => {
+    const b = await app.account('Deletions');
+    const ids: number[] = [];
+    for (const name of ['First', 'Second', 'Third']) ids.push((await b.post('/forms', { name })).body.id);
+    const [first, second, third] = ids as [number, number, number];
+    // Deleted in another order than made, a clock tick apart.
+    for (const id of [second, third, first]) {
+      assert.equal((await b.delete(`/forms/${id}`)).status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const order = async (query: string) =>
+      (await b.get(`/forms?deleted=true${query}`)).body.forms.map((f: { id: number }) => f.id);
+    assert.deepEqual(await order(''), [first, third, second], 'newest deletion first');
+    assert.deepEqual(await order('&order=asc'), [second, third, first], 'oldest deletion first');
+    assert.deepEqual(await order('&orderBy=id'), [first, second, third]);
+    assert.deepEqual(await order('&orderBy=id&order=desc'), [third, second, first]);
+    assert.deepEqual(await order('&pageSize=1&pageNumber=2'), [third]);
+    // Live forms keep their order by id.
+    const live = (await b.post('/forms', { name: 'Live' })).body.id;
+    const later = (await b.post('/forms', { name: 'Later' })).body.id;
+    assert.deepEqual(
+      (await b.get('/forms')).body.forms.map((f: { id: number }) => f.id),
+      [live, later],
+    );
+  });
+
   it('copies a form with its fields, remapping logic to the copied fields', async () => {
     const folder = (await a.post('/folders', { name: 'Copies' })).body;
     const form = (

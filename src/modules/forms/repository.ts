@@ -12,6 +12,8 @@ const ORDER_COLUMNS = {
   created: 'created_at',
   updated: 'updated_at',
   submissionsCount: sql.ref('submissions_count'),
+  // Not a choice of the query: the order of a listing of deleted forms that names none.
+  deleted: 'deleted_at',
 } as const;
 
 export interface FormListFilter {

@@ -148,8 +148,15 @@ export const FormListQuery = Type.Object(
     pageNumber: PageNumber,
     pageSize: PageSize,
     search: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the form name, case-insensitive' })),
-    orderBy: StringEnum(ORDER_BY, { default: 'id' }),
-    order: StringEnum(['asc', 'desc', 'ASC', 'DESC'], { default: 'asc' }),
+    // No defaults: a listing of deleted forms is ordered by deletion, newest first, unless told otherwise.
+    orderBy: Type.Optional(
+      StringEnum(ORDER_BY, { description: 'id unless given (for deleted=true: the time of deletion)' }),
+    ),
+    order: Type.Optional(
+      StringEnum(['asc', 'desc', 'ASC', 'DESC'], {
+        description: 'asc unless given (for deleted=true without orderBy: desc, newest deletion first)',
+      }),
+    ),
     folder: Type.Optional(Id),
     deleted: Type.Boolean({
       default: false,

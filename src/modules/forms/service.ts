@@ -150,6 +150,15 @@ export async function listFormsJson(
   return body;
 }
 
+/** What a listing is ordered by: as asked, else by id, or for deleted forms by deletion, newest first. */
+function listOrder(q: FormListQuery): { orderBy: repo.FormListFilter['orderBy']; order: 'asc' | 'desc' } {
+  const byDeletion = q.deleted && q.orderBy === undefined;
+  return {
+    orderBy: q.orderBy ?? (byDeletion ? 'deleted' : 'id'),
+    order: (q.order?.toLowerCase() as 'asc' | 'desc' | undefined) ?? (byDeletion ? 'desc' : 'asc'),
+  };
+}
+
 async function buildListJson(
   ctx: AppContext,
   cache: VersionedCache<Buffer>,
@@ -164,8 +173,7 @@ async function buildListJson(
     folderId: q.folder,
     deleted: q.deleted,
     visibleTo,
-    orderBy: q.orderBy,
-    order: q.order.toLowerCase() as 'asc' | 'desc',
+    ...listOrder(q),
     limit: q.pageSize,
     offset: (q.pageNumber - 1) * q.pageSize,
   });
