@@ -330,6 +330,27 @@ describe(`fields (${dialectName})`, () => {
     );
   });
 
+  it('appends after a field at the largest position at that position, so every field reads back as it can be sent', async () => {
+    const f = (await a.post('/forms', { name: 'Last place' })).body;
+    const last = await a.post(`/forms/${f.id}/fields`, { type: 'text', label: 'last', displayOrder: 100_000 });
+    assert.equal(last.status, 200, last.text);
+    const appended = [];
+    for (const label of ['after', 'after that']) {
+      const res = await a.post(`/forms/${f.id}/fields`, { type: 'text', label });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.displayOrder, 100_000, `${label}: past the largest displayOrder a request may send`);
+      appended.push(res.body);
+    }
+    assert.deepEqual(
+      (await a.get(`/forms/${f.id}/fields`)).body.fields.map((x: any) => x.label),
+      ['last', 'after', 'after that'],
+      'appended fields still come last',
+    );
+    // A field's record, sent back as it was read, is taken.
+    const back = await a.put(`/forms/${f.id}/fields/${appended[0].id}`, { displayOrder: appended[0].displayOrder });
+    assert.equal(back.status, 200, back.text);
+  });
+
   it('marks the form as updated when its fields change', async () => {
     const f = (await a.post('/forms', { name: 'Touch' })).body;
     await new Promise((r) => setTimeout(r, 5));

@@ -3,6 +3,8 @@ import { Id, StringEnum, Timestamp } from '../../http/schemas.js';
 import { FIELD_TYPES, LOGIC_CONDITIONS } from './types.js';
 
 export const MAX_FIELDS_PER_FORM = 500;
+/** The largest displayOrder a request may send. */
+export const MAX_DISPLAY_ORDER = 100_000;
 
 const FieldTypeSchema = StringEnum(FIELD_TYPES, {
   description: 'Field type; decides which attributes, options and default value make sense',
@@ -70,7 +72,7 @@ const fieldProperties = {
   columnSpan: Type.Integer({ minimum: 1, maximum: 12, description: 'Width on a 12-column grid; default 12' }),
   displayOrder: Type.Integer({
     minimum: 0,
-    maximum: 100_000,
+    maximum: MAX_DISPLAY_ORDER,
     description: 'Position; appended after the last field when left out',
   }),
   attributes: Type.Record(Type.String({ maxLength: 50 }), Type.Unknown(), {

@@ -21,7 +21,14 @@ import { withSmartListOptions } from './smart-list.js';
 import { fillUniqueValues, uniqueValuesStale } from './unique-values.js';
 import { enqueueReindex } from '../submissions/reindex.js';
 import { checkFormGrowth, lockOptionTotals } from '../smartlists/form-options.js';
-import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldLogic, type FieldUpdate } from './schemas.js';
+import {
+  MAX_DISPLAY_ORDER,
+  MAX_FIELDS_PER_FORM,
+  type Field,
+  type FieldCreate,
+  type FieldLogic,
+  type FieldUpdate,
+} from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
 function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
@@ -93,7 +100,10 @@ export async function createField(
       def.smartList === null ? 'body.options' : 'body.smartList',
       'This field would make its form show too many options',
     );
-    const displayOrder = def.displayOrder ?? Math.max(-1, ...existing.map((f) => f.display_order)) + 1;
+    // Fields of one position show in id order, so one appended at the largest position a request
+    // may name still comes last: past it, its record could not be sent back as it reads.
+    const displayOrder =
+      def.displayOrder ?? Math.min(MAX_DISPLAY_ORDER, Math.max(-1, ...existing.map((f) => f.display_order)) + 1);
     const now = ctx.clock.now();
     const row = await repo.insertField(trx, toFieldRow(def, { accountId, formId, displayOrder }, now));
     await touchForm(trx, accountId, formId, now);
