@@ -155,6 +155,54 @@ describe(`folder tree changes at once (${dialectName})`, () => {
   });
 });
 
+describe(`a form put in a folder as the folder is deleted (${dialectName})`, () => {
+  let app: TestApp;
+  let second: TestApp;
+
+  before(async () => {
+    app = await startTestApp();
+    second = await startTestApp({}, app);
+  });
+  after(async () => {
+    await second.close();
+    await app.close();
+  });
+
+  const api = (target: TestApp, a: TestAccount, method: string, path: string, body?: unknown) =>
+    target.request(method, `/api/v2025${path}`, { token: a.token, body });
+
+  it("moves up with the folder's other forms, or finds the folder gone (404), whichever ran first", async () => {
+    const a = await app.account();
+    const parent = expectStatus(await a.post('/folders', { name: 'Parent' }), 200, 'create parent').id;
+    for (let round = 0; round < 20; round++) {
+      const doomed = expectStatus(await a.post('/folders', { name: `X${round}`, parent }), 200, 'create X').id;
+      const form = expectStatus(await a.post('/forms', { name: `F${round}` }), 200, 'create form').id;
+      const source = expectStatus(await a.post('/forms', { name: `S${round}` }), 200, 'create source').id;
+      const [moved, copied, created, removed] = await Promise.all([
+        api(app, a, 'PUT', `/forms/${form}`, { folder: doomed }),
+        api(app, a, 'POST', `/forms/${source}/copy?folder=${doomed}`),
+        api(second, a, 'POST', '/forms', { name: `N${round}`, folder: doomed }),
+        api(second, a, 'DELETE', `/folders/${doomed}`),
+      ]);
+      expectStatus(removed, 200, `round ${round}: delete`);
+      for (const [what, res, id] of [
+        ['move', moved, form],
+        ['copy', copied, copied.body?.id],
+        ['create', created, created.body?.id],
+      ] as const) {
+        const at = `round ${round}: ${what} answered ${res.status} ${res.text.slice(0, 200)}`;
+        if (res.status === 404) {
+          assert.equal(res.body.code, 'folder_not_found', at);
+          continue;
+        }
+        assert.equal(res.status, 200, at);
+        const stored = expectStatus(await a.get(`/forms/${id}`), 200, `round ${round}: read ${what}`);
+        assert.equal(stored.folder, parent, `${at}: the form is not in the parent its folder's delete moved forms to`);
+      }
+    }
+  });
+});
+
 describe(`folders whose stored parents hold a loop (${dialectName})`, () => {
   // A process of its own: a request that loops for ever in it (as before the fix) holds up its
   // process, which here is not the test's, and fails the test when its bound passes.

@@ -170,6 +170,19 @@ export async function requireFolderId(
   if (folderId !== null && folderId !== undefined) await requireFolder(db, accountId, folderId);
 }
 
+/**
+ * Locks the account's folder tree until the transaction ends, as the tree's own changes do: for
+ * a write that puts a form in a folder (creates, moves or copies it there), taken before the
+ * folder is checked. A delete of the folder then runs wholly before (the write finds it gone:
+ * 404) or after (it moves the form up with the folder's other forms). Unlocked, a form written
+ * into a folder whose delete had already moved its forms up was left at the top level by the
+ * foreign key's set null, or refused with 400 invalid_reference (PostgreSQL). Take it before
+ * the form's row is locked: the tree's changes lock the forms they move after it.
+ */
+export async function lockFolders(db: Executor, { accountId }: AccountScope): Promise<void> {
+  await repo.lockFolderTree(db, accountId);
+}
+
 function checkDepth(tree: FolderTree, parentId: number | null, subtreeHeight: number): void {
   const depth = (parentId === null ? 0 : tree.depth(parentId)) + subtreeHeight;
   if (depth > MAX_FOLDER_DEPTH)

@@ -15,7 +15,7 @@ import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from
 import { withSmartListOptions } from '../fields/smart-list.js';
 import * as fieldsRepo from '../fields/repository.js';
 import type { Field } from '../fields/schemas.js';
-import { requireFolderId } from '../folders/service.js';
+import { lockFolders, requireFolderId } from '../folders/service.js';
 import * as repo from './repository.js';
 import {
   settingsOf,
@@ -330,6 +330,7 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
   const viewKey = newKey();
   const encryption = await encryptionOfNewForm(ctx, accountId, input, viewKey);
   return transact(ctx.db, async (trx) => {
+    if (input.folder != null) await lockFolders(trx, { accountId });
     await requireFolderId(trx, { accountId }, input.folder);
     // The lists' options as they are while the form is written (they may have grown since they were read).
     await lockOptionTotals(trx, accountId);
@@ -407,6 +408,8 @@ export async function updateForm(
   return transact(ctx.db, async (trx) => {
     // The theme first: a delete of it locks it before its forms, so this locks in the same order.
     if (input.themeId !== undefined) await themeForForm(trx, { accountId }, input.themeId, 'body.themeId');
+    // Then the folder tree, which a folder's delete also locks before the forms it moves.
+    if (input.folder != null) await lockFolders(trx, { accountId });
     const current = encryption
       ? await repo.lockForm(trx, accountId, formId)
       : await requireForm(trx, { accountId }, { formId });
@@ -463,12 +466,15 @@ export async function copyForm(ctx: AppContext, caller: Caller, { formId }: Form
   const { accountId } = caller;
   const member = memberOf(caller);
   return transact(ctx.db, async (trx) => {
+    // Before the source is read: the copy goes into a folder (the one asked for, or the source's
+    // as it is now) that must still be there as the copy is written (see lockFolders).
+    await lockFolders(trx, { accountId });
     const source = await requireForm(trx, { accountId }, { formId });
     const look = q.template === undefined ? source : await requireForm(trx, { accountId }, { formId: q.template });
     // The copy shows the template's settings to whoever copies it: a member must be able to read that form too.
     if (q.template !== undefined && member !== undefined)
       await requireFormLevel(trx, accountId, member, q.template, 'view');
-    if (q.folder !== undefined) await requireFolderId(trx, { accountId }, q.folder);
+    await requireFolderId(trx, { accountId }, q.folder);
     // Webhooks and emails are read and changed at the edit level: copying them asks for it too.
     if ((q.includeIntegrations || q.includeEmails) && member !== undefined)
       await requireFormLevel(trx, accountId, member, formId, 'edit');
