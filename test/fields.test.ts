@@ -351,6 +351,35 @@ describe(`fields (${dialectName})`, () => {
     assert.equal(back.status, 200, back.text);
   });
 
+  it('places a field made with its form without a displayOrder after the fields before it', async () => {
+    const made = await a.post('/forms', {
+      name: 'Inline order',
+      fields: [
+        { type: 'text', label: 'A', displayOrder: 10 },
+        { type: 'text', label: 'B' },
+        { type: 'text', label: 'C' },
+        { type: 'text', label: 'D', displayOrder: 5 },
+        { type: 'text', label: 'E' },
+      ],
+    });
+    assert.equal(made.status, 200, made.text);
+    const expected = [
+      ['D', 5],
+      ['A', 10],
+      ['B', 11],
+      ['C', 12],
+      ['E', 13],
+    ];
+    assert.deepEqual(
+      made.body.fields.map((x: any) => [x.label, x.displayOrder]),
+      expected,
+    );
+    assert.deepEqual(
+      (await a.get(`/forms/${made.body.id}/fields`)).body.fields.map((x: any) => [x.label, x.displayOrder]),
+      expected,
+    );
+  });
+
   it('marks the form as updated when its fields change', async () => {
     const f = (await a.post('/forms', { name: 'Touch' })).body;
     await new Promise((r) => setTimeout(r, 5));

@@ -2,7 +2,7 @@ import type { FieldRow, NewFieldRow } from '../../db/schema.js';
 import { BadRequestError, invalid, type ErrorDetail } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { compileBodySchema, validationDetails, type Validate } from '../../http/validation.js';
-import type { Field, FieldCreate, FieldLogic } from './schemas.js';
+import { MAX_DISPLAY_ORDER, type Field, type FieldCreate, type FieldLogic } from './schemas.js';
 import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from './types.js';
 
 /** A field as it is stored: every property present, attributes with their defaults. */
@@ -199,6 +199,16 @@ export function checkDefinition(
     throw new BadRequestError('invalid_field', `${first.property}: ${first.message}`, { details: problems });
   }
   return { ...def, attributes };
+}
+
+/**
+ * The position of a field added without a displayOrder: after the last one (the largest
+ * position so far; -1 for none). Fields of one position show in id order, so one appended at
+ * the largest position a request may name still comes last: past it, its record could not be
+ * sent back as it reads.
+ */
+export function appendedOrder(last: number): number {
+  return Math.min(MAX_DISPLAY_ORDER, last + 1);
 }
 
 export function toFieldRow(

@@ -6,6 +6,7 @@ import { page, type Page } from '../../http/schemas.js';
 import { findForm, lockForm, touchForm } from '../forms/repository.js';
 import { requireForm } from '../forms/service.js';
 import {
+  appendedOrder,
   checkDefinition,
   checkTargetProblem,
   toDefinition,
@@ -21,14 +22,7 @@ import { withSmartListOptions } from './smart-list.js';
 import { fillUniqueValues, uniqueValuesStale } from './unique-values.js';
 import { enqueueReindex } from '../submissions/reindex.js';
 import { checkFormGrowth, lockOptionTotals } from '../smartlists/form-options.js';
-import {
-  MAX_DISPLAY_ORDER,
-  MAX_FIELDS_PER_FORM,
-  type Field,
-  type FieldCreate,
-  type FieldLogic,
-  type FieldUpdate,
-} from './schemas.js';
+import { MAX_FIELDS_PER_FORM, type Field, type FieldCreate, type FieldLogic, type FieldUpdate } from './schemas.js';
 import type { AccountScope, FieldRef, FormRef } from '../permissions/caller.js';
 
 function siblingsOf(rows: FieldRow[], except?: number): Map<number, Sibling> {
@@ -100,10 +94,7 @@ export async function createField(
       def.smartList === null ? 'body.options' : 'body.smartList',
       'This field would make its form show too many options',
     );
-    // Fields of one position show in id order, so one appended at the largest position a request
-    // may name still comes last: past it, its record could not be sent back as it reads.
-    const displayOrder =
-      def.displayOrder ?? Math.min(MAX_DISPLAY_ORDER, Math.max(-1, ...existing.map((f) => f.display_order)) + 1);
+    const displayOrder = def.displayOrder ?? appendedOrder(Math.max(-1, ...existing.map((f) => f.display_order)));
     const now = ctx.clock.now();
     const row = await repo.insertField(trx, toFieldRow(def, { accountId, formId, displayOrder }, now));
     await touchForm(trx, accountId, formId, now);

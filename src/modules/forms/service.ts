@@ -11,7 +11,14 @@ import { conversionJob } from '../encryption/convert.js';
 import { isoTime, page, type Page } from '../../http/schemas.js';
 import { VersionedCache } from '../../http/versioned-cache.js';
 import { changeEpoch } from '../../db/change-epoch.js';
-import { checkDefinition, toDefinition, toField, toFieldRow, withDefaults } from '../fields/definition.js';
+import {
+  appendedOrder,
+  checkDefinition,
+  toDefinition,
+  toField,
+  toFieldRow,
+  withDefaults,
+} from '../fields/definition.js';
 import { withSmartListOptions } from '../fields/smart-list.js';
 import * as fieldsRepo from '../fields/repository.js';
 import type { Field } from '../fields/schemas.js';
@@ -361,11 +368,12 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
     });
     await grantCreator(trx, accountId, form.id, member, now);
     const fields: Field[] = [];
-    for (const [i, def] of definitions.entries()) {
-      const row = await fieldsRepo.insertField(
-        trx,
-        toFieldRow(def, { accountId, formId: form.id, displayOrder: def.displayOrder ?? i }, now),
-      );
+    // A field without a displayOrder comes after the fields before it, as one added later would.
+    let last = -1;
+    for (const def of definitions) {
+      const displayOrder = def.displayOrder ?? appendedOrder(last);
+      last = Math.max(last, displayOrder);
+      const row = await fieldsRepo.insertField(trx, toFieldRow(def, { accountId, formId: form.id, displayOrder }, now));
       fields.push(toField(row));
     }
     fields.sort((a, b) => a.displayOrder - b.displayOrder || a.id - b.id);
