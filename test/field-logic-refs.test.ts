@@ -138,6 +138,32 @@ describe(`logic checks on a changed field (${dialectName})`, () => {
       ['body.logic.checks[0].option'],
     );
   });
+
+  it('checks a stored default value only when it or the options are sent: one gone stale with a smart list refuses no relabel', async () => {
+    const list = await a.post('/smartlists', { name: 'Defaults' });
+    assert.equal(list.status, 201, list.text);
+    const bulk = (values: string[]) =>
+      a.post(`/smartlists/${list.body.id}/bulkoptions`, { options: values.map((v) => ({ label: v, value: v })) });
+    assert.equal((await bulk(['y', 'n'])).status, 200);
+    const f = await form([{ type: 'select', label: 'Q', smartList: list.body.id, defaultValue: 'y' }]);
+    const [q] = f.ids as [number];
+    assert.equal((await a.delete(`/smartlists/${list.body.id}/alloptions`)).status, 200);
+    assert.equal((await bulk(['a', 'b'])).status, 200);
+
+    const renamed = await a.put(`/forms/${f.id}/fields/${q}`, { label: 'Q2' });
+    assert.equal(renamed.status, 200, `a relabel was refused for a default value it did not send: ${renamed.text}`);
+    assert.equal(renamed.body.defaultValue, 'y', 'the stored default stays as it was');
+
+    for (const body of [{ defaultValue: 'y' }, { smartList: list.body.id }]) {
+      const res = await a.put(`/forms/${f.id}/fields/${q}`, body);
+      assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+      assert.deepEqual(
+        res.body.details.map((d: { property: string }) => d.property),
+        ['body.defaultValue'],
+      );
+    }
+    assert.equal((await a.put(`/forms/${f.id}/fields/${q}`, { defaultValue: 'a' })).status, 200);
+  });
 });
 
 /**

@@ -122,12 +122,6 @@ export function logicProblems(
 }
 
 /**
- * Checks that a field definition makes sense as a whole and fills in attribute defaults.
- * Throws one 400 that names every offending property under `path`. With checkLogic false the
- * logic is left as it is: an update that sends none is not refused for checks that the fields
- * they check no longer fit.
- */
-/**
  * A copy of attributes that the checks may change. Their values are not looked into by the
  * body's schema (any JSON), so one nested thousands of levels deep reaches the copy, which
  * recurses: that is a 400, not a stack overflow's 500.
@@ -141,12 +135,21 @@ function cloneAttributes(attributes: FieldDefinition['attributes'], path: string
   }
 }
 
+/**
+ * Checks that a field definition makes sense as a whole and fills in attribute defaults.
+ * Throws one 400 that names every offending property under `path`. With checkLogic false the
+ * logic is left as it is: an update that sends none is not refused for checks that the fields
+ * they check no longer fit. With checkDefault false, so is the default value: an update that
+ * changes neither it nor the options it is one of is not refused for a default that the
+ * field's smart list no longer offers (its options replaced).
+ */
 export function checkDefinition(
   def: FieldDefinition,
   path: string,
   siblings: Map<number, Sibling>,
   selfId?: number,
   checkLogic = true,
+  checkDefault = true,
 ): FieldDefinition {
   const rule = TYPE_RULES[def.type];
   const problems: ErrorDetail[] = [];
@@ -189,7 +192,7 @@ export function checkDefinition(
     problems.push({ property: `${path}.unique`, message: `values of a ${def.type} field cannot be kept unique` });
   }
 
-  const defaultProblem = defaultValueProblem(def);
+  const defaultProblem = checkDefault ? defaultValueProblem(def) : undefined;
   if (defaultProblem) problems.push({ property: `${path}.defaultValue`, message: defaultProblem });
 
   if (def.logic && checkLogic) problems.push(...logicProblems(def.logic, path, siblings, selfId));

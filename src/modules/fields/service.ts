@@ -158,7 +158,19 @@ export async function updateField(
     const withList = await withSmartListOptions(trx, accountId, merged, 'body', (input.options ?? []).length > 0);
     // Stored logic is checked only when sent: checks that a change of the field they check left
     // behind (see below) must not refuse an edit of the label.
-    const def = checkDefinition(withList, 'body', siblingsOf(all, fieldId), fieldId, input.logic !== undefined);
+    // So is the stored default value, unless it or what it must be one of is sent: a smart
+    // list's options replaced can leave it offered no more, and that must not refuse a relabel.
+    const def = checkDefinition(
+      withList,
+      'body',
+      siblingsOf(all, fieldId),
+      fieldId,
+      input.logic !== undefined,
+      input.defaultValue !== undefined ||
+        input.type !== undefined ||
+        input.options !== undefined ||
+        input.smartList !== undefined,
+    );
     await checkFormGrowth(
       trx,
       accountId,
