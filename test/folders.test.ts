@@ -65,6 +65,34 @@ describe(`folders (${dialectName})`, () => {
     }
   });
 
+  it('lists folders and subfolders by name without regard to case, as forms are, on both databases', async () => {
+    const b = await app.account();
+    const ids = new Map<string, number>();
+    for (const name of ['zeta', 'Zulu', 'beta', 'Alpha', 'Éclair', 'ábc']) {
+      const res = await b.post('/folders', { name });
+      assert.equal(res.status, 200, res.text);
+      ids.set(name, res.body.id);
+    }
+    for (const name of ['b', 'A', 'c']) await b.post('/folders', { name, parent: ids.get('beta') });
+    const list = (await b.get('/folders?perPage=100')).body.folders;
+    // Lower-cased letter by letter, then by code point (what GET /forms?orderBy=name does).
+    const expected = ['Alpha', 'beta', 'zeta', 'Zulu', 'ábc', 'Éclair'];
+    assert.deepEqual(
+      list.map((f: any) => f.name),
+      expected,
+    );
+    assert.deepEqual(
+      list[1].subfolders.map((f: any) => f.name),
+      ['A', 'b', 'c'],
+    );
+    for (const name of expected) await b.post('/forms', { name });
+    assert.deepEqual(
+      (await b.get('/forms?orderBy=name')).body.forms.map((f: any) => f.name),
+      expected,
+      'forms of the same names sort the same',
+    );
+  });
+
   it('renames and moves folders, refusing cycles and depth over 5', async () => {
     const x = (await a.post('/folders', { name: 'X' })).body;
     const y = (await a.post('/folders', { name: 'Y', parent: x.id })).body;

@@ -1,4 +1,5 @@
 import { permittedForms } from '../permissions/repository.js';
+import { sql } from 'kysely';
 import { engineOf } from '../../db/engine.js';
 import type { FolderRow } from '../../db/schema.js';
 import type { Executor } from '../../db/transaction.js';
@@ -29,13 +30,18 @@ export async function findFolder(db: Executor, accountId: number, folderId: numb
     .executeTakeFirst();
 }
 
-/** Every folder of the account: few enough per account to arrange as a tree in memory. */
+/**
+ * Every folder of the account: few enough per account to arrange as a tree in memory. By name
+ * without regard to case, as forms are listed: the same on both databases whatever
+ * PostgreSQL's collation (a plain order by name put "Zulu" before "beta" on SQLite, and
+ * followed the database's collation on PostgreSQL).
+ */
 export async function listAllFolders(db: Executor, accountId: number): Promise<FolderRow[]> {
   return db
     .selectFrom('folders')
     .selectAll()
     .where('account_id', '=', accountId)
-    .orderBy('name')
+    .orderBy(engineOf(db).lowerCase(sql.ref('name')))
     .orderBy('id')
     .execute();
 }
