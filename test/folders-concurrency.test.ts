@@ -153,25 +153,8 @@ describe(`folder tree changes at once (${dialectName})`, () => {
     const count = (folders: any[]): number => folders.reduce((n, f) => n + 1 + count(f.subfolders), 0);
     assert.equal(count(list.folders), ids.length, 'every folder is in the listing once');
   });
-});
 
-describe(`a form put in a folder as the folder is deleted (${dialectName})`, () => {
-  let app: TestApp;
-  let second: TestApp;
-
-  before(async () => {
-    app = await startTestApp();
-    second = await startTestApp({}, app);
-  });
-  after(async () => {
-    await second.close();
-    await app.close();
-  });
-
-  const api = (target: TestApp, a: TestAccount, method: string, path: string, body?: unknown) =>
-    target.request(method, `/api/v2025${path}`, { token: a.token, body });
-
-  it("moves up with the folder's other forms, or finds the folder gone (404), whichever ran first", async () => {
+  it("a form put in a folder as the folder is deleted: moves up with the folder's other forms, or finds the folder gone (404), whichever ran first", async () => {
     const a = await app.account();
     const parent = expectStatus(await a.post('/folders', { name: 'Parent' }), 200, 'create parent').id;
     for (let round = 0; round < 20; round++) {
