@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { transact } from '../src/db/transaction.js';
 import { NotFoundError, ServiceUnavailableError } from '../src/errors.js';
 import * as docmerge from '../src/modules/docmerge/repository.js';
@@ -57,6 +58,41 @@ describe(`writes that meet other writes (${dialectName})`, () => {
       // The one that went through renamed both; nothing of the other stayed.
       const names = await db.selectFrom('forms').select('name').where('id', 'in', [one, two]).execute();
       assert.equal(new Set(names.map((n) => n.name)).size, 1);
+    },
+  );
+  it(
+    "a form permission given while the member's delete is under way waits for it and is the 404, not the foreign key's 400",
+    { skip: dialectName !== 'postgres' },
+    async () => {
+      const db = app.server.ctx.db;
+      const form = (await a.post('/forms', { name: 'Held' })).body.id as number;
+      const member = (await a.post('/users', { email: 'held-member@example.com', name: 'M', role: 'member' })).body
+        .id as number;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let deleted!: () => void;
+      const deleting = new Promise<void>((resolve) => (deleted = resolve));
+      const deletion = transact(db, async (trx) => {
+        await users.deleteUser(trx, a.accountId, member);
+        deleted();
+        await released;
+      });
+      await deleting;
+      const put = a.put(`/users/${member}/permissions/${form}`, { level: 'view' });
+      // The request has reached the user's row when it waits on the delete's lock.
+      for (let i = 0; i < 500; i++) {
+        const waiting = await sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(
+          db,
+        );
+        if (waiting.rows[0]!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      release();
+      await deletion;
+      const res = await put;
+      assert.equal(res.status, 404, res.text);
+      assert.equal(res.body.code, 'user_not_found');
     },
   );
   // What an update finds when a delete committed after the request read the row: no row. A

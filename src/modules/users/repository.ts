@@ -1,4 +1,5 @@
 import type { UserRow } from '../../db/schema.js';
+import { engineOf } from '../../db/engine.js';
 import { type Executor, deletedMeanwhile } from '../../db/transaction.js';
 
 export async function listUsers(db: Executor, accountId: number): Promise<UserRow[]> {
@@ -6,13 +7,20 @@ export async function listUsers(db: Executor, accountId: number): Promise<UserRo
 }
 
 export async function findUser(db: Executor, accountId: number, userId: number): Promise<UserRow | undefined> {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('id', '=', userId)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
+  return selectUser(db, accountId, userId).executeTakeFirst();
 }
+
+/**
+ * The same, its row held until the transaction ends (FOR SHARE on PostgreSQL): a delete of the
+ * user that has begun is waited for and then finds none, so that a row written for the user
+ * next is never refused by its foreign key (a 400) for a user that the caller just saw.
+ */
+export async function findUserHeld(db: Executor, accountId: number, userId: number): Promise<UserRow | undefined> {
+  return selectUser(db, accountId, userId).$call(engineOf(db).shareRows).executeTakeFirst();
+}
+
+const selectUser = (db: Executor, accountId: number, userId: number) =>
+  db.selectFrom('users').selectAll().where('id', '=', userId).where('account_id', '=', accountId);
 
 /** The account's user with this email; emails are unique per account, not across accounts. */
 export async function findUserByEmail(db: Executor, accountId: number, email: string): Promise<UserRow | undefined> {

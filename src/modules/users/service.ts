@@ -172,7 +172,7 @@ export async function setPermission(
   level: Level,
 ): Promise<FormPermission> {
   return transact(ctx.db, async (trx) => {
-    const user = await repo.findUser(trx, accountId, userId);
+    const user = await repo.findUserHeld(trx, accountId, userId);
     if (!user) throw new NotFoundError('user_not_found');
     if (user.role !== 'member')
       throw new BadRequestError(
