@@ -237,6 +237,26 @@ describe(`confirmation and notification records (${dialectName})`, () => {
     });
   }
 
+  it('keeps a recipient written twice, in any case, once', async () => {
+    const created = expectStatus(
+      await a.post(`/forms/${form.id}/notifications`, {
+        subject: 'New',
+        message: 'New one',
+        recipients: ['team@example.com', 'boss@example.com', 'Team@Example.com', 'boss@example.com'],
+      }),
+      201,
+      'create',
+    );
+    assert.deepEqual(created.recipients, ['team@example.com', 'boss@example.com']);
+    const updated = expectStatus(
+      await a.put(`/notifications/${created.id}`, { recipients: ['BOSS@example.com', 'boss@example.com'] }),
+      200,
+      'update',
+    );
+    assert.deepEqual(updated.recipients, ['BOSS@example.com']);
+    expectStatus(await a.delete(`/notifications/${created.id}`), 200, 'delete');
+  });
+
   it("copies a form's emails with the form when asked (includeEmails), pointing them at the copied fields", async () => {
     const from = await makeForm(a);
     const logic = { action: 'hide', conditional: 'any', checks: [{ field: from.ids.Topic, condition: 'empty' }] };

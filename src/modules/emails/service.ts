@@ -152,6 +152,17 @@ async function costProblems(formId: number, input: EmailInput, format: 'html' | 
   return problems;
 }
 
+/** Each address once, the first spelling kept: mailboxes are matched without regard to case, so a second would get the same mail twice. */
+const firstOfEach = (addresses: string[]): string[] => {
+  const seen = new Set<string>();
+  return addresses.filter((address) => {
+    const key = address.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+};
+
 function columns(input: EmailInput): Partial<repo.EmailColumns> {
   const out: Partial<repo.EmailColumns> = {};
   if (input.name !== undefined) out.name = input.name;
@@ -163,7 +174,7 @@ function columns(input: EmailInput): Partial<repo.EmailColumns> {
   if (input.logic !== undefined) out.logic = input.logic === null ? null : JSON.stringify(input.logic);
   if (input.attachFiles !== undefined) out.attach_files = Number(input.attachFiles);
   if (input.recipientField !== undefined) out.recipient_field_id = input.recipientField;
-  if (input.recipients !== undefined) out.recipients = JSON.stringify(input.recipients);
+  if (input.recipients !== undefined) out.recipients = JSON.stringify(firstOfEach(input.recipients));
   if (input.replyToField !== undefined) out.reply_to_field_id = input.replyToField;
   return out;
 }
