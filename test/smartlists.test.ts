@@ -370,6 +370,14 @@ describe(`smart lists (${dialectName})`, () => {
       });
       expectError(badDefault, 400, 'invalid_field');
       assert.equal((await a.get(`/forms/${aForm.id}/fields`)).body.fields.length, 0);
+      // The list's own options, as a field's record shows them, are taken with it: a record read can be sent back.
+      const same = { type: 'select', label: 'S', smartList: list.id, options: [{ label: 'One', value: '1' }] };
+      const echoed = await a.post(`/forms/${aForm.id}/fields`, same);
+      assert.equal(echoed.status, 200, echoed.text);
+      assert.equal(echoed.body.smartList, list.id);
+      const inForm = await a.post('/forms', { name: 'Echo', fields: [same] });
+      assert.equal(inForm.status, 200, inForm.text);
+      assert.equal(inForm.body.fields[0].smartList, list.id);
     });
 
     it('switches a field onto a list and off it again, keeping the options it showed', async () => {

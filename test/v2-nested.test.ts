@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { dialectName, startTestApp, type Reply, type TestAccount, type TestApp } from './support/helpers.js';
-import { assertV2Error, ok, v2 } from './support/v2.js';
+import { assertDeleted, assertV2Error, ok, v2 } from './support/v2.js';
 
 describe(`v2 nested parameters (${dialectName})`, () => {
   let app: TestApp;
@@ -304,6 +304,70 @@ describe(`v2 nested parameters (${dialectName})`, () => {
       field.options.map((o: any) => o.value),
       ['blue', 'Green', 'Red'],
     );
+  });
+
+  it('answers a smart-list field with its smart_list, and takes the field back as read (POST and PUT, JSON and form-encoded)', async () => {
+    const list = ok(await call('POST', '/smartlist', { name: 'Sizes' }), 201);
+    ok(
+      await call('POST', `/smartlist/${list.id}/bulkoptions`, {
+        options: [
+          { label: 'Small', value: 's' },
+          { label: 'Large', value: 'l' },
+        ],
+      }),
+    );
+    const made = ok(
+      await send('POST', `/form/${formId}/field`, `field_type=select&label=Size&smart_list=${list.id}&default=s`),
+      201,
+    );
+    assert.equal(made.smart_list, list.id);
+    const read = ok(await call('GET', `/field/${made.id}.json`));
+    assert.equal(read.smart_list, list.id);
+    assert.deepEqual(read.options, [
+      { label: 'Small', value: 's' },
+      { label: 'Large', value: 'l' },
+    ]);
+    assert.equal(
+      ok(await call('GET', `/form/${formId}`)).fields.find((f: any) => f.id === made.id).smart_list,
+      list.id,
+    );
+    // A field of its own options names none.
+    assert.equal(ok(await call('GET', `/field/${choice.id}`)).smart_list, null);
+
+    // Sent back as read: the same field. A form encoder leaves out what is null (logic).
+    const { logic: _logic, ...formEncodable } = read;
+    const asV2025 = ok(await a.get(`/forms/${formId}/fields/${made.id}`));
+    for (const [style, values] of [
+      ['json', read],
+      ['form', formEncodable],
+    ] as const) {
+      const put = ok(await call('PUT', `/field/${made.id}`, values, style));
+      assert.deepEqual(put, read, style);
+      const copy = ok(await call('POST', `/form/${formId}/field`, values, style), 201);
+      assert.equal(copy.smart_list, list.id, style);
+      assert.deepEqual(copy.options, read.options, style);
+      assert.equal(copy.default, 's', style);
+      assert.equal(ok(await a.get(`/forms/${formId}/fields/${copy.id}`)).smartList, Number(list.id));
+      assertDeleted(await call('DELETE', `/field/${copy.id}`), copy.id);
+    }
+    const after = ok(await a.get(`/forms/${formId}/fields/${made.id}`));
+    assert.deepEqual({ ...after, updated: asV2025.updated }, asV2025);
+
+    // Options other than the list's are still refused with it: they would be dropped unseen.
+    refused(
+      await call(
+        'PUT',
+        `/field/${made.id}`,
+        { smart_list: list.id, options: [{ label: 'Small', value: 's' }] },
+        'json',
+      ),
+      /^body\.options$/,
+    );
+    refused(
+      await call('POST', `/form/${formId}/field`, { ...read, options: [...read.options].reverse() }, 'json'),
+      /^body\.options$/,
+    );
+    assertDeleted(await call('DELETE', `/field/${made.id}`), made.id);
   });
 
   it('reads the logic, recipients and format of emails from bracket parameters', async () => {

@@ -80,7 +80,8 @@ const fieldProperties = {
   }),
   options: Type.Array(FieldOption, {
     maxItems: 1000,
-    description: 'Choices of select, radio and checkbox fields; left out (or empty) when smartList gives them',
+    description:
+      "Choices of select, radio and checkbox fields; left out, empty or the list's current ones (as a record read shows them) when smartList gives them",
   }),
   smartList: SmartListSetting,
   logic: Type.Union([FieldLogic, Type.Null()]),

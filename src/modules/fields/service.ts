@@ -82,7 +82,7 @@ export async function createField(
       throw new BadRequestError('too_many_fields', `A form holds at most ${MAX_FIELDS_PER_FORM} fields`);
     }
     const def = checkDefinition(
-      await withSmartListOptions(trx, accountId, withDefaults(input), 'body', (input.options ?? []).length > 0),
+      await withSmartListOptions(trx, accountId, withDefaults(input), 'body', input.options),
       'body',
       siblingsOf(existing),
     );
@@ -155,7 +155,7 @@ export async function updateField(
       merged.defaultValue = input.defaultValue ?? null;
     }
     // Letting go of a list (smartList: null) keeps the options the field showed, unless others are sent.
-    const withList = await withSmartListOptions(trx, accountId, merged, 'body', (input.options ?? []).length > 0);
+    const withList = await withSmartListOptions(trx, accountId, merged, 'body', input.options);
     // Stored logic is checked only when sent: checks that a change of the field they check left
     // behind (see below) must not refuse an edit of the label.
     // So is the stored default value, unless it or what it must be one of is sent: a smart

@@ -320,13 +320,7 @@ export async function createForm(ctx: AppContext, caller: Caller, input: FormCre
   const definitions = await Promise.all(
     (input.fields ?? []).map(async (f, i) =>
       checkDefinition(
-        await withSmartListOptions(
-          ctx.db,
-          accountId,
-          withDefaults(f),
-          `body.fields[${i}]`,
-          (f.options ?? []).length > 0,
-        ),
+        await withSmartListOptions(ctx.db, accountId, withDefaults(f), `body.fields[${i}]`, f.options),
         `body.fields[${i}]`,
         new Map(),
       ),

@@ -22,6 +22,8 @@ export function toV2Field(f: Field) {
     description: f.description,
     type: f.type,
     options: f.options.map((o) => ({ label: o.label, value: o.value })),
+    // The list the options come from, named as `smart_list` is sent, so that the field can be sent back as read.
+    smart_list: f.smartList === null ? null : str(f.smartList),
     required: flag(f.required),
     uniq: flag(f.unique),
     hidden: flag(f.hidden),
