@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Id, PageNumber, Timestamp, listBody } from '../../http/schemas.js';
+import { Id, PageNumber, PageSize, Timestamp, listBody } from '../../http/schemas.js';
 
 export const MAX_FOLDER_DEPTH = 5;
 
@@ -67,6 +67,12 @@ export const FolderListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type FolderListQuery = Static<typeof FolderListQuery>;
+
+/**
+ * The folder list as the original service's v2 API pages it (`/api/v2/folder`): per_page from
+ * 1, as every other list takes, where the v2025 route's perPage starts at 10.
+ */
+export const V2FolderListQuery = Type.Object({ page: PageNumber, perPage: PageSize }, { additionalProperties: false });
 
 export const FolderList = listBody('folders', Type.Ref(Folder));
 

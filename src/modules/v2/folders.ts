@@ -3,7 +3,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal } from '../../http/auth.js';
 import { idParams } from '../../http/schemas.js';
-import { FolderCreate, FolderListQuery, FolderUpdate, type Folder } from '../folders/schemas.js';
+import {
+  FolderCreate,
+  FolderUpdate,
+  V2FolderListQuery,
+  type Folder,
+  type FolderListQuery,
+} from '../folders/schemas.js';
 import * as service from '../folders/service.js';
 import { v2Route } from './route.js';
 import { checked, deleted, fromV2, int, parametersOf, pick, str, v2List, v2Time } from './wire.js';
@@ -39,11 +45,11 @@ export function v2FolderRoutes(ctx: AppContext): FastifyPluginAsync {
       url: '/folder',
       access: { scope: 'forms:read' },
       operationId: 'v2ListFolders',
-      summary: 'v2: list the top-level folders with their subfolders (page, per_page)',
+      summary: 'v2: list the top-level folders with their subfolders (page, per_page from 1 to 100)',
       answer: '{"folders": [folder, …], "total": n, "pages": n}',
       handler: async (req) => {
         const q = checked<FolderListQuery>(
-          FolderListQuery,
+          V2FolderListQuery,
           pick(parametersOf(req), { page: ['page', int], page_number: ['page', int], per_page: ['perPage', int] }),
           'querystring',
         );
