@@ -169,6 +169,12 @@ describe(`fields (${dialectName})`, () => {
         { type: 'datetime', label: 'x', attributes: { minDate: '2026-05-01', maxDate: '2026-01-01' } },
         'body.attributes.minDate',
       ],
+      // Not read by attributes their schema refused: a 400 naming them, not a 500.
+      [
+        { type: 'datetime', label: 'x', attributes: { format: 'week' }, defaultValue: '2026-01-01' },
+        'body.attributes.format',
+      ],
+      [{ type: 'number', label: 'x', attributes: { max: 'ten' }, defaultValue: 11 }, 'body.attributes.max'],
       [{ type: 'matrix', label: 'x' }, 'body.attributes.rows'],
       [{ type: 'product', label: 'x', attributes: { price: -1 } }, 'body.attributes.price'],
       [{ type: 'file', label: 'x', attributes: { maxFiles: 0 } }, 'body.attributes.maxFiles'],
@@ -212,6 +218,125 @@ describe(`fields (${dialectName})`, () => {
       );
     }
     assert.equal((await a.get(`/forms/${formId}/fields`)).body.total, before, 'no field was written');
+  });
+
+  it('takes a default value if and only if the field would take it as a submitted value', async () => {
+    const own = (await a.post('/forms', { name: 'Defaults' })).body;
+    const abc = [
+      { label: 'A', value: 'a' },
+      { label: 'B', value: 'b' },
+      { label: 'C', value: 'c' },
+    ];
+    // [definition, default]: each default in its type's shape, some of them not what the field takes.
+    const cases: [Record<string, unknown>, unknown][] = [
+      [{ type: 'datetime' }, '2026-06-01'],
+      [{ type: 'datetime' }, 'soon'],
+      [{ type: 'datetime' }, '2026-02-30'],
+      [{ type: 'datetime' }, '2026-06-01 10:00'],
+      [{ type: 'datetime', attributes: { minDate: '2026-01-01', maxDate: '2026-12-31' } }, '2027-01-01'],
+      [{ type: 'datetime', attributes: { format: 'time' } }, '10:30'],
+      [{ type: 'datetime', attributes: { format: 'time' } }, '25:00'],
+      [{ type: 'datetime', attributes: { format: 'datetime' } }, '2026-06-01 10:30'],
+      [{ type: 'datetime', attributes: { format: 'datetime' } }, '2026-06-01'],
+      [{ type: 'email' }, 'ada@example.com'],
+      [{ type: 'email' }, 'not an email'],
+      [{ type: 'email' }, 'ada@example'],
+      [{ type: 'phone' }, '+1 (555) 123-4567'],
+      [{ type: 'phone' }, 'call me'],
+      [{ type: 'phone', attributes: { format: 'us' } }, '+44 20 7946 0958'],
+      [{ type: 'number', attributes: { min: 0, max: 130 } }, 30],
+      [{ type: 'number', attributes: { min: 0, max: 130 } }, 131],
+      [{ type: 'number', attributes: { min: 18 } }, 17],
+      [{ type: 'number', attributes: { decimals: 1 } }, 2.5],
+      [{ type: 'number', attributes: { decimals: 1 } }, 2.25],
+      [{ type: 'text', attributes: { maxLength: 5 } }, 'short'],
+      [{ type: 'text', attributes: { maxLength: 5 } }, 'too long'],
+      [{ type: 'text', attributes: { minLength: 3 } }, 'ab'],
+      [{ type: 'textarea', attributes: { maxLength: 3 } }, 'four'],
+      [{ type: 'text' }, ''],
+      [{ type: 'checkbox', options: abc, attributes: { maxSelected: 1 } }, ['a', 'b']],
+      [{ type: 'checkbox', options: abc, attributes: { minSelected: 2 } }, ['a']],
+      [{ type: 'checkbox', options: abc, attributes: { minSelected: 2 } }, ['a', 'c']],
+      [{ type: 'select', options: abc }, 'b'],
+      [{ type: 'name' }, { first: 'Ada', last: 'Lovelace' }],
+      [{ type: 'address' }, { city: 'Boston', zip: '02101' }],
+    ];
+    let refused = 0;
+    for (const [i, [def, value]] of cases.entries()) {
+      const what = `${JSON.stringify(def)} with ${JSON.stringify(value)}`;
+      const plain = (await a.post(`/forms/${own.id}/fields`, { ...def, label: `Plain ${i}` })).body;
+      const submitted = await a.post(`/forms/${own.id}/submissions`, { fields: [{ id: plain.id, value }] });
+      assert.ok([200, 400].includes(submitted.status), `${what}: ${submitted.text}`);
+      const made = await a.post(`/forms/${own.id}/fields`, { ...def, label: `Default ${i}`, defaultValue: value });
+      assert.equal(made.status, submitted.status, `${what}: submitted ${submitted.status}, as a default ${made.text}`);
+      if (made.status === 400) {
+        refused++;
+        assert.equal(made.body.status, 'error');
+        assert.equal(made.body.code, 'invalid_field');
+        assert.deepEqual(
+          made.body.details.map((d: any) => d.property),
+          ['body.defaultValue'],
+          what,
+        );
+        // And on a PUT of a field that has none, and in the fields of a new form.
+        const put = await a.put(`/forms/${own.id}/fields/${plain.id}`, { defaultValue: value });
+        assert.equal(put.status, 400, `${what}: ${put.text}`);
+        assert.equal(put.body.code, 'invalid_field');
+        assert.equal(put.body.details[0].property, 'body.defaultValue');
+        const inForm = await a.post('/forms', { name: 'F', fields: [{ ...def, label: 'x', defaultValue: value }] });
+        assert.equal(inForm.status, 400, `${what}: ${inForm.text}`);
+        assert.equal(inForm.body.details[0].property, 'body.fields[0].defaultValue');
+      } else {
+        assert.deepEqual(made.body.defaultValue, value, what);
+      }
+    }
+    assert.equal(refused, 18, 'the cases refuse what they were written to');
+    assert.equal(
+      (await a.get(`/forms/${own.id}/fields`)).body.fields.filter((f: any) => f.defaultValue !== null).length,
+      13,
+    );
+  });
+
+  it('checks a default against attributes sent alone when it fit the ones before; a stored default that fit no more refuses no other edit', async () => {
+    const own = (await a.post('/forms', { name: 'Stale defaults' })).body;
+    const age = (
+      await a.post(`/forms/${own.id}/fields`, {
+        type: 'number',
+        label: 'Age',
+        attributes: { min: 0, max: 130 },
+        defaultValue: 30,
+      })
+    ).body;
+    const lowered = await a.put(`/forms/${own.id}/fields/${age.id}`, { attributes: { min: 0, max: 20 } });
+    assert.equal(lowered.status, 400, lowered.text);
+    assert.deepEqual(
+      lowered.body.details.map((d: any) => d.property),
+      ['body.defaultValue'],
+    );
+    assert.deepEqual((await a.get(`/forms/${own.id}/fields/${age.id}`)).body.attributes, { min: 0, max: 130 });
+    const both = await a.put(`/forms/${own.id}/fields/${age.id}`, { attributes: { max: 20 }, defaultValue: 18 });
+    assert.equal(both.status, 200, both.text);
+
+    // A default stored before defaults were checked as values (written here as the database held it).
+    const email = (await a.post(`/forms/${own.id}/fields`, { type: 'email', label: 'Email' })).body;
+    await app.server.ctx.db
+      .updateTable('fields')
+      .set({ default_value: JSON.stringify('not an email') })
+      .where('id', '=', email.id)
+      .execute();
+    for (const body of [
+      { label: 'Your email' },
+      { required: true },
+      { attributes: { placeholder: 'you@example.com' } },
+    ]) {
+      const res = await a.put(`/forms/${own.id}/fields/${email.id}`, body);
+      assert.equal(res.status, 200, `${JSON.stringify(body)} was refused for a default it did not send: ${res.text}`);
+      assert.equal(res.body.defaultValue, 'not an email', 'the stored default stays as it was');
+    }
+    const resent = await a.put(`/forms/${own.id}/fields/${email.id}`, { defaultValue: 'not an email' });
+    assert.equal(resent.status, 400, resent.text);
+    assert.equal(resent.body.details[0].property, 'body.defaultValue');
+    assert.equal((await a.put(`/forms/${own.id}/fields/${email.id}`, { defaultValue: null })).status, 200);
   });
 
   it('updates only what is sent, checks the merged definition, and resets type-specific parts on a type change', async () => {

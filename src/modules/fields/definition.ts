@@ -3,6 +3,7 @@ import { BadRequestError, invalid, type ErrorDetail } from '../../errors.js';
 import { isoTime } from '../../http/schemas.js';
 import { compileBodySchema, validationDetails, type Validate } from '../../http/validation.js';
 import { MAX_DISPLAY_ORDER, type Field, type FieldCreate, type FieldLogic } from './schemas.js';
+import { readValue, ValueError } from '../submissions/values.js';
 import { ADDRESS_SUBFIELDS, NAME_SUBFIELDS, TYPE_RULES, type FieldType } from './types.js';
 
 /** A field as it is stored: every property present, attributes with their defaults. */
@@ -45,9 +46,8 @@ export function withDefaults(input: FieldCreate): FieldDefinition {
   };
 }
 
-function defaultValueProblem(def: FieldDefinition): string | undefined {
-  const value = def.defaultValue;
-  if (value === null) return undefined;
+/** The shape a default value of the field's type is stored in (one option's value for a select, …). */
+function defaultShapeProblem(def: FieldDefinition, value: NonNullable<FieldDefinition['defaultValue']>) {
   const optionValues = new Set(def.options.map((o) => o.value));
   switch (TYPE_RULES[def.type].defaultValue) {
     case 'string':
@@ -72,6 +72,28 @@ function defaultValueProblem(def: FieldDefinition): string | undefined {
     case 'none':
       return `a ${def.type} field has no default value`;
   }
+}
+
+/**
+ * What is wrong with the field's default value: it must have its type's shape and be what the
+ * field takes from someone filling it in, checked by the submissions' own check (readValue):
+ * a date as a date, within minDate and maxDate, an email as an email, a number within min and
+ * max, … A default the form would refuse when sent unchanged is no default.
+ */
+export function defaultValueProblem(def: FieldDefinition, attributesValid = true): string | undefined {
+  const value = def.defaultValue;
+  if (value === null) return undefined;
+  const shape = defaultShapeProblem(def, value);
+  // Attributes their schema refused (a datetime's format "week") are named already; read by them, a value could throw.
+  if (shape || !attributesValid) return shape;
+  try {
+    // The time only matters to card expiry, and cards take no default.
+    readValue({ ...def, id: 0 }, value, 0);
+  } catch (error) {
+    if (error instanceof ValueError) return error.message;
+    throw error;
+  }
+  return undefined;
 }
 
 /**
@@ -141,7 +163,8 @@ function cloneAttributes(attributes: FieldDefinition['attributes'], path: string
  * logic is left as it is: an update that sends none is not refused for checks that the fields
  * they check no longer fit. With checkDefault false, so is the default value: an update that
  * changes neither it nor the options it is one of is not refused for a default that the
- * field's smart list no longer offers (its options replaced).
+ * field's smart list no longer offers (its options replaced), nor for one stored before
+ * defaults were checked as values (defaultValueProblem).
  */
 export function checkDefinition(
   def: FieldDefinition,
@@ -156,7 +179,8 @@ export function checkDefinition(
 
   const attributes = cloneAttributes(def.attributes, path);
   const validate = attributeValidator(def.type);
-  if (!validate(attributes)) {
+  const attributesValid = validate(attributes);
+  if (!attributesValid) {
     problems.push(
       ...validationDetails(validate.errors ?? [], 'body').map((d) => ({
         ...d,
@@ -192,7 +216,7 @@ export function checkDefinition(
     problems.push({ property: `${path}.unique`, message: `values of a ${def.type} field cannot be kept unique` });
   }
 
-  const defaultProblem = checkDefault ? defaultValueProblem(def) : undefined;
+  const defaultProblem = checkDefault ? defaultValueProblem({ ...def, attributes }, attributesValid) : undefined;
   if (defaultProblem) problems.push({ property: `${path}.defaultValue`, message: defaultProblem });
 
   if (def.logic && checkLogic) problems.push(...logicProblems(def.logic, path, siblings, selfId));

@@ -54,7 +54,11 @@ export const DefaultValue = Type.Union(
     Type.Record(Type.String({ maxLength: 20 }), Type.String({ maxLength: 500 })),
     Type.Null(),
   ],
-  { description: 'A string, a number, a list of option values (checkbox) or subfield values (name, address)' },
+  {
+    description:
+      'A string, a number, a list of option values (checkbox) or subfield values (name, address); ' +
+      'taken only if the field would take it as a submitted value (a date in its range, an email address, a number within min and max, …)',
+  },
 );
 
 // No `default` keywords here: the validator would fill them into updates and overwrite stored

@@ -9,6 +9,7 @@ import {
   appendedOrder,
   checkDefinition,
   checkTargetProblem,
+  defaultValueProblem,
   toDefinition,
   toField,
   toFieldColumns,
@@ -160,16 +161,23 @@ export async function updateField(
     // behind (see below) must not refuse an edit of the label.
     // So is the stored default value, unless it or what it must be one of is sent: a smart
     // list's options replaced can leave it offered no more, and that must not refuse a relabel.
+    // Attributes sent alone (a number's max) are checked against it when it fit the ones they
+    // replace: they may not make it one the field refuses, but a default that fit no more
+    // before (or was stored before defaults were read as values) does not refuse the change.
+    const defaultSent =
+      input.defaultValue !== undefined ||
+      input.type !== undefined ||
+      input.options !== undefined ||
+      input.smartList !== undefined;
     const def = checkDefinition(
       withList,
       'body',
       siblingsOf(all, fieldId),
       fieldId,
       input.logic !== undefined,
-      input.defaultValue !== undefined ||
-        input.type !== undefined ||
-        input.options !== undefined ||
-        input.smartList !== undefined,
+      defaultSent ||
+        (input.attributes !== undefined &&
+          defaultValueProblem({ ...withList, attributes: before.attributes }) === undefined),
     );
     await checkFormGrowth(
       trx,
