@@ -206,5 +206,34 @@ for (const driver of ['local', 's3'] as const) {
       assert.equal(after.isEncrypted, false);
       assert.deepEqual(Buffer.from(await (await download()).arrayBuffer()), content, 'plain again, no password needed');
     });
+
+    it("seals a presigned upload's kept copy, which a PUT to its URL after the submit does not reach", async (t) => {
+      if (driver !== 's3') return t.skip("presigned URLs are the S3 driver's");
+      const plain = await ok(
+        a.post('/forms', { name: 'Presigned, then sealed', fields: [{ type: 'file', label: 'F' }] }),
+        'plain form',
+      );
+      const fieldId = plain.fields[0].id;
+      const upload = (
+        await ok(a.post(`/forms/${plain.id}/fields/${fieldId}/upload-urls`, { filenames: ['p.txt'] }), 'urls')
+      ).uploads[0];
+      assert.ok(upload.uploadUrl.startsWith(s3!.env.S3_ENDPOINT!), 'a presigned URL');
+      assert.equal((await put(upload.uploadUrl, UPLOADED)).status, 200);
+      const created = await ok(
+        a.post(`/forms/${plain.id}/submissions`, {
+          fields: [{ id: fieldId, value: { subvalues: [{ subvalue: upload.fileKey }] } }],
+        }),
+        'submit',
+      );
+      await ok(a.put(`/forms/${plain.id}`, { isEncrypted: true, encryptionPassword: PASSWORD }), 'turn on');
+      while ((await createWorker(app.server.ctx, { kinds: jobKinds }).runDue()) > 0);
+      assert.equal((await ok(a.get(`/forms/${plain.id}`))).encryptionState, null);
+      assert.equal((await put(upload.uploadUrl, Buffer.from('other bytes, PUT after the submit'))).status, 200);
+      const res = await fetch(`${app.url}/api/v2025/submissions/${created.id}/upload?fieldId=${fieldId}`, {
+        headers: { authorization: `Bearer ${a.token}`, ...withPassword.headers },
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), UPLOADED);
+    });
   });
 }

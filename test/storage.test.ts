@@ -102,6 +102,21 @@ for (const driver of ['local', 's3'] as const) {
       assert.deepEqual(listed(), []);
     });
 
+    it('copies an object whole, which later writes to its source do not reach', async () => {
+      const data = randomBytes(70_000);
+      await storage.put('a1/f1/source', Readable.from([data]), { maxBytes: data.length });
+      assert.deepEqual(await storage.copy('a1/f1/source', 'a1/f1/source-kept'), { size: data.length });
+      await storage.put('a1/f1/source', Readable.from([Buffer.from('other')]), { maxBytes: 10 });
+      assert.ok((await readAll((await storage.get('a1/f1/source-kept')).stream)).equals(data));
+      await assert.rejects(storage.copy('a1/f1/missing', 'a1/f1/missing-kept'), ObjectNotFoundError);
+      assert.deepEqual(
+        listed(),
+        ['a1/f1/source', 'a1/f1/source-kept'],
+        'no copy of a missing object, nothing temporary',
+      );
+      await storage.deleteMany(['a1/f1/source', 'a1/f1/source-kept']);
+    });
+
     it("refuses keys that could escape or are not the service's own", async () => {
       for (const key of ['../x', 'a/../../x', '/abs', 'a//b', 'a/./b', '', 'a b', 'a\\b', '%2e%2e']) {
         await assert.rejects(
@@ -110,6 +125,8 @@ for (const driver of ['local', 's3'] as const) {
           key,
         );
         await assert.rejects(storage.get(key), /Invalid storage key/, key);
+        await assert.rejects(storage.copy(key, 'a1/f1/x'), /Invalid storage key/, key);
+        await assert.rejects(storage.copy('a1/f1/x', key), /Invalid storage key/, key);
       }
       assert.deepEqual(listed(), []);
     });

@@ -206,6 +206,8 @@ for (const driver of ['local', 's3'] as const) {
         { headers: { authorization: `Bearer ${a.token}` } },
       );
       assert.ok(Buffer.from(await legacy.arrayBuffer()).equals(two));
+      // On S3 the submission keeps copies of the presigned uploads, whose objects go by a job.
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
       assert.equal(stored().length, before + 2);
     });
 
@@ -790,6 +792,114 @@ for (const driver of ['local', 's3'] as const) {
       app.server.ctx.clock.advance(2 * HOUR + 15 * 60 * 1000 + 1000);
       await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
       for (const key of objects) assert.ok(!stored().includes(key), `${key} is removed once its URL expired`);
+    });
+
+    it('serves the file checked at submit: a PUT to its presigned URL afterwards changes nothing served', async (t) => {
+      if (driver !== 's3') return t.skip("presigned URLs are the S3 driver's");
+      const db = app.server.db.kysely;
+      const objectOf = async (fileKey: string) =>
+        (await db.selectFrom('uploads').select('storage_key').where('file_key', '=', fileKey).executeTakeFirstOrThrow())
+          .storage_key;
+      const [file] = await issue(ids.Files!, ['kept.bin']);
+      const [sign] = await issue(ids.Sign!, ['kept.png']);
+      const bytes = randomBytes(600);
+      assert.equal((await put(file!.uploadUrl, bytes)).status, 200);
+      assert.equal((await put(sign!.uploadUrl, PNG)).status, 200);
+      const urlKeys = [await objectOf(file!.fileKey), await objectOf(sign!.fileKey)];
+      const created = await ok(
+        submit([
+          { id: ids.Files!, value: keys(file!.fileKey) },
+          { id: ids.Sign!, value: keys(sign!.fileKey) },
+        ]),
+        'submit',
+      );
+      const servedAsChecked = async (when: string) => {
+        const fileRes = await download(created.id, ids.Files!);
+        assert.equal(fileRes.headers.get('content-length'), String(bytes.length), `the file's length ${when}`);
+        assert.ok(Buffer.from(await fileRes.arrayBuffer()).equals(bytes), `the file's bytes ${when}`);
+        const signRes = await download(created.id, ids.Sign!);
+        assert.ok(Buffer.from(await signRes.arrayBuffer()).equals(PNG), `the signature's bytes ${when}`);
+        const read = await ok(a.get(`/submissions/${created.id}`), 'read');
+        assert.equal(read.data.find((d: any) => d.field === ids.Files).value[0].size, bytes.length);
+      };
+      await servedAsChecked('after the submit');
+
+      // S3 cannot revoke a presigned URL: until it expires the bucket takes a PUT to it, over the
+      // field's size limit or not a PNG.
+      assert.equal((await put(file!.uploadUrl, randomBytes(5000))).status, 200);
+      assert.equal((await put(sign!.uploadUrl, Buffer.from('not a png at all'))).status, 200);
+      await servedAsChecked('after a PUT to the upload URL');
+      const keptKeys = [await objectOf(file!.fileKey), await objectOf(sign!.fileKey)];
+      for (const [i, key] of keptKeys.entries()) {
+        assert.notEqual(key, urlKeys[i], 'the submission holds an object of its own');
+        assert.ok(stored().includes(key), `${key} is stored`);
+      }
+
+      // The URL's object goes once the submission is in (a job), and what is PUT again goes once the URL expired.
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      for (const key of urlKeys) assert.ok(!stored().includes(key), `${key} is removed after the submit`);
+      for (const u of [file, sign]) assert.equal((await put(u!.uploadUrl, Buffer.from('again'))).status, 200);
+      for (const key of urlKeys) assert.ok(stored().includes(key), `${key} is made again`);
+      await servedAsChecked('after a PUT once the upload was removed');
+      app.server.ctx.clock.advance(2 * HOUR + 15 * 60 * 1000 + 1000);
+      await createWorker(app.server.ctx, { kinds: jobKinds }).runDue();
+      for (const key of urlKeys) assert.ok(!stored().includes(key), `${key} is removed once its URL expired`);
+      for (const key of keptKeys) assert.ok(stored().includes(key), `${key} stays`);
+      await servedAsChecked('once the URL expired');
+    });
+
+    it('checks the copy it keeps: a PUT to the URL between the check and the copy refuses the edit, keeping nothing', async (t) => {
+      if (driver !== 's3') return t.skip("presigned URLs are the S3 driver's");
+      const created = await ok(submit([{ id: ids.Note!, value: 'x' }]), 'submit');
+      const [file] = await issue(ids.Files!, ['race.bin']);
+      const [sign] = await issue(ids.Sign!, ['race.png']);
+      const bytes = randomBytes(100);
+      assert.equal((await put(file!.uploadUrl, bytes)).status, 200);
+      assert.equal((await put(sign!.uploadUrl, PNG)).status, 200);
+      // Between the submission's check of each object and its copy, the client PUTs other bytes:
+      // a file of another size (within the limit), and a signature of the same size that is no PNG.
+      const storage = app.server.ctx.storage;
+      const copy = storage.copy.bind(storage);
+      const swaps = new Map([
+        [file!.fileKey, { url: file!.uploadUrl, bytes: randomBytes(900) }],
+        [sign!.fileKey, { url: sign!.uploadUrl, bytes: Buffer.alloc(PNG.length, 'x') }],
+      ]);
+      storage.copy = async (from, to) => {
+        const swap = swaps.get(from.split('/').pop()!);
+        if (swap) assert.equal((await put(swap.url, swap.bytes)).status, 200);
+        return copy(from, to);
+      };
+      let res: Reply;
+      try {
+        res = await a.put(`/submissions/${created.id}`, {
+          fields: [
+            { id: ids.Files!, value: keys(file!.fileKey) },
+            { id: ids.Sign!, value: keys(sign!.fileKey) },
+          ],
+        });
+      } finally {
+        storage.copy = copy;
+      }
+      assertRefused(res, 0, 'Files', /race\.bin changed while the submission was checked; send it again$/);
+      assertRefused(res, 1, 'Sign', /must be a PNG image/);
+      for (const u of [file, sign])
+        assert.ok(!stored().some((key) => key.includes(`${u!.fileKey}-`)), `no copy of ${u!.filename} is kept`);
+
+      // The uploads stay usable: what their URLs hold when the edit is sent again is checked and kept.
+      assert.equal((await put(sign!.uploadUrl, PNG)).status, 200);
+      const edited = await ok(
+        a.put(`/submissions/${created.id}`, {
+          fields: [
+            { id: ids.Files!, value: keys(file!.fileKey) },
+            { id: ids.Sign!, value: keys(sign!.fileKey) },
+          ],
+        }),
+        'edit',
+      );
+      assert.equal(edited.data.find((d: any) => d.field === ids.Files).value[0].size, 900);
+      const served = Buffer.from(await (await download(created.id, ids.Files!)).arrayBuffer());
+      assert.ok(served.equals(swaps.get(file!.fileKey)!.bytes), 'the bytes its URL held when the edit was sent again');
+      assert.ok(Buffer.from(await (await download(created.id, ids.Sign!)).arrayBuffer()).equals(PNG));
     });
 
     it('answers 404 with the JSON error body for no such submission, field value or file', async () => {

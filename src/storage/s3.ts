@@ -111,6 +111,27 @@ export class S3Storage implements Storage {
     }
   }
 
+  /** One CopyObject, which takes up to 5 GB: no presigned PUT (a single PUT) makes an object larger. */
+  async copy(from: string, to: string): Promise<{ size: number }> {
+    try {
+      await this.client.send(
+        new (loadClientS3().CopyObjectCommand)({
+          Bucket: this.bucket,
+          // Bucket names and keys (checkKey) hold nothing that would need encoding.
+          CopySource: `${this.bucket}/${checkKey(from)}`,
+          Key: checkKey(to),
+        }),
+      );
+    } catch (error) {
+      if (isNotFound(error)) throw new ObjectNotFoundError(from);
+      throw error;
+    }
+    // CopyObject answers no size. The copy's key is the service's alone, so its HEAD is the copy's.
+    const head = await this.head(to);
+    if (!head) throw new ObjectNotFoundError(to);
+    return head;
+  }
+
   async deleteMany(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
       const chunk = keys.slice(i, i + 1000).map((Key) => ({ Key: checkKey(Key) }));

@@ -45,6 +45,12 @@ export interface Storage {
   /** The object as a stream, or the byte range [start, end] of it (inclusive, like HTTP ranges). */
   get(key: string, range?: { start: number; end: number }): Promise<StoredObject>;
   head(key: string): Promise<{ size: number } | undefined>;
+  /**
+   * Copies the object under from to to, whole, within the store (no bytes pass through the
+   * service on S3), and resolves with the copy's size; ObjectNotFoundError when from is missing.
+   * What is written to from later does not reach the copy.
+   */
+  copy(from: string, to: string): Promise<{ size: number }>;
   /** Removes the objects that exist; missing keys are not an error (removal is idempotent). */
   deleteMany(keys: string[]): Promise<void>;
   /** A URL that takes one HTTP PUT of the object straight to the store, when the store can sign one. */

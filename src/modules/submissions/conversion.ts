@@ -62,7 +62,7 @@ export async function convertBatch(
     throw error;
   });
   await transact(db, async (trx) => {
-    await commitFileMoves(trx, moves, sealing);
+    await commitFileMoves(trx, moves, sealing, deps.ctx.clock.now());
     const unused = await commitDocumentMoves(trx, documentMoves, sealing);
     if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
     let changed = false;

@@ -11,6 +11,7 @@ import type { Database, UploadRow } from '../../db/schema.js';
 import { BadRequestError, type ErrorDetail } from '../../errors.js';
 import * as uploadsRepo from '../uploads/repository.js';
 import { removeAfterUrlExpiry } from '../uploads/service.js';
+import { ObjectNotFoundError } from '../../storage/types.js';
 import {
   contentTypeOf,
   FILE_KEY_PATTERN,
@@ -18,6 +19,7 @@ import {
   fileLimits,
   isFileField,
   isPng,
+  keptKey,
   newFileKey,
   PNG_MAGIC_LENGTH,
   storageKey,
@@ -120,6 +122,11 @@ interface Claim {
   fileKey: string;
   fromState: 'stored' | 'issued';
   size: number;
+  /**
+   * A presigned upload: its URL takes PUTs until it expires, so the submission keeps a copy of
+   * the object under a key of its own (to), which storeFiles makes and checks again.
+   */
+  copy?: { from: string; to: string; filename: string; field: FileField; at: number };
 }
 
 interface InlineFile {
@@ -127,7 +134,7 @@ interface InlineFile {
   bytes: Buffer;
 }
 
-/** What storing a submission's files takes: claims of uploads, inline bytes to write, files to let go. */
+/** What storing a submission's files takes: claims of uploads (and copies), inline bytes to write, files to let go. */
 export interface FilePlan {
   claims: Claim[];
   inline: InlineFile[];
@@ -148,6 +155,7 @@ async function startOf(ctx: AppContext, key: string): Promise<Buffer> {
 async function checkKey(
   ctx: AppContext,
   field: FileField,
+  at: number,
   formId: number,
   upload: UploadRow | undefined,
   key: string,
@@ -196,17 +204,25 @@ async function checkKey(
   // A sealed signature had its PNG check while it arrived (its stored bytes do not show it).
   if (field.type === 'signature' && upload.sealed === 0 && !isPng(await startOf(ctx, upload.storage_key)))
     return 'a signature must be a PNG image';
-  return {
-    file: { fileKey: key, name: upload.filename, size, contentType: upload.content_type },
-    claim: { fileKey: key, fromState: upload.state === 'stored' ? 'stored' : 'issued', size },
-  };
+  const claim: Claim = { fileKey: key, fromState: upload.state === 'stored' ? 'stored' : 'issued', size };
+  // A service upload's URL is used up once it stored the file; a presigned one is not.
+  if (upload.state === 'issued')
+    claim.copy = {
+      from: upload.storage_key,
+      to: keptKey(upload.account_id, upload.form_id, key),
+      filename: upload.filename,
+      field,
+      at,
+    };
+  return { file: { fileKey: key, name: upload.filename, size, contentType: upload.content_type }, claim };
 }
 
 /**
  * Checks the file and signature values of a create or edit and replaces them with their
  * files; throws a 400 naming every offending field. Reads the database and storage, writes
  * nothing (except removing a presigned object over the size limit, unless told not to: a
- * create checking against a definition that may be out of date, see createSubmission).
+ * create checking against a definition that may be out of date, see createSubmission): the
+ * copies of presigned uploads are storeFiles' to make.
  */
 export async function resolveFiles(
   ctx: AppContext,
@@ -251,6 +267,7 @@ export async function resolveFiles(
         const result = await checkKey(
           ctx,
           field,
+          i,
           def.formId,
           uploads.get(key),
           key,
@@ -308,9 +325,15 @@ export async function resolveFiles(
   return { inputs: out, plan };
 }
 
-/** Writes the inline files to storage; before the transaction, so that slow I/O stays out of it. */
-export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void> {
+/**
+ * Writes the inline files to storage and copies presigned uploads to their submission's keys;
+ * before the transaction, so that slow I/O stays out of it. A copy is checked again: a PUT to
+ * the URL between resolveFiles' check and the copy would otherwise be kept unchecked. Throws a
+ * 400 naming the field when a copy is not what was checked, keeping nothing it wrote.
+ */
+export async function storeFiles(ctx: AppContext, plan: FilePlan): Promise<void> {
   const written: string[] = [];
+  const problems: ErrorDetail[] = [];
   try {
     for (const f of plan.inline) {
       // The size was checked on the file itself; sealed bytes are a little longer.
@@ -320,6 +343,19 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
       });
       written.push(f.row.storage_key);
     }
+    for (const { fileKey, size, copy } of plan.claims) {
+      if (!copy) continue;
+      const problem = await copyChecked(ctx, fileKey, size, copy, written);
+      if (problem)
+        problems.push({
+          property: `body.fields[${copy.at}].value`,
+          message: `${copy.field.label} (${copy.field.id}): ${problem}`,
+        });
+    }
+    if (problems.length > 0)
+      throw new BadRequestError('invalid_submission', `${problems[0]!.property}: ${problems[0]!.message}`, {
+        details: problems,
+      });
   } catch (error) {
     await ctx.storage.deleteMany(written).catch(() => undefined);
     throw error;
@@ -327,12 +363,41 @@ export async function storeInline(ctx: AppContext, plan: FilePlan): Promise<void
 }
 
 /**
- * Inline files of a submission that was not written: removed now, or by a job if storage fails
- * (carrying requestId when given, else the request-id context's).
+ * Copies the object of a presigned upload to its kept key (written learns of it) and checks
+ * the copy, which no URL reaches: the problem, if it is not the file that was checked.
  */
-export async function discardInline(ctx: AppContext, plan: FilePlan, requestId?: string): Promise<void> {
-  if (plan.inline.length === 0) return;
-  const keys = plan.inline.map((f) => f.row.storage_key);
+async function copyChecked(
+  ctx: AppContext,
+  fileKey: string,
+  size: number,
+  copy: NonNullable<Claim['copy']>,
+  written: string[],
+): Promise<string | undefined> {
+  let copied: { size: number };
+  try {
+    copied = await ctx.storage.copy(copy.from, copy.to);
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) return `fileKey ${fileKey} has not been uploaded yet`;
+    throw error;
+  }
+  written.push(copy.to);
+  // The same size keeps every size rule checked, and the size the value lists true.
+  if (copied.size !== size) return `${copy.filename} changed while the submission was checked; send it again`;
+  if (copy.field.type === 'signature' && !isPng(await startOf(ctx, copy.to))) return 'a signature must be a PNG image';
+  return undefined;
+}
+
+/**
+ * Files written for a submission that was not (inline files, copies of presigned uploads):
+ * removed now, or by a job if storage fails (carrying requestId when given, else the
+ * request-id context's).
+ */
+export async function discardFiles(ctx: AppContext, plan: FilePlan, requestId?: string): Promise<void> {
+  const keys = [
+    ...plan.inline.map((f) => f.row.storage_key),
+    ...plan.claims.flatMap((c) => (c.copy ? [c.copy.to] : [])),
+  ];
+  if (keys.length === 0) return;
   try {
     await ctx.storage.deleteMany(keys);
   } catch {
@@ -342,9 +407,11 @@ export async function discardInline(ctx: AppContext, plan: FilePlan, requestId?:
 }
 
 /**
- * Inside the submission's transaction: records the inline files, claims the uploads, and
- * lets go of replaced ones. Returns the storage keys to remove once the transaction commits.
- * A claim that fails (another submission took the upload meanwhile) fails the transaction.
+ * Inside the submission's transaction: records the inline files, claims the uploads (a
+ * presigned one moving to its copy), and lets go of replaced ones. The objects no row names
+ * any more go through the outbox once the transaction commits, and the keys of presigned URLs
+ * once more when they expire. A claim that fails (another submission took the upload
+ * meanwhile) fails the transaction.
  */
 export async function commitFiles(
   trx: Transaction<Database>,
@@ -352,13 +419,13 @@ export async function commitFiles(
   plan: FilePlan,
   submissionId: number,
   now: number,
-): Promise<string[]> {
+): Promise<void> {
   await uploadsRepo.insertUploads(
     trx,
     plan.inline.map((f) => ({ ...f.row, submission_id: submissionId })),
   );
-  for (const claim of plan.claims) {
-    if (!(await uploadsRepo.claimUpload(trx, { ...claim, submissionId, now }))) {
+  for (const { copy, ...claim } of plan.claims) {
+    if (!(await uploadsRepo.claimUpload(trx, { ...claim, submissionId, now, storageKey: copy?.to }))) {
       throw new BadRequestError('invalid_submission', `fileKey ${claim.fileKey} has already been used or has expired`, {
         details: [
           { property: 'body.fields', message: `fileKey ${claim.fileKey} has already been used or has expired` },
@@ -366,15 +433,17 @@ export async function commitFiles(
       });
     }
   }
-  if (plan.replaced.length === 0) return [];
-  const rows = await uploadsRepo.findUploads(trx, accountId, plan.replaced);
-  await removeAfterUrlExpiry(
-    trx,
-    rows.map((r) => r.file_key),
-    now,
-  );
-  return uploadsRepo.deleteUploads(
-    trx,
-    rows.map((r) => r.file_key),
-  );
+  const copied = plan.claims.filter((c) => c.copy);
+  const rows = plan.replaced.length === 0 ? [] : await uploadsRepo.findUploads(trx, accountId, plan.replaced);
+  const letGo = [...copied.map((c) => c.fileKey), ...rows.map((r) => r.file_key)];
+  if (letGo.length === 0) return;
+  await removeAfterUrlExpiry(trx, letGo, now);
+  const unused = [
+    ...copied.map((c) => c.copy!.from),
+    ...(await uploadsRepo.deleteUploads(
+      trx,
+      rows.map((r) => r.file_key),
+    )),
+  ];
+  if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
 }

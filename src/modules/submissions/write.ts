@@ -7,7 +7,7 @@ import { withHeldRequestId } from '../../request-context.js';
 import type { Database, SubmissionRow } from '../../db/schema.js';
 import { removeFilesJob } from '../uploads/jobs.js';
 import { removeAfterUrlExpiry } from '../uploads/service.js';
-import { commitFiles, discardInline, resolveFiles, storeInline } from './files.js';
+import { commitFiles, discardFiles, resolveFiles, storeFiles } from './files.js';
 import {
   isQuiet,
   loadEventConfig,
@@ -241,9 +241,9 @@ async function createOnce(
       : undefined;
   if (check && !check.confirmed && alone === undefined) throw new repo.TokenUnconfirmed();
 
-  // Inline bytes go to storage before the transaction (no slow I/O inside it) and are removed
-  // again if the transaction does not commit.
-  await storeInline(ctx, files.plan);
+  // Inline bytes and the copies of presigned uploads go to storage before the transaction (no
+  // slow I/O inside it) and are removed again if the transaction does not commit.
+  await storeFiles(ctx, files.plan);
   const newRow: repo.NewSubmission = {
     accountId,
     formId,
@@ -297,7 +297,7 @@ async function createOnce(
       }),
     );
   } catch (error) {
-    await discardInline(ctx, files.plan, meta.requestId);
+    await discardFiles(ctx, files.plan, meta.requestId);
     throw error;
   }
 }
@@ -350,7 +350,7 @@ async function updateOnce(
   const data = parseData(def, row, await keysFor(deps, def, password));
   const files = await resolveFiles(ctx, def, accountId, input.fields, { submissionId: id, data });
   const write = prepareSubmission(def, files.inputs, data, ctx.clock.now());
-  await storeInline(ctx, files.plan);
+  await storeFiles(ctx, files.plan);
   try {
     return await deps.write(async (trx) => {
       const heldAlt = await heldOtherWay(trx, def, write, id);
@@ -358,8 +358,7 @@ async function updateOnce(
       if (!written) throw new StaleRow();
       const { row: updated, taken } = written;
       failIfTaken(def, write, heldAlt, taken);
-      const replaced = await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
-      if (replaced.length > 0) await enqueue(trx, removeFilesJob, { keys: replaced });
+      await commitFiles(trx, accountId, files.plan, id, ctx.clock.now());
       const submission = toSubmission(def, updated, data);
       await publishSubmissionEvent(trx, ctx, {
         type: 'submission.updated',
@@ -374,7 +373,7 @@ async function updateOnce(
       return submission;
     });
   } catch (error) {
-    await discardInline(ctx, files.plan);
+    await discardFiles(ctx, files.plan);
     throw error;
   }
 }

@@ -94,15 +94,28 @@ export async function abandonReceiving(db: Executor, fileKey: string, token: str
 
 /**
  * Gives the upload to a submission, if it is still in the state it was checked in and not
- * expired: two submissions racing for one fileKey cannot both get it.
+ * expired: two submissions racing for one fileKey cannot both get it. storageKey, when given,
+ * is the object the upload holds from now on (a presigned upload's copy).
  */
 export async function claimUpload(
   db: Executor,
-  claim: { fileKey: string; fromState: 'stored' | 'issued'; size: number; submissionId: number; now: number },
+  claim: {
+    fileKey: string;
+    fromState: 'stored' | 'issued';
+    size: number;
+    submissionId: number;
+    now: number;
+    storageKey?: string;
+  },
 ): Promise<boolean> {
   const r = await db
     .updateTable('uploads')
-    .set({ state: 'claimed', submission_id: claim.submissionId, size: claim.size })
+    .set({
+      state: 'claimed',
+      submission_id: claim.submissionId,
+      size: claim.size,
+      ...(claim.storageKey !== undefined && { storage_key: claim.storageKey }),
+    })
     .where('file_key', '=', claim.fileKey)
     .where('state', '=', claim.fromState)
     .where('submission_id', 'is', null)

@@ -34,7 +34,8 @@ const UPLOAD_FLOW =
   'and answers 410 upload_url_expired after 2 hours. ' +
   'With the S3 driver it is a presigned PUT straight to the bucket, which can enforce neither the size limit nor single ' +
   "use: the object's size is checked when a submission claims the fileKey, and an object over the limit is deleted and " +
-  'the submission refused (an empty object refuses it too). Uploads that no submission claims are removed once their URL expires.';
+  'the submission refused (an empty object refuses it too). The submission keeps a copy of the checked object, so a PUT to ' +
+  'the URL after that changes nothing it holds. Uploads that no submission claims are removed once their URL expires.';
 
 /** The API route that issues upload URLs for a field (a submission's file is read through the submissions routes). */
 export function uploadRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {

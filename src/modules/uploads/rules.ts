@@ -54,6 +54,15 @@ export function storageKey(accountId: number, formId: number, fileKey: string): 
   return `a${accountId}/f${formId}/${fileKey}`;
 }
 
+/**
+ * The key a submission keeps a presigned upload's file under: S3 cannot revoke the URL, which
+ * goes on writing to storageKey until it expires. Beside it, named after the fileKey; random,
+ * so that a copy never overwrites another (a create made again copies again).
+ */
+export function keptKey(accountId: number, formId: number, fileKey: string): string {
+  return `${storageKey(accountId, formId, fileKey)}-k${randomBytes(9).toString('base64url')}`;
+}
+
 const extension = (name: string): string => {
   const dot = name.lastIndexOf('.');
   return dot <= 0 ? '' : name.slice(dot + 1).toLowerCase();

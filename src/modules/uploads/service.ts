@@ -330,12 +330,22 @@ export async function discardCopies(ctx: AppContext, moves: FileMove[]): Promise
   if (moves.length > 0) await ctx.storage.deleteMany(moves.map((m) => m.to)).catch(() => undefined);
 }
 
-/** In the conversion's transaction: the uploads move to their new objects; the objects left behind go through the outbox. */
-export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean): Promise<void> {
+/**
+ * In the conversion's transaction: the uploads move to their new objects; the objects left
+ * behind go through the outbox. A file claimed before submissions kept copies of presigned
+ * uploads still lives under its URL's key, which takes PUTs until the URL expires: that key
+ * is removed once more then, as when a file is let go.
+ */
+export async function commitFileMoves(trx: Executor, moves: FileMove[], sealed: boolean, now: number): Promise<void> {
   const unused: string[] = [];
   for (const move of moves)
     unused.push((await repo.moveUpload(trx, move.fileKey, move.from, move.to, sealed)) ? move.from : move.to);
   if (unused.length > 0) await enqueue(trx, removeFilesJob, { keys: unused });
+  await removeAfterUrlExpiry(
+    trx,
+    moves.map((m) => m.fileKey),
+    now,
+  );
 }
 
 /**
