@@ -75,12 +75,13 @@ export async function exportSubmissions(
       // One bounded batch at a time, each read after the consumer took the last one: the
       // stream pulls as the socket drains, so memory holds one batch however many rows match.
       const rows = await repo.nextBatch(db, accountId, formId, indexed, after, order, BATCH);
-      // Each batch goes to the socket as bytes of its own. In some runs (3 to 6 of 10 on one
-      // machine, for the same export) every batch's text outlived a scavenge, and a million
-      // rows left 110–150 MiB of dead strings in the old generation for its next collection;
-      // as bytes, they count as external memory, which starts that collection after 64 MiB
-      // (such runs grew 72–76 MiB, the others 20–34 as before). Why a run takes that way was
-      // not found: no stream between here and the socket held more than one batch.
+      // Each batch goes to the socket as bytes of its own. In some processes (23 exports of 81
+      // on one machine, for the same export) every batch's text outlived a scavenge, and a
+      // million rows left 130–160 MiB of dead strings in the old generation for its next
+      // collection; as bytes, they count as external memory, which starts that collection
+      // after 64 MiB (such runs grew 72–77 MiB, the others 20–34 as before). Why a process
+      // takes that way was not found: no stream between here and the socket held more than
+      // one batch (docs/performance.md, fifty-first pass).
       const parts: string[] = [];
       for (const row of rows) {
         if (keys && filter.terms.length > 0) {
