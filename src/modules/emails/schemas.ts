@@ -50,7 +50,11 @@ const recipientField = Type.Integer({
 });
 
 const notificationOnly = {
-  recipients: Type.Array(address, { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'Addresses to send to; one given twice, in any case, is kept once (its first spelling)' }),
+  recipients: Type.Array(address, {
+    minItems: 1,
+    maxItems: MAX_RECIPIENTS,
+    description: 'Addresses to send to; one given twice, in any case, is kept once (its first spelling)',
+  }),
   replyToField: Type.Union([Id, Type.Null()], {
     description: "An email field whose value becomes the Reply-To (the respondent's address) when it holds one",
   }),
